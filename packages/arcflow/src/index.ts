@@ -1,0 +1,33 @@
+/**
+ * arcflow: the one package users import. Named re-exports only.
+ */
+export {
+  Agent,
+  Workflow,
+  tool,
+  ToolArgumentError,
+  ConfigError,
+  RequestError,
+  ErrorCode,
+  ProviderFailure,
+  runLocal,
+  type AgentConfig,
+  type WorkflowConfig,
+  type ToolConfig,
+  type ToolDefinition,
+  type ToolContext,
+  type ModelProvider,
+  type ProviderRequest,
+  type ProviderResponse,
+  type TraceEvent,
+  type EventKind,
+  type RunRecord,
+  type RunStatus,
+  type RunLocalOptions,
+  type LocalRun,
+  type RunConfig,
+  type ExecConfig,
+  type Tokens,
+} from '@arcflow/core';
+export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
+export { scriptedProvider, reply, toolCall, toolCalls, startFakeOpenAI } from '@arcflow/testing';

@@ -1,0 +1,28 @@
+/** Defaults of the loop's configuration, one frozen object per concern. */
+export const TOOL_EXECUTION_DEFAULTS = Object.freeze({
+  mode: 'llm_select' as const,
+  max_iterations: 8,
+  on_max_iterations: 'fail' as const,
+});
+
+export const LOOP_DETECTION_DEFAULTS = Object.freeze({
+  window: 3,
+  threshold: 2,
+  action: 'inject' as const,
+});
+
+export const TOOL_DEFAULTS = Object.freeze({
+  timeout_ms: 30_000,
+  retries: 0,
+  max_result_bytes: 64 * 1024,
+});
+
+/** Provider retry policy used by the in-process runner (the engine maps it onto BullMQ attempts). */
+export const PROVIDER_RETRY_DEFAULTS = Object.freeze({
+  attempts: 5,
+  backoff_ms: 1_000,
+  max_backoff_ms: 30_000,
+});
+
+/** Largest run input accepted, in bytes of UTF-8. */
+export const MAX_INPUT_BYTES = 256 * 1024;

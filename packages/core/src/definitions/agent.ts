@@ -1,0 +1,73 @@
+import { ConfigError } from '../errors.ts';
+import type { ToolDefinition } from '../tools/define.ts';
+import { type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkRunConfig, resolveSettings } from './settings.ts';
+
+export interface AgentConfig {
+  name: string;
+  role?: string;
+  instructions?: string;
+  tools?: readonly ToolDefinition[];
+  /** Model id; else the worker's default. */
+  model?: string;
+  tool_execution?: ToolExecutionConfig;
+  /** Optional; `false` turns loop detection off. */
+  loop_detection?: LoopDetectionConfig | false;
+}
+
+const AGENT_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/** An agent definition. Its configuration is checked here, so a bad agent never starts a worker. */
+export class Agent {
+  readonly kind = 'agent' as const;
+  readonly name: string;
+  readonly role: string | undefined;
+  readonly instructions: string | undefined;
+  readonly model: string | undefined;
+  readonly tools: readonly ToolDefinition[];
+  readonly tool_execution: ToolExecutionConfig;
+  readonly loop_detection: LoopDetectionConfig | false | undefined;
+  /** Settings with every default applied. */
+  readonly settings: StepSettings;
+  readonly #toolsByName: ReadonlyMap<string, ToolDefinition>;
+
+  constructor(config: AgentConfig) {
+    const name = config?.name;
+    if (typeof name !== 'string' || !AGENT_NAME.test(name)) {
+      throw new ConfigError(`agent name must match ${AGENT_NAME}, got ${JSON.stringify(name)}`);
+    }
+    const tools = config.tools ?? [];
+    const byName = new Map<string, ToolDefinition>();
+    for (const definition of tools) {
+      if (definition?.kind !== 'tool') throw new ConfigError(`agent '${name}': every entry of tools must come from tool()`);
+      if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
+      byName.set(definition.name, definition);
+    }
+    const own = checkRunConfig(
+      { tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model },
+      `agent '${name}'`,
+    );
+    this.name = name;
+    this.role = config.role;
+    this.instructions = config.instructions;
+    this.model = config.model;
+    this.tools = Object.freeze([...tools]);
+    this.tool_execution = Object.freeze({ ...(config.tool_execution ?? {}) });
+    this.loop_detection = config.loop_detection;
+    this.settings = resolveSettings(own);
+    this.#toolsByName = byName;
+  }
+
+  /** The tool of that name, if the agent has it. */
+  findTool(name: string): ToolDefinition | undefined {
+    return this.#toolsByName.get(name);
+  }
+
+  /** Settings for one run: the run's config overrides the agent's, key by key. */
+  settingsFor(config?: unknown): StepSettings {
+    const override = checkRunConfig(config);
+    return resolveSettings(
+      { tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model },
+      override,
+    );
+  }
+}

@@ -1,0 +1,114 @@
+import { LOOP_DETECTION_DEFAULTS, TOOL_EXECUTION_DEFAULTS } from '../defaults.ts';
+import { ConfigError } from '../errors.ts';
+
+export type ToolExecutionMode = 'llm_select' | 'legacy_eager';
+
+export interface ToolExecutionConfig {
+  mode?: ToolExecutionMode;
+  max_iterations?: number;
+  on_max_iterations?: 'fail' | 'final_answer';
+}
+
+export interface LoopDetectionConfig {
+  window?: number;
+  threshold?: number;
+  action?: 'inject' | 'terminate';
+}
+
+/** The per-run configuration a client may pass; it overrides the agent's own, key by key. */
+export interface RunConfig {
+  tool_execution?: ToolExecutionConfig;
+  loop_detection?: LoopDetectionConfig | false;
+  model?: string;
+}
+
+export interface ResolvedLoopDetection {
+  readonly window: number;
+  readonly threshold: number;
+  readonly action: 'inject' | 'terminate';
+}
+
+/** Everything the loop needs to decide, resolved once per step. */
+export interface StepSettings {
+  readonly mode: ToolExecutionMode;
+  readonly max_iterations: number;
+  readonly on_max_iterations: 'fail' | 'final_answer';
+  readonly loop_detection: ResolvedLoopDetection | false;
+  readonly model: string | undefined;
+}
+
+const RUN_CONFIG_KEYS = ['tool_execution', 'loop_detection', 'model'];
+const TOOL_EXECUTION_KEYS = ['mode', 'max_iterations', 'on_max_iterations'];
+const LOOP_DETECTION_KEYS = ['window', 'threshold', 'action'];
+
+/** Checks a run config's shape; throws a {@link ConfigError} naming the first problem. */
+export function checkRunConfig(config: unknown, where = 'config'): RunConfig {
+  if (config === undefined || config === null) return {};
+  const object = plainObject(config, where, RUN_CONFIG_KEYS);
+  if (object.model !== undefined && (typeof object.model !== 'string' || object.model === '')) {
+    throw new ConfigError(`${where}.model must be a non-empty string`);
+  }
+  if (object.tool_execution !== undefined) plainObject(object.tool_execution, `${where}.tool_execution`, TOOL_EXECUTION_KEYS);
+  if (object.loop_detection !== undefined && object.loop_detection !== false) {
+    plainObject(object.loop_detection, `${where}.loop_detection`, LOOP_DETECTION_KEYS);
+  }
+  // Resolving against an empty base validates every value.
+  resolveSettings(object as RunConfig, {}, where);
+  return object as RunConfig;
+}
+
+/** Resolves settings field by field: the run's override, then the agent's, then the defaults. */
+export function resolveSettings(agent: RunConfig, override: RunConfig = {}, where = 'config'): StepSettings {
+  const exec = { ...(agent.tool_execution ?? {}) };
+  const execOverride = override.tool_execution ?? {};
+  const mode = execOverride.mode ?? exec.mode ?? TOOL_EXECUTION_DEFAULTS.mode;
+  const max_iterations = execOverride.max_iterations ?? exec.max_iterations ?? TOOL_EXECUTION_DEFAULTS.max_iterations;
+  const on_max_iterations = execOverride.on_max_iterations ?? exec.on_max_iterations ?? TOOL_EXECUTION_DEFAULTS.on_max_iterations;
+  if (mode !== 'llm_select' && mode !== 'legacy_eager') {
+    throw new ConfigError(`${where}.tool_execution.mode must be 'llm_select' or 'legacy_eager', got ${JSON.stringify(mode)}`);
+  }
+  if (!Number.isInteger(max_iterations) || max_iterations < 1) {
+    throw new ConfigError(`${where}.tool_execution.max_iterations must be an integer >= 1, got ${JSON.stringify(max_iterations)}`);
+  }
+  if (on_max_iterations !== 'fail' && on_max_iterations !== 'final_answer') {
+    throw new ConfigError(
+      `${where}.tool_execution.on_max_iterations must be 'fail' or 'final_answer', got ${JSON.stringify(on_max_iterations)}`,
+    );
+  }
+  const loopConfig = override.loop_detection !== undefined ? override.loop_detection : agent.loop_detection;
+  return Object.freeze({
+    mode,
+    max_iterations,
+    on_max_iterations,
+    loop_detection: resolveLoopDetection(loopConfig, where),
+    model: override.model ?? agent.model,
+  });
+}
+
+function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, where: string): ResolvedLoopDetection | false {
+  if (config === false) return false;
+  const window = config?.window ?? LOOP_DETECTION_DEFAULTS.window;
+  const threshold = config?.threshold ?? LOOP_DETECTION_DEFAULTS.threshold;
+  const action = config?.action ?? LOOP_DETECTION_DEFAULTS.action;
+  if (!Number.isInteger(window) || window < 1) {
+    throw new ConfigError(`${where}.loop_detection.window must be an integer >= 1, got ${JSON.stringify(window)}`);
+  }
+  if (!Number.isInteger(threshold) || threshold < 2 || threshold > window) {
+    throw new ConfigError(
+      `${where}.loop_detection.threshold must be an integer from 2 to window (${window}), got ${JSON.stringify(threshold)}`,
+    );
+  }
+  if (action !== 'inject' && action !== 'terminate') {
+    throw new ConfigError(`${where}.loop_detection.action must be 'inject' or 'terminate', got ${JSON.stringify(action)}`);
+  }
+  return Object.freeze({ window, threshold, action });
+}
+
+function plainObject(value: unknown, where: string, keys: readonly string[]): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigError(`${where} must be an object`);
+  }
+  const unknown = Object.keys(value).filter((key) => !keys.includes(key));
+  if (unknown.length > 0) throw new ConfigError(`${where} has unknown key '${unknown[0]}' (allowed: ${keys.join(', ')})`);
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,43 @@
+/**
+ * Every stable error code arcflow emits, in one table. Event fields (`error_code`) and run
+ * records (`error.error_code`) only ever carry values from here.
+ */
+export const ErrorCode = {
+  InvalidArguments: 'invalid_arguments',
+  UnknownTool: 'unknown_tool',
+  ToolTimedOut: 'timeout',
+  ToolError: 'tool_error',
+  Cancelled: 'cancelled',
+  MaxIterationsExceeded: 'max_iterations_exceeded',
+  LoopDetected: 'loop_detected',
+  ProviderError: 'provider_error',
+  TestResponsesExhausted: 'test_responses_exhausted',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Tool-call failure codes that may appear on `ToolCallFailed`. */
+export type ToolFailureCode = 'invalid_arguments' | 'unknown_tool' | 'timeout' | 'tool_error' | 'cancelled';
+
+/** A definition or configuration that cannot work: thrown at once, before anything runs. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Thrown by a tool handler to tell the model that its arguments were wrong. The message is
+ * shown to the model (it is the handler author's deliberate text), never put in traces.
+ */
+export class ToolArgumentError extends Error {
+  override readonly name = 'ToolArgumentError';
+}
+
+/** A refused request to the runtime (unknown agent, oversize input, ...). */
+export class RequestError extends Error {
+  override readonly name = 'RequestError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,43 @@
+import type { EventDraft, EventKind } from './types.ts';
+
+const COMMON = ['kind', 'run_id', 'step_id', 'seq', 'ts', 'iteration'] as const;
+const TOOL = ['tool_name', 'tool_call_id'] as const;
+
+/**
+ * The trace data policy as an allowlist: the only fields each event kind may carry. Names, ids,
+ * hashes, sizes, codes, timings and token counts; never arguments, results, prompts or error text.
+ */
+export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Object.freeze({
+  RunEnqueued: ['agent', 'workflow'],
+  AgentInvoked: ['agent_name', 'mode', 'max_iterations'],
+  ProviderRequestSent: ['provider_id', 'model_id', 'prompt_size_bytes', 'tools_count'],
+  ProviderResponseReceived: ['provider_id', 'model_id', 'tokens', 'latency_ms', 'finish_reason', 'tool_calls_count'],
+  TokensConsumed: ['tokens', 'cumulative'],
+  ProviderRateLimited: ['provider_id', 'retry_after_seconds', 'attempt'],
+  ProviderError: ['provider_id', 'error_code', 'status', 'retryable', 'attempt'],
+  ToolCallStarted: [...TOOL, 'input_schema_hash', 'input_size_bytes', 'attempt'],
+  ToolInputValidationFailed: [...TOOL, 'input_schema_hash', 'violation_description'],
+  ToolCallCompleted: [...TOOL, 'duration_ms', 'output_size_bytes'],
+  ToolCallFailed: [...TOOL, 'duration_ms', 'error_code'],
+  LoopDetected: [...TOOL, 'repeats', 'window', 'action'],
+  AgentResponseReceived: ['output_size_bytes', 'iterations'],
+  StepExecutionFailed: ['error_code', 'message'],
+  RunCompleted: ['usage'],
+  RunFailed: ['usage', 'error_code'],
+  RunCancelled: ['usage'],
+});
+
+/**
+ * Keeps only the fields the policy allows for the event's kind, so nothing a caller slipped in
+ * (a prompt, a result) can reach the log. Undefined fields are dropped.
+ */
+export function applyTracePolicy<T extends EventDraft>(event: T): T {
+  const allowed = EVENT_FIELDS[event.kind];
+  if (!allowed) throw new Error(`unknown event kind '${String(event.kind)}'`);
+  const kept: Record<string, unknown> = {};
+  for (const key of [...COMMON, ...allowed]) {
+    const value = (event as Record<string, unknown>)[key];
+    if (value !== undefined) kept[key] = value;
+  }
+  return kept as T;
+}

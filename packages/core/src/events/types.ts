@@ -1,0 +1,144 @@
+import type { ToolFailureCode } from '../errors.ts';
+
+/** Token counts of one provider call or a running total. */
+export interface Tokens {
+  readonly input: number;
+  readonly output: number;
+  readonly total: number;
+}
+
+interface Base {
+  readonly run_id: string;
+  readonly step_id: string;
+  /** 1, 2, 3 … per run, no gaps, no repeats. */
+  readonly seq: number;
+  /** Epoch milliseconds. */
+  readonly ts: number;
+  readonly iteration?: number;
+}
+
+interface InIteration extends Base {
+  readonly iteration: number;
+}
+
+export interface RunEnqueued extends Base { readonly kind: 'RunEnqueued'; readonly agent?: string; readonly workflow?: string }
+export interface AgentInvoked extends Base {
+  readonly kind: 'AgentInvoked';
+  readonly agent_name: string;
+  readonly mode: 'llm_select' | 'legacy_eager';
+  readonly max_iterations: number;
+}
+export interface ProviderRequestSent extends InIteration {
+  readonly kind: 'ProviderRequestSent';
+  readonly provider_id: string;
+  readonly model_id: string;
+  readonly prompt_size_bytes: number;
+  readonly tools_count: number;
+}
+export interface ProviderResponseReceived extends InIteration {
+  readonly kind: 'ProviderResponseReceived';
+  readonly provider_id: string;
+  readonly model_id: string;
+  readonly tokens: Tokens;
+  readonly latency_ms: number;
+  readonly finish_reason: string;
+  readonly tool_calls_count: number;
+}
+export interface TokensConsumed extends InIteration { readonly kind: 'TokensConsumed'; readonly tokens: Tokens; readonly cumulative: Tokens }
+export interface ProviderRateLimited extends InIteration {
+  readonly kind: 'ProviderRateLimited';
+  readonly provider_id: string;
+  readonly retry_after_seconds: number;
+  readonly attempt: number;
+}
+export interface ProviderError extends InIteration {
+  readonly kind: 'ProviderError';
+  readonly provider_id: string;
+  readonly error_code: string;
+  readonly status?: number;
+  readonly retryable: boolean;
+  readonly attempt: number;
+}
+export interface ToolCallStarted extends InIteration {
+  readonly kind: 'ToolCallStarted';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly input_schema_hash: string;
+  readonly input_size_bytes: number;
+  readonly attempt: number;
+}
+export interface ToolInputValidationFailed extends InIteration {
+  readonly kind: 'ToolInputValidationFailed';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly input_schema_hash: string;
+  readonly violation_description: string;
+}
+export interface ToolCallCompleted extends InIteration {
+  readonly kind: 'ToolCallCompleted';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly duration_ms: number;
+  readonly output_size_bytes: number;
+}
+export interface ToolCallFailed extends InIteration {
+  readonly kind: 'ToolCallFailed';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly duration_ms: number;
+  readonly error_code: ToolFailureCode;
+}
+export interface LoopDetected extends InIteration {
+  readonly kind: 'LoopDetected';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly repeats: number;
+  readonly window: number;
+  readonly action: 'inject' | 'terminate';
+}
+export interface AgentResponseReceived extends Base {
+  readonly kind: 'AgentResponseReceived';
+  readonly output_size_bytes: number;
+  readonly iterations: number;
+}
+export interface StepExecutionFailed extends Base { readonly kind: 'StepExecutionFailed'; readonly error_code: string; readonly message: string }
+export interface RunCompleted extends Base { readonly kind: 'RunCompleted'; readonly usage: Tokens }
+export interface RunFailed extends Base { readonly kind: 'RunFailed'; readonly usage: Tokens; readonly error_code: string }
+export interface RunCancelled extends Base { readonly kind: 'RunCancelled'; readonly usage: Tokens }
+
+/** Every trace event, as one discriminated union on `kind`. */
+export type TraceEvent =
+  | RunEnqueued
+  | AgentInvoked
+  | ProviderRequestSent
+  | ProviderResponseReceived
+  | TokensConsumed
+  | ProviderRateLimited
+  | ProviderError
+  | ToolCallStarted
+  | ToolInputValidationFailed
+  | ToolCallCompleted
+  | ToolCallFailed
+  | LoopDetected
+  | AgentResponseReceived
+  | StepExecutionFailed
+  | RunCompleted
+  | RunFailed
+  | RunCancelled;
+
+export type EventKind = TraceEvent['kind'];
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** An event before the log gives it `run_id`, `seq` and `ts`. */
+export type EventDraft = DistributiveOmit<TraceEvent, 'run_id' | 'seq' | 'ts'>;
+
+/** Events that end a tool call; each call gets exactly one. */
+export const TOOL_TERMINAL_KINDS: ReadonlySet<EventKind> = new Set([
+  'ToolCallCompleted',
+  'ToolCallFailed',
+  'ToolInputValidationFailed',
+  'LoopDetected',
+]);
+
+export const RUN_TERMINAL_KINDS: ReadonlySet<EventKind> = new Set(['RunCompleted', 'RunFailed', 'RunCancelled']);

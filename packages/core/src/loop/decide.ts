@@ -1,0 +1,152 @@
+import { byteSize } from '../canonical.ts';
+import type { Agent } from '../definitions/agent.ts';
+import type { StepSettings } from '../definitions/settings.ts';
+import { ErrorCode } from '../errors.ts';
+import type { EventDraft } from '../events/types.ts';
+import { type ChatMessage, type ProviderRequest, type ProviderResponse, addTokens } from '../provider.ts';
+import { ToolResultText } from '../tools/result-text.ts';
+import { type PlannedCall, planToolRound } from './plan.ts';
+import type { StepState } from './state.ts';
+
+/** What follows a provider response. This is the one place the loop decides. */
+export type ResponseDecision =
+  | { readonly type: 'complete'; readonly output: string }
+  | { readonly type: 'fail'; readonly error_code: string; readonly message: string; readonly events: EventDraft[] }
+  | { readonly type: 'final_answer' }
+  | { readonly type: 'tools'; readonly calls: readonly PlannedCall[] };
+
+/** The note that precedes the final-answer call, when the tool budget is spent. */
+export const FINAL_ANSWER_NOTE =
+  'The tool budget for this task is spent: no more tools can be called. Answer now with what you have.';
+
+/** The request for the step's next provider call. */
+export function buildRequest(agent: Agent, state: StepState, settings: StepSettings, defaultModel: string): ProviderRequest {
+  const tools = state.tools_disabled
+    ? []
+    : agent.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.input_schema }));
+  return { model: settings.model ?? defaultModel, messages: state.messages, tools };
+}
+
+/** `ProviderRequestSent` for a request, sized without recording its content. */
+export function requestSentEvent(step_id: string, iteration: number, provider_id: string, request: ProviderRequest): EventDraft {
+  return {
+    kind: 'ProviderRequestSent',
+    step_id,
+    iteration,
+    provider_id,
+    model_id: request.model,
+    prompt_size_bytes: byteSize(JSON.stringify(request.messages)),
+    tools_count: request.tools.length,
+  };
+}
+
+/** `ProviderResponseReceived` and `TokensConsumed` for a response. */
+export function responseEvents(
+  state: StepState,
+  provider_id: string,
+  model_id: string,
+  response: ProviderResponse,
+  latency_ms: number,
+): EventDraft[] {
+  const place = { step_id: state.step_id, iteration: state.iterations + 1 };
+  return [
+    {
+      kind: 'ProviderResponseReceived',
+      ...place,
+      provider_id,
+      model_id: response.model ?? model_id,
+      tokens: response.usage,
+      latency_ms,
+      finish_reason: response.finish_reason,
+      tool_calls_count: response.tool_calls.length,
+    },
+    { kind: 'TokensConsumed', ...place, tokens: response.usage, cumulative: addTokens(state.usage, response.usage) },
+  ];
+}
+
+/** Decides what follows `response`, the answer to call number `state.iterations + 1`. */
+export function decideResponse(agent: Agent, state: StepState, settings: StepSettings, response: ProviderResponse): ResponseDecision {
+  const iteration = state.iterations + 1;
+  if (response.tool_calls.length === 0) return { type: 'complete', output: response.content ?? '' };
+  if (state.tools_disabled || iteration >= settings.max_iterations) {
+    if (!state.tools_disabled && settings.on_max_iterations === 'final_answer') return { type: 'final_answer' };
+    return stepFailure(
+      ErrorCode.MaxIterationsExceeded,
+      `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`,
+    );
+  }
+  const round = planToolRound(agent, state, settings, response.tool_calls);
+  if (round.type === 'round') return { type: 'tools', calls: round.calls };
+  const { call, repeats, window } = round.call;
+  const event: EventDraft = {
+    kind: 'LoopDetected',
+    step_id: state.step_id,
+    iteration,
+    tool_name: call.function.name,
+    tool_call_id: call.id,
+    repeats,
+    window,
+    action: 'terminate',
+  };
+  return stepFailure(
+    ErrorCode.LoopDetected,
+    `step '${state.step_id}' stopped: tool '${call.function.name}' was called ${repeats} times with the same arguments within the last ${window} calls`,
+    [event],
+  );
+}
+
+function stepFailure(error_code: string, message: string, events: EventDraft[] = []): ResponseDecision {
+  return { type: 'fail', error_code, message, events };
+}
+
+/**
+ * The state after a round: the model's turn, then one tool message per call in the model's
+ * order (whatever order they finished in). `contents[i]` is the result of call i; repeated calls
+ * take the latest earlier result with the same signature.
+ */
+export function applyToolRound(
+  state: StepState,
+  settings: StepSettings,
+  response: ProviderResponse,
+  calls: readonly PlannedCall[],
+  contents: ReadonlyMap<number, string>,
+): StepState {
+  const last_results: Record<string, string> = { ...state.last_results };
+  const toolMessages: ChatMessage[] = [];
+  for (const planned of calls) {
+    const content =
+      planned.action === 'repeat'
+        ? ToolResultText.repeated(last_results[planned.signature] ?? '(no result recorded)')
+        : contents.get(planned.index);
+    if (content === undefined) throw new Error(`no result for tool call ${planned.call.id}`);
+    if (planned.action !== 'repeat') last_results[planned.signature] = content;
+    toolMessages.push({ role: 'tool', tool_call_id: planned.call.id, content });
+  }
+  const history = [...state.history, ...calls.map((planned) => planned.signature)];
+  const window = settings.loop_detection ? settings.loop_detection.window : 0;
+  const kept = new Set(history.slice(Math.max(0, history.length - window)));
+  return {
+    ...state,
+    iterations: state.iterations + 1,
+    usage: addTokens(state.usage, response.usage),
+    messages: [...state.messages, { role: 'assistant', content: response.content, tool_calls: response.tool_calls }, ...toolMessages],
+    history: history.slice(Math.max(0, history.length - window)),
+    last_results: Object.fromEntries(Object.entries(last_results).filter(([signature]) => kept.has(signature))),
+  };
+}
+
+/** The state before the final-answer call: the calls are dropped, a note is added, tools go off. */
+export function applyFinalAnswerNote(state: StepState, response: ProviderResponse): StepState {
+  return {
+    ...state,
+    iterations: state.iterations + 1,
+    usage: addTokens(state.usage, response.usage),
+    messages: [...state.messages, { role: 'user', content: FINAL_ANSWER_NOTE }],
+    tools_disabled: true,
+  };
+}
+
+/** Usage including a response not folded into the state (a step that ends on it). */
+export function usageWith(state: StepState, response: ProviderResponse) {
+  return addTokens(state.usage, response.usage);
+}

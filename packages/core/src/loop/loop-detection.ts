@@ -1,0 +1,16 @@
+import { canonicalJson } from '../canonical.ts';
+import type { ResolvedLoopDetection } from '../definitions/settings.ts';
+
+/** A call's signature: its tool name plus the canonical JSON of its arguments (raw text if unparseable). */
+export function callSignature(toolName: string, args: { ok: true; value: unknown } | { ok: false; raw: string }): string {
+  return `${toolName}\u0000${args.ok ? canonicalJson(args.value) : args.raw}`;
+}
+
+/**
+ * How often `signature` occurs within the last `window` calls, counting this one. A result of at
+ * least `threshold` means the call repeats.
+ */
+export function countRepeats(earlier: readonly string[], signature: string, detection: ResolvedLoopDetection): number {
+  const recent = [...earlier.slice(Math.max(0, earlier.length - (detection.window - 1))), signature];
+  return recent.filter((candidate) => candidate === signature).length;
+}

@@ -1,0 +1,30 @@
+import type { Agent } from '../definitions/agent.ts';
+import type { Tokens } from '../events/types.ts';
+import { type ChatMessage, ZERO_TOKENS } from '../provider.ts';
+
+/**
+ * Everything the loop knows about a step between two provider calls. Plain JSON, so the engine
+ * can store it in Redis and any worker can resume it.
+ */
+export interface StepState {
+  readonly step_id: string;
+  /** Provider calls whose responses have been consumed. */
+  readonly iterations: number;
+  readonly messages: readonly ChatMessage[];
+  readonly usage: Tokens;
+  /** Signatures of the step's tool calls, oldest first (for loop detection). */
+  readonly history: readonly string[];
+  /** The last result per signature still inside the detection window. */
+  readonly last_results: Readonly<Record<string, string>>;
+  /** True when the next call is the final-answer call, with tools disabled. */
+  readonly tools_disabled: boolean;
+}
+
+/** The state of a step before its first provider call. */
+export function initialStepState(agent: Agent, input: string, step_id: string): StepState {
+  const system = [agent.role && `You are ${agent.role}.`, agent.instructions].filter(Boolean).join('\n\n');
+  const messages: ChatMessage[] = [];
+  if (system) messages.push({ role: 'system', content: system });
+  messages.push({ role: 'user', content: input });
+  return { step_id, iterations: 0, messages, usage: ZERO_TOKENS, history: [], last_results: {}, tools_disabled: false };
+}

@@ -1,0 +1,68 @@
+import { ConfigError } from '../errors.ts';
+import { type ProviderResponse, ProviderFailure, ZERO_TOKENS } from '../provider.ts';
+
+/** One scripted turn of test mode: text, or tool calls. */
+export type TestTurn =
+  | { readonly output: string }
+  | { readonly tool_calls: readonly { readonly name: string; readonly arguments: unknown; readonly id?: string }[] };
+
+/** Test mode for one step: a fixed output with no provider call, or scripted turns. */
+export type TestStep = { readonly output: string } | { readonly responses: readonly TestTurn[] };
+
+export interface ExecConfig {
+  readonly test?: { readonly steps?: Readonly<Record<string, TestStep>> };
+}
+
+/** The provider id recorded for scripted test turns. */
+export const TEST_PROVIDER_ID = 'test';
+
+/** Checks an `exec_config`; throws a {@link ConfigError} naming the first problem. */
+export function checkExecConfig(value: unknown): ExecConfig {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('exec_config must be an object');
+  const test = (value as Record<string, unknown>).test;
+  if (test === undefined) return value as ExecConfig;
+  const steps = (test as Record<string, unknown> | null)?.steps;
+  if (steps === null || typeof steps !== 'object' || Array.isArray(steps)) throw new ConfigError('exec_config.test.steps must be an object');
+  for (const [stepId, step] of Object.entries(steps)) checkTestStep(`exec_config.test.steps.${stepId}`, step);
+  return value as ExecConfig;
+}
+
+function checkTestStep(where: string, step: unknown): void {
+  const record = step as Record<string, unknown> | null;
+  if (record && typeof record.output === 'string') return;
+  if (!record || !Array.isArray(record.responses)) throw new ConfigError(`${where} needs 'output' (a string) or 'responses' (an array)`);
+  record.responses.forEach((turn: unknown, index: number) => {
+    const entry = turn as Record<string, unknown> | null;
+    if (entry && typeof entry.output === 'string') return;
+    const calls = entry?.tool_calls;
+    if (!Array.isArray(calls) || calls.some((call) => typeof (call as { name?: unknown })?.name !== 'string')) {
+      throw new ConfigError(`${where}.responses[${index}] needs 'output' (a string) or 'tool_calls' (an array of {name, arguments})`);
+    }
+  });
+}
+
+/** The test-mode script for a step, if the run carries one. */
+export function testStepFor(exec: ExecConfig | undefined, step_id: string): TestStep | undefined {
+  return exec?.test?.steps?.[step_id];
+}
+
+/** The scripted response for `iteration` (1-based), as if a provider had sent it. */
+export function testResponse(step: { readonly responses: readonly TestTurn[] }, iteration: number): ProviderResponse {
+  const turn = step.responses[iteration - 1];
+  if (!turn) {
+    throw new ProviderFailure('test_responses_exhausted', `test mode has no response for iteration ${iteration}`, { retryable: false });
+  }
+  if ('output' in turn) return { content: turn.output, tool_calls: [], finish_reason: 'stop', usage: ZERO_TOKENS, model: TEST_PROVIDER_ID };
+  return {
+    content: null,
+    finish_reason: 'tool_calls',
+    usage: ZERO_TOKENS,
+    model: TEST_PROVIDER_ID,
+    tool_calls: turn.tool_calls.map((call, index) => ({
+      id: call.id ?? `call_${iteration}_${index + 1}`,
+      type: 'function' as const,
+      function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}) },
+    })),
+  };
+}

@@ -1,0 +1,88 @@
+import { byteSize } from '../canonical.ts';
+import type { EventDraft } from '../events/types.ts';
+import type { HandlerOutcome } from '../tools/run-handler.ts';
+import { ToolResultText, truncateResult } from '../tools/result-text.ts';
+import type { ExecuteCall, PlannedCall } from './plan.ts';
+
+/** Where a call happens: the step and the 1-based iteration. */
+export interface CallPlace {
+  readonly step_id: string;
+  readonly iteration: number;
+}
+
+/** A settled call: what the model sees and the call's one terminal event. */
+export interface SettledCall {
+  readonly content: string;
+  readonly terminal: EventDraft;
+}
+
+/** Events a planned call produces at planning time (rejections and repeats end here). */
+export function plannedCallEvents(planned: PlannedCall, place: CallPlace): EventDraft[] {
+  const ids = { ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id };
+  if (planned.action === 'repeat') {
+    return [{ kind: 'LoopDetected', ...ids, repeats: planned.repeats, window: planned.window, action: 'inject' }];
+  }
+  if (planned.action === 'execute') return [];
+  if (planned.reason.type === 'unknown_tool') {
+    return [{ kind: 'ToolCallFailed', ...ids, duration_ms: 0, error_code: 'unknown_tool' }];
+  }
+  const { tool, violation, input_size_bytes } = planned.reason;
+  const input_schema_hash = tool.input_schema_hash;
+  return [
+    { kind: 'ToolCallStarted', ...ids, input_schema_hash, input_size_bytes, attempt: 1 },
+    { kind: 'ToolInputValidationFailed', ...ids, input_schema_hash, violation_description: violation },
+  ];
+}
+
+/** `ToolCallStarted` for one attempt of a valid call. */
+export function toolStartedEvent(planned: ExecuteCall, place: CallPlace, attempt: number): EventDraft {
+  return {
+    kind: 'ToolCallStarted',
+    ...place,
+    tool_name: planned.tool.name,
+    tool_call_id: planned.call.id,
+    input_schema_hash: planned.tool.input_schema_hash,
+    input_size_bytes: planned.input_size_bytes,
+    attempt,
+  };
+}
+
+/** Whether a failed attempt gets another try under the tool's `retries`. */
+export function shouldRetryTool(outcome: HandlerOutcome, attempt: number, retries: number): boolean {
+  return outcome.status === 'error' && attempt <= retries;
+}
+
+/** The model-facing result and terminal event of a call's final attempt. */
+export function settleExecution(planned: ExecuteCall, place: CallPlace, outcome: HandlerOutcome, duration_ms: number): SettledCall {
+  const ids = { ...place, tool_name: planned.tool.name, tool_call_id: planned.call.id, duration_ms };
+  switch (outcome.status) {
+    case 'ok': {
+      const content = truncateResult(outcome.text, planned.tool.max_result_bytes);
+      return { content, terminal: { kind: 'ToolCallCompleted', ...ids, output_size_bytes: byteSize(content) } };
+    }
+    case 'invalid_arguments':
+      return { content: ToolResultText.invalidArguments(outcome.message), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'invalid_arguments' } };
+    case 'timeout':
+      return { content: ToolResultText.timedOut(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'timeout' } };
+    case 'cancelled':
+      return cancelledCall(planned, place, duration_ms);
+    case 'error':
+      return { content: ToolResultText.unavailable(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'tool_error' } };
+  }
+}
+
+/** A call that never ran to an end because its run was cancelled. */
+export function cancelledCall(planned: PlannedCall, place: CallPlace, duration_ms = 0): SettledCall {
+  return {
+    content: ToolResultText.cancelled(),
+    terminal: { kind: 'ToolCallFailed', ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id, duration_ms, error_code: 'cancelled' },
+  };
+}
+
+/** A call whose jobs were all spent without a recorded result (e.g. a worker died every time). */
+export function lostCall(planned: PlannedCall, place: CallPlace): SettledCall {
+  return {
+    content: ToolResultText.unavailable(),
+    terminal: { kind: 'ToolCallFailed', ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id, duration_ms: 0, error_code: 'tool_error' },
+  };
+}

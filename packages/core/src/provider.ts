@@ -1,0 +1,93 @@
+import type { JsonSchema } from './tools/define.ts';
+import type { Tokens } from './events/types.ts';
+
+/** One message of a chat conversation, in the OpenAI chat-completions shape. */
+export type ChatMessage =
+  | { readonly role: 'system'; readonly content: string }
+  | { readonly role: 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content: string | null; readonly tool_calls?: readonly RequestedToolCall[] }
+  | { readonly role: 'tool'; readonly tool_call_id: string; readonly content: string };
+
+/** A tool call as the model asked for it; `arguments` is the raw JSON text the model produced. */
+export interface RequestedToolCall {
+  readonly id: string;
+  readonly type: 'function';
+  readonly function: { readonly name: string; readonly arguments: string };
+}
+
+/** A tool as offered to the model. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+}
+
+export interface ProviderRequest {
+  readonly model: string;
+  readonly messages: readonly ChatMessage[];
+  /** Empty when tools are disabled (the final-answer call). */
+  readonly tools: readonly ToolSpec[];
+}
+
+export interface ProviderResponse {
+  /** Text of the answer; `null` when the model only asked for tools. */
+  readonly content: string | null;
+  readonly tool_calls: readonly RequestedToolCall[];
+  readonly finish_reason: string;
+  readonly usage: Tokens;
+  /** The model that answered, when the backend says. */
+  readonly model?: string;
+}
+
+/**
+ * Any model backend. `complete` makes exactly one call and never retries: the runner (or the
+ * queue) owns retries. Failures are thrown as {@link ProviderFailure}.
+ */
+export interface ModelProvider {
+  readonly id: string;
+  readonly defaultModel?: string;
+  complete(request: ProviderRequest, options?: { signal?: AbortSignal }): Promise<ProviderResponse>;
+}
+
+export type ProviderFailureCode =
+  | 'rate_limited'
+  | 'server_error'
+  | 'timeout'
+  | 'connection_error'
+  | 'bad_request'
+  | 'authentication'
+  | 'malformed_response'
+  | 'test_responses_exhausted';
+
+/** A failed provider call, classified once: its code, HTTP status and whether a retry can help. */
+export class ProviderFailure extends Error {
+  override readonly name = 'ProviderFailure';
+  constructor(
+    readonly error_code: ProviderFailureCode,
+    message: string,
+    readonly details: { status?: number; retryable: boolean; retry_after_seconds?: number },
+  ) {
+    super(message);
+  }
+  get retryable(): boolean {
+    return this.details.retryable;
+  }
+  get status(): number | undefined {
+    return this.details.status;
+  }
+  get rateLimited(): boolean {
+    return this.error_code === 'rate_limited';
+  }
+}
+
+/** Anything thrown by a provider, as a classified failure (unknown errors are retryable). */
+export function asProviderFailure(error: unknown): ProviderFailure {
+  if (error instanceof ProviderFailure) return error;
+  return new ProviderFailure('connection_error', 'provider call failed', { retryable: true });
+}
+
+export const ZERO_TOKENS: Tokens = Object.freeze({ input: 0, output: 0, total: 0 });
+
+export function addTokens(a: Tokens, b: Tokens): Tokens {
+  return { input: a.input + b.input, output: a.output + b.output, total: a.total + b.total };
+}

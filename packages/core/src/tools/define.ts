@@ -1,0 +1,142 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { shortHash } from '../canonical.ts';
+import { TOOL_DEFAULTS } from '../defaults.ts';
+import { ConfigError } from '../errors.ts';
+
+/** JSON Schema describing a tool's arguments. */
+export type JsonSchema = Record<string, unknown>;
+
+/** What a handler may log; the worker decides where it goes (never into traces). */
+export interface ToolLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** The context every tool handler receives. */
+export interface ToolContext {
+  readonly run_id: string;
+  readonly step_id: string;
+  readonly iteration: number;
+  readonly tool_call_id: string;
+  /** 1-based attempt of this execution. */
+  readonly attempt: number;
+  /** `${run_id}:${step_id}:${iteration}:${tool_call_id}`, stable across retries and re-deliveries. */
+  readonly idempotency_key: string;
+  /** Aborted on timeout or cancellation. */
+  readonly signal: AbortSignal;
+  readonly log: ToolLogger;
+}
+
+// biome-ignore lint: handlers receive whatever the schema admits
+export type ToolHandler<Args = any> = (args: Args, ctx: ToolContext) => unknown | Promise<unknown>;
+
+/** A tool as the user writes it (snake_case keys, like a JSON config). */
+export interface ToolConfig<Args = any> {
+  name: string;
+  description: string;
+  input_schema: JsonSchema;
+  timeout_ms?: number;
+  concurrency?: number;
+  retries?: number;
+  max_result_bytes?: number;
+  handler: ToolHandler<Args>;
+}
+
+/** A tool after its schema has been compiled and its options resolved. */
+export interface ToolDefinition {
+  readonly kind: 'tool';
+  readonly name: string;
+  readonly description: string;
+  readonly input_schema: JsonSchema;
+  readonly input_schema_hash: string;
+  readonly timeout_ms: number;
+  readonly concurrency: number | undefined;
+  readonly retries: number;
+  readonly max_result_bytes: number;
+  readonly handler: ToolHandler;
+  /** Returns `undefined` for valid arguments, else the violation text (paths and expectations only). */
+  readonly check: (args: unknown) => string | undefined;
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const ajv = new Ajv({ allErrors: true, strict: false });
+
+/** Defines a tool; the schema is compiled once, here. Errors name the tool. */
+export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
+  const name = config?.name;
+  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+    throw new ConfigError(`tool name must match ${TOOL_NAME} (letters, digits, _ and -), got ${JSON.stringify(name)}`);
+  }
+  if (typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
+  if (typeof config.description !== 'string') throw new ConfigError(`tool '${name}': description must be a string`);
+  const validate = compileSchema(name, config.input_schema);
+  const timeout_ms = positiveInt(name, 'timeout_ms', config.timeout_ms ?? TOOL_DEFAULTS.timeout_ms, 1);
+  const retries = positiveInt(name, 'retries', config.retries ?? TOOL_DEFAULTS.retries, 0);
+  const max_result_bytes = positiveInt(name, 'max_result_bytes', config.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);
+  const concurrency = config.concurrency === undefined ? undefined : positiveInt(name, 'concurrency', config.concurrency, 1);
+  return Object.freeze({
+    kind: 'tool' as const,
+    name,
+    description: config.description,
+    input_schema: config.input_schema,
+    input_schema_hash: shortHash(config.input_schema),
+    timeout_ms,
+    concurrency,
+    retries,
+    max_result_bytes,
+    handler: config.handler as ToolHandler,
+    check: (args: unknown) => (validate(args) ? undefined : describeViolations(validate.errors ?? [])),
+  });
+}
+
+function compileSchema(toolName: string, schema: unknown): ValidateFunction {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    throw new ConfigError(`tool '${toolName}': input_schema must be a JSON Schema object`);
+  }
+  try {
+    return ajv.compile(schema);
+  } catch (error) {
+    throw new ConfigError(`tool '${toolName}': invalid input_schema: ${(error as Error).message}`);
+  }
+}
+
+function positiveInt(toolName: string, key: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new ConfigError(`tool '${toolName}': ${key} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Describes schema violations by path and expectation, never by value: `city: expected string`.
+ * Property names that come only from the input (unexpected properties) are not echoed either.
+ */
+export function describeViolations(errors: readonly ErrorObject[]): string {
+  const parts = errors.slice(0, 5).map(describeOne);
+  return [...new Set(parts)].join('; ');
+}
+
+function describeOne(error: ErrorObject): string {
+  const base = error.instancePath.split('/').slice(1).map(unescapePointer).join('.');
+  const at = (suffix?: string) => [base, suffix].filter(Boolean).join('.') || '(root)';
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'type':
+      return `${at()}: expected ${String(params.type).replace(',', ' or ')}`;
+    case 'required':
+      return `${at(String(params.missingProperty))}: required`;
+    case 'enum':
+      return `${at()}: expected one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `${at()}: expected ${JSON.stringify(params.allowedValue)}`;
+    case 'additionalProperties':
+      return `${at()}: unexpected property`;
+    default:
+      return `${at()}: expected to ${error.message?.replace(/^must /, '') ?? `satisfy ${error.keyword}`}`;
+  }
+}
+
+function unescapePointer(segment: string): string {
+  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
+}

@@ -1,0 +1,3 @@
+export { openaiProvider, type OpenAIProviderOptions } from './provider.ts';
+export { classifyOpenAIError, retryAfterSeconds } from './errors.ts';
+export { parseCompletion } from './parse.ts';

@@ -1,0 +1,45 @@
+import { ProviderFailure, type ProviderResponse, type RequestedToolCall } from '@arcflow/core';
+
+const malformed = (what: string) => new ProviderFailure('malformed_response', `malformed provider response: ${what}`, { retryable: true });
+
+/**
+ * Reads a chat-completions body into a provider response. Tool-call arguments stay raw text, so
+ * arguments that are not JSON are flagged by the loop, not thrown here.
+ */
+export function parseCompletion(body: unknown): ProviderResponse {
+  if (body === null || typeof body !== 'object') throw malformed('body is not an object');
+  const record = body as Record<string, unknown>;
+  const choice = Array.isArray(record.choices) ? (record.choices[0] as Record<string, unknown> | undefined) : undefined;
+  const message = choice?.message as Record<string, unknown> | undefined;
+  if (!message || typeof message !== 'object') throw malformed('no choices[0].message');
+  const content = message.content;
+  if (content !== null && content !== undefined && typeof content !== 'string') throw malformed('message.content is not text');
+  const rawCalls = message.tool_calls ?? [];
+  if (!Array.isArray(rawCalls)) throw malformed('message.tool_calls is not a list');
+  const tool_calls: RequestedToolCall[] = rawCalls.map((raw, index) => {
+    const call = raw as Record<string, unknown> | null;
+    const fn = call?.function as Record<string, unknown> | undefined;
+    if (typeof fn?.name !== 'string' || fn.name === '') throw malformed(`tool_calls[${index}] has no function name`);
+    const args = fn.arguments;
+    return {
+      id: typeof call?.id === 'string' && call.id !== '' ? call.id : `call_${index + 1}`,
+      type: 'function',
+      function: { name: fn.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) },
+    };
+  });
+  if (tool_calls.length === 0 && typeof content !== 'string') throw malformed('neither content nor tool_calls');
+  const usage = (record.usage ?? {}) as Record<string, unknown>;
+  const input = numberOr0(usage.prompt_tokens);
+  const output = numberOr0(usage.completion_tokens);
+  return {
+    content: typeof content === 'string' ? content : null,
+    tool_calls,
+    finish_reason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : tool_calls.length ? 'tool_calls' : 'stop',
+    usage: { input, output, total: numberOr0(usage.total_tokens) || input + output },
+    ...(typeof record.model === 'string' ? { model: record.model } : {}),
+  };
+}
+
+function numberOr0(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
