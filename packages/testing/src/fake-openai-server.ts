@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 /** One turn the fake server serves. */
 export type FakeTurn =
   | { type: 'text'; content: string; usage?: { prompt_tokens: number; completion_tokens: number } }
-  | { type: 'tools'; calls: { name: string; arguments: unknown; id?: string }[] }
+  | { type: 'tools'; calls: { name: string; arguments: unknown; id?: string }[]; usage?: { prompt_tokens: number; completion_tokens: number } }
   | { type: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
   | { type: 'malformed' }
   | { type: 'hang' };
@@ -22,6 +22,8 @@ export interface FakeOpenAIServer {
   readonly requests: FakeRequest[];
   /** Adds turns to the queue served in order. */
   push(...turns: FakeTurn[]): void;
+  /** Replaces the queue of turns. */
+  reset(turns: FakeTurn[]): void;
   close(): Promise<void>;
 }
 
@@ -54,6 +56,7 @@ export async function startFakeOpenAI(options: { turns?: FakeTurn[]; fallback?: 
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     push: (...turns) => queue.push(...turns),
+    reset: (turns) => queue.splice(0, queue.length, ...turns),
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();
@@ -81,7 +84,7 @@ function serve(res: ServerResponse, turn: FakeTurn, model: string, seq: number, 
             type: 'function',
             function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
           })),
-        }, 'tool_calls'),
+        }, 'tool_calls', turn.usage),
       );
     case 'status':
       return json(turn.status, turn.body ?? { error: { message: `fake status ${turn.status}` } }, turn.headers);

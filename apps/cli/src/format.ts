@@ -1,0 +1,34 @@
+import type { RunRecord, TraceEvent } from 'arcflow';
+
+/** One event as a line for people: seq, kind, then its fields (ids and numbers only, as recorded). */
+export function formatEvent(event: TraceEvent): string {
+  const { kind, seq, run_id: _run, ts: _ts, step_id, iteration, ...fields } = event as TraceEvent & Record<string, unknown>;
+  const where = iteration === undefined ? step_id : `${step_id}#${iteration}`;
+  const details = Object.entries(fields)
+    .map(([key, value]) => `${key}=${typeof value === 'object' ? compact(value) : String(value)}`)
+    .join(' ');
+  return `${String(seq).padStart(4)}  ${kind.padEnd(26)} ${where.padEnd(6)} ${details}`;
+}
+
+function compact(value: unknown): string {
+  if (value && typeof value === 'object' && 'total' in value) {
+    const tokens = value as { input: number; output: number; total: number };
+    return `${tokens.input}/${tokens.output}/${tokens.total}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** A run record for people. */
+export function formatRun(run: RunRecord): string {
+  const lines = [
+    `run        ${run.run_id}`,
+    `status     ${run.status}`,
+    ...(run.agent ? [`agent      ${run.agent}`] : []),
+    `iterations ${run.iterations}`,
+    `tokens     ${run.usage.input} in / ${run.usage.output} out / ${run.usage.total} total`,
+  ];
+  if (run.finished_at) lines.push(`duration   ${run.finished_at - run.created_at} ms`);
+  if (run.output !== undefined) lines.push(`output     ${run.output}`);
+  if (run.error) lines.push(`error      ${run.error.code} (${run.error.error_code}): ${run.error.message}`);
+  return lines.join('\n');
+}

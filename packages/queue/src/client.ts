@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import {
+  MAX_INPUT_BYTES,
+  RequestError,
+  type RunRecord,
+  RUN_TERMINAL_KINDS,
+  TERMINAL_STATUSES,
+  type TraceEvent,
+  byteSize,
+  checkExecConfig,
+  checkRunConfig,
+} from '@arcflow/core';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { PROVIDER_JOB, type ProviderJobData, type TraceCarrier, providerJobOptions } from './engine/jobs.ts';
+import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
+import { Registry } from './registry.ts';
+import { RunStore } from './store/run-store.ts';
+
+export interface EnqueueRequest {
+  agent: string;
+  input: string;
+  config?: unknown;
+  exec_config?: unknown;
+  /** A second enqueue with the same key returns the first run's id. */
+  idempotency_key?: string;
+}
+
+export interface ClientOptions extends ConnectionOptions {
+  /** Attempts given to provider jobs enqueued by this client (default 5). */
+  provider_attempts?: number;
+  /** Called at enqueue to fill the run's trace context (the telemetry layer hooks in here). */
+  traceCarrier?: () => TraceCarrier;
+}
+
+export interface ArcflowClient {
+  enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }>;
+  get(run_id: string): Promise<RunRecord | undefined>;
+  /** Resolves when the run ends, or at the timeout with the run as it stands. */
+  wait(run_id: string, options?: { timeout_ms?: number }): Promise<RunRecord>;
+  /** The run's events in order; with `follow`, keeps reading until the run ends. */
+  events(run_id: string, options?: { follow?: boolean; poll_ms?: number }): AsyncIterable<TraceEvent>;
+  cancel(run_id: string): Promise<{ cancelled: boolean; status: RunRecord['status'] }>;
+  close(): Promise<void>;
+}
+
+const WAIT_POLL_MS = 250;
+const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
+
+/** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
+export function createClient(options: ClientOptions = {}): ArcflowClient {
+  const connection = resolveConnection(options);
+  // Producers fail fast when Redis is down instead of queueing commands forever.
+  const redis = new Redis(connection.redis, { maxRetriesPerRequest: 2, lazyConnect: false });
+  const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
+  const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
+  const queues = new Map<string, Queue>();
+  const queueFor = (name: string) => {
+    let queue = queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: redis, prefix: store.keys.tag });
+      queues.set(name, queue);
+    }
+    return queue;
+  };
+  let subscriber: Redis | undefined;
+  const waiters = new Map<string, Set<() => void>>();
+  const subscribe = async () => {
+    if (subscriber) return;
+    subscriber = redis.duplicate();
+    subscriber.on('message', (_channel: string, run_id: string) => waiters.get(run_id)?.forEach((wake) => wake()));
+    await subscriber.subscribe(store.keys.finishedChannel);
+  };
+  const provider_attempts = options.provider_attempts ?? 5;
+
+  const client: ArcflowClient = {
+    async enqueue(request) {
+      if (typeof request?.agent !== 'string' || request.agent === '') throw new RequestError('invalid_request', 'agent must be a non-empty string');
+      if (typeof request.input !== 'string') throw new RequestError('invalid_input', 'input must be a string');
+      const size = byteSize(request.input);
+      if (size > MAX_INPUT_BYTES) throw new RequestError('input_too_large', `input is ${size} bytes; the limit is ${MAX_INPUT_BYTES}`);
+      if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
+        throw new RequestError('invalid_request', 'idempotency_key must be 1-200 characters of letters, digits, _ . -');
+      }
+      checkRunConfig(request.config);
+      checkExecConfig(request.exec_config);
+      const registration = await registry.lookup(request.agent);
+      if (!registration) {
+        throw new RequestError(
+          'unknown_agent',
+          `unknown agent '${request.agent}': no live worker serves it (start one with \`arcflow worker --module <file>\`)`,
+        );
+      }
+      const trace = options.traceCarrier?.() ?? {};
+      const { created, run_id } = await store.createRun(
+        { run_id: `run_${randomUUID()}`, agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
+        request.idempotency_key,
+        { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+      );
+      // Also on a repeat: a first enqueue that died between record and job is completed here (the id dedupes).
+      if ((await store.status(run_id)) === 'queued') {
+        const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: (await store.getSpec(run_id))?.trace ?? trace };
+        await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, provider_attempts, connection.retention_seconds));
+      }
+      return { run_id, created };
+    },
+
+    get: (run_id) => store.getRun(run_id),
+
+    async wait(run_id, waitOptions = {}) {
+      const deadline = Date.now() + (waitOptions.timeout_ms ?? 60_000);
+      await subscribe();
+      let wake: () => void = () => {};
+      const set = waiters.get(run_id) ?? new Set();
+      waiters.set(run_id, set);
+      try {
+        for (;;) {
+          const woken = new Promise<void>((resolve) => {
+            wake = resolve;
+            set.add(resolve);
+          });
+          const run = await store.getRun(run_id);
+          if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+          const left = deadline - Date.now();
+          if (TERMINAL_STATUSES.has(run.status) || left <= 0) return run;
+          // Pub/sub wakes us at once; the poll covers a missed message.
+          await Promise.race([woken, new Promise((resolve) => setTimeout(resolve, Math.min(WAIT_POLL_MS, left)))]);
+          set.delete(wake);
+        }
+      } finally {
+        set.delete(wake);
+        if (set.size === 0) waiters.delete(run_id);
+      }
+    },
+
+    events(run_id, eventOptions = {}) {
+      return {
+        async *[Symbol.asyncIterator]() {
+          let next = 0;
+          for (;;) {
+            const batch = await store.events(run_id, next);
+            for (const event of batch) yield event;
+            next += batch.length;
+            const ended = batch.some((event) => RUN_TERMINAL_KINDS.has(event.kind));
+            if (!eventOptions.follow || ended) return;
+            if (next === 0 && !(await store.status(run_id))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+            await new Promise((resolve) => setTimeout(resolve, eventOptions.poll_ms ?? 100));
+          }
+        },
+      };
+    },
+
+    async cancel(run_id) {
+      const status = await store.status(run_id);
+      if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+      const cancelled = await store.finishRun(run_id, { status: 'cancelled' }, 's1');
+      if (cancelled) await redis.publish(store.keys.cancelChannel, run_id);
+      return { cancelled, status: (await store.status(run_id)) ?? status };
+    },
+
+    async close() {
+      await Promise.all([...queues.values()].map((queue) => queue.close()));
+      await subscriber?.quit().catch(() => undefined);
+      await redis.quit().catch(() => undefined);
+    },
+  };
+  return client;
+}

@@ -1,0 +1,55 @@
+import type { JobsOptions } from 'bullmq';
+import type { ToolDefinition } from '@arcflow/core';
+import { JobId } from '../keys.ts';
+
+/** W3C trace context carried in every job (filled by the telemetry layer; `{}` when off). */
+export type TraceCarrier = Record<string, string>;
+
+/** A provider job: call number `iteration` of a step. Small: the conversation lives in the store. */
+export interface ProviderJobData {
+  readonly run_id: string;
+  readonly step_id: string;
+  readonly iteration: number;
+  readonly trace: TraceCarrier;
+}
+
+/** A tool job: one valid call of one round. */
+export interface ToolJobData {
+  readonly run_id: string;
+  readonly step_id: string;
+  readonly iteration: number;
+  readonly index: number;
+  readonly tool_call_id: string;
+  readonly tool_name: string;
+  readonly args: unknown;
+  readonly input_size_bytes: number;
+  readonly trace: TraceCarrier;
+}
+
+export const PROVIDER_JOB = 'provider';
+export const PROVIDER_BACKOFF = 'arcflow-provider';
+
+export function providerJobOptions(data: ProviderJobData, attempts: number, retentionSeconds: number): JobsOptions {
+  return {
+    jobId: JobId.provider(data.run_id, data.step_id, data.iteration),
+    attempts,
+    backoff: { type: PROVIDER_BACKOFF },
+    removeOnComplete: { age: retentionSeconds },
+    removeOnFail: { age: retentionSeconds },
+  };
+}
+
+/**
+ * Tool jobs never hold their parent back: with `ignoreDependencyOnFailure` a tool job that fails
+ * for good still releases the join (BullMQ's default would leave it waiting forever).
+ */
+export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffMs: number, retentionSeconds: number): JobsOptions {
+  return {
+    jobId: JobId.tool(data.run_id, data.step_id, data.iteration, data.tool_call_id),
+    attempts: tool.retries + 1,
+    backoff: { type: 'exponential', delay: backoffMs, jitter: 0.5 },
+    ignoreDependencyOnFailure: true,
+    removeOnComplete: { age: retentionSeconds },
+    removeOnFail: { age: retentionSeconds },
+  };
+}

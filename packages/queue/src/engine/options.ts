@@ -1,0 +1,113 @@
+import { type Agent, ConfigError, type ModelProvider, type ToolLogger, type Workflow, stderrLogger } from '@arcflow/core';
+
+/** Connection settings shared by the client and the workers. */
+export interface ConnectionOptions {
+  /** Redis URL (default `redis://127.0.0.1:6379`). */
+  redis?: string;
+  /** Key prefix; every key and queue shares the hash tag `{prefix}` (default `arcflow`). */
+  prefix?: string;
+  /** How long finished runs and their jobs are kept, in seconds (default 7 days). */
+  retention_seconds?: number;
+}
+
+export type WorkerRole = 'provider' | 'tools';
+
+export interface WorkerOptions extends ConnectionOptions {
+  /** The agents (and workflows' agents) this worker serves. */
+  agents: readonly (Agent | Workflow)[];
+  /** The model backend; required for the `provider` role. */
+  provider?: ModelProvider;
+  /** Which jobs this process takes (default both). */
+  roles?: readonly WorkerRole[];
+  /** Serve only these tools (default: every tool of the served agents). */
+  tools?: readonly string[];
+  /** Jobs processed at once by this process, per role. */
+  concurrency?: { provider?: number; tools?: number };
+  /** Attempts per provider call for retryable errors (default 5). */
+  provider_attempts?: number;
+  /** Base delay of the provider backoff (default 1000 ms); exponential with jitter. */
+  provider_backoff_ms?: number;
+  /** Base delay between a tool's retries (default 500 ms). */
+  tool_backoff_ms?: number;
+  /** A job's lock; a killed worker's jobs are taken over after about this plus two stall intervals. */
+  lock_duration_ms?: number;
+  stalled_interval_ms?: number;
+  max_stalled_count?: number;
+  heartbeat_ms?: number;
+  default_model?: string;
+  logger?: ToolLogger;
+}
+
+export const CONNECTION_DEFAULTS = Object.freeze({
+  redis: 'redis://127.0.0.1:6379',
+  prefix: 'arcflow',
+  retention_seconds: 7 * 24 * 3600,
+});
+
+export const WORKER_DEFAULTS = Object.freeze({
+  roles: Object.freeze(['provider', 'tools'] as WorkerRole[]),
+  provider_concurrency: 8,
+  tools_concurrency: 16,
+  provider_attempts: 5,
+  provider_backoff_ms: 1_000,
+  provider_max_backoff_ms: 30_000,
+  tool_backoff_ms: 500,
+  lock_duration_ms: 5_000,
+  stalled_interval_ms: 2_500,
+  max_stalled_count: 2,
+  heartbeat_ms: 5_000,
+  /** A worker whose heartbeat is older than this is not counted as serving its agents. */
+  heartbeat_ttl_ms: 20_000,
+});
+
+export interface ResolvedConnection {
+  readonly redis: string;
+  readonly prefix: string;
+  readonly retention_seconds: number;
+}
+
+export function resolveConnection(options: ConnectionOptions = {}): ResolvedConnection {
+  const prefix = options.prefix ?? CONNECTION_DEFAULTS.prefix;
+  if (!/^[A-Za-z0-9_.-]+$/.test(prefix)) throw new ConfigError(`prefix must use letters, digits, _ . -, got ${JSON.stringify(prefix)}`);
+  const retention_seconds = options.retention_seconds ?? CONNECTION_DEFAULTS.retention_seconds;
+  positiveInteger('retention_seconds', retention_seconds);
+  return Object.freeze({ redis: options.redis ?? CONNECTION_DEFAULTS.redis, prefix, retention_seconds });
+}
+
+export type ResolvedWorkerOptions = ReturnType<typeof resolveWorkerOptions>;
+
+export function resolveWorkerOptions(options: WorkerOptions) {
+  const roles = options.roles ?? WORKER_DEFAULTS.roles;
+  if (roles.length === 0 || roles.some((role) => role !== 'provider' && role !== 'tools')) {
+    throw new ConfigError(`roles must be a non-empty list of 'provider' and 'tools', got ${JSON.stringify(roles)}`);
+  }
+  if (roles.includes('provider') && !options.provider) throw new ConfigError('the provider role needs a provider');
+  const resolved = {
+    ...resolveConnection(options),
+    roles: [...roles],
+    provider: options.provider,
+    tools: options.tools,
+    provider_concurrency: options.concurrency?.provider ?? WORKER_DEFAULTS.provider_concurrency,
+    tools_concurrency: options.concurrency?.tools ?? WORKER_DEFAULTS.tools_concurrency,
+    provider_attempts: options.provider_attempts ?? WORKER_DEFAULTS.provider_attempts,
+    provider_backoff_ms: options.provider_backoff_ms ?? WORKER_DEFAULTS.provider_backoff_ms,
+    tool_backoff_ms: options.tool_backoff_ms ?? WORKER_DEFAULTS.tool_backoff_ms,
+    lock_duration_ms: options.lock_duration_ms ?? WORKER_DEFAULTS.lock_duration_ms,
+    stalled_interval_ms: options.stalled_interval_ms ?? WORKER_DEFAULTS.stalled_interval_ms,
+    max_stalled_count: options.max_stalled_count ?? WORKER_DEFAULTS.max_stalled_count,
+    heartbeat_ms: options.heartbeat_ms ?? WORKER_DEFAULTS.heartbeat_ms,
+    default_model: options.default_model ?? options.provider?.defaultModel ?? 'default',
+    logger: options.logger ?? stderrLogger('arcflow.worker'),
+  };
+  for (const key of ['provider_concurrency', 'tools_concurrency', 'provider_attempts', 'lock_duration_ms', 'stalled_interval_ms', 'heartbeat_ms'] as const) {
+    positiveInteger(key, resolved[key]);
+  }
+  if (!Number.isInteger(resolved.max_stalled_count) || resolved.max_stalled_count < 0) {
+    throw new ConfigError(`max_stalled_count must be an integer >= 0, got ${resolved.max_stalled_count}`);
+  }
+  return Object.freeze(resolved);
+}
+
+function positiveInteger(key: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) throw new ConfigError(`${key} must be an integer >= 1, got ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,289 @@
+import {
+  type Agent,
+  type ExecuteCall,
+  type PlannedCall,
+  type ProviderResponse,
+  type StepSettings,
+  type StepState,
+  TEST_PROVIDER_ID,
+  type TestStep,
+  agentInvokedEvent,
+  agentRespondedEvent,
+  applyFinalAnswerNote,
+  applyToolRound,
+  asProviderFailure,
+  backoffMs,
+  buildRequest,
+  checkExecConfig,
+  decideResponse,
+  initialStepState,
+  lostCall,
+  plannedCallEvents,
+  providerFailureEvent,
+  providerRunError,
+  requestSentEvent,
+  responseEvents,
+  stepFailedEvent,
+  stepRunError,
+  testResponse,
+  testStepFor,
+} from '@arcflow/core';
+import { type FlowProducer, type Job, type Queue, Worker } from 'bullmq';
+import { QueueName } from '../keys.ts';
+import type { RunSpec } from '../store/run-store.ts';
+import type { ResolvedWorkerOptions } from './options.ts';
+import { PROVIDER_JOB, type ProviderJobData, type ToolJobData, providerJobOptions, toolJobOptions } from './jobs.ts';
+import { type ToolRuntime, attemptToolCall } from './tool-execution.ts';
+
+export interface ProviderJobDeps extends ToolRuntime {
+  readonly agents: ReadonlyMap<string, Agent>;
+  readonly options: ResolvedWorkerOptions;
+  readonly providerQueue: Queue;
+  readonly flow: FlowProducer;
+}
+
+/** Rate-limit waits allowed per provider call beyond its attempts, before the step fails. */
+const RATE_LIMIT_WAITS_MAX = 50;
+
+interface StepContext {
+  readonly spec: RunSpec;
+  readonly agent: Agent;
+  readonly settings: StepSettings;
+  readonly test: TestStep | undefined;
+  readonly data: ProviderJobData;
+}
+
+/**
+ * Processes provider job `n` of a step: folds round `n-1` into the state (its tool jobs are this
+ * job's children, all settled by now), makes call `n` unless its response is already recorded,
+ * and acts on the loop's decision: finish, fail, or fan the next round out as a flow whose
+ * parent is provider job `n+1`. Every write is idempotent, so a re-delivered job is harmless.
+ */
+export class ProviderJobProcessor {
+  constructor(private readonly deps: ProviderJobDeps) {}
+
+  async process(job: Job<ProviderJobData>): Promise<string> {
+    const { store, agents } = this.deps;
+    const { run_id, step_id, iteration } = job.data;
+    const spec = await store.getSpec(run_id);
+    if (!spec || spec.status === 'completed' || spec.status === 'failed' || spec.status === 'cancelled') return 'run-ended';
+    const agent = agents.get(spec.agent);
+    if (!agent) {
+      await store.finishRun(run_id, { status: 'failed', error: stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`) }, step_id);
+      return 'unknown-agent';
+    }
+    const context: StepContext = {
+      spec,
+      agent,
+      settings: agent.settingsFor(spec.config),
+      test: testStepFor(checkExecConfig(spec.exec_config), step_id),
+      data: job.data,
+    };
+    if (iteration === 1) {
+      const begun = await this.beginStep(context);
+      if (!begun) return 'step-done';
+    }
+    const state = await this.stateBefore(context);
+    if (!state) return 'stale';
+    const response = await this.response(context, state, job);
+    if (!response) return 'run-ended';
+    await this.act(context, state, response);
+    return 'ok';
+  }
+
+  /** `AgentInvoked` once; a test-mode `output` completes the step right here. */
+  private async beginStep({ spec, agent, settings, test, data }: StepContext): Promise<boolean> {
+    const { store } = this.deps;
+    await store.append(spec.run_id, [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }], true);
+    if (test && 'output' in test) {
+      await store.finishRun(spec.run_id, { status: 'completed', output: test.output }, data.step_id, [
+        { event: agentRespondedEvent(data.step_id, test.output, 0), once: `responded|${data.step_id}` },
+      ]);
+      return false;
+    }
+    await store.saveState(spec.run_id, initialStepState(agent, spec.input, data.step_id), -1);
+    return true;
+  }
+
+  /** The state ready for call `n`: folds in round `n-1` if no delivery has yet; undefined if this job is stale. */
+  private async stateBefore(context: StepContext): Promise<StepState | undefined> {
+    const { store } = this.deps;
+    const { run_id, step_id, iteration } = context.data;
+    let state = await store.loadState(run_id, step_id);
+    if (state && state.iterations === iteration - 2) {
+      const folded = await this.foldRound(context, state);
+      if (!(await store.saveState(run_id, folded, state.iterations))) state = await store.loadState(run_id, step_id);
+      else state = folded;
+    }
+    return state && state.iterations === iteration - 1 ? state : undefined;
+  }
+
+  /** Round `n-1`, recomputed from its recorded response, with the recorded results in call order. */
+  private async foldRound(context: StepContext, state: StepState): Promise<StepState> {
+    const { store } = this.deps;
+    const { run_id, step_id } = context.data;
+    const previous = state.iterations + 1;
+    const response = await store.storedResponse(run_id, step_id, previous);
+    if (!response) throw new Error(`response ${previous} of ${run_id}/${step_id} is missing`);
+    const decision = decideResponse(context.agent, state, context.settings, response);
+    if (decision.type === 'final_answer') return applyFinalAnswerNote(state, response);
+    if (decision.type !== 'tools') throw new Error(`round ${previous} of ${run_id}/${step_id} did not ask for tools`);
+    const recorded = await store.toolResults(run_id, step_id, previous);
+    const contents = new Map<number, string>();
+    for (const planned of decision.calls) {
+      if (planned.action === 'repeat') continue;
+      let content = recorded[planned.call.id];
+      if (content === undefined) {
+        // Every job of this call was spent without a result (e.g. its worker died each time).
+        const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
+        content = (await store.recordToolResult(run_id, openCall(planned, step_id, previous), lost.content, lost.terminal)) ?? lost.content;
+      }
+      contents.set(planned.index, content);
+    }
+    return applyToolRound(state, context.settings, response, decision.calls, contents);
+  }
+
+  /** Response `n`: the recorded one, or a new provider call recorded once. */
+  private async response(context: StepContext, state: StepState, job: Job<ProviderJobData>): Promise<ProviderResponse | undefined> {
+    const { store, options, cancellation } = this.deps;
+    const { run_id, step_id, iteration } = context.data;
+    const stored = await store.storedResponse(run_id, step_id, iteration);
+    if (stored) return stored;
+    const test = context.test && 'responses' in context.test ? context.test : undefined;
+    const provider_id = test ? TEST_PROVIDER_ID : options.provider!.id;
+    const request = buildRequest(context.agent, state, context.settings, options.default_model);
+    if (!(await store.append(run_id, [{ event: requestSentEvent(step_id, iteration, provider_id, request) }]))) return undefined;
+    const started = performance.now();
+    const { signal, release } = cancellation.signalFor(run_id);
+    let response: ProviderResponse;
+    try {
+      response = test ? testResponse(test, iteration) : await options.provider!.complete(request, { signal });
+    } catch (thrown) {
+      return this.providerFailed(context, job, provider_id, thrown);
+    } finally {
+      release();
+    }
+    const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
+    return store.recordResponse(run_id, step_id, iteration, response, events.map((event) => ({ event })));
+  }
+
+  /**
+   * A 429 pauses the provider's queue for every worker, without spending an attempt; retryable
+   * errors go back to BullMQ's backoff; the last attempt or a permanent error fails the run.
+   */
+  private async providerFailed(context: StepContext, job: Job<ProviderJobData>, provider_id: string, thrown: unknown): Promise<undefined> {
+    const { store, options, providerQueue } = this.deps;
+    const { run_id, step_id, iteration } = context.data;
+    const failure = asProviderFailure(thrown);
+    const attempt = job.attemptsMade + 1;
+    const maxAttempts = job.opts.attempts ?? 1;
+    if (failure.rateLimited && job.attemptsStarted <= maxAttempts + RATE_LIMIT_WAITS_MAX) {
+      const waitMs = Math.max(1, Math.round((failure.details.retry_after_seconds ?? backoffMs(attempt, options.provider_backoff_ms, 60_000) / 1000) * 1000));
+      await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)) }]);
+      await providerQueue.rateLimit(waitMs);
+      throw Worker.RateLimitError();
+    }
+    const nextWaitMs = backoffMs(attempt, options.provider_backoff_ms, 60_000);
+    await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(nextWaitMs / 1000)) }]);
+    if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
+    const error = providerRunError(failure, attempt);
+    await store.finishRun(run_id, { status: 'failed', error }, step_id, [{ event: stepFailedEvent(step_id, error) }]);
+    return undefined;
+  }
+
+  /** Acts on the decision for response `n`. */
+  private async act(context: StepContext, state: StepState, response: ProviderResponse): Promise<void> {
+    const { store } = this.deps;
+    const { run_id, step_id, iteration } = context.data;
+    const decision = decideResponse(context.agent, state, context.settings, response);
+    switch (decision.type) {
+      case 'complete':
+        await store.finishRun(run_id, { status: 'completed', output: decision.output }, step_id, [
+          { event: agentRespondedEvent(step_id, decision.output, iteration), once: `responded|${step_id}` },
+        ]);
+        return;
+      case 'fail': {
+        const error = stepRunError(decision.error_code, decision.message);
+        await store.finishRun(run_id, { status: 'failed', error }, step_id, [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }]);
+        return;
+      }
+      case 'final_answer':
+        await this.enqueueNext(context, []);
+        return;
+      case 'tools':
+        await this.runRound(context, decision.calls);
+    }
+  }
+
+  /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
+  private async runRound(context: StepContext, calls: readonly PlannedCall[]): Promise<void> {
+    const { store } = this.deps;
+    const { run_id, step_id, iteration } = context.data;
+    const place = { step_id, iteration };
+    for (const planned of calls) {
+      if (planned.action === 'execute') continue;
+      const events = plannedCallEvents(planned, place);
+      const once = (index: number) => `plan|${step_id}|${iteration}|${planned.call.id}|${index}`;
+      if (planned.action === 'repeat') {
+        await store.append(run_id, events.map((event, index) => ({ event, once: once(index) })));
+        continue;
+      }
+      await store.append(run_id, events.slice(0, -1).map((event, index) => ({ event, once: once(index) })));
+      await store.recordToolResult(run_id, openCall(planned, step_id, iteration), planned.content, events.at(-1)!);
+    }
+    const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
+    if (context.settings.mode === 'legacy_eager') {
+      for (const planned of executable) await this.runInline(run_id, planned, place);
+      await this.enqueueNext(context, []);
+      return;
+    }
+    if (!(await store.openCalls(run_id, executable.map((planned) => openCall(planned, step_id, iteration))))) return;
+    await this.enqueueNext(context, executable);
+  }
+
+  /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
+  private async runInline(run_id: string, planned: ExecuteCall, place: { step_id: string; iteration: number }): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      const lastAttempt = attempt > planned.tool.retries;
+      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, attempt, lastAttempt);
+      if (!retry) return;
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.deps.options.tool_backoff_ms, 10_000)));
+    }
+  }
+
+  /** Provider job `n+1`, with this round's tool jobs as its children: one atomic flow. */
+  private async enqueueNext(context: StepContext, calls: readonly ExecuteCall[]): Promise<void> {
+    const { options, flow, providerQueue } = this.deps;
+    const { run_id, step_id, iteration, trace } = context.data;
+    const next: ProviderJobData = { run_id, step_id, iteration: iteration + 1, trace };
+    const opts = providerJobOptions(next, options.provider_attempts, options.retention_seconds);
+    if (calls.length === 0) {
+      await providerQueue.add(PROVIDER_JOB, next, opts);
+      return;
+    }
+    await flow.add({
+      name: PROVIDER_JOB,
+      queueName: providerQueue.name,
+      data: next,
+      opts,
+      children: calls.map((planned) => {
+        const data: ToolJobData = {
+          run_id,
+          step_id,
+          iteration,
+          index: planned.index,
+          tool_call_id: planned.call.id,
+          tool_name: planned.tool.name,
+          args: planned.args,
+          input_size_bytes: planned.input_size_bytes,
+          trace,
+        };
+        return { name: planned.tool.name, queueName: QueueName.tool(planned.tool.name), data, opts: toolJobOptions(data, planned.tool, options.tool_backoff_ms, options.retention_seconds) };
+      }),
+    });
+  }
+}
+
+function openCall(planned: PlannedCall, step_id: string, iteration: number) {
+  return { step_id, iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name };
+}

@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { type Agent, ConfigError, type ToolDefinition, Workflow, backoffMs, stepRunError } from '@arcflow/core';
+import { FlowProducer, type Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { QueueName } from '../keys.ts';
+import { type AgentRegistration, Registry } from '../registry.ts';
+import { RunStore } from '../store/run-store.ts';
+import { CancellationListener } from './cancellation.ts';
+import type { ProviderJobData } from './jobs.ts';
+import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
+import { ProviderJobProcessor } from './provider-job.ts';
+import { toolJobProcessor } from './tool-job.ts';
+
+/** A running worker process's engine. */
+export interface ArcflowWorker {
+  readonly id: string;
+  readonly agents: readonly string[];
+  readonly queues: readonly string[];
+  /** Drains: stops taking jobs, lets in-flight jobs finish, then disconnects. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the BullMQ workers for the given agents: one on the provider's queue (provider role),
+ * one per tool queue (tools role). Tool `concurrency` becomes the tool queue's global
+ * concurrency, so it caps executions across every worker.
+ */
+export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> {
+  const options = resolveWorkerOptions(input);
+  const agents = collectAgents(input.agents);
+  const tools = collectTools(agents, options.tools);
+  const id = `worker_${randomUUID().slice(0, 8)}`;
+  const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
+  const store = new RunStore(connection, options.prefix, options.retention_seconds);
+  const bullPrefix = store.keys.tag;
+  const cancellation = await CancellationListener.start(connection.duplicate(), store.keys.cancelChannel);
+  const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
+  const runtime = { store, cancellation, logger: options.logger };
+  const workers: Worker[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  const common = {
+    connection,
+    prefix: bullPrefix,
+    lockDuration: options.lock_duration_ms,
+    stalledInterval: options.stalled_interval_ms,
+    maxStalledCount: options.max_stalled_count,
+  };
+  const registrations = new Map<string, AgentRegistration>();
+
+  if (options.roles.includes('provider')) {
+    const providerQueueName = QueueName.provider(options.provider!.id);
+    const providerQueue = new Queue(providerQueueName, { connection, prefix: bullPrefix });
+    const flow = new FlowProducer({ connection, prefix: bullPrefix });
+    const processor = new ProviderJobProcessor({ ...runtime, agents, options, providerQueue, flow });
+    const worker = new Worker<ProviderJobData>(providerQueueName, (job) => processor.process(job), {
+      ...common,
+      concurrency: options.provider_concurrency,
+      // A manual rate limit (429) only holds when the worker has a limiter with a max.
+      limiter: { max: 1_000_000, duration: 1_000 },
+      settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+    });
+    worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
+    worker.on('error', (error) => options.logger.error('provider worker error', { error }));
+    workers.push(worker);
+    closers.push(() => providerQueue.close(), () => flow.close());
+    for (const agent of agents.values()) {
+      registrations.set(agent.name, { provider_queue: providerQueueName, tools: agent.tools.map((tool) => tool.name) });
+    }
+  }
+
+  if (options.roles.includes('tools')) {
+    const process = toolJobProcessor(runtime, tools);
+    for (const tool of tools.values()) {
+      const queueName = QueueName.tool(tool.name);
+      const queue = new Queue(queueName, { connection, prefix: bullPrefix });
+      if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
+      else await queue.removeGlobalConcurrency();
+      closers.push(() => queue.close());
+      const worker = new Worker(queueName, process, { ...common, concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY) });
+      worker.on('error', (error) => options.logger.error('tool worker error', { tool: tool.name, error }));
+      workers.push(worker);
+    }
+  }
+
+  await registry.announce(id, registrations);
+  const heartbeat = setInterval(() => {
+    registry.announce(id, registrations).catch((error) => options.logger.warn('heartbeat failed', { error }));
+  }, options.heartbeat_ms);
+  heartbeat.unref();
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+
+  let closing: Promise<void> | undefined;
+  return {
+    id,
+    agents: [...agents.keys()],
+    queues: workers.map((worker) => worker.name),
+    close: () => {
+      closing ??= (async () => {
+        clearInterval(heartbeat);
+        await registry.withdraw(id, registrations.keys()).catch(() => undefined);
+        await Promise.all(workers.map((worker) => worker.close()));
+        await Promise.all(closers.map((close) => close()));
+        await cancellation.close();
+        await connection.quit().catch(() => undefined);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** A provider job that BullMQ failed for good (attempts spent, stalled too often) fails its run. */
+async function failRunIfFinal(store: RunStore, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
+  if (!job || job.attemptsMade < (job.opts.attempts ?? 1) && !reason?.includes('stalled')) return;
+  const { run_id, step_id, iteration } = job.data;
+  await store
+    .finishRun(run_id, { status: 'failed', error: stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`) }, step_id)
+    .catch(() => undefined);
+}
+
+function collectAgents(definitions: WorkerOptions['agents']): Map<string, Agent> {
+  const agents = new Map<string, Agent>();
+  for (const definition of definitions) {
+    const list = definition instanceof Workflow ? definition.steps.map((step) => step.agent) : [definition];
+    for (const agent of list) {
+      const existing = agents.get(agent.name);
+      if (existing && existing !== agent) throw new ConfigError(`two different agents are named '${agent.name}'`);
+      agents.set(agent.name, agent);
+    }
+  }
+  if (agents.size === 0) throw new ConfigError('a worker needs at least one agent');
+  return agents;
+}
+
+/** Tool names are queue names, so one name must mean one definition across the served agents. */
+function collectTools(agents: ReadonlyMap<string, Agent>, only: readonly string[] | undefined): Map<string, ToolDefinition> {
+  const tools = new Map<string, ToolDefinition>();
+  for (const agent of agents.values()) {
+    for (const tool of agent.tools) {
+      const existing = tools.get(tool.name);
+      if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (agents share tool queues by name)`);
+      tools.set(tool.name, tool);
+    }
+  }
+  if (only) {
+    const unknown = only.filter((name) => !tools.has(name));
+    if (unknown.length > 0) throw new ConfigError(`--tools names tools no served agent has: ${unknown.join(', ')}`);
+    for (const name of [...tools.keys()]) if (!only.includes(name)) tools.delete(name);
+  }
+  return tools;
+}

@@ -1,0 +1,48 @@
+import type { Redis } from 'ioredis';
+import type { Keys } from './keys.ts';
+
+/** What the registry knows of an agent: where its provider jobs go and which tools it uses. */
+export interface AgentRegistration {
+  readonly provider_queue: string;
+  readonly tools: readonly string[];
+}
+
+/**
+ * Workers announce the agents they serve, with a heartbeat; clients refuse runs for agents no
+ * live worker serves.
+ */
+export class Registry {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly heartbeatTtlMs: number,
+  ) {}
+
+  async announce(worker_id: string, agents: ReadonlyMap<string, AgentRegistration>): Promise<void> {
+    const now = Date.now();
+    const pipeline = this.redis.multi();
+    for (const [name, registration] of agents) {
+      pipeline.set(this.keys.agent(name), JSON.stringify(registration));
+      pipeline.zadd(this.keys.agentWorkers(name), now, worker_id);
+      pipeline.zremrangebyscore(this.keys.agentWorkers(name), 0, now - 10 * this.heartbeatTtlMs);
+    }
+    pipeline.zadd(this.keys.workers, now, worker_id);
+    await pipeline.exec();
+  }
+
+  async withdraw(worker_id: string, agentNames: Iterable<string>): Promise<void> {
+    const pipeline = this.redis.multi();
+    for (const name of agentNames) pipeline.zrem(this.keys.agentWorkers(name), worker_id);
+    pipeline.zrem(this.keys.workers, worker_id);
+    await pipeline.exec();
+  }
+
+  /** The agent's registration if at least one worker serving it is alive. */
+  async lookup(name: string): Promise<AgentRegistration | undefined> {
+    const [alive, registration] = await Promise.all([
+      this.redis.zcount(this.keys.agentWorkers(name), Date.now() - this.heartbeatTtlMs, '+inf'),
+      this.redis.get(this.keys.agent(name)),
+    ]);
+    return alive > 0 && registration ? (JSON.parse(registration) as AgentRegistration) : undefined;
+  }
+}

@@ -1,0 +1,281 @@
+import {
+  type EventDraft,
+  type ProviderResponse,
+  type RunError,
+  type RunRecord,
+  type RunStatus,
+  type StepState,
+  type TraceEvent,
+  ToolResultText,
+  applyTracePolicy,
+} from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import { type Keys, type RunKeys, keysFor } from '../keys.ts';
+import { SCRIPTS, type ScriptName } from './scripts.ts';
+
+/** An event to append, with an optional dedupe id: an event with an id is written at most once. */
+export interface PendingEvent {
+  readonly event: EventDraft;
+  readonly once?: string;
+}
+
+/** What a run was enqueued with, as the workers read it back. */
+export interface RunSpec {
+  readonly run_id: string;
+  readonly status: RunStatus;
+  readonly agent: string;
+  readonly input: string;
+  readonly config: unknown;
+  readonly exec_config: unknown;
+  readonly trace: Record<string, string>;
+}
+
+/** A call fanned out to a tool job and not yet settled. */
+export interface OpenCall {
+  readonly step_id: string;
+  readonly iteration: number;
+  readonly tool_call_id: string;
+  readonly tool_name: string;
+}
+
+type Scripted = Redis & { [name in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
+
+/**
+ * The durable run store in Redis: the run record, each step's state, memoized provider
+ * responses, recorded tool results and the event log. Every write that must happen once is one
+ * Lua script (see `scripts.ts`).
+ */
+export class RunStore {
+  readonly keys: Keys;
+  private readonly redis: Scripted;
+
+  constructor(
+    redis: Redis,
+    readonly prefix: string,
+    readonly retentionSeconds: number,
+  ) {
+    this.keys = keysFor(prefix);
+    for (const [name, script] of Object.entries(SCRIPTS)) {
+      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    }
+    this.redis = redis as Scripted;
+  }
+
+  private runKeys(run_id: string): RunKeys {
+    return this.keys.run(run_id);
+  }
+
+  /** Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that run's id. */
+  async createRun(
+    spec: Omit<RunSpec, 'status'>,
+    idempotency_key: string | undefined,
+    enqueued: EventDraft,
+  ): Promise<{ created: boolean; run_id: string }> {
+    const keys = this.runKeys(spec.run_id);
+    const now = Date.now();
+    const fields: Record<string, string> = {
+      run_id: spec.run_id,
+      status: 'queued',
+      agent: spec.agent,
+      input: spec.input,
+      config: JSON.stringify(spec.config ?? null),
+      exec_config: JSON.stringify(spec.exec_config ?? null),
+      trace: JSON.stringify(spec.trace),
+      created_at: String(now),
+      usage_input: '0',
+      usage_output: '0',
+      usage_total: '0',
+      iterations: '0',
+    };
+    const [created, run_id] = (await this.redis.createRun(
+      keys.record,
+      keys.events,
+      keys.dedupe,
+      keys.index,
+      this.keys.idempotency(idempotency_key ?? spec.run_id),
+      spec.run_id,
+      idempotency_key === undefined ? '0' : '1',
+      Object.keys(fields).length,
+      ...Object.entries(fields).flat(),
+      this.eventJson(spec.run_id, enqueued, now),
+    )) as [number, string];
+    return { created: created === 1, run_id };
+  }
+
+  async getSpec(run_id: string): Promise<RunSpec | undefined> {
+    const fields = await this.redis.hmget(this.runKeys(run_id).record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace');
+    const [status, agent, input, config, exec_config, trace] = fields;
+    if (!status || agent == null || input == null) return undefined;
+    return {
+      run_id,
+      status: status as RunStatus,
+      agent,
+      input,
+      config: JSON.parse(config ?? 'null'),
+      exec_config: JSON.parse(exec_config ?? 'null'),
+      trace: JSON.parse(trace ?? '{}'),
+    };
+  }
+
+  async status(run_id: string): Promise<RunStatus | undefined> {
+    return ((await this.redis.hget(this.runKeys(run_id).record, 'status')) ?? undefined) as RunStatus | undefined;
+  }
+
+  /** The run record as clients see it. */
+  async getRun(run_id: string): Promise<RunRecord | undefined> {
+    const record = await this.redis.hgetall(this.runKeys(run_id).record);
+    if (!record.status) return undefined;
+    return {
+      run_id,
+      status: record.status as RunStatus,
+      agent: record.agent,
+      ...(record.output !== undefined ? { output: record.output } : {}),
+      ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
+      usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
+      iterations: Number(record.iterations ?? 0),
+      created_at: Number(record.created_at),
+      ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
+    };
+  }
+
+  /** Appends events unless the run has ended; `markRunning` moves a queued run to running. */
+  async append(run_id: string, events: readonly PendingEvent[], markRunning = false): Promise<boolean> {
+    const keys = this.runKeys(run_id);
+    const result = await this.redis.appendEvents(keys.record, keys.events, keys.dedupe, markRunning ? '1' : '0', events.length, ...this.pairs(run_id, events));
+    return result === 1;
+  }
+
+  /** Events from index `from` (0-based) on. */
+  async events(run_id: string, from = 0): Promise<TraceEvent[]> {
+    const lines = await this.redis.lrange(this.runKeys(run_id).events, from, -1);
+    return lines.map((line) => JSON.parse(line) as TraceEvent);
+  }
+
+  async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
+    const json = await this.redis.hget(this.runKeys(run_id).state(step_id), 'json');
+    return json ? (JSON.parse(json) as StepState) : undefined;
+  }
+
+  /** Saves a step's state if it is still at `expectedIterations` (-1: no state yet). */
+  async saveState(run_id: string, state: StepState, expectedIterations: number): Promise<boolean> {
+    const keys = this.runKeys(run_id);
+    const saved = await this.redis.saveState(keys.state(state.step_id), keys.index, expectedIterations, state.iterations, JSON.stringify(state));
+    return saved === 1;
+  }
+
+  async storedResponse(run_id: string, step_id: string, iteration: number): Promise<ProviderResponse | undefined> {
+    const json = await this.redis.get(this.runKeys(run_id).response(step_id, iteration));
+    return json ? (JSON.parse(json) as ProviderResponse) : undefined;
+  }
+
+  /**
+   * Records a provider response with its events, once. Returns the response that stands (an
+   * earlier delivery's, if there was one), or `undefined` when the run has ended.
+   */
+  async recordResponse(
+    run_id: string,
+    step_id: string,
+    iteration: number,
+    response: ProviderResponse,
+    events: readonly PendingEvent[],
+  ): Promise<ProviderResponse | undefined> {
+    const keys = this.runKeys(run_id);
+    const [outcome, stored] = (await this.redis.recordResponse(
+      keys.record,
+      keys.events,
+      keys.dedupe,
+      keys.index,
+      keys.response(step_id, iteration),
+      JSON.stringify(response),
+      response.usage.input,
+      response.usage.output,
+      response.usage.total,
+      events.length,
+      ...this.pairs(run_id, events),
+    )) as [number, string?];
+    if (outcome === -1) return undefined;
+    return outcome === 0 && stored ? (JSON.parse(stored) as ProviderResponse) : response;
+  }
+
+  /** Marks calls as fanned out; cancellation closes whatever is still open. */
+  async openCalls(run_id: string, calls: readonly OpenCall[]): Promise<boolean> {
+    if (calls.length === 0) return true;
+    const keys = this.runKeys(run_id);
+    const pairs = calls.flatMap((call) => [
+      openField(call),
+      JSON.stringify({ ...call, results_key: keys.results(call.step_id, call.iteration) }),
+    ]);
+    return (await this.redis.openCalls(keys.record, keys.open, keys.index, ...pairs)) === 1;
+  }
+
+  /**
+   * Records a call's result and its terminal event, once. Returns the content that stands, or
+   * `undefined` when the run ended before anything was recorded.
+   */
+  async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft): Promise<string | undefined> {
+    const keys = this.runKeys(run_id);
+    const [outcome, stored] = (await this.redis.recordToolResult(
+      keys.record,
+      keys.events,
+      keys.dedupe,
+      keys.index,
+      keys.results(call.step_id, call.iteration),
+      keys.open,
+      call.tool_call_id,
+      content,
+      openField(call),
+      this.eventJson(run_id, terminal),
+    )) as [number, string?];
+    if (outcome === -1) return undefined;
+    return outcome === 0 ? stored : content;
+  }
+
+  async toolResults(run_id: string, step_id: string, iteration: number): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.runKeys(run_id).results(step_id, iteration));
+  }
+
+  async toolResult(run_id: string, step_id: string, iteration: number, tool_call_id: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.runKeys(run_id).results(step_id, iteration), tool_call_id)) ?? undefined;
+  }
+
+  /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
+  async finishRun(
+    run_id: string,
+    outcome: { status: 'completed'; output: string } | { status: 'failed'; error: RunError } | { status: 'cancelled' },
+    step_id: string,
+    stepEvents: readonly PendingEvent[] = [],
+  ): Promise<boolean> {
+    const keys = this.runKeys(run_id);
+    const finished = await this.redis.finishRun(
+      keys.record,
+      keys.events,
+      keys.dedupe,
+      keys.open,
+      outcome.status,
+      step_id,
+      Date.now(),
+      outcome.status === 'completed' ? outcome.output : '',
+      outcome.status === 'failed' ? JSON.stringify(outcome.error) : '',
+      outcome.status === 'failed' ? outcome.error.error_code : '',
+      this.keys.finishedChannel,
+      ToolResultText.cancelled(),
+      stepEvents.length,
+      ...this.pairs(run_id, stepEvents),
+    );
+    if (finished === 1) await this.redis.expireRun(keys.index, this.retentionSeconds);
+    return finished === 1;
+  }
+
+  private pairs(run_id: string, events: readonly PendingEvent[]): string[] {
+    return events.flatMap(({ event, once }) => [once ?? '', this.eventJson(run_id, event)]);
+  }
+
+  /** The event as stored, without `seq` (the script adds it): policy applied, run id and time set. */
+  private eventJson(run_id: string, event: EventDraft, ts = Date.now()): string {
+    return JSON.stringify({ ...applyTracePolicy(event), run_id, ts });
+  }
+}
+
+function openField(call: OpenCall): string {
+  return `${call.step_id}|${call.iteration}|${call.tool_call_id}`;
+}

@@ -1,0 +1,175 @@
+/**
+ * The run store's Lua scripts. Each is one atomic step, so a record and its events are written
+ * together or not at all, and a re-delivered job cannot write either twice.
+ *
+ * Events are appended by `append`: `seq` is the log's length plus one (gap-free by construction),
+ * and an event with a dedupe id is written at most once per run.
+ */
+const PRELUDE = `
+local function append(events, dedupe, dedupeId, json)
+  if dedupeId ~= '' and redis.call('SADD', dedupe, dedupeId) == 0 then return 0 end
+  local seq = redis.call('LLEN', events) + 1
+  redis.call('RPUSH', events, '{"seq":' .. seq .. ',' .. string.sub(json, 2))
+  return seq
+end
+local function isTerminal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+local function appendPairs(events, dedupe, from, count)
+  for i = 0, count - 1 do append(events, dedupe, ARGV[from + 2 * i], ARGV[from + 2 * i + 1]) end
+end
+`;
+
+export interface ScriptDefinition {
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+/** KEYS: record, events, dedupe, index, idempotency. ARGV: run_id, useIdempotency, fieldCount, fields…, eventJson. */
+const createRun: ScriptDefinition = {
+  numberOfKeys: 5,
+  lua: `${PRELUDE}
+if ARGV[2] == '1' then
+  local existing = redis.call('GET', KEYS[5])
+  if existing then return {0, existing} end
+  redis.call('SET', KEYS[5], ARGV[1])
+  redis.call('SADD', KEYS[4], KEYS[5])
+end
+local n = tonumber(ARGV[3])
+for i = 0, n - 1 do redis.call('HSET', KEYS[1], ARGV[4 + 2 * i], ARGV[5 + 2 * i]) end
+redis.call('SADD', KEYS[4], KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+append(KEYS[2], KEYS[3], '', ARGV[4 + 2 * n])
+return {1, ARGV[1]}
+`,
+};
+
+/** KEYS: record, events, dedupe. ARGV: markRunning, count, (dedupeId, json)…  Refused once the run has ended. */
+const appendEvents: ScriptDefinition = {
+  numberOfKeys: 3,
+  lua: `${PRELUDE}
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or isTerminal(status) then return 0 end
+if ARGV[1] == '1' and status == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
+appendPairs(KEYS[2], KEYS[3], 3, tonumber(ARGV[2]))
+return 1
+`,
+};
+
+/**
+ * KEYS: record, events, dedupe, index, response. ARGV: responseJson, input, output, total, count, (dedupeId, json)…
+ * Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the run ended.
+ */
+const recordResponse: ScriptDefinition = {
+  numberOfKeys: 5,
+  lua: `${PRELUDE}
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or isTerminal(status) then return {-1} end
+local existing = redis.call('GET', KEYS[5])
+if existing then return {0, existing} end
+redis.call('SET', KEYS[5], ARGV[1])
+redis.call('SADD', KEYS[4], KEYS[5])
+redis.call('HINCRBY', KEYS[1], 'usage_input', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'usage_output', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'usage_total', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'iterations', 1)
+appendPairs(KEYS[2], KEYS[3], 6, tonumber(ARGV[5]))
+return {1}
+`,
+};
+
+/** KEYS: record, open, index. ARGV: (field, json)…  Marks fanned-out calls as open, so cancel can close them. */
+const openCalls: ScriptDefinition = {
+  numberOfKeys: 3,
+  lua: `${PRELUDE}
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or isTerminal(status) then return 0 end
+for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+redis.call('SADD', KEYS[3], KEYS[2])
+return 1
+`,
+};
+
+/**
+ * KEYS: record, events, dedupe, index, results, open. ARGV: tool_call_id, content, openField, terminalJson.
+ * Returns {1} when recorded now, {0, stored} when already recorded, {-1} when the run ended.
+ */
+const recordToolResult: ScriptDefinition = {
+  numberOfKeys: 6,
+  lua: `${PRELUDE}
+local existing = redis.call('HGET', KEYS[5], ARGV[1])
+if existing then return {0, existing} end
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or isTerminal(status) then return {-1} end
+redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
+redis.call('SADD', KEYS[4], KEYS[5])
+redis.call('HDEL', KEYS[6], ARGV[3])
+append(KEYS[2], KEYS[3], '', ARGV[4])
+return {1}
+`,
+};
+
+/** KEYS: state, index. ARGV: expectedIterations (-1: none yet), iterations, json. Compare-and-set. */
+const saveState: ScriptDefinition = {
+  numberOfKeys: 2,
+  lua: `
+local current = tonumber(redis.call('HGET', KEYS[1], 'iterations') or '-1')
+if current ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'iterations', ARGV[2], 'json', ARGV[3])
+redis.call('SADD', KEYS[2], KEYS[1])
+return 1
+`,
+};
+
+/**
+ * Ends a run once: step events, then the run's terminal event with the usage summed in Redis.
+ * Cancelling first closes every open call with a `cancelled` result and event.
+ * KEYS: record, events, dedupe, open.
+ * ARGV: status, step_id, ts, output, errorJson, errorCode, finishedChannel, cancelledContent, count, (dedupeId, json)…
+ */
+const finishRun: ScriptDefinition = {
+  numberOfKeys: 4,
+  lua: `${PRELUDE}
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or isTerminal(status) then return 0 end
+local run_id = redis.call('HGET', KEYS[1], 'run_id')
+local ts = tonumber(ARGV[3])
+if ARGV[1] == 'cancelled' then
+  local open = redis.call('HGETALL', KEYS[4])
+  for i = 1, #open, 2 do
+    local call = cjson.decode(open[i + 1])
+    if redis.call('HSETNX', call.results_key, call.tool_call_id, ARGV[8]) == 1 then
+      append(KEYS[2], KEYS[3], '', cjson.encode({kind = 'ToolCallFailed', run_id = run_id, step_id = call.step_id, ts = ts,
+        iteration = call.iteration, tool_name = call.tool_name, tool_call_id = call.tool_call_id, duration_ms = 0,
+        error_code = 'cancelled'}))
+    end
+  end
+  redis.call('DEL', KEYS[4])
+end
+appendPairs(KEYS[2], KEYS[3], 10, tonumber(ARGV[9]))
+local usage = redis.call('HMGET', KEYS[1], 'usage_input', 'usage_output', 'usage_total')
+local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
+local event = {kind = kinds[ARGV[1]], run_id = run_id, step_id = ARGV[2], ts = ts,
+  usage = {input = tonumber(usage[1] or '0'), output = tonumber(usage[2] or '0'), total = tonumber(usage[3] or '0')}}
+if ARGV[1] == 'failed' then event.error_code = ARGV[6] end
+append(KEYS[2], KEYS[3], '', cjson.encode(event))
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'finished_at', ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[5]) end
+redis.call('PUBLISH', ARGV[7], run_id)
+return 1
+`,
+};
+
+/** KEYS: index. ARGV: seconds. Sets the retention TTL on every key of a run. */
+const expireRun: ScriptDefinition = {
+  numberOfKeys: 1,
+  lua: `
+local keys = redis.call('SMEMBERS', KEYS[1])
+for _, key in ipairs(keys) do redis.call('EXPIRE', key, ARGV[1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return #keys
+`,
+};
+
+export const SCRIPTS = { createRun, appendEvents, recordResponse, openCalls, recordToolResult, saveState, finishRun, expireRun } as const;
+export type ScriptName = keyof typeof SCRIPTS;

@@ -1,0 +1,37 @@
+import { type Agent, type ModelProvider, type TraceEvent, silentLogger } from '@arcflow/core';
+import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
+import { TEST_REDIS_URL, type ScenarioRunner, scriptedProvider } from '@arcflow/testing';
+
+/** Fast retry and stall settings for tests. */
+export const FAST = { provider_backoff_ms: 10, tool_backoff_ms: 10, lock_duration_ms: 2_000, stalled_interval_ms: 1_000 } as const;
+
+export async function collect(client: ArcflowClient, run_id: string): Promise<TraceEvent[]> {
+  const events: TraceEvent[] = [];
+  for await (const event of client.events(run_id)) events.push(event);
+  return events;
+}
+
+/** A scenario runner on the queue engine: a fresh in-process worker and client per run, under `prefix`. */
+export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptions> = {}): ScenarioRunner {
+  return async (agent: Agent, input, { provider, exec_config, config, logger }) => {
+    const prefix = prefixFor();
+    const worker = await startWorker({
+      agents: [agent],
+      provider: provider ?? (scriptedProvider([]) as ModelProvider),
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: logger ?? silentLogger,
+      ...FAST,
+      ...extra,
+    });
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: agent.name, input, config, exec_config });
+      const run = await client.wait(run_id, { timeout_ms: 20_000 });
+      return { ...run, events: await collect(client, run_id) };
+    } finally {
+      await client.close();
+      await worker.close();
+    }
+  };
+}
