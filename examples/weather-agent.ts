@@ -106,3 +106,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
   });
 }
+
+/** The worker uses this provider unless OPENAI_API_KEY / OPENAI_BASE_URL are set. */
+export const provider = offlineTravelModel();

@@ -31,3 +31,4 @@ export {
 } from '@arcflow/core';
 export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
 export { scriptedProvider, reply, toolCall, toolCalls, startFakeOpenAI } from '@arcflow/testing';
+export { createClient, startWorker, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ArcflowWorker, type WorkerOptions, type WorkerRole } from '@arcflow/queue';

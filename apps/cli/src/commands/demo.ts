@@ -1,0 +1,91 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, type RunRecord, type TraceEvent, createClient } from 'arcflow';
+import { type WorkerProcess, spawnWorker } from '@arcflow/testing';
+import { ensureRedis } from '../demo/redis.ts';
+import { readCliEnv } from '../env.ts';
+import { formatEvent } from '../format.ts';
+import { renderInspectTree } from '../inspect.ts';
+
+const EXAMPLE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../examples/weather-agent.ts');
+const CITIES = ['Oslo', 'Lisbon', 'Tokyo', 'Lima'];
+const DEMO_PREFIX = 'arcflow-demo';
+
+/**
+ * `arcflow demo`: two worker processes, a batch of runs of the example agent (offline model
+ * unless OpenAI settings are set), the first run's events live, progress, then one run's tree
+ * and a summary.
+ */
+export async function demoCommand(flags: { runs?: string }): Promise<number> {
+  const runs = Number(flags.runs ?? 12);
+  if (!Number.isInteger(runs) || runs < 1 || runs > 10_000) throw new ConfigError(`--runs must be an integer from 1 to 10000, got ${flags.runs}`);
+  const env = readCliEnv();
+  const redis = await ensureRedis(env.redis);
+  const prefix = env.prefix ?? DEMO_PREFIX;
+  const workers: WorkerProcess[] = [];
+  const client = createClient({ redis: redis.url, prefix });
+  try {
+    console.log(`arcflow demo — Redis: ${redis.origin}; model: ${env.hasOpenAI ? 'OpenAI-compatible endpoint from the environment' : 'offline scripted model (no API key needed)'}`);
+    const workerEnv = { REDIS_URL: redis.url, ARCFLOW_PREFIX: prefix };
+    workers.push(...(await Promise.all([spawnWorker(EXAMPLE, { env: workerEnv }), spawnWorker(EXAMPLE, { env: workerEnv })])));
+    console.log(`started 2 worker processes: ${workers.map((worker) => `${worker.id} (pid ${worker.pid})`).join(', ')}`);
+
+    const started = Date.now();
+    const ids: string[] = [];
+    for (let index = 0; index < runs; index += 1) {
+      const city = CITIES[index % CITIES.length];
+      const { run_id } = await client.enqueue({ agent: 'travel_researcher', input: `Planning a trip to ${city}: weather, local time, and 100 EUR in local money?` });
+      ids.push(run_id);
+    }
+    console.log(`enqueued ${runs} runs of travel_researcher\n\nevents of ${ids[0]} as they happen:`);
+    for await (const event of client.events(ids[0]!, { follow: true })) console.log(formatEvent(event));
+
+    const records = await waitAll(client, ids);
+    const elapsedMs = Date.now() - started;
+    const events = new Map<string, TraceEvent[]>();
+    for (const id of ids) {
+      const list: TraceEvent[] = [];
+      for await (const event of client.events(id)) list.push(event);
+      events.set(id, list);
+    }
+    console.log(`\n${renderInspectTree(records[0]!, events.get(ids[0]!)!)}\n`);
+    console.log(summary(records, [...events.values()], elapsedMs));
+    if (!redis.private) console.log(`\nlook again: ARCFLOW_PREFIX=${prefix} npx arcflow inspect ${ids[0]}`);
+    return records.every((run) => run.status === 'completed') ? 0 : 1;
+  } finally {
+    await Promise.all(workers.map((worker) => worker.stop()));
+    await client.close();
+    await redis.stop();
+  }
+}
+
+async function waitAll(client: ReturnType<typeof createClient>, ids: string[]): Promise<RunRecord[]> {
+  let reported = -1;
+  for (;;) {
+    const records = await Promise.all(ids.map((id) => client.get(id)));
+    const done = records.filter((run) => run && ['completed', 'failed', 'cancelled'].includes(run.status)).length;
+    if (done !== reported) {
+      console.log(`progress: ${done}/${ids.length} runs finished`);
+      reported = done;
+    }
+    if (done === ids.length) return records as RunRecord[];
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function summary(records: RunRecord[], events: TraceEvent[][], elapsedMs: number): string {
+  const latencies = records.map((run) => (run.finished_at ?? 0) - run.created_at).sort((a, b) => a - b);
+  const p50 = latencies[Math.floor((latencies.length - 1) / 2)] ?? 0;
+  const terminal = ['ToolCallCompleted', 'ToolCallFailed', 'ToolInputValidationFailed', 'LoopDetected'];
+  const toolCalls = events.flat().filter((event) => terminal.includes(event.kind)).length;
+  const completed = records.filter((run) => run.status === 'completed').length;
+  const tokens = records.reduce((sum, run) => sum + run.usage.total, 0);
+  return [
+    'summary',
+    `  runs        ${records.length} (${completed} completed, ${records.length - completed} not)`,
+    `  tool calls  ${toolCalls}`,
+    `  tokens      ${tokens}`,
+    `  p50 run     ${p50} ms`,
+    `  throughput  ${((records.length * 1000) / elapsedMs).toFixed(1)} runs/s over ${(elapsedMs / 1000).toFixed(1)} s`,
+  ].join('\n');
+}

@@ -1,0 +1,91 @@
+import { type ArcflowClient, RequestError, createClient } from 'arcflow';
+import { readCliEnv } from '../env.ts';
+import { formatEvent, formatRun } from '../format.ts';
+import { renderInspectTree } from '../inspect.ts';
+
+/** A client from the environment (REDIS_URL, ARCFLOW_PREFIX), closed after `use`. */
+export async function withClient<T>(use: (client: ArcflowClient) => Promise<T>): Promise<T> {
+  const env = readCliEnv();
+  const client = createClient({ redis: env.redis, prefix: env.prefix });
+  try {
+    return await use(client);
+  } finally {
+    await client.close();
+  }
+}
+
+export function parseJsonFlag(flag: string, value: string | undefined): unknown {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.parse(value);
+  } catch (error) {
+    throw new RequestError('invalid_request', `${flag} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+export interface EnqueueFlags {
+  config?: string;
+  'exec-config'?: string;
+  'idempotency-key'?: string;
+  wait?: boolean;
+  json?: boolean;
+  'timeout-ms'?: string;
+}
+
+/** `arcflow enqueue`: prints the run id; with --wait, the outcome. Exit 1 if the run did not complete. */
+export async function enqueueCommand(agent: string, input: string, flags: EnqueueFlags): Promise<number> {
+  return withClient(async (client) => {
+    const { run_id } = await client.enqueue({
+      agent,
+      input,
+      config: parseJsonFlag('--config', flags.config),
+      exec_config: parseJsonFlag('--exec-config', flags['exec-config']),
+      idempotency_key: flags['idempotency-key'],
+    });
+    if (!flags.wait) {
+      console.log(flags.json ? JSON.stringify({ run_id }) : run_id);
+      return 0;
+    }
+    const run = await client.wait(run_id, { timeout_ms: Number(flags['timeout-ms'] ?? 600_000) });
+    console.log(flags.json ? JSON.stringify(run) : formatRun(run));
+    return run.status === 'completed' ? 0 : 1;
+  });
+}
+
+export async function getCommand(run_id: string, flags: { json?: boolean }): Promise<number> {
+  return withClient(async (client) => {
+    const run = await client.get(run_id);
+    if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    console.log(flags.json ? JSON.stringify(run) : formatRun(run));
+    return 0;
+  });
+}
+
+export async function eventsCommand(run_id: string, flags: { follow?: boolean; json?: boolean }): Promise<number> {
+  return withClient(async (client) => {
+    if (!(await client.get(run_id))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    for await (const event of client.events(run_id, { follow: flags.follow })) {
+      console.log(flags.json ? JSON.stringify(event) : formatEvent(event));
+    }
+    return 0;
+  });
+}
+
+export async function inspectCommand(run_id: string): Promise<number> {
+  return withClient(async (client) => {
+    const run = await client.get(run_id);
+    if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    const events = [];
+    for await (const event of client.events(run_id)) events.push(event);
+    console.log(renderInspectTree(run, events));
+    return 0;
+  });
+}
+
+export async function cancelCommand(run_id: string): Promise<number> {
+  return withClient(async (client) => {
+    const { cancelled, status } = await client.cancel(run_id);
+    console.log(cancelled ? `cancelled ${run_id}` : `${run_id} had already ended (${status})`);
+    return 0;
+  });
+}

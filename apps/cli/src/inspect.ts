@@ -1,0 +1,114 @@
+import type { RunRecord, TraceEvent } from 'arcflow';
+
+interface CallNode {
+  name: string;
+  id: string;
+  attempts: number;
+  outcome: string;
+  detail: string;
+}
+
+interface IterationNode {
+  iteration: number;
+  chat: string;
+  calls: Map<string, CallNode>;
+}
+
+/**
+ * The run as a tree for people: steps, their iterations (the provider call with model, latency
+ * and tokens) and each iteration's tool calls with attempts, duration, size and outcome.
+ */
+export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[]): string {
+  const duration = run.finished_at ? `${run.finished_at - run.created_at} ms` : 'running';
+  const lines = [`run ${run.run_id}  ${run.status}  ${duration}  tokens ${tokens(run.usage)}${run.error ? `  ${run.error.code}(${run.error.error_code})` : ''}`];
+  const steps = new Map<string, { header: string; iterations: Map<number, IterationNode>; footer: string[] }>();
+  const stepOf = (id: string) => {
+    let step = steps.get(id);
+    if (!step) {
+      step = { header: `step ${id}`, iterations: new Map(), footer: [] };
+      steps.set(id, step);
+    }
+    return step;
+  };
+  const iterationOf = (stepId: string, n: number) => {
+    const step = stepOf(stepId);
+    let node = step.iterations.get(n);
+    if (!node) {
+      node = { iteration: n, chat: 'chat (pending)', calls: new Map() };
+      step.iterations.set(n, node);
+    }
+    return node;
+  };
+  const callOf = (event: TraceEvent & { tool_name: string; tool_call_id: string; iteration: number }) => {
+    const node = iterationOf(event.step_id, event.iteration);
+    let call = node.calls.get(event.tool_call_id);
+    if (!call) {
+      call = { name: event.tool_name, id: event.tool_call_id, attempts: 0, outcome: 'running', detail: '' };
+      node.calls.set(event.tool_call_id, call);
+    }
+    return call;
+  };
+  for (const event of events) {
+    switch (event.kind) {
+      case 'AgentInvoked':
+        stepOf(event.step_id).header = `step ${event.step_id}  agent ${event.agent_name}  ${event.mode}  max_iterations ${event.max_iterations}`;
+        break;
+      case 'ProviderResponseReceived':
+        iterationOf(event.step_id, event.iteration).chat = `chat ${event.model_id} (${event.provider_id})  ${event.latency_ms} ms  tokens ${tokens(event.tokens)}  ${event.finish_reason}, ${event.tool_calls_count} tool call(s)`;
+        break;
+      case 'ProviderRateLimited':
+        stepOf(event.step_id).footer.push(`iteration ${event.iteration}: rate limited, waited ${event.retry_after_seconds} s (attempt ${event.attempt})`);
+        break;
+      case 'ProviderError':
+        stepOf(event.step_id).footer.push(`iteration ${event.iteration}: provider error ${event.error_code}${event.status ? ` HTTP ${event.status}` : ''} (attempt ${event.attempt}${event.retryable ? ', retried' : ''})`);
+        break;
+      case 'ToolCallStarted':
+        callOf(event).attempts = Math.max(callOf(event).attempts, event.attempt);
+        break;
+      case 'ToolCallCompleted':
+        Object.assign(callOf(event), { outcome: 'completed', detail: `${event.duration_ms} ms  ${event.output_size_bytes} B out` });
+        break;
+      case 'ToolCallFailed':
+        Object.assign(callOf(event), { outcome: `failed ${event.error_code}`, detail: `${event.duration_ms} ms` });
+        break;
+      case 'ToolInputValidationFailed':
+        Object.assign(callOf(event), { outcome: 'invalid input', detail: event.violation_description });
+        break;
+      case 'LoopDetected':
+        Object.assign(callOf(event), { outcome: `loop detected (${event.action})`, detail: `${event.repeats} repeats in ${event.window}` });
+        break;
+      case 'AgentResponseReceived':
+        stepOf(event.step_id).footer.push(`answered after ${event.iterations} iteration(s): ${event.output_size_bytes} B`);
+        break;
+      case 'StepExecutionFailed':
+        stepOf(event.step_id).footer.push(`failed: ${event.error_code} — ${event.message}`);
+        break;
+      default:
+        break;
+    }
+  }
+  const stepList = [...steps.values()];
+  stepList.forEach((step, stepIndex) => {
+    const lastStep = stepIndex === stepList.length - 1;
+    lines.push(`${lastStep ? '└─' : '├─'} ${step.header}`);
+    const pad = lastStep ? '   ' : '│  ';
+    const children = [
+      ...[...step.iterations.values()].sort((a, b) => a.iteration - b.iteration).map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: [...node.calls.values()] })),
+      ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),
+    ];
+    children.forEach((child, index) => {
+      const last = index === children.length - 1;
+      lines.push(`${pad}${last ? '└─' : '├─'} ${child.text}`);
+      child.calls.forEach((call, callIndex) => {
+        const lastCall = callIndex === child.calls.length - 1;
+        const attempts = call.attempts > 1 ? `  attempts ${call.attempts}` : '';
+        lines.push(`${pad}${last ? '   ' : '│  '}${lastCall ? '└─' : '├─'} ${call.name} ${call.id}  ${call.outcome}  ${call.detail}${attempts}`.trimEnd());
+      });
+    });
+  });
+  return lines.join('\n');
+}
+
+function tokens(value: { input: number; output: number; total: number }): string {
+  return `${value.input}/${value.output}/${value.total}`;
+}

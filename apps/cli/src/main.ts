@@ -1,0 +1,91 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, RequestError } from 'arcflow';
+import { demoCommand } from './commands/demo.ts';
+import { cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand } from './commands/runs.ts';
+import { workerCommand } from './commands/worker.ts';
+
+const USAGE = `usage: arcflow <command> [options]
+
+  worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N]
+  enqueue <agent> <input> [--config JSON] [--exec-config JSON] [--idempotency-key K] [--wait] [--json]
+  get <run_id> [--json]
+  events <run_id> [--follow] [--json]
+  inspect <run_id>
+  cancel <run_id>
+  demo [--runs N]
+
+environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  module: { type: 'string' },
+  roles: { type: 'string' },
+  tools: { type: 'string' },
+  concurrency: { type: 'string' },
+  config: { type: 'string' },
+  'exec-config': { type: 'string' },
+  'idempotency-key': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  runs: { type: 'string' },
+  wait: { type: 'boolean' },
+  json: { type: 'boolean' },
+  follow: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const [command, ...args] = positionals;
+  const need = (count: number, names: string) => {
+    if (args.length !== count) throw new UsageError(`${command} takes ${names}`);
+  };
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  switch (command) {
+    case 'worker':
+      need(0, '--module <file>');
+      return workerCommand(values);
+    case 'enqueue':
+      need(2, '<agent> <input>');
+      return enqueueCommand(args[0]!, args[1]!, values);
+    case 'get':
+      need(1, '<run_id>');
+      return getCommand(args[0]!, values);
+    case 'events':
+      need(1, '<run_id>');
+      return eventsCommand(args[0]!, values);
+    case 'inspect':
+      need(1, '<run_id>');
+      return inspectCommand(args[0]!);
+    case 'cancel':
+      need(1, '<run_id>');
+      return cancelCommand(args[0]!);
+    case 'demo':
+      need(0, 'no arguments');
+      return demoCommand({ runs: values.runs });
+    default:
+      throw new UsageError(`unknown command '${command}'`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // Workers keep running until a signal; everything else exits with its code.
+    if (code >= 0) process.exit(code);
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`arcflow: ${(error as Error).message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    if (error instanceof ConfigError || error instanceof RequestError) {
+      console.error(`arcflow: ${error.message}`);
+      process.exit(1);
+    }
+    console.error(`arcflow: ${(error as Error)?.stack ?? String(error)}`);
+    process.exit(1);
+  },
+);

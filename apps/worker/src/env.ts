@@ -1,0 +1,18 @@
+/** Everything the worker reads from the environment, read once, here. */
+export interface WorkerEnv {
+  readonly redis: string | undefined;
+  readonly prefix: string | undefined;
+  readonly openai: { readonly api_key?: string; readonly base_url?: string } | undefined;
+  readonly model: string | undefined;
+}
+
+export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
+  const api_key = env.OPENAI_API_KEY || undefined;
+  const base_url = env.OPENAI_BASE_URL || undefined;
+  return {
+    redis: env.REDIS_URL || undefined,
+    prefix: env.ARCFLOW_PREFIX || undefined,
+    openai: api_key || base_url ? { api_key, base_url } : undefined,
+    model: env.ARCFLOW_MODEL || undefined,
+  };
+}

@@ -1,0 +1,60 @@
+import { ConfigError, type ModelProvider, openaiProvider } from 'arcflow';
+import { type ArcflowWorker, type WorkerRole, startWorker } from '@arcflow/queue';
+import { readWorkerEnv } from './env.ts';
+import { loadModule } from './load-module.ts';
+
+export interface WorkerProcessOptions {
+  module: string;
+  roles?: WorkerRole[];
+  tools?: string[];
+  concurrency?: number;
+}
+
+/**
+ * The worker process: loads the user's module, picks the provider (OpenAI settings in the
+ * environment win; else the module's exported `provider`), starts the engine, and drains on
+ * SIGTERM or SIGINT: in-flight jobs finish, then the process exits.
+ */
+export async function runWorkerProcess(options: WorkerProcessOptions): Promise<ArcflowWorker> {
+  const env = readWorkerEnv();
+  const loaded = await loadModule(options.module);
+  const roles = options.roles ?? ['provider', 'tools'];
+  const provider: ModelProvider | undefined = env.openai
+    ? openaiProvider({ ...env.openai, model: env.model })
+    : loaded.provider;
+  if (roles.includes('provider') && !provider) {
+    throw new ConfigError('no model provider: set OPENAI_API_KEY or OPENAI_BASE_URL, or export `provider` from the module');
+  }
+  const worker = await startWorker({
+    agents: loaded.definitions,
+    provider,
+    roles,
+    tools: options.tools,
+    concurrency: options.concurrency ? { provider: options.concurrency, tools: options.concurrency } : undefined,
+    redis: env.redis,
+    prefix: env.prefix,
+    default_model: env.model,
+  });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      process.stderr.write(`arcflow worker ${worker.id}: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    process.stderr.write(`arcflow worker ${worker.id}: ${signal}, draining in-flight jobs\n`);
+    worker.close().then(
+      () => process.exit(0),
+      (error) => {
+        process.stderr.write(`arcflow worker ${worker.id}: error while draining: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.stdout.write(
+    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'}\n`,
+  );
+  return worker;
+}

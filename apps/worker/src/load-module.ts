@@ -1,0 +1,31 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { type Agent, ConfigError, type ModelProvider, type Workflow } from 'arcflow';
+
+export interface LoadedModule {
+  readonly definitions: (Agent | Workflow)[];
+  /** A `provider` the module exports, used when no OpenAI settings are in the environment. */
+  readonly provider: ModelProvider | undefined;
+}
+
+const isDefinition = (value: unknown): value is Agent | Workflow =>
+  typeof value === 'object' && value !== null && ((value as { kind?: unknown }).kind === 'agent' || (value as { kind?: unknown }).kind === 'workflow');
+
+const isProvider = (value: unknown): value is ModelProvider =>
+  typeof value === 'object' && value !== null && typeof (value as ModelProvider).complete === 'function' && typeof (value as ModelProvider).id === 'string';
+
+/** Imports a user module and collects every Agent and Workflow it exports: named or default, single or in arrays. */
+export async function loadModule(path: string): Promise<LoadedModule> {
+  let exports: Record<string, unknown>;
+  try {
+    exports = await import(pathToFileURL(resolve(path)).href);
+  } catch (error) {
+    throw new ConfigError(`cannot load module '${path}': ${(error as Error).message}`);
+  }
+  const definitions = new Set<Agent | Workflow>();
+  for (const value of Object.values(exports)) {
+    for (const item of Array.isArray(value) ? value : [value]) if (isDefinition(item)) definitions.add(item);
+  }
+  if (definitions.size === 0) throw new ConfigError(`module '${path}' exports no Agent or Workflow`);
+  return { definitions: [...definitions], provider: isProvider(exports.provider) ? exports.provider : undefined };
+}
