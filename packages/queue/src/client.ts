@@ -27,8 +27,6 @@ export interface EnqueueRequest {
 }
 
 export interface ClientOptions extends ConnectionOptions {
-  /** Attempts given to provider jobs enqueued by this client (default 5). */
-  provider_attempts?: number;
   /** Called at enqueue to fill the run's trace context (the telemetry layer hooks in here). */
   traceCarrier?: () => TraceCarrier;
 }
@@ -71,7 +69,6 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     subscriber.on('message', (_channel: string, run_id: string) => waiters.get(run_id)?.forEach((wake) => wake()));
     await subscriber.subscribe(store.keys.finishedChannel);
   };
-  const provider_attempts = options.provider_attempts ?? 5;
 
   const client: ArcflowClient = {
     async enqueue(request) {
@@ -100,7 +97,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       // Also on a repeat: a first enqueue that died between record and job is completed here (the id dedupes).
       if ((await store.status(run_id)) === 'queued') {
         const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: (await store.getSpec(run_id))?.trace ?? trace };
-        await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, provider_attempts, connection.retention_seconds));
+        await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts, connection.retention_seconds));
       }
       return { run_id, created };
     },

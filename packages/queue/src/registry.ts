@@ -5,6 +5,8 @@ import type { Keys } from './keys.ts';
 export interface AgentRegistration {
   readonly provider_queue: string;
   readonly tools: readonly string[];
+  /** Attempts per provider call, as the serving workers are configured. */
+  readonly provider_attempts: number;
 }
 
 /**

@@ -64,7 +64,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     workers.push(worker);
     closers.push(() => providerQueue.close(), () => flow.close());
     for (const agent of agents.values()) {
-      registrations.set(agent.name, { provider_queue: providerQueueName, tools: agent.tools.map((tool) => tool.name) });
+      registrations.set(agent.name, { provider_queue: providerQueueName, tools: agent.tools.map((tool) => tool.name), provider_attempts: options.provider_attempts });
     }
   }
 

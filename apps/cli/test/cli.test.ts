@@ -1,0 +1,82 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { ARCFLOW_BIN, TEST_REDIS_URL, type WorkerProcess, cleanupPrefix, spawnWorker, testPrefix } from '@arcflow/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const EXAMPLE = new URL('../../../examples/weather-agent.ts', import.meta.url).pathname;
+const prefix = testPrefix('cli');
+const env = { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+let worker: WorkerProcess;
+
+async function arcflow(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+beforeAll(async () => {
+  worker = await spawnWorker(EXAMPLE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+});
+afterAll(async () => {
+  await worker.stop();
+  await cleanupPrefix(prefix);
+  await cleanupPrefix('arcflow-demo-cli-test');
+});
+
+describe('arcflow CLI', () => {
+  it('enqueues, waits, and reads the run back with get, events and inspect', async () => {
+    const enqueued = await arcflow('enqueue', 'travel_researcher', 'Trip to Tokyo?', '--wait', '--json');
+    expect(enqueued.code).toBe(0);
+    const record = JSON.parse(enqueued.stdout);
+    expect(record).toMatchObject({ status: 'completed', iterations: 3 });
+    expect(record.output).toContain('Tokyo');
+
+    const got = await arcflow('get', record.run_id);
+    expect(got.stdout).toContain('status     completed');
+
+    const events = await arcflow('events', record.run_id, '--json');
+    const lines = events.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(lines.map((event) => event.seq)).toEqual(lines.map((_, index) => index + 1));
+    expect(lines.at(-1)).toMatchObject({ kind: 'RunCompleted' });
+
+    const tree = await arcflow('inspect', record.run_id);
+    expect(tree.stdout).toContain('└─ step s1  agent travel_researcher');
+    expect(tree.stdout).toContain('convert_currency');
+    expect(tree.stdout).toContain('invalid input  amount: expected number');
+  });
+
+  it('prints just the run id without --wait, and honours an idempotency key', async () => {
+    const first = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-1');
+    const second = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-1');
+    expect(first.stdout.trim()).toMatch(/^run_[0-9a-f-]{36}$/);
+    expect(second.stdout.trim()).toBe(first.stdout.trim());
+  });
+
+  it('refuses an unknown agent and bad JSON with a clear message and exit code 1', async () => {
+    const unknown = await arcflow('enqueue', 'nobody', 'hi');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("arcflow: unknown agent 'nobody'");
+    const badJson = await arcflow('enqueue', 'travel_researcher', 'hi', '--config', '{max');
+    expect(badJson.code).toBe(1);
+    expect(badJson.stderr).toContain('--config is not valid JSON');
+    const usage = await arcflow('frobnicate');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("unknown command 'frobnicate'");
+  });
+
+  it('runs the demo end to end with no API key', async () => {
+    const demo = await run(process.execPath, [ARCFLOW_BIN, 'demo', '--runs', '4'], {
+      env: { ...env, ARCFLOW_PREFIX: 'arcflow-demo-cli-test' },
+      timeout: 60_000,
+    });
+    expect(demo.stdout).toContain('started 2 worker processes');
+    expect(demo.stdout).toContain('RunCompleted');
+    expect(demo.stdout).toContain('progress: 4/4 runs finished');
+    expect(demo.stdout).toMatch(/runs\s+4 \(4 completed, 0 not\)/);
+  });
+});

@@ -1,0 +1,126 @@
+import { type TraceEvent } from '@arcflow/core';
+import { createClient } from '@arcflow/queue';
+import { TEST_REDIS_URL, type WorkerProcess, assertEventInvariants, cleanupPrefix, spawnWorker, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { collect } from './harness.ts';
+
+const FIXTURE = new URL('./fixtures/crash-agents.ts', import.meta.url).pathname;
+const prefixes: string[] = [];
+const workers: WorkerProcess[] = [];
+const redis = new Redis(TEST_REDIS_URL);
+
+afterEach(async () => {
+  for (const worker of workers.splice(0)) worker.kill('SIGKILL');
+});
+afterAll(async () => {
+  for (const prefix of prefixes) await cleanupPrefix(prefix);
+  await redis.quit();
+});
+
+function setup(name: string) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
+  const start = async (extraEnv: Record<string, string> = {}, args: string[] = []) => {
+    const worker = await spawnWorker(FIXTURE, { env: { ...env, ...extraEnv }, args });
+    workers.push(worker);
+    return worker;
+  };
+  const counter = async (name: string) => Number((await redis.get(`{${prefix}}:test:exec:${name}`)) ?? 0);
+  return { prefix, start, counter, client: createClient({ redis: TEST_REDIS_URL, prefix }) };
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const hasEvent = (events: TraceEvent[], kind: string, tool_call_id?: string) =>
+  events.some((event) => event.kind === kind && (!tool_call_id || ('tool_call_id' in event && event.tool_call_id === tool_call_id)));
+
+describe('crashes', () => {
+  it('finishes a run on another worker after SIGKILL mid-tool, without re-running a recorded sibling', async () => {
+    const { start, counter, client } = setup('kill-tool');
+    const first = await start();
+    const { run_id } = await client.enqueue({ agent: 'crash_agent', input: 'go' });
+    await until(async () => (await counter('block')) === 1 && hasEvent(await collect(client, run_id), 'ToolCallCompleted', 'call_1'));
+    first.kill('SIGKILL');
+    const killedAt = Date.now();
+    await first.exited;
+    await start();
+    const run = await client.wait(run_id, { timeout_ms: 30_000 });
+    const recoveryMs = Date.now() - killedAt;
+    expect(run.status).toBe('completed');
+    expect(await counter('quick')).toBe(1);
+    expect(await counter('block')).toBe(2);
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    const blockEvents = events.filter((event) => 'tool_call_id' in event && event.tool_call_id === 'call_2');
+    expect(blockEvents.map((event) => event.kind)).toEqual(['ToolCallStarted', 'ToolCallStarted', 'ToolCallCompleted']);
+    expect(blockEvents.filter((event) => event.kind === 'ToolCallStarted').map((event) => (event as { attempt: number }).attempt)).toEqual([1, 2]);
+    expect(recoveryMs).toBeLessThan(20_000);
+    await client.close();
+  });
+
+  it('does not call the model again for a response recorded before the worker died', async () => {
+    const server = await startFakeOpenAI({ turns: [{ type: 'tools', calls: [{ id: 'call_b', name: 'block', arguments: {} }] }, { type: 'text', content: 'finished' }] });
+    try {
+      const { start, counter, client } = setup('kill-provider');
+      const openai = { OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test' };
+      const first = await start(openai);
+      const { run_id } = await client.enqueue({ agent: 'eager_agent', input: 'go' });
+      // legacy_eager runs the call inside the provider job: the kill lands after the response was recorded.
+      await until(async () => (await counter('block')) === 1);
+      expect(hasEvent(await collect(client, run_id), 'ProviderResponseReceived')).toBe(true);
+      first.kill('SIGKILL');
+      await first.exited;
+      await start(openai);
+      const run = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(run.status).toBe('completed');
+      expect(run.output).toBe('finished');
+      expect(server.requests).toHaveLength(2);
+      expect(server.requests[1]?.body.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_b', content: 'block done on execution 2' });
+      const events = await collect(client, run_id);
+      assertEventInvariants(events);
+      expect(events.filter((event) => event.kind === 'ProviderResponseReceived')).toHaveLength(2);
+      expect(run.usage.total).toBe(38);
+      await client.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('drains on SIGTERM: the in-flight tool finishes and the process exits 0', async () => {
+    const { start, counter, client } = setup('drain');
+    const worker = await start();
+    const { run_id } = await client.enqueue({ agent: 'load_agent', input: 'go' });
+    await until(async () => (await counter('slow')) >= 1);
+    const code = await worker.stop();
+    expect(code).toBe(0);
+    const events = await collect(client, run_id);
+    const started = events.filter((event) => event.kind === 'ToolCallStarted').length;
+    const ended = events.filter((event) => event.kind === 'ToolCallCompleted').length;
+    expect(started).toBeGreaterThan(0);
+    expect(ended).toBe(started);
+    await start();
+    expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+    await client.close();
+  });
+
+  it('shares tool jobs between two worker processes', async () => {
+    const { prefix, start, client } = setup('share');
+    await Promise.all([start(), start()]);
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, index) => client.enqueue({ agent: 'load_agent', input: `go ${index}` })));
+    const runs = await Promise.all(ids.map(({ run_id }) => client.wait(run_id, { timeout_ms: 30_000 })));
+    expect(runs.every((run) => run.status === 'completed')).toBe(true);
+    const perPid = Object.values(await redis.hgetall(`{${prefix}}:test:pids`)).map(Number);
+    expect(perPid).toHaveLength(2);
+    expect(perPid.reduce((a, b) => a + b, 0)).toBe(32);
+    expect(Math.min(...perPid)).toBeGreaterThan(0);
+    await client.close();
+  });
+});

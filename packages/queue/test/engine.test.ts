@@ -1,0 +1,187 @@
+import { Agent, ConfigError, type ModelProvider, RequestError, type ToolDefinition, silentLogger, tool } from '@arcflow/core';
+import { openaiProvider } from '@arcflow/provider-openai';
+import { type ArcflowWorker, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, reply, scriptedProvider, startFakeOpenAI, testPrefix, toolCall, toolCalls } from '@arcflow/testing';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { FAST, collect } from './harness.ts';
+
+const prefixes: string[] = [];
+const open: { close(): Promise<void> }[] = [];
+const redis = new Redis(TEST_REDIS_URL);
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.close();
+});
+afterAll(async () => {
+  for (const prefix of prefixes) await cleanupPrefix(prefix);
+  await redis.quit();
+});
+
+async function engine(name: string, agents: Agent[], provider: ModelProvider = scriptedProvider([reply('ok')], { repeat: true }), extra: Record<string, unknown> = {}) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const start = () => startWorker({ agents, provider, redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, ...extra });
+  const worker: ArcflowWorker = await start();
+  open.push(worker);
+  const client = createClient({ redis: TEST_REDIS_URL, prefix });
+  open.push(client);
+  return { prefix, worker, client, start };
+}
+
+function barrier(parties: number, timeoutMs = 5_000) {
+  let arrived = 0;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return async (): Promise<string> => {
+    arrived += 1;
+    if (arrived === parties) open();
+    const timedOut = new Promise<string>((resolve) => setTimeout(() => resolve('barrier timed out'), timeoutMs));
+    return Promise.race([opened.then(() => 'all met'), timedOut]);
+  };
+}
+
+describe('queue engine', () => {
+  it('runs the calls of one turn truly at once (a barrier that opens only when all three started)', async () => {
+    const wait = barrier(3);
+    const meet = tool({ name: 'meet', description: 'meets', input_schema: { type: 'object' }, handler: () => wait() });
+    const model = scriptedProvider([toolCalls([{ name: 'meet', args: { a: 1 } }, { name: 'meet', args: { a: 2 } }, { name: 'meet', args: { a: 3 } }]), reply('met')]);
+    const { client } = await engine('barrier', [new Agent({ name: 'meeting', tools: [meet] })], model);
+    const { run_id } = await client.enqueue({ agent: 'meeting', input: 'go' });
+    const run = await client.wait(run_id, { timeout_ms: 20_000 });
+    expect(run.status).toBe('completed');
+    expect(model.requests[1]?.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['all met', 'all met', 'all met']);
+  });
+
+  it('caps a tool at its concurrency across workers', async () => {
+    let running = 0;
+    let peak = 0;
+    const narrow = tool({
+      name: 'narrow',
+      description: 'one at a time',
+      input_schema: { type: 'object' },
+      concurrency: 1,
+      handler: async () => {
+        running += 1;
+        peak = Math.max(peak, running);
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        running -= 1;
+        return 'ok';
+      },
+    });
+    const agent = new Agent({ name: 'narrow_agent', tools: [narrow] });
+    const model = scriptedProvider([toolCalls([0, 1, 2, 3].map((n) => ({ name: 'narrow', args: { n } }))), reply('done')]);
+    const { client, start } = await engine('concurrency', [agent], model);
+    open.push(await start());
+    const { run_id } = await client.enqueue({ agent: 'narrow_agent', input: 'go' });
+    expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+    expect(peak).toBe(1);
+  });
+
+  it('pauses the provider queue on 429 for retry_after_seconds without spending an attempt', async () => {
+    const server = await startFakeOpenAI({ turns: [{ type: 'status', status: 429, headers: { 'retry-after': '1' } }, { type: 'text', content: 'after the wait' }] });
+    open.push(server);
+    const { client } = await engine('ratelimit', [new Agent({ name: 'limited' })], openaiProvider({ base_url: server.url, api_key: 'k' }), { provider_attempts: 1 });
+    const { run_id } = await client.enqueue({ agent: 'limited', input: 'hi' });
+    const run = await client.wait(run_id, { timeout_ms: 20_000 });
+    expect(run.status).toBe('completed');
+    expect(run.output).toBe('after the wait');
+    const events = await collect(client, run_id);
+    expect(events.filter((event) => event.kind === 'ProviderRateLimited')).toEqual([
+      expect.objectContaining({ provider_id: 'openai', retry_after_seconds: 1, attempt: 1 }),
+    ]);
+    const [limitedAt, retriedAt] = events.filter((event) => event.kind === 'ProviderRequestSent').map((event) => event.ts);
+    expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(900);
+  });
+
+  it('fails the run after 500 × attempts, each a ProviderError', async () => {
+    const server = await startFakeOpenAI({ fallback: () => ({ type: 'status', status: 500 }) });
+    open.push(server);
+    const { client } = await engine('fivehundred', [new Agent({ name: 'doomed' })], openaiProvider({ base_url: server.url, api_key: 'k' }), { provider_attempts: 3 });
+    const { run_id } = await client.enqueue({ agent: 'doomed', input: 'hi' });
+    const run = await client.wait(run_id, { timeout_ms: 20_000 });
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatchObject({ code: 'ProviderError', error_code: 'provider_error' });
+    expect(server.requests).toHaveLength(3);
+    const events = await collect(client, run_id);
+    expect(events.filter((event) => event.kind === 'ProviderError').map((event) => (event as { attempt: number }).attempt)).toEqual([1, 2, 3]);
+    expect(events.at(-1)).toMatchObject({ kind: 'RunFailed', error_code: 'provider_error' });
+    assertEventInvariants(events);
+  });
+
+  it('cancels mid-tool: the handler is aborted, the call ends cancelled once, no further model call', async () => {
+    let aborted = false;
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const waiting = tool({
+      name: 'waiting',
+      description: 'waits for its signal',
+      input_schema: { type: 'object' },
+      timeout_ms: 60_000,
+      handler: (_args, ctx) =>
+        new Promise((resolve) => {
+          started();
+          ctx.signal.addEventListener('abort', () => ((aborted = true), resolve('aborted')));
+        }),
+    });
+    const model = scriptedProvider([toolCall('waiting', {}, 'w1'), reply('never')]);
+    const { client } = await engine('cancel', [new Agent({ name: 'cancellable', tools: [waiting] })], model);
+    const { run_id } = await client.enqueue({ agent: 'cancellable', input: 'go' });
+    await running;
+    expect((await client.get(run_id))?.status).toBe('running');
+    expect(await client.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
+    const run = await client.wait(run_id, { timeout_ms: 5_000 });
+    expect(run.status).toBe('cancelled');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(aborted).toBe(true);
+    expect(model.requests).toHaveLength(1);
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    expect(events.filter((event) => event.kind === 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'w1', error_code: 'cancelled' })]);
+    expect(events.at(-1)?.kind).toBe('RunCancelled');
+    expect(await client.cancel(run_id)).toEqual({ cancelled: false, status: 'cancelled' });
+  });
+
+  it('returns the same run for a repeated idempotency key and runs it once', async () => {
+    const model = scriptedProvider([reply('once')], { repeat: true });
+    const { client } = await engine('idempotent', [new Agent({ name: 'once' })], model);
+    const first = await client.enqueue({ agent: 'once', input: 'hi', idempotency_key: 'order-123' });
+    const second = await client.enqueue({ agent: 'once', input: 'hi', idempotency_key: 'order-123' });
+    expect(second).toEqual({ run_id: first.run_id, created: false });
+    expect((await client.wait(first.run_id, { timeout_ms: 10_000 })).output).toBe('once');
+    await client.enqueue({ agent: 'once', input: 'hi', idempotency_key: 'order-123' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('refuses unknown agents, invalid configs and oversize input at once, queueing nothing', async () => {
+    const { client, prefix } = await engine('refuse', [new Agent({ name: 'known' })]);
+    const keysBefore = await redis.keys(`{${prefix}}:run:*`);
+    await expect(client.enqueue({ agent: 'nope', input: 'hi' })).rejects.toThrow(RequestError);
+    await expect(client.enqueue({ agent: 'nope', input: 'hi' })).rejects.toThrow("unknown agent 'nope'");
+    await expect(client.enqueue({ agent: 'known', input: 'hi', config: { tool_execution: { max_iterations: 0 } } })).rejects.toThrow(ConfigError);
+    await expect(client.enqueue({ agent: 'known', input: 'hi', config: { tool_execution: { max_iterations: 0 } } })).rejects.toThrow(/max_iterations/);
+    await expect(client.enqueue({ agent: 'known', input: 'x'.repeat(300_000) })).rejects.toThrow(/input is 300000 bytes/);
+    await expect(client.enqueue({ agent: 'known', input: 'hi', exec_config: { test: { steps: { s1: {} } } } })).rejects.toThrow(/exec_config/);
+    expect(await redis.keys(`{${prefix}}:run:*`)).toEqual(keysBefore);
+    expect(await redis.keys(`{${prefix}}:provider-*:run_*`)).toEqual([]);
+  });
+
+  it('expires a finished run\'s keys after the retention period', async () => {
+    const { client, prefix } = await engine('retention', [new Agent({ name: 'brief' })], undefined, { retention_seconds: 3600 });
+    const { run_id } = await client.enqueue({ agent: 'brief', input: 'hi' });
+    await client.wait(run_id, { timeout_ms: 10_000 });
+    const keys = keysFor(prefix).run(run_id);
+    for (const key of [keys.record, keys.events, keys.state('s1'), keys.response('s1', 1)]) {
+      const ttl = await redis.ttl(key);
+      expect(ttl, key).toBeGreaterThan(3500);
+      expect(ttl, key).toBeLessThanOrEqual(3600);
+    }
+  });
+
+  it('refuses a worker whose tools share a name but not a definition', async () => {
+    const make = (): ToolDefinition => tool({ name: 'same', description: '', input_schema: { type: 'object' }, handler: () => '' });
+    await expect(
+      startWorker({ agents: [new Agent({ name: 'a1', tools: [make()] }), new Agent({ name: 'a2', tools: [make()] })], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix: testPrefix('dup') }),
+    ).rejects.toThrow("two different tools are named 'same'");
+  });
+});
