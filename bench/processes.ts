@@ -1,0 +1,25 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { REDIS_URL } from './lib.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const TSX = resolve(here, '../node_modules/tsx/dist/cli.mjs');
+export const BENCH_AGENTS = resolve(here, 'agents.ts');
+
+/** A raw BullMQ worker process (the baseline), ready when it says so. */
+export async function spawnRawWorker(prefix: string, concurrency: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [TSX, resolve(here, 'raw-worker.ts'), prefix, String(concurrency)], {
+    env: { ...process.env, REDIS_URL },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((ready) => child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && ready()));
+  return child;
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((done) => child.once('exit', done));
+  child.kill('SIGTERM');
+  await exited;
+}

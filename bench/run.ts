@@ -1,0 +1,59 @@
+// `npm run bench`: arcflow against baselines measured in this same run, as one table.
+import { Redis } from 'ioredis';
+import { memoryProfile, parallelNapLatency, recoverySeconds } from './durability.ts';
+import { REDIS_URL, type Row, deletePrefix, ms, printTable } from './lib.ts';
+import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
+import { engineToolJobsPerSecond, rawJobsPerSecond } from './throughput.ts';
+
+const only = new Set(process.argv.slice(2));
+const wanted = (section: string) => only.size === 0 || only.has(section);
+const redis = new Redis(REDIS_URL);
+const prefixes: string[] = [];
+const prefix = (name: string) => {
+  const value = `bench-${name}-${process.pid}`;
+  prefixes.push(value);
+  return value;
+};
+const rows: Row[] = [];
+const verdict = (ok: boolean) => (ok ? 'yes' : 'NO');
+const progress = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+try {
+  if (wanted('overhead')) {
+    progress('per-iteration overhead');
+    const raw = p50(await rawFlowIteration(prefix('raw-flow')));
+    const engine = p50(await engineIteration(prefix('iteration')));
+    const local = p50(await localIteration());
+    rows.push({ measure: 'iteration p50, no-op tool (vs raw BullMQ flow)', arcflow: ms(engine), baseline: ms(raw), ratio: `${(engine / raw).toFixed(2)}x`, target: '<= 2x raw', verdict: verdict(engine <= 2 * raw) });
+    rows.push({ measure: 'iteration p50, no-op tool (vs runLocal)', arcflow: ms(engine), baseline: ms(local), ratio: `${(engine / local).toFixed(1)}x`, target: 'info', verdict: '-' });
+  }
+  if (wanted('throughput')) {
+    for (const workers of [1, 2]) {
+      progress(`throughput with ${workers} worker process(es)`);
+      const raw = await rawJobsPerSecond(prefix(`raw-${workers}`), workers);
+      const engine = await engineToolJobsPerSecond(prefix(`tp-${workers}`), workers);
+      rows.push({ measure: `tool jobs/s, ${workers} worker process(es)`, arcflow: engine.toFixed(0), baseline: raw.toFixed(0), ratio: `${((engine / raw) * 100).toFixed(0)}%`, target: '>= 40% of raw', verdict: verdict(engine >= 0.4 * raw) });
+    }
+  }
+  if (wanted('parallel')) {
+    progress('8 tools x 250 ms');
+    const latency = await parallelNapLatency(prefix('nap'));
+    rows.push({ measure: 'run of 8 parallel 250 ms tools, p50', arcflow: ms(latency), baseline: '250 ms (one tool)', ratio: `${(latency / 250).toFixed(2)}x`, target: '< 400 ms', verdict: verdict(latency < 400) });
+  }
+  if (wanted('memory')) {
+    progress('memory over 10k runs (about a minute)');
+    const memory = await memoryProfile(prefix('memory'));
+    const growth = (memory.rss10k / memory.rss1k - 1) * 100;
+    rows.push({ measure: 'worker RSS after 1k -> 10k runs', arcflow: `${memory.rss10k.toFixed(1)} MiB`, baseline: `${memory.rss1k.toFixed(1)} MiB`, ratio: `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%`, target: '< 20% growth', verdict: verdict(growth < 20) });
+    rows.push({ measure: 'Redis bytes per retained run (jobs included)', arcflow: `${(memory.bytesPerRun / 1024).toFixed(1)} KiB`, baseline: '-', ratio: '-', target: 'info', verdict: '-' });
+  }
+  if (wanted('recovery')) {
+    progress('recovery after SIGKILL');
+    const seconds = await recoverySeconds(prefix('recovery'));
+    rows.push({ measure: 'recovery after SIGKILL (kill -> call restarts)', arcflow: `${seconds.toFixed(1)} s`, baseline: 'lock 5 s + stall 2.5 s', ratio: '-', target: '< 10 s', verdict: verdict(seconds < 10) });
+  }
+  printTable(rows);
+} finally {
+  for (const name of prefixes) await deletePrefix(redis, name);
+  await redis.quit();
+}
