@@ -1,4 +1,4 @@
-import { createClient } from '@arcflow/queue';
+import { WORKER_DEFAULTS, createClient } from '@arcflow/queue';
 import { type WorkerProcess, spawnWorker } from '@arcflow/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -34,7 +34,7 @@ export async function engineToolJobsPerSecond(prefix: string, workers: number): 
 
 /** The baseline: the same number of no-op jobs through raw BullMQ worker processes. */
 export async function rawJobsPerSecond(prefix: string, workers: number): Promise<number> {
-  const processes = await Promise.all(Array.from({ length: workers }, () => spawnRawWorker(prefix, 16)));
+  const processes = await Promise.all(Array.from({ length: workers }, () => spawnRawWorker(prefix, WORKER_DEFAULTS.tools_concurrency)));
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue('raw-tools', { connection, prefix: `{${prefix}}` });
   const total = RUNS * FAN;

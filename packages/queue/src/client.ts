@@ -14,7 +14,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { PROVIDER_JOB, type ProviderJobData, type TraceCarrier, providerJobOptions } from './engine/jobs.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
-import { Registry } from './registry.ts';
+import { type AgentRegistration, Registry } from './registry.ts';
 import { RunStore } from './store/run-store.ts';
 
 export interface EnqueueRequest {
@@ -42,7 +42,10 @@ export interface ArcflowClient {
   close(): Promise<void>;
 }
 
-const WAIT_POLL_MS = 250;
+// Pub/sub wakes waiters at once; the poll only covers a message lost to a reconnect.
+const WAIT_POLL_MS = 2_000;
+// Live registrations are reused this long, saving a round trip per enqueue (heartbeats are 5 s apart).
+const REGISTRATION_CACHE_MS = 5_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 
 /** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
@@ -60,6 +63,15 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       queues.set(name, queue);
     }
     return queue;
+  };
+  const registrations = new Map<string, { registration: AgentRegistration; at: number }>();
+  const lookup = async (agent: string): Promise<AgentRegistration | undefined> => {
+    const cached = registrations.get(agent);
+    if (cached && Date.now() - cached.at < REGISTRATION_CACHE_MS) return cached.registration;
+    const registration = await registry.lookup(agent);
+    if (registration) registrations.set(agent, { registration, at: Date.now() });
+    else registrations.delete(agent);
+    return registration;
   };
   let subscriber: Redis | undefined;
   const waiters = new Map<string, Set<() => void>>();
@@ -81,7 +93,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       }
       checkRunConfig(request.config);
       checkExecConfig(request.exec_config);
-      const registration = await registry.lookup(request.agent);
+      const registration = await lookup(request.agent);
       if (!registration) {
         throw new RequestError(
           'unknown_agent',
@@ -94,9 +106,10 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         request.idempotency_key,
         { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
       );
-      // Also on a repeat: a first enqueue that died between record and job is completed here (the id dedupes).
-      if ((await store.status(run_id)) === 'queued') {
-        const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: (await store.getSpec(run_id))?.trace ?? trace };
+      // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
+      const spec = created ? undefined : await store.getSpec(run_id);
+      if (created || spec?.status === 'queued') {
+        const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: spec?.trace ?? trace };
         await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts, connection.retention_seconds));
       }
       return { run_id, created };

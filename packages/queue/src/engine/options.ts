@@ -46,8 +46,8 @@ export const CONNECTION_DEFAULTS = Object.freeze({
 
 export const WORKER_DEFAULTS = Object.freeze({
   roles: Object.freeze(['provider', 'tools'] as WorkerRole[]),
-  provider_concurrency: 8,
-  tools_concurrency: 16,
+  provider_concurrency: 16,
+  tools_concurrency: 64,
   provider_attempts: 5,
   provider_backoff_ms: 1_000,
   provider_max_backoff_ms: 30_000,

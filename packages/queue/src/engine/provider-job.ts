@@ -30,7 +30,7 @@ import {
 } from '@arcflow/core';
 import { type FlowProducer, type Job, type Queue, Worker } from 'bullmq';
 import { QueueName } from '../keys.ts';
-import type { RunSpec } from '../store/run-store.ts';
+import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import type { ResolvedWorkerOptions } from './options.ts';
 import { PROVIDER_JOB, type ProviderJobData, type ToolJobData, providerJobOptions, toolJobOptions } from './jobs.ts';
 import { type ToolRuntime, attemptToolCall } from './tool-execution.ts';
@@ -44,6 +44,14 @@ export interface ProviderJobDeps extends ToolRuntime {
 
 /** Rate-limit waits allowed per provider call beyond its attempts, before the step fails. */
 const RATE_LIMIT_WAITS_MAX = 50;
+
+/** A state ready for a provider call, with what must be saved before the call. */
+interface PendingState {
+  readonly state: StepState;
+  /** The stored iterations to compare-and-set against; undefined when nothing needs saving. */
+  readonly expected: number | undefined;
+  readonly events: readonly PendingEvent[];
+}
 
 interface StepContext {
   readonly spec: RunSpec;
@@ -65,7 +73,8 @@ export class ProviderJobProcessor {
   async process(job: Job<ProviderJobData>): Promise<string> {
     const { store, agents } = this.deps;
     const { run_id, step_id, iteration } = job.data;
-    const spec = await store.getSpec(run_id);
+    const snapshot = await store.loadStep(run_id, step_id, iteration);
+    const spec = snapshot.spec;
     if (!spec || spec.status === 'completed' || spec.status === 'failed' || spec.status === 'cancelled') return 'run-ended';
     const agent = agents.get(spec.agent);
     if (!agent) {
@@ -79,60 +88,82 @@ export class ProviderJobProcessor {
       test: testStepFor(checkExecConfig(spec.exec_config), step_id),
       data: job.data,
     };
-    if (iteration === 1) {
-      const begun = await this.beginStep(context);
-      if (!begun) return 'step-done';
+    if (iteration === 1 && context.test && 'output' in context.test) {
+      await store.finishRun(run_id, { status: 'completed', output: context.test.output }, step_id, [
+        { event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` },
+        { event: agentRespondedEvent(step_id, context.test.output, 0), once: `responded|${step_id}` },
+      ]);
+      return 'step-done';
     }
-    const state = await this.stateBefore(context);
+    const ready = await this.readyState(context, snapshot);
+    if (!ready) return 'stale';
+    const state = snapshot.response ? await this.commit(context, ready, []) : await this.commit(context, ready, [{ event: this.requestSent(context, ready.state) }]);
     if (!state) return 'stale';
-    const response = await this.response(context, state, job);
+    const response = snapshot.response ?? (await this.callProvider(context, state, job));
     if (!response) return 'run-ended';
     await this.act(context, state, response);
     return 'ok';
   }
 
-  /** `AgentInvoked` once; a test-mode `output` completes the step right here. */
-  private async beginStep({ spec, agent, settings, test, data }: StepContext): Promise<boolean> {
-    const { store } = this.deps;
-    await store.append(spec.run_id, [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }], true);
-    if (test && 'output' in test) {
-      await store.finishRun(spec.run_id, { status: 'completed', output: test.output }, data.step_id, [
-        { event: agentRespondedEvent(data.step_id, test.output, 0), once: `responded|${data.step_id}` },
-      ]);
-      return false;
+  /**
+   * The state ready for call `n`, and what must be saved first: the step's first state (with
+   * `AgentInvoked`), or round `n-1` folded in. Undefined when this job is stale.
+   */
+  private async readyState(context: StepContext, snapshot: StepSnapshot): Promise<PendingState | undefined> {
+    const { spec, agent, settings, data } = context;
+    const stored = snapshot.state;
+    if (!stored && data.iteration === 1) {
+      return {
+        state: initialStepState(agent, spec.input, data.step_id),
+        expected: -1,
+        events: [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }],
+      };
     }
-    await store.saveState(spec.run_id, initialStepState(agent, spec.input, data.step_id), -1);
-    return true;
+    if (stored?.iterations === data.iteration - 1) return { state: stored, expected: undefined, events: [] };
+    if (stored?.iterations === data.iteration - 2) return { state: await this.foldRound(context, stored, snapshot), expected: stored.iterations, events: [] };
+    return undefined;
   }
 
-  /** The state ready for call `n`: folds in round `n-1` if no delivery has yet; undefined if this job is stale. */
-  private async stateBefore(context: StepContext): Promise<StepState | undefined> {
+  /**
+   * Saves the ready state (if it needs saving) together with `extra` events, in one step. If
+   * another delivery saved first, its state stands and the events are appended on their own.
+   */
+  private async commit(context: StepContext, ready: PendingState, extra: readonly PendingEvent[]): Promise<StepState | undefined> {
     const { store } = this.deps;
     const { run_id, step_id, iteration } = context.data;
-    let state = await store.loadState(run_id, step_id);
-    if (state && state.iterations === iteration - 2) {
-      const folded = await this.foldRound(context, state);
-      if (!(await store.saveState(run_id, folded, state.iterations))) state = await store.loadState(run_id, step_id);
-      else state = folded;
+    if (ready.expected !== undefined) {
+      const outcome = await store.saveState(run_id, ready.state, ready.expected, [...ready.events, ...extra], true);
+      if (outcome === 'saved') return ready.state;
+      if (outcome === 'ended') return undefined;
+      const current = await store.loadState(run_id, step_id);
+      if (current?.iterations !== iteration - 1) return undefined;
+      if (extra.length > 0 && !(await store.append(run_id, [...extra]))) return undefined;
+      return current;
     }
-    return state && state.iterations === iteration - 1 ? state : undefined;
+    if (extra.length > 0 && !(await store.append(run_id, [...extra]))) return undefined;
+    return ready.state;
+  }
+
+  private requestSent(context: StepContext, state: StepState) {
+    const { step_id, iteration } = context.data;
+    const provider_id = context.test && 'responses' in context.test ? TEST_PROVIDER_ID : this.deps.options.provider!.id;
+    return requestSentEvent(step_id, iteration, provider_id, buildRequest(context.agent, state, context.settings, this.deps.options.default_model));
   }
 
   /** Round `n-1`, recomputed from its recorded response, with the recorded results in call order. */
-  private async foldRound(context: StepContext, state: StepState): Promise<StepState> {
+  private async foldRound(context: StepContext, state: StepState, snapshot: StepSnapshot): Promise<StepState> {
     const { store } = this.deps;
     const { run_id, step_id } = context.data;
     const previous = state.iterations + 1;
-    const response = await store.storedResponse(run_id, step_id, previous);
+    const response = snapshot.previousResponse;
     if (!response) throw new Error(`response ${previous} of ${run_id}/${step_id} is missing`);
     const decision = decideResponse(context.agent, state, context.settings, response);
     if (decision.type === 'final_answer') return applyFinalAnswerNote(state, response);
     if (decision.type !== 'tools') throw new Error(`round ${previous} of ${run_id}/${step_id} did not ask for tools`);
-    const recorded = await store.toolResults(run_id, step_id, previous);
     const contents = new Map<number, string>();
     for (const planned of decision.calls) {
       if (planned.action === 'repeat') continue;
-      let content = recorded[planned.call.id];
+      let content = snapshot.previousResults[planned.call.id];
       if (content === undefined) {
         // Every job of this call was spent without a result (e.g. its worker died each time).
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
@@ -143,16 +174,13 @@ export class ProviderJobProcessor {
     return applyToolRound(state, context.settings, response, decision.calls, contents);
   }
 
-  /** Response `n`: the recorded one, or a new provider call recorded once. */
-  private async response(context: StepContext, state: StepState, job: Job<ProviderJobData>): Promise<ProviderResponse | undefined> {
+  /** Call `n` to the model, its response recorded once (an earlier delivery's response wins). */
+  private async callProvider(context: StepContext, state: StepState, job: Job<ProviderJobData>): Promise<ProviderResponse | undefined> {
     const { store, options, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
-    const stored = await store.storedResponse(run_id, step_id, iteration);
-    if (stored) return stored;
     const test = context.test && 'responses' in context.test ? context.test : undefined;
     const provider_id = test ? TEST_PROVIDER_ID : options.provider!.id;
     const request = buildRequest(context.agent, state, context.settings, options.default_model);
-    if (!(await store.append(run_id, [{ event: requestSentEvent(step_id, iteration, provider_id, request) }]))) return undefined;
     const started = performance.now();
     const { signal, release } = cancellation.signalFor(run_id);
     let response: ProviderResponse;

@@ -46,11 +46,9 @@ export async function attemptToolCall(
 ): Promise<{ retry: boolean }> {
   const { store, cancellation, logger } = runtime;
   const call = { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.tool.name };
-  if ((await store.toolResult(run_id, place.step_id, place.iteration, planned.call.id)) !== undefined) return { retry: false };
-  const started = await store.append(run_id, [
-    { event: toolStartedEvent(planned, place, attempt), once: `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}` },
-  ]);
-  if (!started) return { retry: false }; // the run has ended (cancelled): nothing to do
+  const once = `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}`;
+  // Already recorded (a re-delivery) or the run has ended (cancelled): nothing to do.
+  if ((await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once)) !== 'run') return { retry: false };
   const startedAt = performance.now();
   const { signal, release } = cancellation.signalFor(run_id);
   try {

@@ -31,10 +31,13 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const tools = collectTools(agents, options.tools);
   const id = `worker_${randomUUID().slice(0, 8)}`;
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
-  const store = new RunStore(connection, options.prefix, options.retention_seconds);
+  // The store gets its own auto-pipelining connection: commands issued in one tick go out in one
+  // write. BullMQ keeps a plain one (its blocking duplicates must not pipeline).
+  const storeConnection = new Redis(options.redis, { maxRetriesPerRequest: null, enableAutoPipelining: true });
+  const store = new RunStore(storeConnection, options.prefix, options.retention_seconds);
   const bullPrefix = store.keys.tag;
   const cancellation = await CancellationListener.start(connection.duplicate(), store.keys.cancelChannel);
-  const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
+  const registry = new Registry(storeConnection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
   const workers: Worker[] = [];
   const closers: (() => Promise<void>)[] = [];
@@ -101,7 +104,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         await Promise.all(workers.map((worker) => worker.close()));
         await Promise.all(closers.map((close) => close()));
         await cancellation.close();
-        await connection.quit().catch(() => undefined);
+        await Promise.all([connection.quit().catch(() => undefined), storeConnection.quit().catch(() => undefined)]);
       })();
       return closing;
     },

@@ -103,18 +103,7 @@ export class RunStore {
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
-    const fields = await this.redis.hmget(this.runKeys(run_id).record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace');
-    const [status, agent, input, config, exec_config, trace] = fields;
-    if (!status || agent == null || input == null) return undefined;
-    return {
-      run_id,
-      status: status as RunStatus,
-      agent,
-      input,
-      config: JSON.parse(config ?? 'null'),
-      exec_config: JSON.parse(exec_config ?? 'null'),
-      trace: JSON.parse(trace ?? '{}'),
-    };
+    return specFrom(run_id, await this.redis.hmget(this.runKeys(run_id).record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'));
   }
 
   async status(run_id: string): Promise<RunStatus | undefined> {
@@ -156,11 +145,32 @@ export class RunStore {
     return json ? (JSON.parse(json) as StepState) : undefined;
   }
 
-  /** Saves a step's state if it is still at `expectedIterations` (-1: no state yet). */
-  async saveState(run_id: string, state: StepState, expectedIterations: number): Promise<boolean> {
+  /**
+   * Saves a step's state if it is still at `expectedIterations` (-1: no state yet), appending
+   * `events` in the same step. `saved` is false when another delivery got there first.
+   */
+  async saveState(
+    run_id: string,
+    state: StepState,
+    expectedIterations: number,
+    events: readonly PendingEvent[] = [],
+    markRunning = false,
+  ): Promise<'saved' | 'stale' | 'ended'> {
     const keys = this.runKeys(run_id);
-    const saved = await this.redis.saveState(keys.state(state.step_id), keys.index, expectedIterations, state.iterations, JSON.stringify(state));
-    return saved === 1;
+    const outcome = await this.redis.saveState(
+      keys.state(state.step_id),
+      keys.index,
+      keys.record,
+      keys.events,
+      keys.dedupe,
+      expectedIterations,
+      state.iterations,
+      JSON.stringify(state),
+      markRunning ? '1' : '0',
+      events.length,
+      ...this.pairs(run_id, events),
+    );
+    return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
 
   async storedResponse(run_id: string, step_id: string, iteration: number): Promise<ProviderResponse | undefined> {
@@ -234,8 +244,46 @@ export class RunStore {
     return this.redis.hgetall(this.runKeys(run_id).results(step_id, iteration));
   }
 
-  async toolResult(run_id: string, step_id: string, iteration: number, tool_call_id: string): Promise<string | undefined> {
-    return (await this.redis.hget(this.runKeys(run_id).results(step_id, iteration), tool_call_id)) ?? undefined;
+  /**
+   * Writes the call's `ToolCallStarted` (once per `once` id) unless its result is already
+   * recorded or the run has ended. One round trip.
+   */
+  async startToolCall(run_id: string, call: OpenCall, started: EventDraft, once: string): Promise<'run' | 'recorded' | 'ended'> {
+    const keys = this.runKeys(run_id);
+    const outcome = await this.redis.startToolCall(
+      keys.record,
+      keys.events,
+      keys.dedupe,
+      keys.results(call.step_id, call.iteration),
+      call.tool_call_id,
+      once,
+      this.eventJson(run_id, started),
+    );
+    return outcome === 1 ? 'run' : outcome === 0 ? 'recorded' : 'ended';
+  }
+
+  /**
+   * Everything a provider job for call `iteration` reads, in one round trip: the run, the step's
+   * state, the responses to calls `iteration - 1` and `iteration`, and the results of round `iteration - 1`.
+   */
+  async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
+    const keys = this.runKeys(run_id);
+    // Issued in one tick, so an auto-pipelining connection sends them as one write.
+    const [fields, state, previousResponse, response, previousResults] = await Promise.all([
+      this.redis.hmget(keys.record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),
+      this.redis.hget(keys.state(step_id), 'json'),
+      this.redis.get(keys.response(step_id, iteration - 1)),
+      this.redis.get(keys.response(step_id, iteration)),
+      this.redis.hgetall(keys.results(step_id, iteration - 1)),
+    ]);
+    const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));
+    return {
+      spec: specFrom(run_id, fields),
+      state: parse<StepState>(state),
+      previousResponse: parse<ProviderResponse>(previousResponse),
+      response: parse<ProviderResponse>(response),
+      previousResults,
+    };
   }
 
   /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
@@ -251,6 +299,7 @@ export class RunStore {
       keys.events,
       keys.dedupe,
       keys.open,
+      keys.index,
       outcome.status,
       step_id,
       Date.now(),
@@ -259,10 +308,10 @@ export class RunStore {
       outcome.status === 'failed' ? outcome.error.error_code : '',
       this.keys.finishedChannel,
       ToolResultText.cancelled(),
+      this.retentionSeconds,
       stepEvents.length,
       ...this.pairs(run_id, stepEvents),
     );
-    if (finished === 1) await this.redis.expireRun(keys.index, this.retentionSeconds);
     return finished === 1;
   }
 
@@ -274,6 +323,29 @@ export class RunStore {
   private eventJson(run_id: string, event: EventDraft, ts = Date.now()): string {
     return JSON.stringify({ ...applyTracePolicy(event), run_id, ts });
   }
+}
+
+/** What a provider job reads before it decides (see {@link RunStore.loadStep}). */
+export interface StepSnapshot {
+  readonly spec: RunSpec | undefined;
+  readonly state: StepState | undefined;
+  readonly previousResponse: ProviderResponse | undefined;
+  readonly response: ProviderResponse | undefined;
+  readonly previousResults: Readonly<Record<string, string>>;
+}
+
+function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {
+  const [status, agent, input, config, exec_config, trace] = fields;
+  if (!status || agent == null || input == null) return undefined;
+  return {
+    run_id,
+    status: status as RunStatus,
+    agent,
+    input,
+    config: JSON.parse(config ?? 'null'),
+    exec_config: JSON.parse(exec_config ?? 'null'),
+    trace: JSON.parse(trace ?? '{}'),
+  };
 }
 
 function openField(call: OpenCall): string {

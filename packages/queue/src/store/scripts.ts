@@ -108,14 +108,38 @@ return {1}
 `,
 };
 
-/** KEYS: state, index. ARGV: expectedIterations (-1: none yet), iterations, json. Compare-and-set. */
+/**
+ * KEYS: record, events, dedupe, results. ARGV: tool_call_id, dedupeId, startedJson.
+ * Returns 1 when the call should run (its `ToolCallStarted` written), 0 when its result is already
+ * recorded, -1 when the run has ended.
+ */
+const startToolCall: ScriptDefinition = {
+  numberOfKeys: 4,
+  lua: `${PRELUDE}
+if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or isTerminal(status) then return -1 end
+append(KEYS[2], KEYS[3], ARGV[2], ARGV[3])
+return 1
+`,
+};
+
+/**
+ * Compare-and-set of a step's state, with events appended only when the state was saved (and the
+ * run has not ended); `markRunning` moves a queued run to running.
+ * KEYS: state, index, record, events, dedupe. ARGV: expectedIterations (-1: none yet), iterations, json, markRunning, count, (dedupeId, json)…
+ */
 const saveState: ScriptDefinition = {
-  numberOfKeys: 2,
-  lua: `
+  numberOfKeys: 5,
+  lua: `${PRELUDE}
+local status = redis.call('HGET', KEYS[3], 'status')
+if not status or isTerminal(status) then return -1 end
 local current = tonumber(redis.call('HGET', KEYS[1], 'iterations') or '-1')
 if current ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'iterations', ARGV[2], 'json', ARGV[3])
 redis.call('SADD', KEYS[2], KEYS[1])
+if ARGV[4] == '1' and status == 'queued' then redis.call('HSET', KEYS[3], 'status', 'running') end
+appendPairs(KEYS[4], KEYS[5], 6, tonumber(ARGV[5]))
 return 1
 `,
 };
@@ -123,11 +147,12 @@ return 1
 /**
  * Ends a run once: step events, then the run's terminal event with the usage summed in Redis.
  * Cancelling first closes every open call with a `cancelled` result and event.
- * KEYS: record, events, dedupe, open.
- * ARGV: status, step_id, ts, output, errorJson, errorCode, finishedChannel, cancelledContent, count, (dedupeId, json)…
+ * Every key of the run then gets the retention TTL.
+ * KEYS: record, events, dedupe, open, index.
+ * ARGV: status, step_id, ts, output, errorJson, errorCode, finishedChannel, cancelledContent, retentionSeconds, count, (dedupeId, json)…
  */
 const finishRun: ScriptDefinition = {
-  numberOfKeys: 4,
+  numberOfKeys: 5,
   lua: `${PRELUDE}
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or isTerminal(status) then return 0 end
@@ -145,7 +170,7 @@ if ARGV[1] == 'cancelled' then
   end
   redis.call('DEL', KEYS[4])
 end
-appendPairs(KEYS[2], KEYS[3], 10, tonumber(ARGV[9]))
+appendPairs(KEYS[2], KEYS[3], 11, tonumber(ARGV[10]))
 local usage = redis.call('HMGET', KEYS[1], 'usage_input', 'usage_output', 'usage_total')
 local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
 local event = {kind = kinds[ARGV[1]], run_id = run_id, step_id = ARGV[2], ts = ts,
@@ -155,21 +180,12 @@ append(KEYS[2], KEYS[3], '', cjson.encode(event))
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'finished_at', ARGV[3])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[4]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[5]) end
+for _, key in ipairs(redis.call('SMEMBERS', KEYS[5])) do redis.call('EXPIRE', key, ARGV[9]) end
+redis.call('EXPIRE', KEYS[5], ARGV[9])
 redis.call('PUBLISH', ARGV[7], run_id)
 return 1
 `,
 };
 
-/** KEYS: index. ARGV: seconds. Sets the retention TTL on every key of a run. */
-const expireRun: ScriptDefinition = {
-  numberOfKeys: 1,
-  lua: `
-local keys = redis.call('SMEMBERS', KEYS[1])
-for _, key in ipairs(keys) do redis.call('EXPIRE', key, ARGV[1]) end
-redis.call('EXPIRE', KEYS[1], ARGV[1])
-return #keys
-`,
-};
-
-export const SCRIPTS = { createRun, appendEvents, recordResponse, openCalls, recordToolResult, saveState, finishRun, expireRun } as const;
+export const SCRIPTS = { createRun, appendEvents, recordResponse, openCalls, startToolCall, recordToolResult, saveState, finishRun } as const;
 export type ScriptName = keyof typeof SCRIPTS;
