@@ -32,7 +32,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const id = `worker_${randomUUID().slice(0, 8)}`;
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
   // The store gets its own auto-pipelining connection: commands issued in one tick go out in one
-  // write. BullMQ keeps a plain one (its blocking duplicates must not pipeline).
+  // write. BullMQ keeps a plain one (measured: pipelining its commands did not help).
   const storeConnection = new Redis(options.redis, { maxRetriesPerRequest: null, enableAutoPipelining: true });
   const store = new RunStore(storeConnection, options.prefix, options.retention_seconds);
   const bullPrefix = store.keys.tag;
