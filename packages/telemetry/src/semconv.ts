@@ -1,0 +1,42 @@
+/**
+ * Span names and attribute keys, in one place. GenAI names follow the OpenTelemetry GenAI
+ * semantic conventions (development status; see docs/decisions/0004-telemetry.md).
+ */
+export const SpanName = {
+  invokeAgent: (agent: string) => `invoke_agent ${agent}`,
+  chat: (model: string) => `chat ${model}`,
+  executeTool: (tool: string) => `execute_tool ${tool}`,
+  process: (queue: string) => `process ${queue}`,
+} as const;
+
+export const Attr = {
+  operationName: 'gen_ai.operation.name',
+  providerName: 'gen_ai.provider.name',
+  agentName: 'gen_ai.agent.name',
+  requestModel: 'gen_ai.request.model',
+  responseModel: 'gen_ai.response.model',
+  finishReasons: 'gen_ai.response.finish_reasons',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  toolName: 'gen_ai.tool.name',
+  toolCallId: 'gen_ai.tool.call.id',
+  toolType: 'gen_ai.tool.type',
+  errorType: 'error.type',
+  runId: 'arcflow.run_id',
+  stepId: 'arcflow.step_id',
+  iteration: 'arcflow.iteration',
+  runStatus: 'arcflow.run.status',
+  jobAttempt: 'arcflow.job.attempt',
+  toolSchemaHash: 'arcflow.tool.input_schema_hash',
+  toolInputBytes: 'arcflow.tool.input_size_bytes',
+  toolOutputBytes: 'arcflow.tool.output_size_bytes',
+  promptBytes: 'arcflow.request.prompt_size_bytes',
+  messagingSystem: 'messaging.system',
+  messagingOperationName: 'messaging.operation.name',
+  messagingOperationType: 'messaging.operation.type',
+  messagingDestination: 'messaging.destination.name',
+  messagingMessageId: 'messaging.message.id',
+} as const;
+
+/** The only span and link attribute keys that may leave the process (the trace data policy). */
+export const ALLOWED_ATTRIBUTES: ReadonlySet<string> = new Set(Object.values(Attr));
