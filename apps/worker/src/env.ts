@@ -4,6 +4,7 @@ export interface WorkerEnv {
   readonly prefix: string | undefined;
   readonly openai: { readonly api_key?: string; readonly base_url?: string } | undefined;
   readonly model: string | undefined;
+  readonly otel: { readonly endpoint: string | undefined; readonly serviceName: string | undefined };
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -14,5 +15,6 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     prefix: env.ARCFLOW_PREFIX || undefined,
     openai: api_key || base_url ? { api_key, base_url } : undefined,
     model: env.ARCFLOW_MODEL || undefined,
+    otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
   };
 }

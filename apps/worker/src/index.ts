@@ -1,5 +1,6 @@
 import { ConfigError, type ModelProvider, openaiProvider } from 'arcflow';
 import { type ArcflowWorker, type WorkerRole, startWorker } from '@arcflow/queue';
+import { startTelemetry } from '@arcflow/telemetry';
 import { readWorkerEnv } from './env.ts';
 import { loadModule } from './load-module.ts';
 
@@ -17,6 +18,8 @@ export interface WorkerProcessOptions {
  */
 export async function runWorkerProcess(options: WorkerProcessOptions): Promise<ArcflowWorker> {
   const env = readWorkerEnv();
+  // Before the user's module, so spans it starts at load time are exported too.
+  const telemetry = startTelemetry(env.otel);
   const loaded = await loadModule(options.module);
   const roles = options.roles ?? ['provider', 'tools'];
   const provider: ModelProvider | undefined = env.openai
@@ -43,18 +46,22 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     }
     stopping = true;
     process.stderr.write(`arcflow worker ${worker.id}: ${signal}, draining in-flight jobs\n`);
-    worker.close().then(
-      () => process.exit(0),
-      (error) => {
-        process.stderr.write(`arcflow worker ${worker.id}: error while draining: ${(error as Error).message}\n`);
-        process.exit(1);
-      },
-    );
+    // Drain first, so in-flight jobs end their spans; then flush the spans.
+    worker
+      .close()
+      .then(() => telemetry.shutdown())
+      .then(
+        () => process.exit(0),
+        (error) => {
+          process.stderr.write(`arcflow worker ${worker.id}: error while draining: ${(error as Error).message}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.stdout.write(
-    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'}\n`,
+    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'} tracing=${telemetry.enabled ? 'on' : 'off'}\n`,
   );
   return worker;
 }

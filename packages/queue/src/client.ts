@@ -12,7 +12,9 @@ import {
 } from '@arcflow/core';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { PROVIDER_JOB, type ProviderJobData, type TraceCarrier, providerJobOptions } from './engine/jobs.ts';
+import { endRun } from './engine/end-run.ts';
+import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
+import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
 import { RunStore } from './store/run-store.ts';
@@ -27,8 +29,6 @@ export interface EnqueueRequest {
 }
 
 export interface ClientOptions extends ConnectionOptions {
-  /** Called at enqueue to fill the run's trace context (the telemetry layer hooks in here). */
-  traceCarrier?: () => TraceCarrier;
 }
 
 export interface ArcflowClient {
@@ -100,7 +100,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
           `unknown agent '${request.agent}': no live worker serves it (start one with \`arcflow worker --module <file>\`)`,
         );
       }
-      const trace = options.traceCarrier?.() ?? {};
+      // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
+      const trace = mintRunTrace();
       const { created, run_id } = await store.createRun(
         { run_id: `run_${randomUUID()}`, agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
         request.idempotency_key,
@@ -109,7 +110,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {
-        const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: spec?.trace ?? trace };
+        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
+        const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
         await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts, connection.retention_seconds));
       }
       return { run_id, created };
@@ -163,7 +165,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     async cancel(run_id) {
       const status = await store.status(run_id);
       if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-      const cancelled = await store.finishRun(run_id, { status: 'cancelled' }, 's1');
+      const cancelled = await endRun(store, run_id, { status: 'cancelled' }, 's1');
       if (cancelled) await redis.publish(store.keys.cancelChannel, run_id);
       return { cancelled, status: (await store.status(run_id)) ?? status };
     },

@@ -29,6 +29,8 @@ export interface RunKeys {
   readonly state: (step_id: string) => string;
   readonly response: (step_id: string, iteration: number) => string;
   readonly results: (step_id: string, iteration: number) => string;
+  /** The `execute_tool` span of each call of a round (`tool_call_id` → traceparent), for the join's links. */
+  readonly spans: (step_id: string, iteration: number) => string;
 }
 
 export function keysFor(prefix: string): Keys {
@@ -46,6 +48,7 @@ export function keysFor(prefix: string): Keys {
         state: (step_id) => `${base}:${step_id}:state`,
         response: (step_id, iteration) => `${base}:${step_id}:response:${iteration}`,
         results: (step_id, iteration) => `${base}:${step_id}:results:${iteration}`,
+        spans: (step_id, iteration) => `${base}:${step_id}:spans:${iteration}`,
       };
     },
     idempotency: (key) => `${tag}:idempotency:${key}`,

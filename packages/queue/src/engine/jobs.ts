@@ -2,8 +2,11 @@ import type { JobsOptions } from 'bullmq';
 import type { ToolDefinition } from '@arcflow/core';
 import { JobId } from '../keys.ts';
 
-/** W3C trace context carried in every job (filled by the telemetry layer; `{}` when off). */
-export type TraceCarrier = Record<string, string>;
+/** W3C trace context carried in every job: the run's root span, and the span that enqueued the job. */
+export interface TraceCarrier {
+  readonly traceparent?: string;
+  readonly from?: string;
+}
 
 /** A provider job: call number `iteration` of a step. Small: the conversation lives in the store. */
 export interface ProviderJobData {

@@ -28,9 +28,13 @@ import {
   testResponse,
   testStepFor,
 } from '@arcflow/core';
+import type { Span } from '@opentelemetry/api';
+import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { type FlowProducer, type Job, type Queue, Worker } from 'bullmq';
+import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
 import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts';
+import { endRun } from './end-run.ts';
 import type { ResolvedWorkerOptions } from './options.ts';
 import { PROVIDER_JOB, type ProviderJobData, type ToolJobData, providerJobOptions, toolJobOptions } from './jobs.ts';
 import { type ToolRuntime, attemptToolCall } from './tool-execution.ts';
@@ -59,6 +63,8 @@ interface StepContext {
   readonly settings: StepSettings;
   readonly test: TestStep | undefined;
   readonly data: ProviderJobData;
+  /** This job's span: the creator of the jobs it enqueues. */
+  readonly span: Span;
 }
 
 /**
@@ -70,15 +76,17 @@ interface StepContext {
 export class ProviderJobProcessor {
   constructor(private readonly deps: ProviderJobDeps) {}
 
-  async process(job: Job<ProviderJobData>): Promise<string> {
+  async process(job: Job<ProviderJobData>, span: Span): Promise<string> {
     const { store, agents } = this.deps;
     const { run_id, step_id, iteration } = job.data;
     const snapshot = await store.loadStep(run_id, step_id, iteration);
+    // The join: this job gathers round n-1, so it links to that round's tool spans.
+    linkSpans(span, Object.values(snapshot.previousSpans));
     const spec = snapshot.spec;
     if (!spec || spec.status === 'completed' || spec.status === 'failed' || spec.status === 'cancelled') return 'run-ended';
     const agent = agents.get(spec.agent);
     if (!agent) {
-      await store.finishRun(run_id, { status: 'failed', error: stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`) }, step_id);
+      await endRun(store, run_id, { status: 'failed', error: stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`) }, step_id);
       return 'unknown-agent';
     }
     const context: StepContext = {
@@ -87,9 +95,10 @@ export class ProviderJobProcessor {
       settings: agent.settingsFor(spec.config),
       test: testStepFor(checkExecConfig(spec.exec_config), step_id),
       data: job.data,
+      span,
     };
     if (iteration === 1 && context.test && 'output' in context.test) {
-      await store.finishRun(run_id, { status: 'completed', output: context.test.output }, step_id, [
+      await endRun(store, run_id, { status: 'completed', output: context.test.output }, step_id, [
         { event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` },
         { event: agentRespondedEvent(step_id, context.test.output, 0), once: `responded|${step_id}` },
       ]);
@@ -183,12 +192,28 @@ export class ProviderJobProcessor {
     const request = buildRequest(context.agent, state, context.settings, options.default_model);
     const started = performance.now();
     const { signal, release } = cancellation.signalFor(run_id);
+    const chat = startChildSpan(SpanName.chat(request.model), SpanKind.CLIENT, {
+      [Attr.operationName]: 'chat',
+      [Attr.providerName]: provider_id,
+      [Attr.requestModel]: request.model,
+      [Attr.runId]: run_id,
+      [Attr.stepId]: step_id,
+      [Attr.iteration]: iteration,
+    });
     let response: ProviderResponse;
     try {
       response = test ? testResponse(test, iteration) : await options.provider!.complete(request, { signal });
+      chat.setAttributes({
+        [Attr.inputTokens]: response.usage.input,
+        [Attr.outputTokens]: response.usage.output,
+        [Attr.finishReasons]: [response.finish_reason],
+        ...(response.model ? { [Attr.responseModel]: response.model } : {}),
+      });
     } catch (thrown) {
+      failSpan(chat, asProviderFailure(thrown).error_code);
       return this.providerFailed(context, job, provider_id, thrown);
     } finally {
+      chat.end();
       release();
     }
     const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
@@ -215,7 +240,7 @@ export class ProviderJobProcessor {
     await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(nextWaitMs / 1000)) }]);
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
     const error = providerRunError(failure, attempt);
-    await store.finishRun(run_id, { status: 'failed', error }, step_id, [{ event: stepFailedEvent(step_id, error) }]);
+    await endRun(store, run_id, { status: 'failed', error }, step_id, [{ event: stepFailedEvent(step_id, error) }]);
     return undefined;
   }
 
@@ -226,13 +251,13 @@ export class ProviderJobProcessor {
     const decision = decideResponse(context.agent, state, context.settings, response);
     switch (decision.type) {
       case 'complete':
-        await store.finishRun(run_id, { status: 'completed', output: decision.output }, step_id, [
+        await endRun(store, run_id, { status: 'completed', output: decision.output }, step_id, [
           { event: agentRespondedEvent(step_id, decision.output, iteration), once: `responded|${step_id}` },
         ]);
         return;
       case 'fail': {
         const error = stepRunError(decision.error_code, decision.message);
-        await store.finishRun(run_id, { status: 'failed', error }, step_id, [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }]);
+        await endRun(store, run_id, { status: 'failed', error }, step_id, [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }]);
         return;
       }
       case 'final_answer':
@@ -282,7 +307,8 @@ export class ProviderJobProcessor {
   /** Provider job `n+1`, with this round's tool jobs as its children: one atomic flow. */
   private async enqueueNext(context: StepContext, calls: readonly ExecuteCall[]): Promise<void> {
     const { options, flow, providerQueue } = this.deps;
-    const { run_id, step_id, iteration, trace } = context.data;
+    const { run_id, step_id, iteration } = context.data;
+    const trace = childCarrier(context.data.trace, context.span);
     const next: ProviderJobData = { run_id, step_id, iteration: iteration + 1, trace };
     const opts = providerJobOptions(next, options.provider_attempts, options.retention_seconds);
     if (calls.length === 0) {

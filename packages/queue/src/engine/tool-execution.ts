@@ -8,7 +8,10 @@ import {
   shouldRetryTool,
   toolStartedEvent,
 } from '@arcflow/core';
+import { context, trace } from '@opentelemetry/api';
+import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { RunStore } from '../store/run-store.ts';
+import { SpanKind, failSpan, recordedTraceparent, startChildSpan } from '../tracing.ts';
 import type { CancellationListener } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
 
@@ -51,16 +54,37 @@ export async function attemptToolCall(
   if ((await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once)) !== 'run') return { retry: false };
   const startedAt = performance.now();
   const { signal, release } = cancellation.signalFor(run_id);
+  const span = startChildSpan(SpanName.executeTool(planned.tool.name), SpanKind.INTERNAL, {
+    [Attr.operationName]: 'execute_tool',
+    [Attr.toolName]: planned.tool.name,
+    [Attr.toolCallId]: planned.call.id,
+    [Attr.toolType]: 'function',
+    [Attr.toolSchemaHash]: planned.tool.input_schema_hash,
+    [Attr.toolInputBytes]: planned.input_size_bytes,
+    [Attr.runId]: run_id,
+    [Attr.stepId]: place.step_id,
+    [Attr.iteration]: place.iteration,
+  });
   try {
-    const outcome = await runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt, args: planned.args, cancelSignal: signal, log: logger });
+    // The handler runs inside the span, so spans it starts nest under `execute_tool`.
+    const outcome = await context.with(trace.setSpan(context.active(), span), () =>
+      runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt, args: planned.args, cancelSignal: signal, log: logger }),
+    );
     if (outcome.status === 'error') {
       logger.error('tool handler failed', { tool: planned.tool.name, run_id, tool_call_id: planned.call.id, attempt, error: outcome.error });
     }
-    if (!lastAttempt && shouldRetryTool(outcome, attempt, planned.tool.retries)) return { retry: true };
+    if (!lastAttempt && shouldRetryTool(outcome, attempt, planned.tool.retries)) {
+      failSpan(span, 'tool_error');
+      return { retry: true };
+    }
     const settled = settleExecution(planned, place, outcome, Math.round(performance.now() - startedAt));
-    await store.recordToolResult(run_id, call, settled.content, settled.terminal);
+    if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
+    else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
+    span.end();
+    await store.recordToolResult(run_id, call, settled.content, settled.terminal, recordedTraceparent(span));
     return { retry: false };
   } finally {
+    if (span.isRecording()) span.end();
     release();
   }
 }

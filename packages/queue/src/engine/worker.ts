@@ -6,7 +6,9 @@ import { QueueName } from '../keys.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import { CancellationListener } from './cancellation.ts';
-import type { ProviderJobData } from './jobs.ts';
+import { endRun } from './end-run.ts';
+import type { ProviderJobData, ToolJobData } from './jobs.ts';
+import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
 import { ProviderJobProcessor } from './provider-job.ts';
 import { toolJobProcessor } from './tool-job.ts';
@@ -55,7 +57,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     const providerQueue = new Queue(providerQueueName, { connection, prefix: bullPrefix });
     const flow = new FlowProducer({ connection, prefix: bullPrefix });
     const processor = new ProviderJobProcessor({ ...runtime, agents, options, providerQueue, flow });
-    const worker = new Worker<ProviderJobData>(providerQueueName, (job) => processor.process(job), {
+    const worker = new Worker<ProviderJobData>(providerQueueName, (job) => inJobSpan(providerQueueName, job, (span) => processor.process(job, span)), {
       ...common,
       concurrency: options.provider_concurrency,
       // A manual rate limit (429) only holds when the worker has a limiter with a max.
@@ -79,7 +81,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
       else await queue.removeGlobalConcurrency();
       closers.push(() => queue.close());
-      const worker = new Worker(queueName, process, { ...common, concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY) });
+      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), { ...common, concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY) });
       worker.on('error', (error) => options.logger.error('tool worker error', { tool: tool.name, error }));
       workers.push(worker);
     }
@@ -115,9 +117,9 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
 async function failRunIfFinal(store: RunStore, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
   if (!job || job.attemptsMade < (job.opts.attempts ?? 1) && !reason?.includes('stalled')) return;
   const { run_id, step_id, iteration } = job.data;
-  await store
-    .finishRun(run_id, { status: 'failed', error: stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`) }, step_id)
-    .catch(() => undefined);
+  await endRun(store, run_id, { status: 'failed', error: stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`) }, step_id).catch(
+    () => undefined,
+  );
 }
 
 function collectAgents(definitions: WorkerOptions['agents']): Map<string, Agent> {

@@ -27,7 +27,8 @@ export interface RunSpec {
   readonly input: string;
   readonly config: unknown;
   readonly exec_config: unknown;
-  readonly trace: Record<string, string>;
+  /** The run's trace: its root span (`traceparent`) and the span enqueue was called in (`request`). */
+  readonly trace: { readonly traceparent?: string; readonly request?: string };
 }
 
 /** A call fanned out to a tool job and not yet settled. */
@@ -222,7 +223,7 @@ export class RunStore {
    * Records a call's result and its terminal event, once. Returns the content that stands, or
    * `undefined` when the run ended before anything was recorded.
    */
-  async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft): Promise<string | undefined> {
+  async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft, spanTraceparent = ''): Promise<string | undefined> {
     const keys = this.runKeys(run_id);
     const [outcome, stored] = (await this.redis.recordToolResult(
       keys.record,
@@ -231,10 +232,12 @@ export class RunStore {
       keys.index,
       keys.results(call.step_id, call.iteration),
       keys.open,
+      keys.spans(call.step_id, call.iteration),
       call.tool_call_id,
       content,
       openField(call),
       this.eventJson(run_id, terminal),
+      spanTraceparent,
     )) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 ? stored : content;
@@ -269,12 +272,13 @@ export class RunStore {
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
     const keys = this.runKeys(run_id);
     // Issued in one tick, so an auto-pipelining connection sends them as one write.
-    const [fields, state, previousResponse, response, previousResults] = await Promise.all([
+    const [fields, state, previousResponse, response, previousResults, previousSpans] = await Promise.all([
       this.redis.hmget(keys.record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),
       this.redis.hget(keys.state(step_id), 'json'),
       this.redis.get(keys.response(step_id, iteration - 1)),
       this.redis.get(keys.response(step_id, iteration)),
       this.redis.hgetall(keys.results(step_id, iteration - 1)),
+      this.redis.hgetall(keys.spans(step_id, iteration - 1)),
     ]);
     const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));
     return {
@@ -283,6 +287,7 @@ export class RunStore {
       previousResponse: parse<ProviderResponse>(previousResponse),
       response: parse<ProviderResponse>(response),
       previousResults,
+      previousSpans,
     };
   }
 
@@ -332,6 +337,8 @@ export interface StepSnapshot {
   readonly previousResponse: ProviderResponse | undefined;
   readonly response: ProviderResponse | undefined;
   readonly previousResults: Readonly<Record<string, string>>;
+  /** traceparents of round `iteration - 1`'s `execute_tool` spans. */
+  readonly previousSpans: Readonly<Record<string, string>>;
 }
 
 function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {

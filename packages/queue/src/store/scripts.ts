@@ -90,11 +90,11 @@ return 1
 };
 
 /**
- * KEYS: record, events, dedupe, index, results, open. ARGV: tool_call_id, content, openField, terminalJson.
+ * KEYS: record, events, dedupe, index, results, open, spans. ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced).
  * Returns {1} when recorded now, {0, stored} when already recorded, {-1} when the run ended.
  */
 const recordToolResult: ScriptDefinition = {
-  numberOfKeys: 6,
+  numberOfKeys: 7,
   lua: `${PRELUDE}
 local existing = redis.call('HGET', KEYS[5], ARGV[1])
 if existing then return {0, existing} end
@@ -103,6 +103,10 @@ if not status or isTerminal(status) then return {-1} end
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
 redis.call('SADD', KEYS[4], KEYS[5])
 redis.call('HDEL', KEYS[6], ARGV[3])
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
+  redis.call('SADD', KEYS[4], KEYS[7])
+end
 append(KEYS[2], KEYS[3], '', ARGV[4])
 return {1}
 `,

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type Context,
+  type Link,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  context,
+  isSpanContextValid,
+  trace,
+} from '@opentelemetry/api';
+import { tracingEnabled, withForcedIds } from '@arcflow/telemetry/ids';
+import { Attr, SpanName } from '@arcflow/telemetry/semconv';
+import type { TraceCarrier } from './engine/jobs.ts';
+
+/**
+ * The engine's spans, on `@opentelemetry/api` only (no-ops unless the telemetry package started
+ * the SDK). One trace per run: ids minted at enqueue travel in job data; every job span is a
+ * child of the run's root and links to the span that enqueued it.
+ */
+const tracer = () => trace.getTracer('arcflow');
+
+/** What the run record keeps: the run's root (`traceparent`) and the span enqueue was called in, if any. */
+export interface RunTrace {
+  readonly traceparent: string;
+  readonly request?: string;
+}
+
+export function formatTraceparent(spanContext: SpanContext): string {
+  return `00-${spanContext.traceId}-${spanContext.spanId}-0${spanContext.traceFlags & TraceFlags.SAMPLED}`;
+}
+
+export function parseTraceparent(value: string | undefined): SpanContext | undefined {
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value ?? '');
+  if (!match) return undefined;
+  const spanContext = { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true };
+  return isSpanContextValid(spanContext) ? spanContext : undefined;
+}
+
+/** Mints the run's trace at enqueue; links to the caller's active span (a backend's request). */
+export function mintRunTrace(): RunTrace {
+  const active = trace.getActiveSpan()?.spanContext();
+  const traceparent = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+  return active && isSpanContextValid(active) ? { traceparent, request: formatTraceparent(active) } : { traceparent };
+}
+
+/** The first job's carrier: the run's root, created by the caller's request span if there was one. */
+export function firstJobCarrier(runTrace: RunTrace): TraceCarrier {
+  return runTrace.request ? { traceparent: runTrace.traceparent, from: runTrace.request } : { traceparent: runTrace.traceparent };
+}
+
+/** The carrier for a job enqueued from inside `span`: the run's root, and `span` as its creator. */
+export function childCarrier(carrier: TraceCarrier, span: Span): TraceCarrier {
+  const from = span.spanContext();
+  return isSpanContextValid(from) ? { traceparent: carrier.traceparent!, from: formatTraceparent(from) } : { traceparent: carrier.traceparent! };
+}
+
+function runContext(carrier: TraceCarrier): Context {
+  const root = parseTraceparent(carrier.traceparent);
+  return root ? trace.setSpanContext(ROOT_CONTEXT, root) : ROOT_CONTEXT;
+}
+
+const linkTo = (traceparent: string | undefined): Link[] => {
+  const spanContext = parseTraceparent(traceparent);
+  return spanContext ? [{ context: spanContext }] : [];
+};
+
+/** Runs `work` inside a `process {queue}` CONSUMER span, child of the run's root. */
+export async function inJobSpan<T>(
+  queue: string,
+  job: { id?: string; attemptsStarted: number; data: { run_id: string; step_id: string; iteration: number; trace: TraceCarrier } },
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
+  const { run_id, step_id, iteration, trace: carrier } = job.data;
+  const span = tracer().startSpan(
+    SpanName.process(queue),
+    {
+      kind: SpanKind.CONSUMER,
+      links: linkTo(carrier.from),
+      attributes: {
+        [Attr.messagingSystem]: 'bullmq',
+        [Attr.messagingOperationName]: 'process',
+        [Attr.messagingOperationType]: 'process',
+        [Attr.messagingDestination]: queue,
+        ...(job.id ? { [Attr.messagingMessageId]: job.id } : {}),
+        [Attr.runId]: run_id,
+        [Attr.stepId]: step_id,
+        [Attr.iteration]: iteration,
+        [Attr.jobAttempt]: Math.max(1, job.attemptsStarted),
+      },
+    },
+    runContext(carrier),
+  );
+  try {
+    return await context.with(trace.setSpan(runContext(carrier), span), () => work(span));
+  } catch (error) {
+    failSpan(span, (error as { name?: string })?.name === 'RateLimitError' ? 'rate_limited' : 'job_error');
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** A child span of the active job span. */
+export function startChildSpan(name: string, kind: SpanKind, attributes: Record<string, string | number>): Span {
+  return tracer().startSpan(name, { kind, attributes });
+}
+
+export function failSpan(span: Span, errorType: string): void {
+  span.setAttribute(Attr.errorType, errorType);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
+}
+
+/** The span's W3C traceparent, when it is recording (so links can point at it). */
+export function recordedTraceparent(span: Span): string | undefined {
+  return span.isRecording() ? formatTraceparent(span.spanContext()) : undefined;
+}
+
+export function linkSpans(span: Span, traceparents: Iterable<string>): void {
+  const links = [...traceparents].flatMap(linkTo);
+  if (links.length > 0) span.addLinks(links);
+}
+
+/**
+ * Emits the run's root `invoke_agent {agent}` span with the ids minted at enqueue, from its
+ * creation to now. Called once, by the process whose write ended the run.
+ */
+export function emitRunSpan(
+  runTrace: RunTrace,
+  run: { run_id: string; agent: string; created_at: number; status: string; usage: { input: number; output: number }; error_code?: string },
+): void {
+  if (!tracingEnabled()) return;
+  const root = parseTraceparent(runTrace.traceparent);
+  if (!root) return;
+  const span = withForcedIds(root.traceId, root.spanId, () =>
+    tracer().startSpan(SpanName.invokeAgent(run.agent), {
+      root: true,
+      kind: SpanKind.INTERNAL,
+      startTime: run.created_at,
+      links: linkTo(runTrace.request),
+      attributes: {
+        [Attr.operationName]: 'invoke_agent',
+        [Attr.agentName]: run.agent,
+        [Attr.runId]: run.run_id,
+        [Attr.runStatus]: run.status,
+        [Attr.inputTokens]: run.usage.input,
+        [Attr.outputTokens]: run.usage.output,
+      },
+    }),
+  );
+  if (run.error_code) failSpan(span, run.error_code);
+  else if (run.status === 'cancelled') failSpan(span, 'cancelled');
+  span.end();
+}
+
+export { SpanKind };
