@@ -4,6 +4,7 @@ import { memoryProfile, parallelNapLatency, recoverySeconds } from './durability
 import { REDIS_URL, type Row, deletePrefix, ms, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { toolJobsPerSecond } from './throughput.ts';
+import { withTracing } from './tracing.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -26,6 +27,12 @@ try {
     const local = p50(await localIteration());
     rows.push({ measure: 'iteration p50, no-op tool (vs raw BullMQ flow)', arcflow: ms(engine), baseline: ms(raw), ratio: `${(engine / raw).toFixed(2)}x`, target: '<= 2x raw', verdict: verdict(engine <= 2 * raw) });
     rows.push({ measure: 'iteration p50, no-op tool (vs runLocal)', arcflow: ms(engine), baseline: ms(local), ratio: `${(engine / local).toFixed(1)}x`, target: 'info', verdict: '-' });
+    if (wanted('tracing') || only.size === 0) {
+      // Last in the section: once started, the SDK stays registered in this process.
+      progress('per-iteration overhead with tracing on');
+      const traced = await withTracing(() => engineIteration(prefix('traced')));
+      rows.push({ measure: 'iteration p50, tracing on (OTLP to loopback) vs off', arcflow: ms(p50(traced)), baseline: ms(engine), ratio: `${(p50(traced) / engine).toFixed(2)}x`, target: 'info', verdict: '-' });
+    }
   }
   if (wanted('throughput')) {
     for (const workers of [1, 2]) {

@@ -13,7 +13,7 @@ export interface TelemetryOptions {
   endpoint?: string;
   /** `OTEL_SERVICE_NAME` (default `arcflow-worker`). */
   serviceName?: string;
-  /** Batch delay before export, in ms (default 1000). */
+  /** Batch delay before export, in ms (default: `OTEL_BSP_SCHEDULE_DELAY`, else 5000). */
   scheduledDelayMs?: number;
 }
 
@@ -38,7 +38,9 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
       generateTraceId: () => takeForcedTraceId() ?? random.generateTraceId(),
       generateSpanId: () => takeForcedSpanId() ?? random.generateSpanId(),
     },
-    spanProcessors: [new BatchSpanProcessor(new AllowlistExporter(exporter), { scheduledDelayMillis: options.scheduledDelayMs ?? 1_000 })],
+    spanProcessors: [
+      new BatchSpanProcessor(new AllowlistExporter(exporter), options.scheduledDelayMs === undefined ? {} : { scheduledDelayMillis: options.scheduledDelayMs }),
+    ],
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [],

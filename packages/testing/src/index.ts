@@ -5,3 +5,4 @@ export { defineLoopScenarios, capturingLogger, type ScenarioRunner } from './sce
 export { scriptedOverHttp } from './scripted-over-http.ts';
 export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
 export { spawnWorker, ARCFLOW_BIN, type WorkerProcess } from './processes.ts';
+export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';

@@ -80,8 +80,9 @@ export async function attemptToolCall(
     const settled = settleExecution(planned, place, outcome, Math.round(performance.now() - startedAt));
     if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
     else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
+    const spanTraceparent = recordedTraceparent(span);
     span.end();
-    await store.recordToolResult(run_id, call, settled.content, settled.terminal, recordedTraceparent(span));
+    await store.recordToolResult(run_id, call, settled.content, settled.terminal, spanTraceparent);
     return { retry: false };
   } finally {
     if (span.isRecording()) span.end();

@@ -1,0 +1,131 @@
+import { context, trace } from '@opentelemetry/api';
+import { createClient, keysFor } from '@arcflow/queue';
+import { type OtlpReceiver, type ReceivedSpan, TEST_REDIS_URL, type WorkerProcess, cleanupPrefix, spawnWorker, startOtlpReceiver, testPrefix } from '@arcflow/testing';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const FIXTURE = new URL('./fixtures/traced-agents.ts', import.meta.url).pathname;
+const CANARY = `CANARY_${Math.random().toString(36).slice(2, 10)}`;
+const prefix = testPrefix('tracing');
+const CONSUMER = 5;
+const CLIENT = 3;
+const INTERNAL = 1;
+
+let receiver: OtlpReceiver;
+let spans: ReceivedSpan[];
+let receivedBeforeStop: number;
+let run_id: string;
+let runTraceparent: string;
+let requestSpanId: string;
+let exitCodes: (number | string)[];
+
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  const env = {
+    REDIS_URL: TEST_REDIS_URL,
+    ARCFLOW_PREFIX: prefix,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'arcflow-test-worker',
+    // Nothing is exported before shutdown, so the spans can only arrive through the flush on SIGTERM.
+    OTEL_BSP_SCHEDULE_DELAY: '600000',
+    CANARY,
+    OPENAI_API_KEY: '',
+    OPENAI_BASE_URL: '',
+  };
+  const workers: WorkerProcess[] = await Promise.all([spawnWorker(FIXTURE, { env }), spawnWorker(FIXTURE, { env })]);
+  // The backend's own tracing: enqueue inside an active "request" span.
+  const provider = new NodeTracerProvider();
+  provider.register();
+  const client = createClient({ redis: TEST_REDIS_URL, prefix });
+  const request = trace.getTracer('backend').startSpan('POST /trips');
+  requestSpanId = request.spanContext().spanId;
+  ({ run_id } = await context.with(trace.setSpan(context.active(), request), () => client.enqueue({ agent: 'traced_agent', input: `${CANARY}-input` })));
+  request.end();
+  const run = await client.wait(run_id, { timeout_ms: 30_000 });
+  expect(run.status).toBe('completed');
+  await client.close();
+  const redis = new Redis(TEST_REDIS_URL);
+  runTraceparent = JSON.parse((await redis.hget(keysFor(prefix).run(run_id).record, 'trace'))!).traceparent;
+  await redis.quit();
+  receivedBeforeStop = receiver.spans().length;
+  exitCodes = await Promise.all(workers.map((worker) => worker.stop()));
+  spans = receiver.spans();
+}, 90_000);
+
+afterAll(async () => {
+  await receiver?.close();
+  await cleanupPrefix(prefix);
+});
+
+const named = (prefix: string) => spans.filter((span) => span.name.startsWith(prefix));
+
+describe('one trace per run, across two worker processes', () => {
+  it('exports only on shutdown, as OTLP/HTTP JSON to /v1/traces, named by OTEL_SERVICE_NAME', () => {
+    expect(exitCodes).toEqual([0, 0]);
+    expect(receivedBeforeStop).toBe(0);
+    expect(spans.length).toBeGreaterThan(10);
+    expect(receiver.bodies.every((body) => body.path === '/v1/traces' && body.contentType?.startsWith('application/json'))).toBe(true);
+    expect(new Set(spans.filter((span) => span.name !== 'POST /trips').map((span) => span.serviceName))).toEqual(new Set(['arcflow-test-worker']));
+  });
+
+  it('puts every span of the run in the run\'s trace, under its invoke_agent root', () => {
+    const [, traceId, rootSpanId] = runTraceparent.split('-');
+    expect(new Set(spans.map((span) => span.traceId))).toEqual(new Set([traceId]));
+    const [root] = named('invoke_agent');
+    expect(named('invoke_agent')).toHaveLength(1);
+    expect(root).toMatchObject({ name: 'invoke_agent traced_agent', kind: INTERNAL, spanId: rootSpanId, parentSpanId: undefined });
+    expect(root!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'traced_agent', 'arcflow.run_id': run_id, 'gen_ai.usage.input_tokens': 33 });
+    expect(root!.links.map((link) => link.spanId)).toContain(requestSpanId);
+    const jobs = named('process ');
+    expect(jobs.every((span) => span.kind === CONSUMER && span.parentSpanId === rootSpanId)).toBe(true);
+    expect(jobs.filter((span) => span.name === 'process provider-fixture')).toHaveLength(3);
+    expect(jobs.filter((span) => span.name === 'process tool-probe')).toHaveLength(6);
+    const jobIds = new Set(jobs.map((span) => span.spanId));
+    expect([...named('chat '), ...named('execute_tool ')].every((span) => jobIds.has(span.parentSpanId!))).toBe(true);
+  });
+
+  it('records chat and execute_tool spans with the GenAI attributes', () => {
+    const chats = named('chat ');
+    expect(chats).toHaveLength(3);
+    for (const chat of chats) {
+      expect(chat).toMatchObject({ name: 'chat fixture-model', kind: CLIENT });
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'fixture',
+        'gen_ai.request.model': 'fixture-model',
+        'gen_ai.usage.input_tokens': 11,
+        'gen_ai.usage.output_tokens': 3,
+        'arcflow.run_id': run_id,
+        'arcflow.step_id': 's1',
+      });
+    }
+    expect(chats.map((chat) => chat.attributes['arcflow.iteration']).sort()).toEqual([1, 2, 3]);
+    const tools = named('execute_tool ');
+    expect(tools).toHaveLength(6);
+    expect(tools.every((span) => span.kind === INTERNAL && span.attributes['gen_ai.tool.name'] === 'probe')).toBe(true);
+    const failed = tools.filter((span) => span.attributes['error.type'] === 'tool_error');
+    expect(failed.map((span) => span.attributes['gen_ai.tool.call.id']).sort()).toEqual(['call_1_2', 'call_2_2']);
+    expect(failed.every((span) => span.status.code === 2 && span.status.message === 'tool_error')).toBe(true);
+  });
+
+  it('shows the parallel tools as overlapping siblings, and links the join to them', () => {
+    const round1 = named('execute_tool ').filter((span) => span.attributes['arcflow.iteration'] === 1);
+    expect(round1).toHaveLength(3);
+    const latestStart = round1.reduce((max, span) => (span.startNs > max ? span.startNs : max), 0n);
+    const earliestEnd = round1.reduce((min, span) => (span.endNs < min ? span.endNs : min), round1[0]!.endNs);
+    expect(latestStart).toBeLessThan(earliestEnd);
+    const join = spans.find((span) => span.name === 'process provider-fixture' && span.attributes['arcflow.iteration'] === 2)!;
+    expect(join.links.map((link) => link.spanId)).toEqual(expect.arrayContaining(round1.map((span) => span.spanId)));
+  });
+
+  it('exports no canary and no content attribute, even from a leaky instrumentation', () => {
+    const raw = receiver.bodies.map((body) => body.body).join('\n');
+    expect(raw).not.toContain(CANARY);
+    expect(raw).not.toContain('gen_ai.tool.call.arguments');
+    expect(raw).not.toContain('gen_ai.tool.call.result');
+    const leaky = named('leaky op');
+    expect(leaky).toHaveLength(6);
+    expect(leaky.every((span) => span.eventCount === 0 && Object.keys(span.attributes).length === 0)).toBe(true);
+  });
+});
