@@ -15,6 +15,11 @@ end
 local function isTerminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
+-- The run's status, and whether the run is gone or has ended (then nothing more is written).
+local function runStatus(record)
+  local status = redis.call('HGET', record, 'status')
+  return status, (not status) or isTerminal(status)
+end
 local function appendPairs(events, dedupe, from, count)
   for i = 0, count - 1 do append(events, dedupe, ARGV[from + 2 * i], ARGV[from + 2 * i + 1]) end
 end
@@ -47,8 +52,8 @@ return {1, ARGV[1]}
 const appendEvents: ScriptDefinition = {
   numberOfKeys: 3,
   lua: `${PRELUDE}
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or isTerminal(status) then return 0 end
+local status, ended = runStatus(KEYS[1])
+if ended then return 0 end
 if ARGV[1] == '1' and status == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
 appendPairs(KEYS[2], KEYS[3], 3, tonumber(ARGV[2]))
 return 1
@@ -62,8 +67,8 @@ return 1
 const recordResponse: ScriptDefinition = {
   numberOfKeys: 5,
   lua: `${PRELUDE}
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or isTerminal(status) then return {-1} end
+local status, ended = runStatus(KEYS[1])
+if ended then return {-1} end
 local existing = redis.call('GET', KEYS[5])
 if existing then return {0, existing} end
 redis.call('SET', KEYS[5], ARGV[1])
@@ -81,8 +86,8 @@ return {1}
 const openCalls: ScriptDefinition = {
   numberOfKeys: 3,
   lua: `${PRELUDE}
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or isTerminal(status) then return 0 end
+local status, ended = runStatus(KEYS[1])
+if ended then return 0 end
 for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 redis.call('SADD', KEYS[3], KEYS[2])
 return 1
@@ -98,8 +103,8 @@ const recordToolResult: ScriptDefinition = {
   lua: `${PRELUDE}
 local existing = redis.call('HGET', KEYS[5], ARGV[1])
 if existing then return {0, existing} end
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or isTerminal(status) then return {-1} end
+local status, ended = runStatus(KEYS[1])
+if ended then return {-1} end
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
 redis.call('SADD', KEYS[4], KEYS[5])
 redis.call('HDEL', KEYS[6], ARGV[3])
@@ -121,8 +126,8 @@ const startToolCall: ScriptDefinition = {
   numberOfKeys: 4,
   lua: `${PRELUDE}
 if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or isTerminal(status) then return -1 end
+local status, ended = runStatus(KEYS[1])
+if ended then return -1 end
 append(KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 return 1
 `,
@@ -136,8 +141,8 @@ return 1
 const saveState: ScriptDefinition = {
   numberOfKeys: 5,
   lua: `${PRELUDE}
-local status = redis.call('HGET', KEYS[3], 'status')
-if not status or isTerminal(status) then return -1 end
+local status, ended = runStatus(KEYS[3])
+if ended then return -1 end
 local current = tonumber(redis.call('HGET', KEYS[1], 'iterations') or '-1')
 if current ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'iterations', ARGV[2], 'json', ARGV[3])
@@ -158,8 +163,8 @@ return 1
 const finishRun: ScriptDefinition = {
   numberOfKeys: 5,
   lua: `${PRELUDE}
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or isTerminal(status) then return 0 end
+local status, ended = runStatus(KEYS[1])
+if ended then return 0 end
 local run_id = redis.call('HGET', KEYS[1], 'run_id')
 local ts = tonumber(ARGV[3])
 if ARGV[1] == 'cancelled' then
