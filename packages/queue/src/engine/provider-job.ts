@@ -35,7 +35,7 @@ import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../
 import { QueueName } from '../keys.ts';
 import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { endRun } from './end-run.ts';
-import type { ResolvedWorkerOptions } from './options.ts';
+import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
 import { PROVIDER_JOB, type ProviderJobData, type ToolJobData, providerJobOptions, toolJobOptions } from './jobs.ts';
 import { type ToolRuntime, attemptToolCall } from './tool-execution.ts';
 
@@ -231,12 +231,12 @@ export class ProviderJobProcessor {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? 1;
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + RATE_LIMIT_WAITS_MAX) {
-      const waitMs = Math.max(1, Math.round((failure.details.retry_after_seconds ?? backoffMs(attempt, options.provider_backoff_ms, 60_000) / 1000) * 1000));
+      const waitMs = Math.max(1, Math.round((failure.details.retry_after_seconds ?? backoffMs(attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) / 1000) * 1000));
       await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)) }]);
       await providerQueue.rateLimit(waitMs);
       throw Worker.RateLimitError();
     }
-    const nextWaitMs = backoffMs(attempt, options.provider_backoff_ms, 60_000);
+    const nextWaitMs = backoffMs(attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
     await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(nextWaitMs / 1000)) }]);
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
     const error = providerRunError(failure, attempt);
