@@ -2,11 +2,13 @@ import {
   type Agent,
   type ExecuteCall,
   type PlannedCall,
+  type ProviderRequest,
   type ProviderResponse,
   type StepSettings,
   type StepState,
   TEST_PROVIDER_ID,
   type TestStep,
+  type TestTurn,
   agentInvokedEvent,
   agentRespondedEvent,
   applyFinalAnswerNote,
@@ -55,6 +57,12 @@ interface PendingState {
   /** The stored iterations to compare-and-set against; undefined when nothing needs saving. */
   readonly expected: number | undefined;
   readonly events: readonly PendingEvent[];
+}
+
+interface PreparedCall {
+  readonly provider_id: string;
+  readonly request: ProviderRequest;
+  readonly test: { readonly responses: readonly TestTurn[] } | undefined;
 }
 
 interface StepContext {
@@ -106,9 +114,12 @@ export class ProviderJobProcessor {
     }
     const ready = await this.readyState(context, snapshot);
     if (!ready) return 'stale';
-    const state = snapshot.response ? await this.commit(context, ready, []) : await this.commit(context, ready, [{ event: this.requestSent(context, ready.state) }]);
+    // Folding is deterministic, so the request built from this state is the one any delivery would send.
+    const call = this.prepareCall(context, ready.state);
+    const requestSent = requestSentEvent(step_id, iteration, call.provider_id, call.request);
+    const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent }]);
     if (!state) return 'stale';
-    const response = snapshot.response ?? (await this.callProvider(context, state, job));
+    const response = snapshot.response ?? (await this.callProvider(context, state, call, job));
     if (!response) return 'run-ended';
     await this.act(context, state, response);
     return 'ok';
@@ -153,10 +164,14 @@ export class ProviderJobProcessor {
     return ready.state;
   }
 
-  private requestSent(context: StepContext, state: StepState) {
-    const { step_id, iteration } = context.data;
-    const provider_id = context.test && 'responses' in context.test ? TEST_PROVIDER_ID : this.deps.options.provider!.id;
-    return requestSentEvent(step_id, iteration, provider_id, buildRequest(context.agent, state, context.settings, this.deps.options.default_model));
+  /** The request for call `n` and who answers it: the worker's provider, or test mode's script. */
+  private prepareCall(context: StepContext, state: StepState): PreparedCall {
+    const test = context.test && 'responses' in context.test ? context.test : undefined;
+    return {
+      provider_id: test ? TEST_PROVIDER_ID : this.deps.options.provider!.id,
+      request: buildRequest(context.agent, state, context.settings, this.deps.options.default_model),
+      test,
+    };
   }
 
   /** Round `n-1`, recomputed from its recorded response, with the recorded results in call order. */
@@ -184,12 +199,10 @@ export class ProviderJobProcessor {
   }
 
   /** Call `n` to the model, its response recorded once (an earlier delivery's response wins). */
-  private async callProvider(context: StepContext, state: StepState, job: Job<ProviderJobData>): Promise<ProviderResponse | undefined> {
+  private async callProvider(context: StepContext, state: StepState, call: PreparedCall, job: Job<ProviderJobData>): Promise<ProviderResponse | undefined> {
     const { store, options, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
-    const test = context.test && 'responses' in context.test ? context.test : undefined;
-    const provider_id = test ? TEST_PROVIDER_ID : options.provider!.id;
-    const request = buildRequest(context.agent, state, context.settings, options.default_model);
+    const { provider_id, request, test } = call;
     const started = performance.now();
     const { signal, release } = cancellation.signalFor(run_id);
     const chat = startChildSpan(SpanName.chat(request.model), SpanKind.CLIENT, {
