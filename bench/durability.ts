@@ -1,6 +1,6 @@
 import { createClient, startWorker } from '@arcflow/queue';
 import { silentLogger } from '@arcflow/core';
-import { type WorkerProcess, spawnWorker } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
 import { benchNap, provider } from './agents.ts';
 import { REDIS_URL, percentile, redisUsedBytes, rssMiB, sleep } from './lib.ts';

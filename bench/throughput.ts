@@ -1,5 +1,5 @@
 import { WORKER_DEFAULTS, createClient } from '@arcflow/queue';
-import { type WorkerProcess, spawnWorker } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { REDIS_URL, deletePrefix, percentile, sleep } from './lib.ts';

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ARCFLOW_BIN, TEST_REDIS_URL, type WorkerProcess, cleanupPrefix, spawnWorker, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
+import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);

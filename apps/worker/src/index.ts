@@ -65,3 +65,5 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   );
   return worker;
 }
+
+export { spawnWorker, ARCFLOW_BIN, type WorkerProcess } from './spawn.ts';

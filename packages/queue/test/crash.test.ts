@@ -1,6 +1,7 @@
 import { type TraceEvent } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
-import { TEST_REDIS_URL, type WorkerProcess, assertEventInvariants, cleanupPrefix, spawnWorker, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { collect } from './harness.ts';

@@ -1,6 +1,7 @@
 import { context, trace } from '@opentelemetry/api';
 import { createClient, keysFor } from '@arcflow/queue';
-import { type OtlpReceiver, type ReceivedSpan, TEST_REDIS_URL, type WorkerProcess, cleanupPrefix, spawnWorker, startOtlpReceiver, testPrefix } from '@arcflow/testing';
+import { type OtlpReceiver, type ReceivedSpan, TEST_REDIS_URL, cleanupPrefix, startOtlpReceiver, testPrefix } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,5 +4,4 @@ export { assertEventInvariants } from './invariants.ts';
 export { defineLoopScenarios, capturingLogger, type ScenarioRunner } from './scenarios.ts';
 export { scriptedOverHttp } from './scripted-over-http.ts';
 export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
-export { spawnWorker, ARCFLOW_BIN, type WorkerProcess } from './processes.ts';
 export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';

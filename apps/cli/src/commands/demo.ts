@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, type RunRecord, type TraceEvent, createClient } from 'arcflow';
-import { type WorkerProcess, spawnWorker } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { ensureRedis } from '../demo/redis.ts';
 import { readCliEnv } from '../env.ts';
 import { formatEvent } from '../format.ts';

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The `arcflow` command of this repository. */
-export const ARCFLOW_BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../apps/cli/bin/arcflow.js');
+export const ARCFLOW_BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../cli/bin/arcflow.js');
 
 export interface WorkerProcess {
   readonly child: ChildProcess;
