@@ -17,40 +17,48 @@ export interface Keys {
   readonly finishedChannel: string;
 }
 
-export interface RunKeys {
+/** A run's keys. A class, so building them per store call allocates no closures. */
+export class RunKeys {
   readonly record: string;
   readonly events: string;
   /** Dedupe keys of events written exactly once. */
   readonly dedupe: string;
-  /** Calls fanned out and not yet settled: `iteration|tool_call_id` → call info. */
+  /** Calls fanned out and not yet settled: `step|iteration|tool_call_id` → call info. */
   readonly open: string;
   /** Every key of the run, so retention can expire them together. */
   readonly index: string;
-  readonly state: (step_id: string) => string;
-  readonly response: (step_id: string, iteration: number) => string;
-  readonly results: (step_id: string, iteration: number) => string;
+
+  constructor(private readonly base: string) {
+    this.record = base;
+    this.events = `${base}:events`;
+    this.dedupe = `${base}:dedupe`;
+    this.open = `${base}:open`;
+    this.index = `${base}:keys`;
+  }
+
+  state(step_id: string): string {
+    return `${this.base}:${step_id}:state`;
+  }
+
+  response(step_id: string, iteration: number): string {
+    return `${this.base}:${step_id}:response:${iteration}`;
+  }
+
+  results(step_id: string, iteration: number): string {
+    return `${this.base}:${step_id}:results:${iteration}`;
+  }
+
   /** The `execute_tool` span of each call of a round (`tool_call_id` → traceparent), for the join's links. */
-  readonly spans: (step_id: string, iteration: number) => string;
+  spans(step_id: string, iteration: number): string {
+    return `${this.base}:${step_id}:spans:${iteration}`;
+  }
 }
 
 export function keysFor(prefix: string): Keys {
   const tag = hashTag(prefix);
   return {
     tag,
-    run: (run_id) => {
-      const base = `${tag}:run:${run_id}`;
-      return {
-        record: base,
-        events: `${base}:events`,
-        dedupe: `${base}:dedupe`,
-        open: `${base}:open`,
-        index: `${base}:keys`,
-        state: (step_id) => `${base}:${step_id}:state`,
-        response: (step_id, iteration) => `${base}:${step_id}:response:${iteration}`,
-        results: (step_id, iteration) => `${base}:${step_id}:results:${iteration}`,
-        spans: (step_id, iteration) => `${base}:${step_id}:spans:${iteration}`,
-      };
-    },
+    run: (run_id) => new RunKeys(`${tag}:run:${run_id}`),
     idempotency: (key) => `${tag}:idempotency:${key}`,
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
