@@ -74,12 +74,15 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     return registration;
   };
   let subscriber: Redis | undefined;
+  let subscribed: Promise<unknown> | undefined;
   const waiters = new Map<string, Set<() => void>>();
-  const subscribe = async () => {
-    if (subscriber) return;
-    subscriber = redis.duplicate();
-    subscriber.on('message', (_channel: string, run_id: string) => waiters.get(run_id)?.forEach((wake) => wake()));
-    await subscriber.subscribe(store.keys.finishedChannel);
+  const subscribe = () => {
+    if (!subscribed) {
+      subscriber = redis.duplicate();
+      subscriber.on('message', (_channel: string, run_id: string) => waiters.get(run_id)?.forEach((wake) => wake()));
+      subscribed = subscriber.subscribe(store.keys.finishedChannel);
+    }
+    return subscribed;
   };
 
   const client: ArcflowClient = {
@@ -136,7 +139,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
           const left = deadline - Date.now();
           if (TERMINAL_STATUSES.has(run.status) || left <= 0) return run;
           // Pub/sub wakes us at once; the poll covers a missed message.
-          await Promise.race([woken, new Promise((resolve) => setTimeout(resolve, Math.min(WAIT_POLL_MS, left)))]);
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([woken, new Promise((resolve) => (timer = setTimeout(resolve, Math.min(WAIT_POLL_MS, left))))]);
+          clearTimeout(timer);
           set.delete(wake);
         }
       } finally {
