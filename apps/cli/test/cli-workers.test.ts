@@ -1,0 +1,85 @@
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
+import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const EXAMPLE = new URL('../../../examples/weather-agent.ts', import.meta.url).pathname;
+const CRASH = new URL('../../../packages/queue/test/fixtures/crash-agents.ts', import.meta.url).pathname;
+const prefixes: string[] = [];
+const workers: WorkerProcess[] = [];
+
+function setup(name: string) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+  const arcflow = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  };
+  const start = async (module: string, args: string[] = []) => {
+    const worker = await spawnWorker(module, { env, args });
+    workers.push(worker);
+    return worker;
+  };
+  return { env, arcflow, start };
+}
+
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.stop()));
+  for (const prefix of prefixes) await cleanupPrefix(prefix);
+});
+
+describe('arcflow worker roles and run control', () => {
+  it('splits provider and tool roles across processes, with --tools choosing the queues', async () => {
+    const { arcflow, start } = setup('roles');
+    const provider = await start(EXAMPLE, ['--roles', 'provider']);
+    const tools = await start(EXAMPLE, ['--roles', 'tools', '--tools', 'get_weather,get_local_time,convert_currency', '--concurrency', '8']);
+    const done = await arcflow('enqueue', 'travel_researcher', 'Trip to Oslo?', '--wait', '--json');
+    expect(JSON.parse(done.stdout).status).toBe('completed');
+    expect(provider.stderr() + tools.stderr()).not.toContain('error');
+  });
+
+  it('follows events live until the run ends, and cancels a running run', async () => {
+    const { env, arcflow, start } = setup('follow');
+    await start(CRASH);
+    const enqueued = await arcflow('enqueue', 'crash_agent', 'go');
+    const run_id = enqueued.stdout.trim();
+    const follower = spawn(process.execPath, [ARCFLOW_BIN, 'events', run_id, '--follow', '--json'], { env: { ...process.env, ...env } });
+    let followed = '';
+    follower.stdout.on('data', (chunk: Buffer) => (followed += chunk.toString()));
+    const followerDone = new Promise((resolve) => follower.on('exit', resolve));
+    // The crash fixture's `block` tool never returns on its first execution: the run stays running.
+    for (let tries = 0; tries < 100 && !followed.includes('"tool_name":"block"'); tries += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    const cancelled = await arcflow('cancel', run_id);
+    expect(cancelled.stdout.trim()).toBe(`cancelled ${run_id}`);
+    expect(await followerDone).toBe(0);
+    const kinds = followed.trim().split('\n').map((line) => JSON.parse(line).kind);
+    expect(kinds[0]).toBe('RunEnqueued');
+    expect(kinds.at(-1)).toBe('RunCancelled');
+    expect(kinds).toContain('ToolCallFailed');
+    const got = await arcflow('get', run_id, '--json');
+    expect(JSON.parse(got.stdout).status).toBe('cancelled');
+    const again = await arcflow('cancel', run_id);
+    expect(again.stdout).toContain('had already ended (cancelled)');
+  });
+
+  it('refuses a missing module and a bad --roles value with a clear message', async () => {
+    const { arcflow } = setup('bad-worker');
+    const missing = await arcflow('worker', '--module', 'does/not/exist.ts');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("arcflow: cannot load module 'does/not/exist.ts'");
+    const roles = await arcflow('worker', '--module', EXAMPLE, '--roles', 'chef');
+    expect(roles.code).toBe(1);
+    expect(roles.stderr).toContain("roles must be a non-empty list of 'provider' and 'tools'");
+    const unknownRun = await arcflow('get', 'run_nope');
+    expect(unknownRun.code).toBe(1);
+    expect(unknownRun.stderr).toContain("unknown run 'run_nope'");
+  });
+});
