@@ -128,10 +128,10 @@ export class RunStore {
     };
   }
 
-  /** Appends events unless the run has ended; `markRunning` moves a queued run to running. */
-  async append(run_id: string, events: readonly PendingEvent[], markRunning = false): Promise<boolean> {
+  /** Appends events unless the run has ended. */
+  async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
     const keys = this.runKeys(run_id);
-    const result = await this.redis.appendEvents(keys.record, keys.events, keys.dedupe, markRunning ? '1' : '0', events.length, ...this.pairs(run_id, events));
+    const result = await this.redis.appendEvents(keys.record, keys.events, keys.dedupe, events.length, ...this.pairs(run_id, events));
     return result === 1;
   }
 
@@ -172,11 +172,6 @@ export class RunStore {
       ...this.pairs(run_id, events),
     );
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
-  }
-
-  async storedResponse(run_id: string, step_id: string, iteration: number): Promise<ProviderResponse | undefined> {
-    const json = await this.redis.get(this.runKeys(run_id).response(step_id, iteration));
-    return json ? (JSON.parse(json) as ProviderResponse) : undefined;
   }
 
   /**
@@ -241,10 +236,6 @@ export class RunStore {
     )) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 ? stored : content;
-  }
-
-  async toolResults(run_id: string, step_id: string, iteration: number): Promise<Record<string, string>> {
-    return this.redis.hgetall(this.runKeys(run_id).results(step_id, iteration));
   }
 
   /**

@@ -48,14 +48,13 @@ return {1, ARGV[1]}
 `,
 };
 
-/** KEYS: record, events, dedupe. ARGV: markRunning, count, (dedupeId, json)…  Refused once the run has ended. */
+/** KEYS: record, events, dedupe. ARGV: count, (dedupeId, json)…  Refused once the run has ended. */
 const appendEvents: ScriptDefinition = {
   numberOfKeys: 3,
   lua: `${PRELUDE}
-local status, ended = runStatus(KEYS[1])
+local _, ended = runStatus(KEYS[1])
 if ended then return 0 end
-if ARGV[1] == '1' and status == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
-appendPairs(KEYS[2], KEYS[3], 3, tonumber(ARGV[2]))
+appendPairs(KEYS[2], KEYS[3], 2, tonumber(ARGV[1]))
 return 1
 `,
 };
