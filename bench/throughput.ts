@@ -8,6 +8,8 @@ import { BENCH_AGENTS, spawnRawWorker, stop } from './processes.ts';
 const RUNS = 300;
 const FAN = 8;
 const TRIALS = 3;
+/** Trials run first and not counted: long-running workers are measured warm (JIT-compiled), not cold. */
+const WARMUP_TRIALS = 2;
 
 export interface Throughput {
   readonly engine: number;
@@ -16,7 +18,8 @@ export interface Throughput {
 
 /**
  * Tool jobs per second on `workers` processes: arcflow (RUNS runs of one round of FAN no-op
- * calls) against raw BullMQ (the same number of no-op jobs), in alternating trials; medians.
+ * calls) against raw BullMQ (the same number of no-op jobs), in alternating trials after the
+ * same warm-up for both; medians.
  */
 export async function toolJobsPerSecond(prefix: string, workers: number): Promise<Throughput> {
   const env = { REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
@@ -28,9 +31,12 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
   const engine: number[] = [];
   const raw: number[] = [];
   try {
-    for (let trial = 0; trial < TRIALS; trial += 1) {
-      raw.push(await rawTrial(queue, trial));
-      engine.push(await engineTrial(client, trial));
+    for (let trial = 0; trial < WARMUP_TRIALS + TRIALS; trial += 1) {
+      const rawRate = await rawTrial(queue, trial);
+      const engineRate = await engineTrial(client, trial);
+      if (trial < WARMUP_TRIALS) continue;
+      raw.push(rawRate);
+      engine.push(engineRate);
     }
     return { engine: percentile(engine, 50), raw: percentile(raw, 50) };
   } finally {
