@@ -257,20 +257,22 @@ export class RunStore {
   }
 
   /**
-   * Everything a provider job for call `iteration` reads, in one round trip: the run, the step's
-   * state, the responses to calls `iteration - 1` and `iteration`, and the results of round `iteration - 1`.
+   * Everything a provider job for call `iteration` reads, in one script (one round trip, one
+   * consistent view): the run, the step's state, the responses to calls `iteration - 1` and
+   * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
     const keys = this.runKeys(run_id);
-    // Issued in one tick, so an auto-pipelining connection sends them as one write.
-    const [fields, state, previousResponse, response, previousResults, previousSpans] = await Promise.all([
-      this.redis.hmget(keys.record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),
-      this.redis.hget(keys.state(step_id), 'json'),
-      this.redis.get(keys.response(step_id, iteration - 1)),
-      this.redis.get(keys.response(step_id, iteration)),
-      this.redis.hgetall(keys.results(step_id, iteration - 1)),
-      this.redis.hgetall(keys.spans(step_id, iteration - 1)),
-    ]);
+    const [fields, state, previousResponse, response, results, spans] = (await this.redis.loadStep(
+      keys.record,
+      keys.state(step_id),
+      keys.response(step_id, iteration - 1),
+      keys.response(step_id, iteration),
+      keys.results(step_id, iteration - 1),
+      keys.spans(step_id, iteration - 1),
+    )) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
+    const previousResults = pairsToRecord(results);
+    const previousSpans = pairsToRecord(spans);
     const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));
     return {
       spec: specFrom(run_id, fields),
@@ -330,6 +332,13 @@ export interface StepSnapshot {
   readonly previousResults: Readonly<Record<string, string>>;
   /** traceparents of round `iteration - 1`'s `execute_tool` spans. */
   readonly previousSpans: Readonly<Record<string, string>>;
+}
+
+/** A Lua script's flat `field, value, …` reply as a record. */
+function pairsToRecord(flat: readonly string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let index = 0; index + 1 < flat.length; index += 2) record[flat[index]!] = flat[index + 1]!;
+  return record;
 }
 
 function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {

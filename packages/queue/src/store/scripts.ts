@@ -48,6 +48,25 @@ return {1, ARGV[1]}
 `,
 };
 
+/**
+ * Everything a provider job reads, in one call. KEYS: record, state, previousResponse, response,
+ * previousResults, previousSpans. Returns the record's fields, the state JSON, both responses,
+ * and the previous round's results and span links as flat field/value lists.
+ */
+const loadStep: ScriptDefinition = {
+  numberOfKeys: 6,
+  lua: `
+return {
+  redis.call('HMGET', KEYS[1], 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),
+  redis.call('HGET', KEYS[2], 'json'),
+  redis.call('GET', KEYS[3]),
+  redis.call('GET', KEYS[4]),
+  redis.call('HGETALL', KEYS[5]),
+  redis.call('HGETALL', KEYS[6]),
+}
+`,
+};
+
 /** KEYS: record, events, dedupe. ARGV: count, (dedupeId, json)…  Refused once the run has ended. */
 const appendEvents: ScriptDefinition = {
   numberOfKeys: 3,
@@ -195,5 +214,5 @@ return 1
 `,
 };
 
-export const SCRIPTS = { createRun, appendEvents, recordResponse, openCalls, startToolCall, recordToolResult, saveState, finishRun } as const;
+export const SCRIPTS = { createRun, loadStep, appendEvents, recordResponse, openCalls, startToolCall, recordToolResult, saveState, finishRun } as const;
 export type ScriptName = keyof typeof SCRIPTS;
