@@ -23,7 +23,6 @@ export function formatRun(run: RunRecord): string {
   const lines = [
     `run        ${run.run_id}`,
     `status     ${run.status}`,
-    ...(run.agent ? [`agent      ${run.agent}`] : []),
     `iterations ${run.iterations}`,
     `tokens     ${run.usage.input} in / ${run.usage.output} out / ${run.usage.total} total`,
   ];

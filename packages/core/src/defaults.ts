@@ -26,3 +26,6 @@ export const PROVIDER_RETRY_DEFAULTS = Object.freeze({
 
 /** Largest run input accepted, in bytes of UTF-8. */
 export const MAX_INPUT_BYTES = 256 * 1024;
+
+/** Largest tool-call arguments accepted from the model, in bytes; larger calls are answered as invalid. */
+export const MAX_ARGUMENT_BYTES = 256 * 1024;

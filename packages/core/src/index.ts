@@ -1,6 +1,6 @@
 export { ErrorCode, ConfigError, ToolArgumentError, RequestError, type ToolFailureCode } from './errors.ts';
 export { canonicalJson, shortHash, byteSize } from './canonical.ts';
-export { TOOL_EXECUTION_DEFAULTS, LOOP_DETECTION_DEFAULTS, TOOL_DEFAULTS, PROVIDER_RETRY_DEFAULTS, MAX_INPUT_BYTES } from './defaults.ts';
+export { TOOL_EXECUTION_DEFAULTS, LOOP_DETECTION_DEFAULTS, TOOL_DEFAULTS, PROVIDER_RETRY_DEFAULTS, MAX_INPUT_BYTES, MAX_ARGUMENT_BYTES } from './defaults.ts';
 export { tool, describeViolations, type ToolConfig, type ToolDefinition, type ToolContext, type ToolHandler, type ToolLogger, type JsonSchema } from './tools/define.ts';
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
 export { runHandler, idempotencyKey, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';

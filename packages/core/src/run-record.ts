@@ -13,7 +13,6 @@ export interface RunError {
 export interface RunRecord {
   readonly run_id: string;
   readonly status: RunStatus;
-  readonly agent?: string;
   readonly output?: string;
   readonly error?: RunError;
   readonly usage: Tokens;

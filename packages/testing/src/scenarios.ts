@@ -141,6 +141,16 @@ export function defineLoopScenarios(
       ]);
     });
 
+    it('answers arguments over the size limit as invalid without running the tool', async () => {
+      let executions = 0;
+      const weather = tool({ name: 'get_weather', description: 'weather', input_schema: weatherSchema, handler: () => (executions++, 'x') });
+      const model = scriptedProvider([toolCall('get_weather', { city: 'x'.repeat(300_000) }, 'huge'), reply('ok')]);
+      const result = await run(new Agent({ name: 'flooded', tools: [weather] }), 'go', { provider: model });
+      expect(executions).toBe(0);
+      expect(toolMessages(model.requests[1])[0]?.content).toBe('Error: invalid arguments — arguments are too large (300011 bytes; the limit is 262144)');
+      expect(ofKind(result, 'ToolInputValidationFailed')[0]).toMatchObject({ tool_call_id: 'huge', violation_description: 'arguments are too large (300011 bytes; the limit is 262144)' });
+    });
+
     it('hides a plain handler error from the model and the events, and logs it for the worker', async () => {
       const secret = 'db password is hunter2';
       const broken = tool({ name: 'broken', description: 'fails', input_schema: { type: 'object' }, handler: () => { throw new Error(secret); } });

@@ -1,5 +1,6 @@
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
+import { MAX_ARGUMENT_BYTES } from '../defaults.ts';
 import type { StepSettings } from '../definitions/settings.ts';
 import type { RequestedToolCall } from '../provider.ts';
 import type { ToolDefinition } from '../tools/define.ts';
@@ -80,6 +81,10 @@ function planOne(
     return { action: 'reject', index, call, signature, content: ToolResultText.unknownTool(call.function.name), reason: { type: 'unknown_tool' } };
   }
   const input_size_bytes = byteSize(raw);
+  if (input_size_bytes > MAX_ARGUMENT_BYTES) {
+    const violation = `arguments are too large (${input_size_bytes} bytes; the limit is ${MAX_ARGUMENT_BYTES})`;
+    return { action: 'reject', index, call, signature, content: ToolResultText.invalidArguments(violation), reason: { type: 'invalid_arguments', tool, violation, input_size_bytes } };
+  }
   const violation = parsed.ok ? tool.check(parsed.value) : undefined;
   if (!parsed.ok || violation !== undefined) {
     return {

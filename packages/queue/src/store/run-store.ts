@@ -118,7 +118,6 @@ export class RunStore {
     return {
       run_id,
       status: record.status as RunStatus,
-      agent: record.agent,
       ...(record.output !== undefined ? { output: record.output } : {}),
       ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
       usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
