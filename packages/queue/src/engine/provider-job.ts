@@ -4,6 +4,7 @@ import {
   type PlannedCall,
   type ProviderRequest,
   type ProviderResponse,
+  type ResponseDecision,
   type StepSettings,
   type StepState,
   TEST_PROVIDER_ID,
@@ -57,6 +58,14 @@ interface PendingState {
   /** The stored iterations to compare-and-set against; undefined when nothing needs saving. */
   readonly expected: number | undefined;
   readonly events: readonly PendingEvent[];
+}
+
+/** A response that stands for call `n`; `opened`: its tool calls were marked open with it. */
+interface CalledProvider {
+  readonly response: ProviderResponse;
+  readonly opened: boolean;
+  /** The decision, when it was already made on this response. */
+  readonly decision?: ResponseDecision;
 }
 
 interface PreparedCall {
@@ -119,9 +128,9 @@ export class ProviderJobProcessor {
     const requestSent = requestSentEvent(step_id, iteration, call.provider_id, call.request);
     const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent }]);
     if (!state) return 'stale';
-    const response = snapshot.response ?? (await this.callProvider(context, state, call, job));
-    if (!response) return 'run-ended';
-    await this.act(context, state, response);
+    const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response, opened: false } : await this.callProvider(context, state, call, job);
+    if (!called) return 'run-ended';
+    await this.act(context, called.decision ?? decideResponse(agent, state, context.settings, called.response), called.opened);
     return 'ok';
   }
 
@@ -198,8 +207,16 @@ export class ProviderJobProcessor {
     return applyToolRound(state, context.settings, response, decision.calls, contents);
   }
 
-  /** Call `n` to the model, its response recorded once (an earlier delivery's response wins). */
-  private async callProvider(context: StepContext, state: StepState, call: PreparedCall, job: Job<ProviderJobData>): Promise<ProviderResponse | undefined> {
+  /**
+   * Call `n` to the model, its response recorded once (an earlier delivery's response wins). The
+   * calls it fans out are marked open in the same write (`opened`).
+   */
+  private async callProvider(
+    context: StepContext,
+    state: StepState,
+    call: PreparedCall,
+    job: Job<ProviderJobData>,
+  ): Promise<CalledProvider | undefined> {
     const { store, options, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const { provider_id, request, test } = call;
@@ -230,7 +247,20 @@ export class ProviderJobProcessor {
       release();
     }
     const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
-    return store.recordResponse(run_id, step_id, iteration, response, events.map((event) => ({ event })));
+    // Decided before recording, so the calls it fans out are marked open in the same write.
+    const decision = decideResponse(context.agent, state, context.settings, response);
+    const open = decision.type === 'tools' && context.settings.mode === 'llm_select' ? decision.calls.filter((planned) => planned.action === 'execute') : [];
+    const recorded = await store.recordResponse(
+      run_id,
+      step_id,
+      iteration,
+      response,
+      events.map((event) => ({ event })),
+      open.map((planned) => openCall(planned, step_id, iteration)),
+    );
+    if (!recorded) return undefined;
+    // An earlier delivery's response stands: decide on that one instead.
+    return recorded.recordedNow ? { response, opened: true, decision } : { response: recorded.response, opened: false };
   }
 
   /**
@@ -257,11 +287,10 @@ export class ProviderJobProcessor {
     return undefined;
   }
 
-  /** Acts on the decision for response `n`. */
-  private async act(context: StepContext, state: StepState, response: ProviderResponse): Promise<void> {
+  /** Acts on the decision for response `n`; `opened`: its tool calls are already marked open. */
+  private async act(context: StepContext, decision: ResponseDecision, opened: boolean): Promise<void> {
     const { store } = this.deps;
     const { run_id, step_id, iteration } = context.data;
-    const decision = decideResponse(context.agent, state, context.settings, response);
     switch (decision.type) {
       case 'complete':
         await endRun(store, run_id, { status: 'completed', output: decision.output }, step_id, [
@@ -277,12 +306,12 @@ export class ProviderJobProcessor {
         await this.enqueueNext(context, []);
         return;
       case 'tools':
-        await this.runRound(context, decision.calls);
+        await this.runRound(context, decision.calls, opened);
     }
   }
 
   /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
-  private async runRound(context: StepContext, calls: readonly PlannedCall[]): Promise<void> {
+  private async runRound(context: StepContext, calls: readonly PlannedCall[], opened: boolean): Promise<void> {
     const { store } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const place = { step_id, iteration };
@@ -303,7 +332,7 @@ export class ProviderJobProcessor {
       await this.enqueueNext(context, []);
       return;
     }
-    if (!(await store.openCalls(run_id, executable.map((planned) => openCall(planned, step_id, iteration))))) return;
+    if (!opened && !(await store.openCalls(run_id, executable.map((planned) => openCall(planned, step_id, iteration))))) return;
     await this.enqueueNext(context, executable);
   }
 

@@ -174,8 +174,10 @@ export class RunStore {
   }
 
   /**
-   * Records a provider response with its events, once. Returns the response that stands (an
-   * earlier delivery's, if there was one), or `undefined` when the run has ended.
+   * Records a provider response with its events, once, marking `open` calls (the tool jobs it
+   * will fan out) in the same step. Returns the response that stands and whether this call
+   * recorded it (else an earlier delivery's response stands and nothing was opened), or
+   * `undefined` when the run has ended.
    */
   async recordResponse(
     run_id: string,
@@ -183,7 +185,8 @@ export class RunStore {
     iteration: number,
     response: ProviderResponse,
     events: readonly PendingEvent[],
-  ): Promise<ProviderResponse | undefined> {
+    open: readonly OpenCall[] = [],
+  ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
     const keys = this.runKeys(run_id);
     const [outcome, stored] = (await this.redis.recordResponse(
       keys.record,
@@ -191,26 +194,25 @@ export class RunStore {
       keys.dedupe,
       keys.index,
       keys.response(step_id, iteration),
+      keys.open,
       JSON.stringify(response),
       response.usage.input,
       response.usage.output,
       response.usage.total,
       events.length,
       ...this.pairs(run_id, events),
+      open.length,
+      ...openPairs(keys, open),
     )) as [number, string?];
     if (outcome === -1) return undefined;
-    return outcome === 0 && stored ? (JSON.parse(stored) as ProviderResponse) : response;
+    return outcome === 0 && stored ? { response: JSON.parse(stored) as ProviderResponse, recordedNow: false } : { response, recordedNow: true };
   }
 
   /** Marks calls as fanned out; cancellation closes whatever is still open. */
   async openCalls(run_id: string, calls: readonly OpenCall[]): Promise<boolean> {
     if (calls.length === 0) return true;
     const keys = this.runKeys(run_id);
-    const pairs = calls.flatMap((call) => [
-      openField(call),
-      JSON.stringify({ ...call, results_key: keys.results(call.step_id, call.iteration) }),
-    ]);
-    return (await this.redis.openCalls(keys.record, keys.open, keys.index, ...pairs)) === 1;
+    return (await this.redis.openCalls(keys.record, keys.open, keys.index, ...openPairs(keys, calls))) === 1;
   }
 
   /**
@@ -352,6 +354,11 @@ function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefine
     exec_config: JSON.parse(exec_config ?? 'null'),
     trace: JSON.parse(trace ?? '{}'),
   };
+}
+
+/** `field, json` pairs for the open-calls hash: what cancel needs to close each call. */
+function openPairs(keys: RunKeys, calls: readonly OpenCall[]): string[] {
+  return calls.flatMap((call) => [openField(call), JSON.stringify({ ...call, results_key: keys.results(call.step_id, call.iteration) })]);
 }
 
 function openField(call: OpenCall): string {

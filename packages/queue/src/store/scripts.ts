@@ -79,13 +79,16 @@ return 1
 };
 
 /**
- * KEYS: record, events, dedupe, index, response. ARGV: responseJson, input, output, total, count, (dedupeId, json)…
+ * Records a provider response with its events and, when it asks for tool jobs, marks those calls
+ * open (see openCalls) in the same step.
+ * KEYS: record, events, dedupe, index, response, open.
+ * ARGV: responseJson, input, output, total, eventCount, (dedupeId, json)…, openCount, (field, json)…
  * Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the run ended.
  */
 const recordResponse: ScriptDefinition = {
-  numberOfKeys: 5,
+  numberOfKeys: 6,
   lua: `${PRELUDE}
-local status, ended = runStatus(KEYS[1])
+local _, ended = runStatus(KEYS[1])
 if ended then return {-1} end
 local existing = redis.call('GET', KEYS[5])
 if existing then return {0, existing} end
@@ -95,7 +98,12 @@ redis.call('HINCRBY', KEYS[1], 'usage_input', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'usage_output', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'usage_total', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'iterations', 1)
-appendPairs(KEYS[2], KEYS[3], 6, tonumber(ARGV[5]))
+local eventCount = tonumber(ARGV[5])
+appendPairs(KEYS[2], KEYS[3], 6, eventCount)
+local openAt = 6 + 2 * eventCount
+local openCount = tonumber(ARGV[openAt])
+for i = 0, openCount - 1 do redis.call('HSET', KEYS[6], ARGV[openAt + 1 + 2 * i], ARGV[openAt + 2 + 2 * i]) end
+if openCount > 0 then redis.call('SADD', KEYS[4], KEYS[6]) end
 return {1}
 `,
 };
