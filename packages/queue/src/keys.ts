@@ -27,6 +27,8 @@ export class RunKeys {
   readonly open: string;
   /** Every key of the run, so retention can expire them together. */
   readonly index: string;
+  /** Claimed by the one process that emits the run's root span. */
+  readonly rootSpan: string;
 
   constructor(private readonly base: string) {
     this.record = base;
@@ -34,6 +36,7 @@ export class RunKeys {
     this.dedupe = `${base}:dedupe`;
     this.open = `${base}:open`;
     this.index = `${base}:keys`;
+    this.rootSpan = `${base}:root-span`;
   }
 
   state(step_id: string): string {

@@ -17,6 +17,7 @@ let receiver: OtlpReceiver;
 let spans: ReceivedSpan[];
 let receivedBeforeStop: number;
 let run_id: string;
+let cancelledRunId: string;
 let runTraceparent: string;
 let requestSpanId: string;
 let exitCodes: (number | string)[];
@@ -45,6 +46,16 @@ beforeAll(async () => {
   request.end();
   const run = await client.wait(run_id, { timeout_ms: 30_000 });
   expect(run.status).toBe('completed');
+  // A second run, cancelled from this process (which does not export spans): a worker emits its root.
+  ({ run_id: cancelledRunId } = await client.enqueue({ agent: 'stalling_agent', input: 'wait' }));
+  for (let tries = 0; tries < 200; tries += 1) {
+    const events = [];
+    for await (const event of client.events(cancelledRunId)) events.push(event);
+    if (events.some((event) => event.kind === 'ToolCallStarted')) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  expect((await client.cancel(cancelledRunId)).cancelled).toBe(true);
+  await new Promise((resolve) => setTimeout(resolve, 500));
   await client.close();
   const redis = new Redis(TEST_REDIS_URL);
   runTraceparent = JSON.parse((await redis.hget(keysFor(prefix).run(run_id).record, 'trace'))!).traceparent;
@@ -59,7 +70,9 @@ afterAll(async () => {
   await cleanupPrefix(prefix);
 });
 
-const named = (prefix: string) => spans.filter((span) => span.name.startsWith(prefix));
+/** The first run's spans: those in its trace. */
+const runSpans = () => spans.filter((span) => span.traceId === runTraceparent.split('-')[1]);
+const named = (prefix: string) => runSpans().filter((span) => span.name.startsWith(prefix));
 
 describe('one trace per run, across two worker processes', () => {
   it('exports only on shutdown, as OTLP/HTTP JSON to /v1/traces, named by OTEL_SERVICE_NAME', () => {
@@ -72,7 +85,8 @@ describe('one trace per run, across two worker processes', () => {
 
   it('puts every span of the run in the run\'s trace, under its invoke_agent root', () => {
     const [, traceId, rootSpanId] = runTraceparent.split('-');
-    expect(new Set(spans.map((span) => span.traceId))).toEqual(new Set([traceId]));
+    expect(new Set(spans.filter((span) => span.attributes['arcflow.run_id'] === run_id).map((span) => span.traceId))).toEqual(new Set([traceId]));
+    expect(new Set(spans.map((span) => span.traceId)).size).toBe(2);
     const [root] = named('invoke_agent');
     expect(named('invoke_agent')).toHaveLength(1);
     expect(root).toMatchObject({ name: 'invoke_agent traced_agent', kind: INTERNAL, spanId: rootSpanId, parentSpanId: undefined });
@@ -118,6 +132,16 @@ describe('one trace per run, across two worker processes', () => {
     expect(latestStart).toBeLessThan(earliestEnd);
     const join = spans.find((span) => span.name === 'process provider-fixture' && span.attributes['arcflow.iteration'] === 2)!;
     expect(join.links.map((link) => link.spanId)).toEqual(expect.arrayContaining(round1.map((span) => span.spanId)));
+  });
+
+  it('emits the root span of a run cancelled from a process that does not trace, once', () => {
+    const roots = spans.filter((span) => span.name === 'invoke_agent stalling_agent');
+    expect(roots).toHaveLength(1);
+    expect(roots[0]!.attributes).toMatchObject({ 'arcflow.run_id': cancelledRunId, 'arcflow.run.status': 'cancelled', 'error.type': 'cancelled' });
+    expect(roots[0]!.status.code).toBe(2);
+    const toolSpan = spans.find((span) => span.name === 'execute_tool stall');
+    expect(toolSpan?.attributes['error.type']).toBe('cancelled');
+    expect(toolSpan?.traceId).toBe(roots[0]!.traceId);
   });
 
   it('exports no canary and no content attribute, even from a leaky instrumentation', () => {

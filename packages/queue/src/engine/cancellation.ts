@@ -9,9 +9,13 @@ export class CancellationListener {
 
   private constructor(private readonly subscriber: Redis) {}
 
-  static async start(subscriber: Redis, channel: string): Promise<CancellationListener> {
+  /** `onCancelled` runs in every worker for every cancelled run (after the local aborts). */
+  static async start(subscriber: Redis, channel: string, onCancelled: (run_id: string) => void = () => undefined): Promise<CancellationListener> {
     const listener = new CancellationListener(subscriber);
-    subscriber.on('message', (_channel: string, run_id: string) => listener.abort(run_id));
+    subscriber.on('message', (_channel: string, run_id: string) => {
+      listener.abort(run_id);
+      onCancelled(run_id);
+    });
     await subscriber.subscribe(channel);
     return listener;
   }

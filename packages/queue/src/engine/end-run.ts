@@ -7,22 +7,28 @@ export type RunOutcome = { status: 'completed'; output: string } | { status: 'fa
 
 /**
  * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's
- * root span. Returns false if the run had already ended.
+ * root span if it traces. Returns false if the run had already ended.
  */
 export async function endRun(store: RunStore, run_id: string, outcome: RunOutcome, step_id: string, events: readonly PendingEvent[] = []): Promise<boolean> {
   const ended = await store.finishRun(run_id, outcome, step_id, events);
-  if (ended && tracingEnabled()) {
-    const [run, spec] = await Promise.all([store.getRun(run_id), store.getSpec(run_id)]);
-    if (run && spec?.trace.traceparent) {
-      emitRunSpan(spec.trace as RunTrace, {
-        run_id,
-        agent: spec.agent,
-        created_at: run.created_at,
-        status: run.status,
-        usage: run.usage,
-        error_code: run.error?.error_code,
-      });
-    }
-  }
+  if (ended) await emitRunSpanOnce(store, run_id);
   return ended;
+}
+
+/**
+ * Emits the ended run's root span from this process, if it traces and no other process has:
+ * a run cancelled by a backend without tracing still gets its root span from a worker.
+ */
+export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<void> {
+  if (!tracingEnabled() || !(await store.claimRootSpan(run_id))) return;
+  const [run, spec] = await Promise.all([store.getRun(run_id), store.getSpec(run_id)]);
+  if (!run?.finished_at || !spec?.trace.traceparent) return;
+  emitRunSpan(spec.trace as RunTrace, {
+    run_id,
+    agent: spec.agent,
+    created_at: run.created_at,
+    status: run.status,
+    usage: run.usage,
+    error_code: run.error?.error_code,
+  });
 }

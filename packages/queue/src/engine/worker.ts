@@ -6,7 +6,7 @@ import { QueueName } from '../keys.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import { CancellationListener } from './cancellation.ts';
-import { endRun } from './end-run.ts';
+import { emitRunSpanOnce, endRun } from './end-run.ts';
 import type { ProviderJobData, ToolJobData } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
@@ -38,7 +38,10 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const storeConnection = new Redis(options.redis, { maxRetriesPerRequest: null, enableAutoPipelining: true });
   const store = new RunStore(storeConnection, options.prefix, options.retention_seconds);
   const bullPrefix = store.keys.tag;
-  const cancellation = await CancellationListener.start(connection.duplicate(), store.keys.cancelChannel);
+  // A run cancelled by a process that does not trace still gets its root span (from one worker).
+  const cancellation = await CancellationListener.start(connection.duplicate(), store.keys.cancelChannel, (run_id) => {
+    emitRunSpanOnce(store, run_id).catch((error) => options.logger.warn('root span for a cancelled run failed', { run_id, error }));
+  });
   const registry = new Registry(storeConnection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
   const workers: Worker[] = [];

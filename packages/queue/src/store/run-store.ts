@@ -103,6 +103,11 @@ export class RunStore {
     return { created: created === 1, run_id };
   }
 
+  /** True for the first caller only: that process emits the run's root span. Expires with the run. */
+  async claimRootSpan(run_id: string): Promise<boolean> {
+    return (await this.redis.set(this.runKeys(run_id).rootSpan, '1', 'EX', this.retentionSeconds, 'NX')) === 'OK';
+  }
+
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
     return specFrom(run_id, await this.redis.hmget(this.runKeys(run_id).record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'));
   }
