@@ -21,14 +21,6 @@ export async function redisUsedBytes(redis: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? Number.NaN);
 }
 
-export async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-}
 
 export interface Row {
   readonly measure: string;

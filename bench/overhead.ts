@@ -3,7 +3,8 @@ import { createClient, startWorker } from '@arcflow/queue';
 import { FlowProducer, type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { benchNoop, provider as instant } from './agents.ts';
-import { REDIS_URL, deletePrefix, percentile } from './lib.ts';
+import { cleanupPrefix } from '@arcflow/testing';
+import { REDIS_URL, percentile } from './lib.ts';
 
 const RUNS = 20;
 const ITERATIONS = 10;
@@ -93,7 +94,7 @@ export async function rawFlowIteration(prefix: string): Promise<number[]> {
   }
   await allDone;
   await Promise.all([parent.close(), tools.close(), flow.close()]);
-  await deletePrefix(connection, prefix);
+  await cleanupPrefix(prefix, REDIS_URL);
   await connection.quit();
   return [...starts.values()].flatMap((times) => times.slice(1).map((time, index) => time - times[index]!));
 }

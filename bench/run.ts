@@ -1,14 +1,13 @@
 // `npm run bench`: arcflow against baselines measured in this same run, as one table.
-import { Redis } from 'ioredis';
 import { memoryProfile, parallelNapLatency, recoverySeconds } from './durability.ts';
-import { REDIS_URL, type Row, deletePrefix, ms, printTable } from './lib.ts';
+import { cleanupPrefix } from '@arcflow/testing';
+import { REDIS_URL, type Row, ms, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
-const redis = new Redis(REDIS_URL);
 const prefixes: string[] = [];
 const prefix = (name: string) => {
   const value = `bench-${name}-${process.pid}`;
@@ -61,6 +60,5 @@ try {
   }
   printTable(rows);
 } finally {
-  for (const name of prefixes) await deletePrefix(redis, name);
-  await redis.quit();
+  for (const name of prefixes) await cleanupPrefix(name, REDIS_URL);
 }

@@ -2,7 +2,8 @@ import { WORKER_DEFAULTS, createClient } from '@arcflow/queue';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { REDIS_URL, deletePrefix, percentile, sleep } from './lib.ts';
+import { cleanupPrefix } from '@arcflow/testing';
+import { REDIS_URL, percentile, sleep } from './lib.ts';
 import { BENCH_AGENTS, spawnRawWorker, stop } from './processes.ts';
 
 const RUNS = 300;
@@ -43,7 +44,7 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
     await client.close();
     await queue.close();
     await Promise.all([...engineWorkers.map((worker) => worker.stop()), ...rawWorkers.map(stop)]);
-    await deletePrefix(connection, `${prefix}-raw`);
+    await cleanupPrefix(`${prefix}-raw`, REDIS_URL);
     await connection.quit();
   }
 }

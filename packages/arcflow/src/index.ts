@@ -10,6 +10,8 @@ export {
   RequestError,
   ErrorCode,
   ProviderFailure,
+  TERMINAL_STATUSES,
+  TOOL_TERMINAL_KINDS,
   runLocal,
   type AgentConfig,
   type WorkflowConfig,

@@ -22,6 +22,8 @@ export const PROVIDER_RETRY_DEFAULTS = Object.freeze({
   attempts: 5,
   backoff_ms: 1_000,
   max_backoff_ms: 30_000,
+  /** 429 waits allowed per provider call beyond its attempts (a 429 spends no attempt). */
+  rate_limit_waits: 50,
 });
 
 /** Largest run input accepted, in bytes of UTF-8. */

@@ -20,5 +20,5 @@ export * from './loop/step-events.ts';
 export * from './loop/test-mode.ts';
 export { runLocal, type RunLocalOptions, type LocalRun } from './runner/run-local.ts';
 export { LocalEventLog } from './runner/event-log.ts';
-export { backoffMs, sleep } from './runner/backoff.ts';
+export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
 export { stderrLogger, silentLogger } from './logger.ts';

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, type RunRecord, type TraceEvent, createClient } from 'arcflow';
+import { ConfigError, type RunRecord, TERMINAL_STATUSES, TOOL_TERMINAL_KINDS, type TraceEvent, createClient } from 'arcflow';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { ensureRedis } from '../demo/redis.ts';
 import { readCliEnv } from '../env.ts';
@@ -63,7 +63,7 @@ async function waitAll(client: ReturnType<typeof createClient>, ids: string[]): 
   let reported = -1;
   for (;;) {
     const records = await Promise.all(ids.map((id) => client.get(id)));
-    const done = records.filter((run) => run && ['completed', 'failed', 'cancelled'].includes(run.status)).length;
+    const done = records.filter((run) => run && TERMINAL_STATUSES.has(run.status)).length;
     if (done !== reported) {
       console.log(`progress: ${done}/${ids.length} runs finished`);
       reported = done;
@@ -76,8 +76,7 @@ async function waitAll(client: ReturnType<typeof createClient>, ids: string[]): 
 function summary(records: RunRecord[], events: TraceEvent[][], elapsedMs: number): string {
   const latencies = records.map((run) => (run.finished_at ?? 0) - run.created_at).sort((a, b) => a - b);
   const p50 = latencies[Math.floor((latencies.length - 1) / 2)] ?? 0;
-  const terminal = ['ToolCallCompleted', 'ToolCallFailed', 'ToolInputValidationFailed', 'LoopDetected'];
-  const toolCalls = events.flat().filter((event) => terminal.includes(event.kind)).length;
+  const toolCalls = events.flat().filter((event) => TOOL_TERMINAL_KINDS.has(event.kind)).length;
   const completed = records.filter((run) => run.status === 'completed').length;
   const tokens = records.reduce((sum, run) => sum + run.usage.total, 0);
   return [

@@ -1,3 +1,5 @@
+import type { ProviderFailure } from '../provider.ts';
+
 /**
  * Exponential backoff with jitter: `base · 2^(attempt-1)`, capped, then scaled by a random factor
  * in [0.5, 1) so retries from many workers spread out.
@@ -5,6 +7,15 @@
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
   const exponential = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(exponential * (0.5 + random() / 2));
+}
+
+/**
+ * How long to wait before retrying a failed provider call: the provider's `retry_after_seconds`
+ * for a 429 when it gave one, else exponential backoff for this attempt.
+ */
+export function providerRetryDelayMs(failure: ProviderFailure, attempt: number, baseMs: number, maxMs: number): number {
+  const retryAfter = failure.rateLimited ? failure.details.retry_after_seconds : undefined;
+  return retryAfter === undefined ? backoffMs(attempt, baseMs, maxMs) : Math.max(1, Math.round(retryAfter * 1000));
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -33,7 +33,7 @@ import { type ModelProvider, type ProviderResponse, ZERO_TOKENS, asProviderFailu
 import type { RunError, RunRecord } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler } from '../tools/run-handler.ts';
-import { backoffMs, sleep } from './backoff.ts';
+import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
 import { LocalEventLog } from './event-log.ts';
 
 export interface RunLocalOptions {
@@ -61,7 +61,6 @@ export interface RunLocalOptions {
 /** A finished local run: the run record plus its trace events, in order. */
 export type LocalRun = RunRecord & { readonly events: readonly TraceEvent[] };
 
-const RATE_LIMIT_WAITS_MAX = 50;
 const toolLimits = new WeakMap<ToolDefinition, LimitFunction>();
 
 /**
@@ -184,11 +183,9 @@ class LocalStep {
         return { response };
       } catch (thrown) {
         const failure = asProviderFailure(thrown);
-        const waitMs = failure.rateLimited
-          ? (failure.details.retry_after_seconds ?? backoffMs(rateLimitWaits + 1, baseMs, maxMs) / 1000) * 1000
-          : backoffMs(attempt, baseMs, maxMs);
+        const waitMs = providerRetryDelayMs(failure, failure.rateLimited ? rateLimitWaits + 1 : attempt, baseMs, maxMs);
         log.append(providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)));
-        const retry = failure.rateLimited ? ++rateLimitWaits <= RATE_LIMIT_WAITS_MAX : failure.retryable && attempt < attempts;
+        const retry = failure.rateLimited ? ++rateLimitWaits <= PROVIDER_RETRY_DEFAULTS.rate_limit_waits : failure.retryable && attempt < attempts;
         if (!retry || options.signal?.aborted) return { error: providerRunError(failure, attempt) };
         if (!failure.rateLimited) attempt += 1;
         await sleep(waitMs, options.signal);

@@ -7,7 +7,9 @@ import {
   type ResponseDecision,
   type StepSettings,
   type StepState,
+  PROVIDER_RETRY_DEFAULTS,
   TEST_PROVIDER_ID,
+  TERMINAL_STATUSES,
   type TestStep,
   type TestTurn,
   agentInvokedEvent,
@@ -17,6 +19,7 @@ import {
   asProviderFailure,
   backoffMs,
   buildRequest,
+  providerRetryDelayMs,
   checkExecConfig,
   decideResponse,
   initialStepState,
@@ -40,7 +43,7 @@ import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts'
 import { endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
 import { PROVIDER_JOB, type ProviderJobData, type ToolJobData, providerJobOptions, toolJobOptions } from './jobs.ts';
-import { type ToolRuntime, attemptToolCall } from './tool-execution.ts';
+import { type ToolRuntime, attemptToolCall, openCall } from './tool-execution.ts';
 
 export interface ProviderJobDeps extends ToolRuntime {
   readonly agents: ReadonlyMap<string, Agent>;
@@ -49,8 +52,6 @@ export interface ProviderJobDeps extends ToolRuntime {
   readonly flow: FlowProducer;
 }
 
-/** Rate-limit waits allowed per provider call beyond its attempts, before the step fails. */
-const RATE_LIMIT_WAITS_MAX = 50;
 
 /** A state ready for a provider call, with what must be saved before the call. */
 interface PendingState {
@@ -100,7 +101,7 @@ export class ProviderJobProcessor {
     // The join: this job gathers round n-1, so it links to that round's tool spans.
     linkSpans(span, Object.values(snapshot.previousSpans));
     const spec = snapshot.spec;
-    if (!spec || spec.status === 'completed' || spec.status === 'failed' || spec.status === 'cancelled') return 'run-ended';
+    if (!spec || TERMINAL_STATUSES.has(spec.status)) return 'run-ended';
     const agent = agents.get(spec.agent);
     if (!agent) {
       await endRun(store, run_id, { status: 'failed', error: stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`) }, step_id);
@@ -200,7 +201,7 @@ export class ProviderJobProcessor {
       if (content === undefined) {
         // Every job of this call was spent without a result (e.g. its worker died each time).
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
-        content = (await store.recordToolResult(run_id, openCall(planned, step_id, previous), lost.content, lost.terminal)) ?? lost.content;
+        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost.content, lost.terminal)) ?? lost.content;
       }
       contents.set(planned.index, content);
     }
@@ -256,7 +257,7 @@ export class ProviderJobProcessor {
       iteration,
       response,
       events.map((event) => ({ event })),
-      open.map((planned) => openCall(planned, step_id, iteration)),
+      open.map((planned) => openCall(planned, { step_id, iteration })),
     );
     if (!recorded) return undefined;
     // An earlier delivery's response stands: decide on that one instead.
@@ -273,14 +274,12 @@ export class ProviderJobProcessor {
     const failure = asProviderFailure(thrown);
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? 1;
-    if (failure.rateLimited && job.attemptsStarted <= maxAttempts + RATE_LIMIT_WAITS_MAX) {
-      const waitMs = Math.max(1, Math.round((failure.details.retry_after_seconds ?? backoffMs(attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) / 1000) * 1000));
-      await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)) }]);
+    const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
+    await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)) }]);
+    if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
       await providerQueue.rateLimit(waitMs);
       throw Worker.RateLimitError();
     }
-    const nextWaitMs = backoffMs(attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
-    await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(nextWaitMs / 1000)) }]);
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
     const error = providerRunError(failure, attempt);
     await endRun(store, run_id, { status: 'failed', error }, step_id, [{ event: stepFailedEvent(step_id, error) }]);
@@ -324,7 +323,7 @@ export class ProviderJobProcessor {
         continue;
       }
       await store.append(run_id, events.slice(0, -1).map((event, index) => ({ event, once: once(index) })));
-      await store.recordToolResult(run_id, openCall(planned, step_id, iteration), planned.content, events.at(-1)!);
+      await store.recordToolResult(run_id, openCall(planned, place), planned.content, events.at(-1)!);
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     if (context.settings.mode === 'legacy_eager') {
@@ -332,7 +331,7 @@ export class ProviderJobProcessor {
       await this.enqueueNext(context, []);
       return;
     }
-    if (!opened && !(await store.openCalls(run_id, executable.map((planned) => openCall(planned, step_id, iteration))))) return;
+    if (!opened && !(await store.openCalls(run_id, executable.map((planned) => openCall(planned, place))))) return;
     await this.enqueueNext(context, executable);
   }
 
@@ -378,8 +377,4 @@ export class ProviderJobProcessor {
       }),
     });
   }
-}
-
-function openCall(planned: PlannedCall, step_id: string, iteration: number) {
-  return { step_id, iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name };
 }

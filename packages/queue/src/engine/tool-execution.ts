@@ -1,6 +1,7 @@
 import {
   type CallPlace,
   type ExecuteCall,
+  type PlannedCall,
   type ToolDefinition,
   type ToolLogger,
   runHandler,
@@ -10,7 +11,7 @@ import {
 } from '@arcflow/core';
 import { context, trace } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import type { RunStore } from '../store/run-store.ts';
+import type { OpenCall, RunStore } from '../store/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan } from '../tracing.ts';
 import type { CancellationListener } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
@@ -19,6 +20,11 @@ export interface ToolRuntime {
   readonly store: RunStore;
   readonly cancellation: CancellationListener;
   readonly logger: ToolLogger;
+}
+
+/** The store's handle on a planned call of a round. */
+export function openCall(planned: PlannedCall, place: CallPlace): OpenCall {
+  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name };
 }
 
 /** The planned call a tool job stands for, rebuilt from its job data. */
@@ -48,7 +54,7 @@ export async function attemptToolCall(
   lastAttempt: boolean,
 ): Promise<{ retry: boolean }> {
   const { store, cancellation, logger } = runtime;
-  const call = { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.tool.name };
+  const call = openCall(planned, place);
   const once = `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}`;
   // Already recorded (a re-delivery) or the run has ended (cancelled): nothing to do.
   if ((await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once)) !== 'run') return { retry: false };
