@@ -75,6 +75,7 @@ export async function inJobSpan<T>(
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
   const { run_id, step_id, iteration, trace: carrier } = job.data;
+  const parent = runContext(carrier);
   const span = tracer().startSpan(
     SpanName.process(queue),
     {
@@ -92,10 +93,10 @@ export async function inJobSpan<T>(
         [Attr.jobAttempt]: Math.max(1, job.attemptsStarted),
       },
     },
-    runContext(carrier),
+    parent,
   );
   try {
-    return await context.with(trace.setSpan(runContext(carrier), span), () => work(span));
+    return await context.with(trace.setSpan(parent, span), () => work(span));
   } catch (error) {
     failSpan(span, (error as { name?: string })?.name === 'RateLimitError' ? 'rate_limited' : 'job_error');
     throw error;
