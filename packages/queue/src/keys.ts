@@ -1,6 +1,6 @@
 /**
  * Every Redis key and queue name arcflow uses, built in this one file. All share one hash tag,
- * `{prefix}`, so a run's keys and its BullMQ flows live in one slot (Redis Cluster, Dragonfly).
+ * `{prefix}`, so a run's keys and its BullMQ jobs live in one slot (Redis Cluster, Dragonfly).
  */
 export function hashTag(prefix: string): string {
   return `{${prefix}}`;
@@ -25,6 +25,8 @@ export class RunKeys {
   readonly dedupe: string;
   /** Calls fanned out and not yet settled: `step|iteration|tool_call_id` → call info. */
   readonly open: string;
+  /** Open calls per round, `step|iteration` → count; the call that settles the last one enqueues the join. */
+  readonly pending: string;
   /** Every key of the run, so retention can expire them together. */
   readonly index: string;
   /** Claimed by the one process that emits the run's root span. */
@@ -35,6 +37,7 @@ export class RunKeys {
     this.events = `${base}:events`;
     this.dedupe = `${base}:dedupe`;
     this.open = `${base}:open`;
+    this.pending = `${base}:pending`;
     this.index = `${base}:keys`;
     this.rootSpan = `${base}:root-span`;
   }

@@ -1,5 +1,5 @@
 import { type TraceEvent } from '@arcflow/core';
-import { createClient } from '@arcflow/queue';
+import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
@@ -7,6 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { collect } from './harness.ts';
 
 const FIXTURE = new URL('./fixtures/crash-agents.ts', import.meta.url).pathname;
+const fixture = await import('./fixtures/crash-agents.ts');
 const prefixes: string[] = [];
 const workers: WorkerProcess[] = [];
 const redis = new Redis(TEST_REDIS_URL);
@@ -65,6 +66,40 @@ describe('crashes', () => {
     expect(blockEvents.filter((event) => event.kind === 'ToolCallStarted').map((event) => (event as { attempt: number }).attempt)).toEqual([1, 2]);
     expect(recoveryMs).toBeLessThan(20_000);
     await client.close();
+  });
+
+  it('settles a call whose tool job stalled for good, so its round joins and the run goes on', async () => {
+    const { prefix, start, counter, client } = setup('stall-out');
+    const first = await start();
+    const { run_id } = await client.enqueue({ agent: 'crash_agent', input: 'go' });
+    await until(async () => (await counter('block')) === 1);
+    first.kill('SIGKILL');
+    await first.exited;
+    // No stall is forgiven here: the killed call's job fails for good instead of running again.
+    const second = await startWorker({
+      agents: fixture.default,
+      provider: fixture.provider,
+      redis: TEST_REDIS_URL,
+      prefix,
+      lock_duration_ms: 1_000,
+      stalled_interval_ms: 500,
+      max_stalled_count: 0,
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    try {
+      const run = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(run.status).toBe('completed');
+      expect(await counter('block')).toBe(1);
+      const events = await collect(client, run_id);
+      assertEventInvariants(events);
+      const blockEvents = events.filter((event) => 'tool_call_id' in event && event.tool_call_id === 'call_2');
+      expect(blockEvents.map((event) => event.kind)).toEqual(['ToolCallStarted', 'ToolCallFailed']);
+      expect(blockEvents[1]).toMatchObject({ error_code: 'tool_error' });
+      expect(events.filter((event) => event.kind === 'ProviderResponseReceived')).toHaveLength(2);
+    } finally {
+      await second.close();
+      await client.close();
+    }
   });
 
   it('does not call the model again for a response recorded before the worker died', async () => {

@@ -16,6 +16,16 @@ export interface ProviderJobData {
   readonly trace: TraceCarrier;
 }
 
+/**
+ * Where the loop goes on once a round is settled: provider job `n+1`, on this queue. Every tool
+ * job of the round carries it, and the job that settles the round's last open call enqueues it
+ * (the join), with the tool job's run, step and trace.
+ */
+export interface JoinTarget {
+  readonly queue: string;
+  readonly attempts: number;
+}
+
 /** A tool job: one valid call of one round. */
 export interface ToolJobData {
   readonly run_id: string;
@@ -27,6 +37,12 @@ export interface ToolJobData {
   readonly args: unknown;
   readonly input_size_bytes: number;
   readonly trace: TraceCarrier;
+  readonly join: JoinTarget;
+}
+
+/** The join of a tool job's round: provider job `n+1`, created by the same span as the tool job. */
+export function joinJobData(data: ToolJobData): ProviderJobData {
+  return { run_id: data.run_id, step_id: data.step_id, iteration: data.iteration + 1, trace: data.trace };
 }
 
 export const PROVIDER_JOB = 'provider';
@@ -42,16 +58,12 @@ export function providerJobOptions(data: ProviderJobData, attempts: number, rete
   };
 }
 
-/**
- * Tool jobs never hold their parent back: with `ignoreDependencyOnFailure` a tool job that fails
- * for good still releases the join (BullMQ's default would leave it waiting forever).
- */
+/** A tool job's attempts are the tool's `retries` + 1, with exponential backoff and jitter between them. */
 export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffMs: number, retentionSeconds: number): JobsOptions {
   return {
     jobId: JobId.tool(data.run_id, data.step_id, data.iteration, data.tool_call_id),
     attempts: tool.retries + 1,
     backoff: { type: 'exponential', delay: backoffMs, jitter: 0.5 },
-    ignoreDependencyOnFailure: true,
     removeOnComplete: { age: retentionSeconds },
     removeOnFail: { age: retentionSeconds },
   };

@@ -36,20 +36,21 @@ import {
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import { type FlowProducer, type Job, type Queue, Worker } from 'bullmq';
+import { type Job, type Queue, Worker } from 'bullmq';
 import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
 import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
-import { PROVIDER_JOB, type ProviderJobData, type ToolJobData, providerJobOptions, toolJobOptions } from './jobs.ts';
+import { type JoinTarget, type ProviderJobData, type ToolJobData, toolJobOptions } from './jobs.ts';
+import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ToolRuntime, attemptToolCall, openCall } from './tool-execution.ts';
 
 export interface ProviderJobDeps extends ToolRuntime {
   readonly agents: ReadonlyMap<string, Agent>;
   readonly options: ResolvedWorkerOptions;
   readonly providerQueue: Queue;
-  readonly flow: FlowProducer;
+  readonly queues: QueuePool;
 }
 
 
@@ -61,10 +62,9 @@ interface PendingState {
   readonly events: readonly PendingEvent[];
 }
 
-/** A response that stands for call `n`; `opened`: its tool calls were marked open with it. */
+/** A response that stands for call `n` (its tool calls were marked open when it was recorded). */
 interface CalledProvider {
   readonly response: ProviderResponse;
-  readonly opened: boolean;
   /** The decision, when it was already made on this response. */
   readonly decision?: ResponseDecision;
 }
@@ -87,9 +87,10 @@ interface StepContext {
 
 /**
  * Processes provider job `n` of a step: folds round `n-1` into the state (its tool jobs are this
- * job's children, all settled by now), makes call `n` unless its response is already recorded,
- * and acts on the loop's decision: finish, fail, or fan the next round out as a flow whose
- * parent is provider job `n+1`. Every write is idempotent, so a re-delivered job is harmless.
+ * settled, which is why this job exists), makes call `n` unless its response is already
+ * recorded, and acts on the loop's decision: finish, fail, or fan the next round out as tool jobs
+ * that enqueue provider job `n+1` once the last of them settles. Every write is idempotent, so a
+ * re-delivered job is harmless.
  */
 export class ProviderJobProcessor {
   constructor(private readonly deps: ProviderJobDeps) {}
@@ -129,9 +130,9 @@ export class ProviderJobProcessor {
     const requestSent = requestSentEvent(step_id, iteration, call.provider_id, call.request);
     const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent }]);
     if (!state) return 'stale';
-    const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response, opened: false } : await this.callProvider(context, state, call, job);
+    const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response } : await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
-    await this.act(context, called.decision ?? decideResponse(agent, state, context.settings, called.response), called.opened);
+    await this.act(context, called.decision ?? decideResponse(agent, state, context.settings, called.response));
     return 'ok';
   }
 
@@ -201,7 +202,7 @@ export class ProviderJobProcessor {
       if (content === undefined) {
         // Every job of this call was spent without a result (e.g. its worker died each time).
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
-        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost.content, lost.terminal)) ?? lost.content;
+        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost.content, lost.terminal))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }
@@ -210,7 +211,7 @@ export class ProviderJobProcessor {
 
   /**
    * Call `n` to the model, its response recorded once (an earlier delivery's response wins). The
-   * calls it fans out are marked open in the same write (`opened`).
+   * calls it fans out are marked open in the same write.
    */
   private async callProvider(
     context: StepContext,
@@ -261,7 +262,7 @@ export class ProviderJobProcessor {
     );
     if (!recorded) return undefined;
     // An earlier delivery's response stands: decide on that one instead.
-    return recorded.recordedNow ? { response, opened: true, decision } : { response: recorded.response, opened: false };
+    return recorded.recordedNow ? { response, decision } : { response: recorded.response };
   }
 
   /**
@@ -286,8 +287,8 @@ export class ProviderJobProcessor {
     return undefined;
   }
 
-  /** Acts on the decision for response `n`; `opened`: its tool calls are already marked open. */
-  private async act(context: StepContext, decision: ResponseDecision, opened: boolean): Promise<void> {
+  /** Acts on the decision for response `n`. */
+  private async act(context: StepContext, decision: ResponseDecision): Promise<void> {
     const { store } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     switch (decision.type) {
@@ -305,12 +306,12 @@ export class ProviderJobProcessor {
         await this.enqueueNext(context, []);
         return;
       case 'tools':
-        await this.runRound(context, decision.calls, opened);
+        await this.runRound(context, decision.calls);
     }
   }
 
   /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
-  private async runRound(context: StepContext, calls: readonly PlannedCall[], opened: boolean): Promise<void> {
+  private async runRound(context: StepContext, calls: readonly PlannedCall[]): Promise<void> {
     const { store } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const place = { step_id, iteration };
@@ -331,7 +332,6 @@ export class ProviderJobProcessor {
       await this.enqueueNext(context, []);
       return;
     }
-    if (!opened && !(await store.openCalls(run_id, executable.map((planned) => openCall(planned, place))))) return;
     await this.enqueueNext(context, executable);
   }
 
@@ -345,36 +345,39 @@ export class ProviderJobProcessor {
     }
   }
 
-  /** Provider job `n+1`, with this round's tool jobs as its children: one atomic flow. */
+  /**
+   * Fans the round's valid calls out as tool jobs, each carrying provider job `n+1` as its join;
+   * with none, enqueues provider job `n+1` now. Job ids are deterministic, so a re-delivered
+   * provider job adds nothing twice.
+   */
   private async enqueueNext(context: StepContext, calls: readonly ExecuteCall[]): Promise<void> {
-    const { options, flow, providerQueue } = this.deps;
+    const { options, queues, providerQueue } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const trace = childCarrier(context.data.trace, context.span);
-    const next: ProviderJobData = { run_id, step_id, iteration: iteration + 1, trace };
-    const opts = providerJobOptions(next, options.provider_attempts, options.retention_seconds);
+    const join: JoinTarget = { queue: providerQueue.name, attempts: options.provider_attempts };
     if (calls.length === 0) {
-      await providerQueue.add(PROVIDER_JOB, next, opts);
+      await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace }, options.retention_seconds);
       return;
     }
-    await flow.add({
-      name: PROVIDER_JOB,
-      queueName: providerQueue.name,
-      data: next,
-      opts,
-      children: calls.map((planned) => {
-        const data: ToolJobData = {
-          run_id,
-          step_id,
-          iteration,
-          index: planned.index,
-          tool_call_id: planned.call.id,
-          tool_name: planned.tool.name,
-          args: planned.args,
-          input_size_bytes: planned.input_size_bytes,
-          trace,
-        };
-        return { name: planned.tool.name, queueName: QueueName.tool(planned.tool.name), data, opts: toolJobOptions(data, planned.tool, options.tool_backoff_ms, options.retention_seconds) };
-      }),
-    });
+    const byQueue = new Map<string, { name: string; data: ToolJobData; opts: ReturnType<typeof toolJobOptions> }[]>();
+    for (const planned of calls) {
+      const data: ToolJobData = {
+        run_id,
+        step_id,
+        iteration,
+        index: planned.index,
+        tool_call_id: planned.call.id,
+        tool_name: planned.tool.name,
+        args: planned.args,
+        input_size_bytes: planned.input_size_bytes,
+        trace,
+        join,
+      };
+      const queueName = QueueName.tool(planned.tool.name);
+      const jobs = byQueue.get(queueName) ?? [];
+      jobs.push({ name: planned.tool.name, data, opts: toolJobOptions(data, planned.tool, options.tool_backoff_ms, options.retention_seconds) });
+      byQueue.set(queueName, jobs);
+    }
+    await Promise.all([...byQueue].map(([queueName, jobs]) => queues.get(queueName).addBulk(jobs)));
   }
 }

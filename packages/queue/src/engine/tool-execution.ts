@@ -40,10 +40,17 @@ export function callFromJob(data: ToolJobData, tool: ToolDefinition): ExecuteCal
   };
 }
 
+/** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
+export interface AttemptOutcome {
+  readonly retry: boolean;
+  /** No call of the round is open any more (this one's result is recorded, by now or before). */
+  readonly roundSettled: boolean;
+}
+
 /**
  * One attempt at a call, shared by tool jobs and `legacy_eager`: skipped if a result is already
  * recorded; else `ToolCallStarted`, the handler, and (unless another attempt follows) the result
- * with its terminal event, recorded once. Returns whether another attempt should follow.
+ * with its terminal event, recorded once.
  */
 export async function attemptToolCall(
   runtime: ToolRuntime,
@@ -52,12 +59,14 @@ export async function attemptToolCall(
   place: CallPlace,
   attempt: number,
   lastAttempt: boolean,
-): Promise<{ retry: boolean }> {
+): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
   const call = openCall(planned, place);
   const once = `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}`;
-  // Already recorded (a re-delivery) or the run has ended (cancelled): nothing to do.
-  if ((await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once)) !== 'run') return { retry: false };
+  // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
+  const start = await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once);
+  if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
+  if (start.status === 'ended') return { retry: false, roundSettled: false };
   const startedAt = performance.now();
   const { signal, release } = cancellation.signalFor(run_id);
   const span = startChildSpan(SpanName.executeTool(planned.tool.name), SpanKind.INTERNAL, {
@@ -81,15 +90,15 @@ export async function attemptToolCall(
     }
     if (!lastAttempt && shouldRetryTool(outcome, attempt, planned.tool.retries)) {
       failSpan(span, 'tool_error');
-      return { retry: true };
+      return { retry: true, roundSettled: false };
     }
     const settled = settleExecution(planned, place, outcome, Math.round(performance.now() - startedAt));
     if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
     else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
     const spanTraceparent = recordedTraceparent(span);
     span.end();
-    await store.recordToolResult(run_id, call, settled.content, settled.terminal, spanTraceparent);
-    return { retry: false };
+    const recorded = await store.recordToolResult(run_id, call, settled.content, settled.terminal, spanTraceparent);
+    return { retry: false, roundSettled: recorded?.openInRound === 0 };
   } finally {
     if (span.isRecording()) span.end();
     release();

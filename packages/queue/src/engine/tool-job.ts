@@ -1,23 +1,32 @@
-import type { ToolDefinition } from '@arcflow/core';
+import { type ToolDefinition, lostCall } from '@arcflow/core';
 import type { Job } from 'bullmq';
-import type { ToolJobData } from './jobs.ts';
-import { type ToolRuntime, attemptToolCall, callFromJob } from './tool-execution.ts';
+import { type ToolJobData, joinJobData } from './jobs.ts';
+import { type QueuePool, enqueueJoin } from './join.ts';
+import { type ToolRuntime, attemptToolCall, callFromJob, openCall } from './tool-execution.ts';
+
+export interface ToolJobDeps extends ToolRuntime {
+  readonly tools: ReadonlyMap<string, ToolDefinition>;
+  readonly queues: QueuePool;
+  readonly retentionSeconds: number;
+}
 
 /**
  * Processes a tool job: one attempt at one call. A handler error with attempts left is thrown,
  * so BullMQ retries with backoff; everything else is recorded once and the job completes. A
- * re-delivered job whose call is already recorded does nothing.
+ * re-delivered job whose call is already recorded runs nothing. Whichever job sees its round
+ * settled enqueues the join, before the job completes: a crash in between re-delivers the job,
+ * which sees the round settled again.
  */
-export function toolJobProcessor(runtime: ToolRuntime, tools: ReadonlyMap<string, ToolDefinition>) {
+export function toolJobProcessor(deps: ToolJobDeps) {
   return async (job: Job<ToolJobData>): Promise<string> => {
     const data = job.data;
-    const tool = tools.get(data.tool_name);
+    const tool = deps.tools.get(data.tool_name);
     if (!tool) throw new Error(`this worker does not serve tool '${data.tool_name}'`);
     const attempts = job.opts.attempts ?? 1;
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
-    const { retry } = await attemptToolCall(
-      runtime,
+    const { retry, roundSettled } = await attemptToolCall(
+      deps,
       data.run_id,
       callFromJob(data, tool),
       { step_id: data.step_id, iteration: data.iteration },
@@ -25,6 +34,22 @@ export function toolJobProcessor(runtime: ToolRuntime, tools: ReadonlyMap<string
       job.attemptsMade + 1 >= attempts,
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
+    if (roundSettled) await enqueueJoin(deps.queues, data.join, joinJobData(data), deps.retentionSeconds);
     return 'recorded';
   };
+}
+
+/**
+ * A tool job that BullMQ failed for good without recording its call (it stalled too often, or
+ * recording itself kept failing): the call gets its failure result, so the round can settle.
+ */
+export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobData>): Promise<void> {
+  const data = job.data;
+  const tool = deps.tools.get(data.tool_name);
+  if (!tool) return;
+  const place = { step_id: data.step_id, iteration: data.iteration };
+  const planned = callFromJob(data, tool);
+  const lost = lostCall(planned, place);
+  const recorded = await deps.store.recordToolResult(data.run_id, openCall(planned, place), lost.content, lost.terminal);
+  if (recorded?.openInRound === 0) await enqueueJoin(deps.queues, data.join, joinJobData(data), deps.retentionSeconds);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Agent, ConfigError, type ToolDefinition, Workflow, backoffMs, stepRunError } from '@arcflow/core';
-import { FlowProducer, type Job, Queue, Worker } from 'bullmq';
+import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
@@ -11,7 +11,8 @@ import type { ProviderJobData, ToolJobData } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
 import { ProviderJobProcessor } from './provider-job.ts';
-import { toolJobProcessor } from './tool-job.ts';
+import { QueuePool } from './join.ts';
+import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
 
 /** A running worker process's engine. */
 export interface ArcflowWorker {
@@ -44,8 +45,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   });
   const registry = new Registry(storeConnection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
+  const queues = new QueuePool(connection, bullPrefix);
   const workers: Worker[] = [];
-  const closers: (() => Promise<void>)[] = [];
   const common = {
     connection,
     prefix: bullPrefix,
@@ -57,9 +58,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
 
   if (options.roles.includes('provider')) {
     const providerQueueName = QueueName.provider(options.provider!.id);
-    const providerQueue = new Queue(providerQueueName, { connection, prefix: bullPrefix });
-    const flow = new FlowProducer({ connection, prefix: bullPrefix });
-    const processor = new ProviderJobProcessor({ ...runtime, agents, options, providerQueue, flow });
+    const providerQueue = queues.get(providerQueueName);
+    const processor = new ProviderJobProcessor({ ...runtime, agents, options, providerQueue, queues });
     const worker = new Worker<ProviderJobData>(providerQueueName, (job) => inJobSpan(providerQueueName, job, (span) => processor.process(job, span)), {
       ...common,
       concurrency: options.provider_concurrency,
@@ -70,21 +70,24 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
     worker.on('error', (error) => options.logger.error('provider worker error', { error }));
     workers.push(worker);
-    closers.push(() => providerQueue.close(), () => flow.close());
     for (const agent of agents.values()) {
       registrations.set(agent.name, { provider_queue: providerQueueName, tools: agent.tools.map((tool) => tool.name), provider_attempts: options.provider_attempts });
     }
   }
 
   if (options.roles.includes('tools')) {
-    const process = toolJobProcessor(runtime, tools);
+    const toolDeps = { ...runtime, tools, queues, retentionSeconds: options.retention_seconds };
+    const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name);
-      const queue = new Queue(queueName, { connection, prefix: bullPrefix });
+      const queue = queues.get(queueName);
       if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
       else await queue.removeGlobalConcurrency();
-      closers.push(() => queue.close());
       const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), { ...common, concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY) });
+      worker.on('failed', (job, error) => {
+        if (!job || !failedForGood(job, error?.message)) return;
+        settleFailedToolJob(toolDeps, job).catch((failure) => options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }));
+      });
       worker.on('error', (error) => options.logger.error('tool worker error', { tool: tool.name, error }));
       workers.push(worker);
     }
@@ -107,7 +110,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         clearInterval(heartbeat);
         await registry.withdraw(id, registrations.keys()).catch(() => undefined);
         await Promise.all(workers.map((worker) => worker.close()));
-        await Promise.all(closers.map((close) => close()));
+        await queues.close();
         await cancellation.close();
         await Promise.all([connection.quit().catch(() => undefined), storeConnection.quit().catch(() => undefined)]);
       })();
@@ -116,9 +119,14 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   };
 }
 
-/** A provider job that BullMQ failed for good (attempts spent, stalled too often) fails its run. */
+/** BullMQ will not try this job again: its attempts are spent, or it stalled too often. */
+function failedForGood(job: Job, reason: string | undefined): boolean {
+  return job.attemptsMade >= (job.opts.attempts ?? 1) || reason?.includes('stalled') === true;
+}
+
+/** A provider job that BullMQ failed for good fails its run. */
 async function failRunIfFinal(store: RunStore, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
-  if (!job || job.attemptsMade < (job.opts.attempts ?? 1) && !reason?.includes('stalled')) return;
+  if (!job || !failedForGood(job, reason)) return;
   const { run_id, step_id, iteration } = job.data;
   await endRun(store, run_id, { status: 'failed', error: stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`) }, step_id).catch(
     () => undefined,

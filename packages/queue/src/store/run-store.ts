@@ -31,6 +31,15 @@ export interface RunSpec {
   readonly trace: { readonly traceparent?: string; readonly request?: string };
 }
 
+/** A call's recorded result, and how many calls of its round are still open (0: the round is settled). */
+export interface RecordedResult {
+  readonly content: string;
+  readonly openInRound: number;
+}
+
+/** Whether a tool job should run its call: yes, no (recorded already), or no (the run has ended). */
+export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status: 'recorded'; readonly openInRound: number };
+
 /** A call fanned out to a tool job and not yet settled. */
 export interface OpenCall {
   readonly step_id: string;
@@ -200,6 +209,7 @@ export class RunStore {
       keys.index,
       keys.response(step_id, iteration),
       keys.open,
+      keys.pending,
       JSON.stringify(response),
       response.usage.input,
       response.usage.output,
@@ -208,25 +218,20 @@ export class RunStore {
       ...this.pairs(run_id, events),
       open.length,
       ...openPairs(keys, open),
+      roundField(step_id, iteration),
     )) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 && stored ? { response: JSON.parse(stored) as ProviderResponse, recordedNow: false } : { response, recordedNow: true };
   }
 
-  /** Marks calls as fanned out; cancellation closes whatever is still open. */
-  async openCalls(run_id: string, calls: readonly OpenCall[]): Promise<boolean> {
-    if (calls.length === 0) return true;
-    const keys = this.runKeys(run_id);
-    return (await this.redis.openCalls(keys.record, keys.open, keys.index, ...openPairs(keys, calls))) === 1;
-  }
-
   /**
-   * Records a call's result and its terminal event, once. Returns the content that stands, or
-   * `undefined` when the run ended before anything was recorded.
+   * Records a call's result and its terminal event, once, closing the call. Returns the content
+   * that stands and how many calls of its round are still open, or `undefined` when the run ended
+   * before anything was recorded.
    */
-  async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft, spanTraceparent = ''): Promise<string | undefined> {
+  async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft, spanTraceparent = ''): Promise<RecordedResult | undefined> {
     const keys = this.runKeys(run_id);
-    const [outcome, stored] = (await this.redis.recordToolResult(
+    const [outcome, stored, openInRound] = (await this.redis.recordToolResult(
       keys.record,
       keys.events,
       keys.dedupe,
@@ -234,32 +239,37 @@ export class RunStore {
       keys.results(call.step_id, call.iteration),
       keys.open,
       keys.spans(call.step_id, call.iteration),
+      keys.pending,
       call.tool_call_id,
       content,
       openField(call),
       this.eventJson(run_id, terminal),
       spanTraceparent,
-    )) as [number, string?];
+      roundField(call.step_id, call.iteration),
+    )) as [number, string?, number?];
     if (outcome === -1) return undefined;
-    return outcome === 0 ? stored : content;
+    return { content: outcome === 0 ? stored! : content, openInRound: openInRound ?? 0 };
   }
 
   /**
    * Writes the call's `ToolCallStarted` (once per `once` id) unless its result is already
-   * recorded or the run has ended. One round trip.
+   * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
-  async startToolCall(run_id: string, call: OpenCall, started: EventDraft, once: string): Promise<'run' | 'recorded' | 'ended'> {
+  async startToolCall(run_id: string, call: OpenCall, started: EventDraft, once: string): Promise<CallStart> {
     const keys = this.runKeys(run_id);
-    const outcome = await this.redis.startToolCall(
+    const [outcome, openInRound] = (await this.redis.startToolCall(
       keys.record,
       keys.events,
       keys.dedupe,
       keys.results(call.step_id, call.iteration),
+      keys.pending,
       call.tool_call_id,
       once,
       this.eventJson(run_id, started),
-    );
-    return outcome === 1 ? 'run' : outcome === 0 ? 'recorded' : 'ended';
+      roundField(call.step_id, call.iteration),
+    )) as [number, number?];
+    if (outcome === 1) return { status: 'run' };
+    return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0 } : { status: 'ended' };
   }
 
   /**
@@ -367,5 +377,10 @@ function openPairs(keys: RunKeys, calls: readonly OpenCall[]): string[] {
 }
 
 function openField(call: OpenCall): string {
-  return `${call.step_id}|${call.iteration}|${call.tool_call_id}`;
+  return `${roundField(call.step_id, call.iteration)}|${call.tool_call_id}`;
+}
+
+/** A round's field in the `pending` hash. */
+function roundField(step_id: string, iteration: number): string {
+  return `${step_id}|${iteration}`;
 }

@@ -20,6 +20,10 @@ local function runStatus(record)
   local status = redis.call('HGET', record, 'status')
   return status, (not status) or isTerminal(status)
 end
+-- Calls of a round not settled yet (0 once all are, or when the round fanned nothing out).
+local function openInRound(pending, roundField)
+  return tonumber(redis.call('HGET', pending, roundField) or '0')
+end
 local function appendPairs(events, dedupe, from, count)
   for i = 0, count - 1 do append(events, dedupe, ARGV[from + 2 * i], ARGV[from + 2 * i + 1]) end
 end
@@ -80,13 +84,14 @@ return 1
 
 /**
  * Records a provider response with its events and, when it asks for tool jobs, marks those calls
- * open (see openCalls) in the same step.
- * KEYS: record, events, dedupe, index, response, open.
- * ARGV: responseJson, input, output, total, eventCount, (dedupeId, json)…, openCount, (field, json)…
+ * open and sets the round's count of open calls, in the same step. The call that brings the count
+ * to zero enqueues the join (provider job n+1).
+ * KEYS: record, events, dedupe, index, response, open, pending.
+ * ARGV: responseJson, input, output, total, eventCount, (dedupeId, json)…, openCount, (field, json)…, roundField
  * Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the run ended.
  */
 const recordResponse: ScriptDefinition = {
-  numberOfKeys: 6,
+  numberOfKeys: 7,
   lua: `${PRELUDE}
 local _, ended = runStatus(KEYS[1])
 if ended then return {-1} end
@@ -103,59 +108,54 @@ appendPairs(KEYS[2], KEYS[3], 6, eventCount)
 local openAt = 6 + 2 * eventCount
 local openCount = tonumber(ARGV[openAt])
 for i = 0, openCount - 1 do redis.call('HSET', KEYS[6], ARGV[openAt + 1 + 2 * i], ARGV[openAt + 2 + 2 * i]) end
-if openCount > 0 then redis.call('SADD', KEYS[4], KEYS[6]) end
+if openCount > 0 then
+  redis.call('HSET', KEYS[7], ARGV[openAt + 1 + 2 * openCount], openCount)
+  redis.call('SADD', KEYS[4], KEYS[6], KEYS[7])
+end
 return {1}
 `,
 };
 
-/** KEYS: record, open, index. ARGV: (field, json)…  Marks fanned-out calls as open, so cancel can close them. */
-const openCalls: ScriptDefinition = {
-  numberOfKeys: 3,
-  lua: `${PRELUDE}
-local status, ended = runStatus(KEYS[1])
-if ended then return 0 end
-for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-redis.call('SADD', KEYS[3], KEYS[2])
-return 1
-`,
-};
-
 /**
- * KEYS: record, events, dedupe, index, results, open, spans. ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced).
- * Returns {1} when recorded now, {0, stored} when already recorded, {-1} when the run ended.
+ * Records a call's result with its terminal event, once, and closes the call: the round's open
+ * count goes down by one.
+ * KEYS: record, events, dedupe, index, results, open, spans, pending.
+ * ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced), roundField.
+ * Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
+ * {-1} when the run ended.
  */
 const recordToolResult: ScriptDefinition = {
-  numberOfKeys: 7,
+  numberOfKeys: 8,
   lua: `${PRELUDE}
 local existing = redis.call('HGET', KEYS[5], ARGV[1])
-if existing then return {0, existing} end
+if existing then return {0, existing, openInRound(KEYS[8], ARGV[6])} end
 local status, ended = runStatus(KEYS[1])
 if ended then return {-1} end
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
 redis.call('SADD', KEYS[4], KEYS[5])
-redis.call('HDEL', KEYS[6], ARGV[3])
+if redis.call('HDEL', KEYS[6], ARGV[3]) == 1 then redis.call('HINCRBY', KEYS[8], ARGV[6], -1) end
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
   redis.call('SADD', KEYS[4], KEYS[7])
 end
 append(KEYS[2], KEYS[3], '', ARGV[4])
-return {1}
+return {1, '', openInRound(KEYS[8], ARGV[6])}
 `,
 };
 
 /**
- * KEYS: record, events, dedupe, results. ARGV: tool_call_id, dedupeId, startedJson.
- * Returns 1 when the call should run (its `ToolCallStarted` written), 0 when its result is already
- * recorded, -1 when the run has ended.
+ * KEYS: record, events, dedupe, results, pending. ARGV: tool_call_id, dedupeId, startedJson, roundField.
+ * Returns {1} when the call should run (its `ToolCallStarted` written), {0, openInRound} when its
+ * result is already recorded, {-1} when the run has ended.
  */
 const startToolCall: ScriptDefinition = {
-  numberOfKeys: 4,
+  numberOfKeys: 5,
   lua: `${PRELUDE}
-if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
+if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return {0, openInRound(KEYS[5], ARGV[4])} end
 local status, ended = runStatus(KEYS[1])
-if ended then return -1 end
+if ended then return {-1} end
 append(KEYS[2], KEYS[3], ARGV[2], ARGV[3])
-return 1
+return {1}
 `,
 };
 
@@ -222,5 +222,5 @@ return 1
 `,
 };
 
-export const SCRIPTS = { createRun, loadStep, appendEvents, recordResponse, openCalls, startToolCall, recordToolResult, saveState, finishRun } as const;
+export const SCRIPTS = { createRun, loadStep, appendEvents, recordResponse, startToolCall, recordToolResult, saveState, finishRun } as const;
 export type ScriptName = keyof typeof SCRIPTS;
