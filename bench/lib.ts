@@ -44,3 +44,46 @@ export function printTable(rows: readonly Row[]): void {
 
 export const ms = (value: number) => `${value.toFixed(2)} ms`;
 export const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+/** CPU seconds a process has used so far (Linux: user + system from /proc). */
+export function processCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds Redis has used so far (its own `INFO cpu`, main thread and children). */
+export async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
+}
+
+/** CPU milliseconds per unit of work, split by who spent it. */
+export interface CpuSplit {
+  readonly redis: number;
+  readonly workers: number;
+  readonly client: number;
+}
+
+/**
+ * Measures the CPU that `work` costs Redis, the given worker processes and this process, per
+ * `units` (e.g. per run). Steadier than throughput on a shared machine: waiting costs nothing.
+ */
+export async function cpuPer<T>(redis: Redis, workerPids: readonly number[], units: number, work: () => Promise<T>): Promise<{ result: T; cpu: CpuSplit }> {
+  const workersNow = () => workerPids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
+  const clientNow = () => {
+    const usage = process.cpuUsage();
+    return (usage.user + usage.system) / 1e6;
+  };
+  const before = { redis: await redisCpuSeconds(redis), workers: workersNow(), client: clientNow() };
+  const result = await work();
+  const perUnit = (seconds: number) => (seconds * 1000) / units;
+  const cpu = {
+    redis: perUnit((await redisCpuSeconds(redis)) - before.redis),
+    workers: perUnit(workersNow() - before.workers),
+    client: perUnit(clientNow() - before.client),
+  };
+  return { result, cpu };
+}
+
+export const cpuTotal = (split: CpuSplit) => split.redis + split.workers + split.client;
+export const cpuText = (split: CpuSplit) => `${cpuTotal(split).toFixed(2)} ms (R ${split.redis.toFixed(1)} W ${split.workers.toFixed(1)} C ${split.client.toFixed(1)})`;

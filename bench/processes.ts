@@ -4,12 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { REDIS_URL } from './lib.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const TSX = resolve(here, '../node_modules/tsx/dist/cli.mjs');
+// tsx's loader in the worker's own process (its CLI would run the file in a child process, and
+// the CPU measurement would read the wrong pid).
+const TSX_LOADER = import.meta.resolve('tsx/esm');
 export const BENCH_AGENTS = resolve(here, 'agents.ts');
 
 /** A raw BullMQ worker process (the baseline), ready when it says so. */
 export async function spawnRawWorker(prefix: string, concurrency: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [TSX, resolve(here, 'raw-worker.ts'), prefix, String(concurrency)], {
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, resolve(here, 'raw-worker.ts'), prefix, String(concurrency)], {
     env: { ...process.env, REDIS_URL },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

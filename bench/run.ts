@@ -1,7 +1,7 @@
 // `npm run bench`: arcflow against baselines measured in this same run, as one table.
 import { memoryProfile, parallelNapLatency, recoverySeconds } from './durability.ts';
 import { cleanupPrefix } from '@arcflow/testing';
-import { REDIS_URL, type Row, ms, printTable } from './lib.ts';
+import { REDIS_URL, type Row, cpuText, cpuTotal, ms, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
@@ -30,8 +30,9 @@ try {
   if (wanted('throughput')) {
     for (const workers of [1, 2]) {
       progress(`throughput with ${workers} worker process(es)`);
-      const { engine, raw } = await toolJobsPerSecond(prefix(`tp-${workers}`), workers);
+      const { engine, raw, engineCpu, rawCpu } = await toolJobsPerSecond(prefix(`tp-${workers}`), workers);
       rows.push({ measure: `tool jobs/s, ${workers} worker process(es), warm, median of 3`, arcflow: engine.toFixed(0), baseline: raw.toFixed(0), ratio: `${((engine / raw) * 100).toFixed(0)}%`, target: '>= 40% of raw', verdict: verdict(engine >= 0.4 * raw) });
+      rows.push({ measure: `  CPU per 8 tool calls, ${workers} worker process(es)`, arcflow: cpuText(engineCpu), baseline: cpuText(rawCpu), ratio: `${(cpuTotal(engineCpu) / cpuTotal(rawCpu)).toFixed(2)}x`, target: 'info', verdict: '-' });
     }
   }
   if (wanted('parallel')) {

@@ -3,7 +3,7 @@ import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { cleanupPrefix } from '@arcflow/testing';
-import { REDIS_URL, percentile, sleep } from './lib.ts';
+import { type CpuSplit, REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
 import { BENCH_AGENTS, spawnRawWorker, stop } from './processes.ts';
 
 const RUNS = 300;
@@ -15,6 +15,9 @@ const WARMUP_TRIALS = 2;
 export interface Throughput {
   readonly engine: number;
   readonly raw: number;
+  /** CPU per FAN tool calls (one arcflow run; FAN raw jobs), medians over the counted trials. */
+  readonly engineCpu: CpuSplit;
+  readonly rawCpu: CpuSplit;
 }
 
 /**
@@ -31,15 +34,19 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
   const queue = new Queue('raw-tools', { connection, prefix: `{${prefix}-raw}` });
   const engine: number[] = [];
   const raw: number[] = [];
+  const engineCpu: CpuSplit[] = [];
+  const rawCpu: CpuSplit[] = [];
   try {
     for (let trial = 0; trial < WARMUP_TRIALS + TRIALS; trial += 1) {
-      const rawRate = await rawTrial(queue, trial);
-      const engineRate = await engineTrial(client, trial);
+      const rawTrialResult = await cpuPer(connection, rawWorkers.map((child) => child.pid!), RUNS, () => rawTrial(queue, trial));
+      const engineTrialResult = await cpuPer(connection, engineWorkers.map((worker) => worker.pid), RUNS, () => engineTrial(client, trial));
       if (trial < WARMUP_TRIALS) continue;
-      raw.push(rawRate);
-      engine.push(engineRate);
+      raw.push(rawTrialResult.result);
+      engine.push(engineTrialResult.result);
+      rawCpu.push(rawTrialResult.cpu);
+      engineCpu.push(engineTrialResult.cpu);
     }
-    return { engine: percentile(engine, 50), raw: percentile(raw, 50) };
+    return { engine: percentile(engine, 50), raw: percentile(raw, 50), engineCpu: medianSplit(engineCpu), rawCpu: medianSplit(rawCpu) };
   } finally {
     await client.close();
     await queue.close();
@@ -72,4 +79,12 @@ async function rawTrial(queue: Queue, trial: number): Promise<number> {
   }
   while ((await queue.getJobCountByTypes('completed')) < before + total) await sleep(5);
   return total / ((performance.now() - started) / 1000);
+}
+
+function medianSplit(splits: readonly CpuSplit[]): CpuSplit {
+  return {
+    redis: percentile(splits.map((split) => split.redis), 50),
+    workers: percentile(splits.map((split) => split.workers), 50),
+    client: percentile(splits.map((split) => split.client), 50),
+  };
 }
