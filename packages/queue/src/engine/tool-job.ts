@@ -34,7 +34,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       job.attemptsMade + 1 >= attempts,
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
-    if (roundSettled) await enqueueJoin(deps.queues, data.join, joinJobData(data), deps.retentionSeconds);
+    if (roundSettled) await joinRound(deps, data);
     return 'recorded';
   };
 }
@@ -51,5 +51,10 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   const planned = callFromJob(data, tool);
   const lost = lostCall(planned, place);
   const recorded = await deps.store.recordToolResult(data.run_id, openCall(planned, place), lost.content, lost.terminal);
-  if (recorded?.openInRound === 0) await enqueueJoin(deps.queues, data.join, joinJobData(data), deps.retentionSeconds);
+  if (recorded?.openInRound === 0) await joinRound(deps, data);
+}
+
+/** The round of this tool job is settled: on to its join, provider job `n+1`. */
+function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
+  return enqueueJoin(deps.queues, data.join, joinJobData(data), deps.retentionSeconds);
 }
