@@ -200,7 +200,9 @@ export class ProviderJobProcessor {
       if (planned.action === 'repeat') continue;
       let content = snapshot.previousResults[planned.call.id];
       if (content === undefined) {
-        // Every job of this call was spent without a result (e.g. its worker died each time).
+        // Not expected: the round joins only once every call is closed with a result (a tool job that
+        // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
+        // result missing still answers the model instead of failing the run.
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
         content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost.content, lost.terminal))?.content ?? lost.content;
       }
