@@ -18,6 +18,7 @@ import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
 import { RunStore } from './store/run-store.ts';
+import { coalesceWrites } from './redis-writes.ts';
 
 export interface EnqueueRequest {
   agent: string;
@@ -52,7 +53,7 @@ const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 export function createClient(options: ClientOptions = {}): ArcflowClient {
   const connection = resolveConnection(options);
   // Producers fail fast when Redis is down instead of queueing commands forever.
-  const redis = new Redis(connection.redis, { maxRetriesPerRequest: 2, lazyConnect: false });
+  const redis = coalesceWrites(new Redis(connection.redis, { maxRetriesPerRequest: 2, lazyConnect: false }));
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const queues = new Map<string, Queue>();
