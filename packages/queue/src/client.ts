@@ -116,7 +116,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (created || spec?.status === 'queued') {
         const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
         const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
-        await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts, connection.retention_seconds));
+        await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts));
       }
       return { run_id, created };
     },

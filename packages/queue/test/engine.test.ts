@@ -178,6 +178,23 @@ describe('queue engine', () => {
     }
   });
 
+  it('removes finished jobs once they are older than the retention period (set on the workers)', async () => {
+    const echo = tool({ name: 'echo', description: 'echoes', input_schema: { type: 'object' }, handler: () => 'echoed' });
+    const model = scriptedProvider([toolCall('echo', {}), reply('done'), toolCall('echo', {}), reply('done')]);
+    const { client, prefix } = await engine('job-retention', [new Agent({ name: 'echoer', tools: [echo] })], model, { retention_seconds: 1 });
+    const jobKeys = (run_id: string) => redis.keys(`{${prefix}}:*:${run_id}.*`);
+    const first = await client.enqueue({ agent: 'echoer', input: 'one' });
+    expect((await client.wait(first.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    // Two provider jobs and one tool job, kept while younger than the retention period.
+    expect(await jobKeys(first.run_id)).toHaveLength(3);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // BullMQ trims by age when later jobs of the same queues finish.
+    const second = await client.enqueue({ agent: 'echoer', input: 'two' });
+    expect((await client.wait(second.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    expect(await jobKeys(first.run_id)).toEqual([]);
+    expect(await jobKeys(second.run_id)).toHaveLength(3);
+  });
+
   it('refuses a worker whose tools share a name but not a definition', async () => {
     const make = (): ToolDefinition => tool({ name: 'same', description: '', input_schema: { type: 'object' }, handler: () => '' });
     await expect(

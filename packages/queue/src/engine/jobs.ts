@@ -48,23 +48,28 @@ export function joinJobData(data: ToolJobData): ProviderJobData {
 export const PROVIDER_JOB = 'provider';
 export const PROVIDER_BACKOFF = 'arcflow-provider';
 
-export function providerJobOptions(data: ProviderJobData, attempts: number, retentionSeconds: number): JobsOptions {
-  return {
-    jobId: JobId.provider(data.run_id, data.step_id, data.iteration),
-    attempts,
-    backoff: { type: PROVIDER_BACKOFF },
-    removeOnComplete: { age: retentionSeconds },
-    removeOnFail: { age: retentionSeconds },
-  };
+export function providerJobOptions(data: ProviderJobData, attempts: number): JobsOptions {
+  return { jobId: JobId.provider(data.run_id, data.step_id, data.iteration), attempts, backoff: { type: PROVIDER_BACKOFF } };
 }
 
-/** A tool job's attempts are the tool's `retries` + 1, with exponential backoff and jitter between them. */
-export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffMs: number, retentionSeconds: number): JobsOptions {
-  return {
-    jobId: JobId.tool(data.run_id, data.step_id, data.iteration, data.tool_call_id),
-    attempts: tool.retries + 1,
-    backoff: { type: 'exponential', delay: backoffMs, jitter: 0.5 },
-    removeOnComplete: { age: retentionSeconds },
-    removeOnFail: { age: retentionSeconds },
-  };
+/**
+ * A tool job's attempts are the tool's `retries` + 1, with exponential backoff and jitter between
+ * them; a tool without retries gets neither option (BullMQ's default is one attempt). Job options
+ * are stored with every job and read on every move, so they are kept to what differs per job:
+ * retention is the workers' (see {@link finishedJobRetention}).
+ */
+export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffMs: number): JobsOptions {
+  const jobId = JobId.tool(data.run_id, data.step_id, data.iteration, data.tool_call_id);
+  if (tool.retries === 0) return { jobId };
+  return { jobId, attempts: tool.retries + 1, backoff: { type: 'exponential', delay: backoffMs, jitter: 0.5 } };
+}
+
+/** How many attempts BullMQ gives a job (its `attempts` option; 0 or absent means one). */
+export function attemptsOf(job: { readonly opts: JobsOptions }): number {
+  return Math.max(1, job.opts.attempts ?? 1);
+}
+
+/** How long workers keep finished jobs: as long as the runs they belong to (set on each BullMQ Worker). */
+export function finishedJobRetention(retentionSeconds: number): { removeOnComplete: { age: number }; removeOnFail: { age: number } } {
+  return { removeOnComplete: { age: retentionSeconds }, removeOnFail: { age: retentionSeconds } };
 }

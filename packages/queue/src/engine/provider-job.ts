@@ -42,7 +42,7 @@ import { QueueName } from '../keys.ts';
 import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
-import { type JoinTarget, type ProviderJobData, type ToolJobData, toolJobOptions } from './jobs.ts';
+import { type JoinTarget, type ProviderJobData, type ToolJobData, attemptsOf, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ToolRuntime, attemptToolCall, openCall } from './tool-execution.ts';
 
@@ -276,7 +276,7 @@ export class ProviderJobProcessor {
     const { run_id, step_id, iteration } = context.data;
     const failure = asProviderFailure(thrown);
     const attempt = job.attemptsMade + 1;
-    const maxAttempts = job.opts.attempts ?? 1;
+    const maxAttempts = attemptsOf(job);
     const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
     await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)) }]);
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
@@ -358,7 +358,7 @@ export class ProviderJobProcessor {
     const trace = childCarrier(context.data.trace, context.span);
     const join: JoinTarget = { queue: providerQueue.name, attempts: options.provider_attempts };
     if (calls.length === 0) {
-      await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace }, options.retention_seconds);
+      await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
       return;
     }
     const byQueue = new Map<string, { name: string; data: ToolJobData; opts: ReturnType<typeof toolJobOptions> }[]>();
@@ -377,7 +377,7 @@ export class ProviderJobProcessor {
       };
       const queueName = QueueName.tool(planned.tool.name);
       const jobs = byQueue.get(queueName) ?? [];
-      jobs.push({ name: planned.tool.name, data, opts: toolJobOptions(data, planned.tool, options.tool_backoff_ms, options.retention_seconds) });
+      jobs.push({ name: planned.tool.name, data, opts: toolJobOptions(data, planned.tool, options.tool_backoff_ms) });
       byQueue.set(queueName, jobs);
     }
     await Promise.all([...byQueue].map(([queueName, jobs]) => queues.get(queueName).addBulk(jobs)));

@@ -1,13 +1,12 @@
 import { type ToolDefinition, lostCall } from '@arcflow/core';
 import type { Job } from 'bullmq';
-import { type ToolJobData, joinJobData } from './jobs.ts';
+import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ToolRuntime, attemptToolCall, callFromJob, openCall } from './tool-execution.ts';
 
 export interface ToolJobDeps extends ToolRuntime {
   readonly tools: ReadonlyMap<string, ToolDefinition>;
   readonly queues: QueuePool;
-  readonly retentionSeconds: number;
 }
 
 /**
@@ -22,7 +21,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     const data = job.data;
     const tool = deps.tools.get(data.tool_name);
     if (!tool) throw new Error(`this worker does not serve tool '${data.tool_name}'`);
-    const attempts = job.opts.attempts ?? 1;
+    const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
     const { retry, roundSettled } = await attemptToolCall(
@@ -56,5 +55,5 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
 
 /** The round of this tool job is settled: on to its join, provider job `n+1`. */
 function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
-  return enqueueJoin(deps.queues, data.join, joinJobData(data), deps.retentionSeconds);
+  return enqueueJoin(deps.queues, data.join, joinJobData(data));
 }

@@ -8,7 +8,7 @@ import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import { CancellationListener } from './cancellation.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
-import type { ProviderJobData, ToolJobData } from './jobs.ts';
+import { type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
 import { ProviderJobProcessor } from './provider-job.ts';
@@ -34,17 +34,17 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const agents = collectAgents(input.agents);
   const tools = collectTools(agents, options.tools);
   const id = `worker_${randomUUID().slice(0, 8)}`;
-  // BullMQ's connection sends each tick's commands in one socket write (coalesceWrites; ioredis's
-  // auto-pipelining measured worse there). The store gets its own auto-pipelining connection.
+  // One connection for BullMQ and the store; each tick's commands go out in one socket write
+  // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
+  // CPU, since ioredis's auto-pipelining costs more per command than a corked socket.
   const connection = coalesceWrites(new Redis(options.redis, { maxRetriesPerRequest: null }));
-  const storeConnection = new Redis(options.redis, { maxRetriesPerRequest: null, enableAutoPipelining: true });
-  const store = new RunStore(storeConnection, options.prefix, options.retention_seconds);
+  const store = new RunStore(connection, options.prefix, options.retention_seconds);
   const bullPrefix = store.keys.tag;
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
   const cancellation = await CancellationListener.start(connection.duplicate(), store.keys.cancelChannel, (run_id) => {
     emitRunSpanOnce(store, run_id).catch((error) => options.logger.warn('root span for a cancelled run failed', { run_id, error }));
   });
-  const registry = new Registry(storeConnection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
+  const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
   const queues = new QueuePool(connection, bullPrefix);
   const workers: Worker[] = [];
@@ -54,6 +54,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     lockDuration: options.lock_duration_ms,
     stalledInterval: options.stalled_interval_ms,
     maxStalledCount: options.max_stalled_count,
+    ...finishedJobRetention(options.retention_seconds),
   };
   const registrations = new Map<string, AgentRegistration>();
 
@@ -77,7 +78,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   }
 
   if (options.roles.includes('tools')) {
-    const toolDeps = { ...runtime, tools, queues, retentionSeconds: options.retention_seconds };
+    const toolDeps = { ...runtime, tools, queues };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name);
@@ -113,7 +114,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         await Promise.all(workers.map((worker) => worker.close()));
         await queues.close();
         await cancellation.close();
-        await Promise.all([connection.quit().catch(() => undefined), storeConnection.quit().catch(() => undefined)]);
+        await connection.quit().catch(() => undefined);
       })();
       return closing;
     },
@@ -122,7 +123,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
 
 /** BullMQ will not try this job again: its attempts are spent, or it stalled too often. */
 function failedForGood(job: Job, reason: string | undefined): boolean {
-  return job.attemptsMade >= (job.opts.attempts ?? 1) || reason?.includes('stalled') === true;
+  return job.attemptsMade >= attemptsOf(job) || reason?.includes('stalled') === true;
 }
 
 /** A provider job that BullMQ failed for good fails its run. */
