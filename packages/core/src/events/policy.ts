@@ -27,15 +27,20 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   RunCancelled: ['usage'],
 });
 
+/** Every field each kind may carry: the common ones, then its own (built once). */
+const KEPT_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(
+  Object.entries(EVENT_FIELDS).map(([kind, fields]) => [kind, [...COMMON, ...fields]]),
+);
+
 /**
  * Keeps only the fields the policy allows for the event's kind, so nothing a caller slipped in
  * (a prompt, a result) can reach the log. Undefined fields are dropped.
  */
 export function applyTracePolicy<T extends EventDraft>(event: T): T {
-  const allowed = EVENT_FIELDS[event.kind];
+  const allowed = KEPT_FIELDS.get(event.kind);
   if (!allowed) throw new Error(`unknown event kind '${String(event.kind)}'`);
   const kept: Record<string, unknown> = {};
-  for (const key of [...COMMON, ...allowed]) {
+  for (const key of allowed) {
     const value = (event as Record<string, unknown>)[key];
     if (value !== undefined) kept[key] = value;
   }

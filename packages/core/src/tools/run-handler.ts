@@ -33,15 +33,15 @@ export function idempotencyKey(call: Pick<HandlerCall, 'run_id' | 'step_id' | 'i
  */
 export async function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<HandlerOutcome> {
   if (call.cancelSignal?.aborted) return { status: 'cancelled' };
-  const controller = new AbortController();
+  const signal = lazySignal();
   let settle!: (outcome: HandlerOutcome) => void;
   const stopped = new Promise<HandlerOutcome>((resolve) => (settle = resolve));
   const timer = setTimeout(() => {
-    controller.abort(new Error('tool timed out'));
+    signal.abort(new Error('tool timed out'));
     settle({ status: 'timeout' });
   }, tool.timeout_ms);
   const onCancel = () => {
-    controller.abort(new Error('run cancelled'));
+    signal.abort(new Error('run cancelled'));
     settle({ status: 'cancelled' });
   };
   call.cancelSignal?.addEventListener('abort', onCancel, { once: true });
@@ -53,7 +53,9 @@ export async function runHandler(tool: ToolDefinition, call: HandlerCall): Promi
     tool_call_id: call.tool_call_id,
     attempt: call.attempt,
     idempotency_key: idempotencyKey(call),
-    signal: controller.signal,
+    get signal() {
+      return signal.get();
+    },
     log: call.log,
   });
   const executed = (async (): Promise<HandlerOutcome> => {
@@ -70,4 +72,28 @@ export async function runHandler(tool: ToolDefinition, call: HandlerCall): Promi
     clearTimeout(timer);
     call.cancelSignal?.removeEventListener('abort', onCancel);
   }
+}
+
+/**
+ * The handler's `ctx.signal`, made only if the handler reads it (most never do, and an
+ * AbortController is among the costliest objects on a tool call's path). Aborting before the
+ * first read makes the signal already aborted, with the same reason.
+ */
+function lazySignal(): { get(): AbortSignal; abort(reason: Error): void } {
+  let controller: AbortController | undefined;
+  let reason: Error | undefined;
+  return {
+    get() {
+      if (!controller) {
+        controller = new AbortController();
+        if (reason) controller.abort(reason);
+      }
+      return controller.signal;
+    },
+    abort(why) {
+      if (reason) return;
+      reason = why;
+      controller?.abort(why);
+    },
+  };
 }

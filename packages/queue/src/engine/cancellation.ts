@@ -5,7 +5,8 @@ import type { Redis } from 'ioredis';
  * it handed out for that run (in-flight handlers and provider calls).
  */
 export class CancellationListener {
-  private readonly controllers = new Map<string, Set<AbortController>>();
+  /** One controller per run with work in flight here, shared by that work and counted. */
+  private readonly runs = new Map<string, { controller: AbortController; holders: number }>();
 
   private constructor(private readonly subscriber: Redis) {}
 
@@ -22,21 +23,31 @@ export class CancellationListener {
 
   /** A signal aborted when the run is cancelled; call `release` when the work is done. */
   signalFor(run_id: string): { signal: AbortSignal; release: () => void } {
-    const controller = new AbortController();
-    const set = this.controllers.get(run_id) ?? new Set();
-    set.add(controller);
-    this.controllers.set(run_id, set);
+    let entry = this.runs.get(run_id);
+    if (!entry) {
+      entry = { controller: new AbortController(), holders: 0 };
+      this.runs.set(run_id, entry);
+    }
+    entry.holders += 1;
+    const held = entry;
+    let released = false;
     return {
-      signal: controller.signal,
+      signal: held.controller.signal,
       release: () => {
-        set.delete(controller);
-        if (set.size === 0) this.controllers.delete(run_id);
+        if (released) return;
+        released = true;
+        held.holders -= 1;
+        if (held.holders === 0 && this.runs.get(run_id) === held) this.runs.delete(run_id);
       },
     };
   }
 
   private abort(run_id: string): void {
-    for (const controller of this.controllers.get(run_id) ?? []) controller.abort(new Error('run cancelled'));
+    const entry = this.runs.get(run_id);
+    if (!entry) return;
+    // Work that starts after this gets a fresh signal: the run's end is then seen in the store.
+    this.runs.delete(run_id);
+    entry.controller.abort(new Error('run cancelled'));
   }
 
   async close(): Promise<void> {

@@ -1,9 +1,6 @@
-import type { RunError } from '@arcflow/core';
 import { tracingEnabled } from '@arcflow/telemetry/ids';
-import type { PendingEvent, RunStore } from '../store/run-store.ts';
+import type { PendingEvent, RunOutcome, RunStore } from '../store/run-store.ts';
 import { type RunTrace, emitRunSpan } from '../tracing.ts';
-
-export type RunOutcome = { status: 'completed'; output: string } | { status: 'failed'; error: RunError } | { status: 'cancelled' };
 
 /**
  * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's

@@ -39,8 +39,8 @@ import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { type Job, type Queue, Worker } from 'bullmq';
 import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
-import type { PendingEvent, RunSpec, StepSnapshot } from '../store/run-store.ts';
-import { endRun } from './end-run.ts';
+import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
+import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, attemptsOf, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -67,6 +67,8 @@ interface CalledProvider {
   readonly response: ProviderResponse;
   /** The decision, when it was already made on this response. */
   readonly decision?: ResponseDecision;
+  /** The run was ended together with recording the response. */
+  readonly ended?: boolean;
 }
 
 interface PreparedCall {
@@ -132,6 +134,7 @@ export class ProviderJobProcessor {
     if (!state) return 'stale';
     const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response } : await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
+    if (called.ended) return 'step-done';
     await this.act(context, called.decision ?? decideResponse(agent, state, context.settings, called.response));
     return 'ok';
   }
@@ -254,6 +257,8 @@ export class ProviderJobProcessor {
     // Decided before recording, so the calls it fans out are marked open in the same write.
     const decision = decideResponse(context.agent, state, context.settings, response);
     const open = decision.type === 'tools' && context.settings.mode === 'llm_select' ? decision.calls.filter((planned) => planned.action === 'execute') : [];
+    // A response that ends the run ends it in the same write.
+    const ending = endingFor(step_id, iteration, decision);
     const recorded = await store.recordResponse(
       run_id,
       step_id,
@@ -261,10 +266,13 @@ export class ProviderJobProcessor {
       response,
       events.map((event) => ({ event })),
       open.map((planned) => openCall(planned, { step_id, iteration })),
+      ending,
     );
     if (!recorded) return undefined;
     // An earlier delivery's response stands: decide on that one instead.
-    return recorded.recordedNow ? { response, decision } : { response: recorded.response };
+    if (!recorded.recordedNow) return { response: recorded.response };
+    if (ending) await emitRunSpanOnce(store, run_id);
+    return { response, decision, ended: ending !== undefined };
   }
 
   /**
@@ -295,13 +303,9 @@ export class ProviderJobProcessor {
     const { run_id, step_id, iteration } = context.data;
     switch (decision.type) {
       case 'complete':
-        await endRun(store, run_id, { status: 'completed', output: decision.output }, step_id, [
-          { event: agentRespondedEvent(step_id, decision.output, iteration), once: `responded|${step_id}` },
-        ]);
-        return;
       case 'fail': {
-        const error = stepRunError(decision.error_code, decision.message);
-        await endRun(store, run_id, { status: 'failed', error }, step_id, [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }]);
+        const { outcome, events } = endingFor(step_id, iteration, decision)!;
+        await endRun(store, run_id, outcome, step_id, events);
         return;
       }
       case 'final_answer':
@@ -361,25 +365,42 @@ export class ProviderJobProcessor {
       await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
       return;
     }
-    const byQueue = new Map<string, { name: string; data: ToolJobData; opts: ReturnType<typeof toolJobOptions> }[]>();
-    for (const planned of calls) {
-      const data: ToolJobData = {
-        run_id,
+    // One `add` per job, all in this tick (one socket write): cheaper than `addBulk`'s MULTI, and
+    // atomicity is not needed, since a re-delivered provider job re-adds only what is missing.
+    await Promise.all(
+      calls.map((planned) => {
+        const data: ToolJobData = {
+          run_id,
+          step_id,
+          iteration,
+          index: planned.index,
+          tool_call_id: planned.call.id,
+          tool_name: planned.tool.name,
+          args: planned.args,
+          input_size_bytes: planned.input_size_bytes,
+          trace,
+          join,
+        };
+        return queues.get(QueueName.tool(planned.tool.name)).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
+      }),
+    );
+  }
+}
+
+/** How a decision ends the run, if it does: the outcome and the step's last events. */
+function endingFor(step_id: string, iteration: number, decision: ResponseDecision): RunEnding | undefined {
+  switch (decision.type) {
+    case 'complete':
+      return {
+        outcome: { status: 'completed', output: decision.output },
         step_id,
-        iteration,
-        index: planned.index,
-        tool_call_id: planned.call.id,
-        tool_name: planned.tool.name,
-        args: planned.args,
-        input_size_bytes: planned.input_size_bytes,
-        trace,
-        join,
+        events: [{ event: agentRespondedEvent(step_id, decision.output, iteration), once: `responded|${step_id}` }],
       };
-      const queueName = QueueName.tool(planned.tool.name);
-      const jobs = byQueue.get(queueName) ?? [];
-      jobs.push({ name: planned.tool.name, data, opts: toolJobOptions(data, planned.tool, options.tool_backoff_ms) });
-      byQueue.set(queueName, jobs);
+    case 'fail': {
+      const error = stepRunError(decision.error_code, decision.message);
+      return { outcome: { status: 'failed', error }, step_id, events: [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }] };
     }
-    await Promise.all([...byQueue].map(([queueName, jobs]) => queues.get(queueName).addBulk(jobs)));
+    default:
+      return undefined;
   }
 }

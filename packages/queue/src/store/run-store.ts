@@ -40,6 +40,16 @@ export interface RecordedResult {
 /** Whether a tool job should run its call: yes, no (recorded already), or no (the run has ended). */
 export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status: 'recorded'; readonly openInRound: number };
 
+/** How a run ends. */
+export type RunOutcome = { status: 'completed'; output: string } | { status: 'failed'; error: RunError } | { status: 'cancelled' };
+
+/** A run's end as the store writes it: the outcome, the step it ends in, and that step's last events. */
+export interface RunEnding {
+  readonly outcome: RunOutcome;
+  readonly step_id: string;
+  readonly events: readonly PendingEvent[];
+}
+
 /** A call fanned out to a tool job and not yet settled. */
 export interface OpenCall {
   readonly step_id: string;
@@ -189,9 +199,10 @@ export class RunStore {
 
   /**
    * Records a provider response with its events, once, marking `open` calls (the tool jobs it
-   * will fan out) in the same step. Returns the response that stands and whether this call
-   * recorded it (else an earlier delivery's response stands and nothing was opened), or
-   * `undefined` when the run has ended.
+   * will fan out) in the same step; with `end`, a response that ends the run ends it in that
+   * step too. Returns the response that stands and whether this call recorded it (else an
+   * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
+   * the run has ended.
    */
   async recordResponse(
     run_id: string,
@@ -200,6 +211,7 @@ export class RunStore {
     response: ProviderResponse,
     events: readonly PendingEvent[],
     open: readonly OpenCall[] = [],
+    end?: RunEnding,
   ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
     const keys = this.runKeys(run_id);
     const [outcome, stored] = (await this.redis.recordResponse(
@@ -219,6 +231,7 @@ export class RunStore {
       open.length,
       ...openPairs(keys, open),
       roundField(step_id, iteration),
+      ...(end ? this.finishArgs(run_id, end) : ['']),
     )) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 && stored ? { response: JSON.parse(stored) as ProviderResponse, recordedNow: false } : { response, recordedNow: true };
@@ -301,19 +314,16 @@ export class RunStore {
   }
 
   /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
-  async finishRun(
-    run_id: string,
-    outcome: { status: 'completed'; output: string } | { status: 'failed'; error: RunError } | { status: 'cancelled' },
-    step_id: string,
-    stepEvents: readonly PendingEvent[] = [],
-  ): Promise<boolean> {
+  async finishRun(run_id: string, outcome: RunOutcome, step_id: string, stepEvents: readonly PendingEvent[] = []): Promise<boolean> {
     const keys = this.runKeys(run_id);
-    const finished = await this.redis.finishRun(
-      keys.record,
-      keys.events,
-      keys.dedupe,
-      keys.open,
-      keys.index,
+    const finished = await this.redis.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, { outcome, step_id, events: stepEvents }));
+    return finished === 1;
+  }
+
+  /** The arguments of the scripts' FINISH step. */
+  private finishArgs(run_id: string, ending: RunEnding): (string | number)[] {
+    const { outcome, step_id, events } = ending;
+    return [
       outcome.status,
       step_id,
       Date.now(),
@@ -323,10 +333,9 @@ export class RunStore {
       this.keys.finishedChannel,
       ToolResultText.cancelled(),
       this.retentionSeconds,
-      stepEvents.length,
-      ...this.pairs(run_id, stepEvents),
-    );
-    return finished === 1;
+      events.length,
+      ...this.pairs(run_id, events),
+    ];
   }
 
   private pairs(run_id: string, events: readonly PendingEvent[]): string[] {
@@ -335,7 +344,10 @@ export class RunStore {
 
   /** The event as stored, without `seq` (the script adds it): policy applied, run id and time set. */
   private eventJson(run_id: string, event: EventDraft, ts = Date.now()): string {
-    return JSON.stringify({ ...applyTracePolicy(event), run_id, ts });
+    const stored: Record<string, unknown> = applyTracePolicy(event);
+    stored.run_id = run_id;
+    stored.ts = ts;
+    return JSON.stringify(stored);
   }
 }
 

@@ -34,6 +34,46 @@ export interface ScriptDefinition {
   readonly lua: string;
 }
 
+/**
+ * Ending a run, shared by `finishRun` and `recordResponse`: step events, then the run's terminal
+ * event with the usage summed in Redis. Cancelling first closes every open call with a
+ * `cancelled` result and event. Every key of the run then gets the retention TTL. Reads its
+ * arguments from ARGV[at] on: status, step_id, ts, output, errorJson, errorCode, finishedChannel,
+ * cancelledContent, retentionSeconds, count, (dedupeId, json)…
+ */
+const FINISH = `
+local function finish(record, events, dedupe, open, index, at)
+  local run_id = redis.call('HGET', record, 'run_id')
+  local status = ARGV[at]
+  local ts = tonumber(ARGV[at + 2])
+  if status == 'cancelled' then
+    local calls = redis.call('HGETALL', open)
+    for i = 1, #calls, 2 do
+      local call = cjson.decode(calls[i + 1])
+      if redis.call('HSETNX', call.results_key, call.tool_call_id, ARGV[at + 7]) == 1 then
+        append(events, dedupe, '', cjson.encode({kind = 'ToolCallFailed', run_id = run_id, step_id = call.step_id, ts = ts,
+          iteration = call.iteration, tool_name = call.tool_name, tool_call_id = call.tool_call_id, duration_ms = 0,
+          error_code = 'cancelled'}))
+      end
+    end
+    redis.call('DEL', open)
+  end
+  appendPairs(events, dedupe, at + 10, tonumber(ARGV[at + 9]))
+  local usage = redis.call('HMGET', record, 'usage_input', 'usage_output', 'usage_total')
+  local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
+  local event = {kind = kinds[status], run_id = run_id, step_id = ARGV[at + 1], ts = ts,
+    usage = {input = tonumber(usage[1] or '0'), output = tonumber(usage[2] or '0'), total = tonumber(usage[3] or '0')}}
+  if status == 'failed' then event.error_code = ARGV[at + 5] end
+  append(events, dedupe, '', cjson.encode(event))
+  redis.call('HSET', record, 'status', status, 'finished_at', ARGV[at + 2])
+  if ARGV[at + 3] ~= '' then redis.call('HSET', record, 'output', ARGV[at + 3]) end
+  if ARGV[at + 4] ~= '' then redis.call('HSET', record, 'error', ARGV[at + 4]) end
+  for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ARGV[at + 8]) end
+  redis.call('EXPIRE', index, ARGV[at + 8])
+  redis.call('PUBLISH', ARGV[at + 6], run_id)
+end
+`;
+
 /** KEYS: record, events, dedupe, index, idempotency. ARGV: run_id, useIdempotency, fieldCount, fields…, eventJson. */
 const createRun: ScriptDefinition = {
   numberOfKeys: 5,
@@ -85,14 +125,15 @@ return 1
 /**
  * Records a provider response with its events and, when it asks for tool jobs, marks those calls
  * open and sets the round's count of open calls, in the same step. The call that brings the count
- * to zero enqueues the join (provider job n+1).
+ * to zero enqueues the join (provider job n+1). A response that ends the run ends it in the same
+ * step, when FINISH's arguments follow (else one empty argument does).
  * KEYS: record, events, dedupe, index, response, open, pending.
- * ARGV: responseJson, input, output, total, eventCount, (dedupeId, json)…, openCount, (field, json)…, roundField
+ * ARGV: responseJson, input, output, total, eventCount, (dedupeId, json)…, openCount, (field, json)…, roundField, FINISH's arguments or ''
  * Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the run ended.
  */
 const recordResponse: ScriptDefinition = {
   numberOfKeys: 7,
-  lua: `${PRELUDE}
+  lua: `${PRELUDE}${FINISH}
 local _, ended = runStatus(KEYS[1])
 if ended then return {-1} end
 local existing = redis.call('GET', KEYS[5])
@@ -112,6 +153,8 @@ if openCount > 0 then
   redis.call('HSET', KEYS[7], ARGV[openAt + 1 + 2 * openCount], openCount)
   redis.call('SADD', KEYS[4], KEYS[6], KEYS[7])
 end
+local finishAt = openAt + 2 + 2 * openCount
+if ARGV[finishAt] ~= '' then finish(KEYS[1], KEYS[2], KEYS[3], KEYS[6], KEYS[4], finishAt) end
 return {1}
 `,
 };
@@ -179,45 +222,13 @@ return 1
 `,
 };
 
-/**
- * Ends a run once: step events, then the run's terminal event with the usage summed in Redis.
- * Cancelling first closes every open call with a `cancelled` result and event.
- * Every key of the run then gets the retention TTL.
- * KEYS: record, events, dedupe, open, index.
- * ARGV: status, step_id, ts, output, errorJson, errorCode, finishedChannel, cancelledContent, retentionSeconds, count, (dedupeId, json)…
- */
+/** Ends a run once (see FINISH). KEYS: record, events, dedupe, open, index. ARGV: FINISH's arguments. */
 const finishRun: ScriptDefinition = {
   numberOfKeys: 5,
-  lua: `${PRELUDE}
-local status, ended = runStatus(KEYS[1])
+  lua: `${PRELUDE}${FINISH}
+local _, ended = runStatus(KEYS[1])
 if ended then return 0 end
-local run_id = redis.call('HGET', KEYS[1], 'run_id')
-local ts = tonumber(ARGV[3])
-if ARGV[1] == 'cancelled' then
-  local open = redis.call('HGETALL', KEYS[4])
-  for i = 1, #open, 2 do
-    local call = cjson.decode(open[i + 1])
-    if redis.call('HSETNX', call.results_key, call.tool_call_id, ARGV[8]) == 1 then
-      append(KEYS[2], KEYS[3], '', cjson.encode({kind = 'ToolCallFailed', run_id = run_id, step_id = call.step_id, ts = ts,
-        iteration = call.iteration, tool_name = call.tool_name, tool_call_id = call.tool_call_id, duration_ms = 0,
-        error_code = 'cancelled'}))
-    end
-  end
-  redis.call('DEL', KEYS[4])
-end
-appendPairs(KEYS[2], KEYS[3], 11, tonumber(ARGV[10]))
-local usage = redis.call('HMGET', KEYS[1], 'usage_input', 'usage_output', 'usage_total')
-local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
-local event = {kind = kinds[ARGV[1]], run_id = run_id, step_id = ARGV[2], ts = ts,
-  usage = {input = tonumber(usage[1] or '0'), output = tonumber(usage[2] or '0'), total = tonumber(usage[3] or '0')}}
-if ARGV[1] == 'failed' then event.error_code = ARGV[6] end
-append(KEYS[2], KEYS[3], '', cjson.encode(event))
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'finished_at', ARGV[3])
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[4]) end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[5]) end
-for _, key in ipairs(redis.call('SMEMBERS', KEYS[5])) do redis.call('EXPIRE', key, ARGV[9]) end
-redis.call('EXPIRE', KEYS[5], ARGV[9])
-redis.call('PUBLISH', ARGV[7], run_id)
+finish(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], 1)
 return 1
 `,
 };
