@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   type Context,
+  INVALID_SPAN_CONTEXT,
   type Link,
   ROOT_CONTEXT,
   type Span,
@@ -74,6 +75,9 @@ export async function inJobSpan<T>(
   job: { id?: string; attemptsStarted: number; data: { run_id: string; step_id: string; iteration: number; trace: TraceCarrier } },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
+  // Spans are made only when arcflow's telemetry runs in this process (it alone can emit the run's
+  // root): otherwise every job would pay for spans that go nowhere.
+  if (!tracingEnabled()) return work(UNTRACED);
   const { run_id, step_id, iteration, trace: carrier } = job.data;
   const parent = runContext(carrier);
   const span = tracer().startSpan(
@@ -107,8 +111,11 @@ export async function inJobSpan<T>(
 
 /** A child span of the active job span. */
 export function startChildSpan(name: string, kind: SpanKind, attributes: Record<string, string | number>): Span {
-  return tracer().startSpan(name, { kind, attributes });
+  return tracingEnabled() ? tracer().startSpan(name, { kind, attributes }) : UNTRACED;
 }
+
+/** The span work gets when this process does not trace: records nothing, links nothing. */
+const UNTRACED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 export function failSpan(span: Span, errorType: string): void {
   span.setAttribute(Attr.errorType, errorType);

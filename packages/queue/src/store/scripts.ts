@@ -85,7 +85,7 @@ if ARGV[2] == '1' then
   redis.call('SADD', KEYS[4], KEYS[5])
 end
 local n = tonumber(ARGV[3])
-for i = 0, n - 1 do redis.call('HSET', KEYS[1], ARGV[4 + 2 * i], ARGV[5 + 2 * i]) end
+redis.call('HSET', KEYS[1], unpack(ARGV, 4, 3 + 2 * n))
 redis.call('SADD', KEYS[4], KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 append(KEYS[2], KEYS[3], '', ARGV[4 + 2 * n])
 return {1, ARGV[1]}
