@@ -161,7 +161,8 @@ export class RunStore {
   /** Events from index `from` (0-based) on. */
   async events(run_id: string, from = 0): Promise<TraceEvent[]> {
     const lines = await this.redis.lrange(this.runKeys(run_id).events, from, -1);
-    return lines.map((line) => JSON.parse(line) as TraceEvent);
+    // An event's seq is its place in the log, which only grows.
+    return lines.map((line, index) => ({ seq: from + index + 1, ...JSON.parse(line) }) as TraceEvent);
   }
 
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
@@ -342,7 +343,7 @@ export class RunStore {
     return events.flatMap(({ event, once }) => [once ?? '', this.eventJson(run_id, event)]);
   }
 
-  /** The event as stored, without `seq` (the script adds it): policy applied, run id and time set. */
+  /** The event as stored, without `seq` (its place in the log): policy applied, run id and time set. */
   private eventJson(run_id: string, event: EventDraft, ts = Date.now()): string {
     const stored: Record<string, unknown> = applyTracePolicy(event);
     stored.run_id = run_id;

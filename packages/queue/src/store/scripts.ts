@@ -2,15 +2,14 @@
  * The run store's Lua scripts. Each is one atomic step, so a record and its events are written
  * together or not at all, and a re-delivered job cannot write either twice.
  *
- * Events are appended by `append`: `seq` is the log's length plus one (gap-free by construction),
- * and an event with a dedupe id is written at most once per run.
+ * Events are appended by `append` to a list that only grows: an event's `seq` is its position in
+ * the list (gap-free by construction; the store adds it when it reads the log), and an event with
+ * a dedupe id is written at most once per run.
  */
 const PRELUDE = `
 local function append(events, dedupe, dedupeId, json)
   if dedupeId ~= '' and redis.call('SADD', dedupe, dedupeId) == 0 then return 0 end
-  local seq = redis.call('LLEN', events) + 1
-  redis.call('RPUSH', events, '{"seq":' .. seq .. ',' .. string.sub(json, 2))
-  return seq
+  return redis.call('RPUSH', events, json)
 end
 local function isTerminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
@@ -170,19 +169,24 @@ return {1}
 const recordToolResult: ScriptDefinition = {
   numberOfKeys: 8,
   lua: `${PRELUDE}
-local existing = redis.call('HGET', KEYS[5], ARGV[1])
-if existing then return {0, existing, openInRound(KEYS[8], ARGV[6])} end
-local status, ended = runStatus(KEYS[1])
-if ended then return {-1} end
-redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
+local _, ended = runStatus(KEYS[1])
+if ended then
+  local existing = redis.call('HGET', KEYS[5], ARGV[1])
+  if existing then return {0, existing, openInRound(KEYS[8], ARGV[6])} end
+  return {-1}
+end
+if redis.call('HSETNX', KEYS[5], ARGV[1], ARGV[2]) == 0 then
+  return {0, redis.call('HGET', KEYS[5], ARGV[1]), openInRound(KEYS[8], ARGV[6])}
+end
 redis.call('SADD', KEYS[4], KEYS[5])
-if redis.call('HDEL', KEYS[6], ARGV[3]) == 1 then redis.call('HINCRBY', KEYS[8], ARGV[6], -1) end
+local open
+if redis.call('HDEL', KEYS[6], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[8], ARGV[6], -1) else open = openInRound(KEYS[8], ARGV[6]) end
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
   redis.call('SADD', KEYS[4], KEYS[7])
 end
 append(KEYS[2], KEYS[3], '', ARGV[4])
-return {1, '', openInRound(KEYS[8], ARGV[6])}
+return {1, '', open}
 `,
 };
 
