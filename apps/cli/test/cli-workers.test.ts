@@ -60,7 +60,10 @@ describe('arcflow worker roles and run control', () => {
     const cancelled = await arcflow('cancel', run_id);
     expect(cancelled.stdout.trim()).toBe(`cancelled ${run_id}`);
     expect(await followerDone).toBe(0);
-    const kinds = followed.trim().split('\n').map((line) => JSON.parse(line).kind);
+    const lines = followed.trim().split('\n').map((line) => JSON.parse(line));
+    // Followed in batches read from offsets, the log still numbers 1..n.
+    expect(lines.map((event) => event.seq)).toEqual(lines.map((_, index) => index + 1));
+    const kinds = lines.map((event) => event.kind);
     expect(kinds[0]).toBe('RunEnqueued');
     expect(kinds.at(-1)).toBe('RunCancelled');
     expect(kinds).toContain('ToolCallFailed');
