@@ -10,8 +10,17 @@ const TSX_LOADER = import.meta.resolve('tsx/esm');
 export const BENCH_AGENTS = resolve(here, 'agents.ts');
 
 /** A raw BullMQ worker process (the baseline), ready when it says so. */
-export async function spawnRawWorker(prefix: string, concurrency: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, resolve(here, 'raw-worker.ts'), prefix, String(concurrency)], {
+export function spawnRawWorker(prefix: string, concurrency: number): Promise<ChildProcess> {
+  return spawnBenchProcess('raw-worker.ts', [prefix, String(concurrency)]);
+}
+
+/** A worker process of the design's floor (see floor-worker.ts). */
+export function spawnFloorWorker(prefix: string, fan: number): Promise<ChildProcess> {
+  return spawnBenchProcess('floor-worker.ts', [prefix, String(fan)]);
+}
+
+async function spawnBenchProcess(file: string, args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, resolve(here, file), ...args], {
     env: { ...process.env, REDIS_URL },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { WORKER_DEFAULTS, createClient } from '@arcflow/queue';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { cleanupPrefix } from '@arcflow/testing';
 import { type CpuSplit, REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
-import { BENCH_AGENTS, spawnRawWorker, stop } from './processes.ts';
+import { BENCH_AGENTS, spawnFloorWorker, spawnRawWorker, stop } from './processes.ts';
 
 const RUNS = 300;
 const FAN = 8;
@@ -15,44 +16,100 @@ const WARMUP_TRIALS = 2;
 export interface Throughput {
   readonly engine: number;
   readonly raw: number;
+  /** The design's floor: arcflow's jobs without the run store (see floor-worker.ts). */
+  readonly floor: number;
   /** CPU per FAN tool calls (one arcflow run; FAN raw jobs), medians over the counted trials. */
   readonly engineCpu: CpuSplit;
   readonly rawCpu: CpuSplit;
+  readonly floorCpu: CpuSplit;
 }
 
 /**
  * Tool jobs per second on `workers` processes: arcflow (RUNS runs of one round of FAN no-op
- * calls) against raw BullMQ (the same number of no-op jobs), in alternating trials after the
- * same warm-up for both; medians.
+ * calls) against raw BullMQ (the same number of no-op jobs) and against the design's floor (the
+ * same runs' BullMQ jobs with no run store), in alternating trials after the same warm-up for
+ * all three; medians.
  */
 export async function toolJobsPerSecond(prefix: string, workers: number): Promise<Throughput> {
   const env = { REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
   const engineWorkers: WorkerProcess[] = await Promise.all(Array.from({ length: workers }, () => spawnWorker(BENCH_AGENTS, { env })));
   const rawWorkers = await Promise.all(Array.from({ length: workers }, () => spawnRawWorker(`${prefix}-raw`, WORKER_DEFAULTS.tools_concurrency)));
+  const floorWorkers = await Promise.all(Array.from({ length: workers }, () => spawnFloorWorker(`${prefix}-floor`, FAN)));
   const client = createClient({ redis: REDIS_URL, prefix });
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue('raw-tools', { connection, prefix: `{${prefix}-raw}` });
-  const engine: number[] = [];
-  const raw: number[] = [];
-  const engineCpu: CpuSplit[] = [];
-  const rawCpu: CpuSplit[] = [];
+  const floor = await FloorClient.start(connection, `${prefix}-floor`);
+  const arms = {
+    raw: { pids: rawWorkers.map((child) => child.pid!), trial: (trial: number) => rawTrial(queue, trial), rates: [] as number[], cpu: [] as CpuSplit[] },
+    engine: { pids: engineWorkers.map((worker) => worker.pid), trial: (trial: number) => engineTrial(client, trial), rates: [] as number[], cpu: [] as CpuSplit[] },
+    floor: { pids: floorWorkers.map((child) => child.pid!), trial: () => floor.trial(), rates: [] as number[], cpu: [] as CpuSplit[] },
+  };
   try {
     for (let trial = 0; trial < WARMUP_TRIALS + TRIALS; trial += 1) {
-      const rawTrialResult = await cpuPer(connection, rawWorkers.map((child) => child.pid!), RUNS, () => rawTrial(queue, trial));
-      const engineTrialResult = await cpuPer(connection, engineWorkers.map((worker) => worker.pid), RUNS, () => engineTrial(client, trial));
-      if (trial < WARMUP_TRIALS) continue;
-      raw.push(rawTrialResult.result);
-      engine.push(engineTrialResult.result);
-      rawCpu.push(rawTrialResult.cpu);
-      engineCpu.push(engineTrialResult.cpu);
+      for (const arm of Object.values(arms)) {
+        const measured = await cpuPer(connection, arm.pids, RUNS, () => arm.trial(trial));
+        if (trial < WARMUP_TRIALS) continue;
+        arm.rates.push(measured.result);
+        arm.cpu.push(measured.cpu);
+      }
     }
-    return { engine: percentile(engine, 50), raw: percentile(raw, 50), engineCpu: medianSplit(engineCpu), rawCpu: medianSplit(rawCpu) };
+    return {
+      engine: percentile(arms.engine.rates, 50),
+      raw: percentile(arms.raw.rates, 50),
+      floor: percentile(arms.floor.rates, 50),
+      engineCpu: medianSplit(arms.engine.cpu),
+      rawCpu: medianSplit(arms.raw.cpu),
+      floorCpu: medianSplit(arms.floor.cpu),
+    };
   } finally {
     await client.close();
     await queue.close();
-    await Promise.all([...engineWorkers.map((worker) => worker.stop()), ...rawWorkers.map(stop)]);
+    await floor.close();
+    await Promise.all([...engineWorkers.map((worker) => worker.stop()), ...rawWorkers.map(stop), ...floorWorkers.map(stop)]);
     await cleanupPrefix(`${prefix}-raw`, REDIS_URL);
+    await cleanupPrefix(`${prefix}-floor`, REDIS_URL);
     await connection.quit();
+  }
+}
+
+/** Enqueues the floor's runs (provider job 1 of each) and waits until each one's provider job 2 has run. */
+class FloorClient {
+  private readonly waiting = new Map<string, () => void>();
+
+  private constructor(
+    private readonly providers: Queue,
+    private readonly subscriber: Redis,
+  ) {
+    subscriber.on('message', (_channel: string, run_id: string) => this.waiting.get(run_id)?.());
+  }
+
+  static async start(connection: Redis, prefix: string): Promise<FloorClient> {
+    const subscriber = connection.duplicate();
+    await subscriber.subscribe(`{${prefix}}:floor-done`);
+    return new FloorClient(new Queue('floor-provider', { connection, prefix: `{${prefix}}` }), subscriber);
+  }
+
+  async trial(): Promise<number> {
+    const started = performance.now();
+    const finished: Promise<void>[] = [];
+    const trace = { traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' };
+    for (let batch = 0; batch < RUNS; batch += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, RUNS - batch) }, () => {
+          const run_id = `run_${randomUUID()}`;
+          finished.push(new Promise<void>((done) => this.waiting.set(run_id, done)));
+          return this.providers.add('provider', { run_id, step_id: 's1', iteration: 1, trace }, { jobId: `${run_id}.s1.p1`, attempts: 5, backoff: { type: 'fixed', delay: 1_000 } });
+        }),
+      );
+    }
+    await Promise.all(finished);
+    this.waiting.clear();
+    return (RUNS * FAN) / ((performance.now() - started) / 1000);
+  }
+
+  async close(): Promise<void> {
+    await this.providers.close();
+    await this.subscriber.quit();
   }
 }
 
