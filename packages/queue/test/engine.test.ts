@@ -52,6 +52,25 @@ describe('queue engine', () => {
     expect(model.requests[1]?.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['all met', 'all met', 'all met']);
   });
 
+  it('runs a dozen calls of one run at once in one worker without a listener warning (they share the run\'s cancel signal)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const wait = barrier(12);
+      const meet = tool({ name: 'crowd', description: 'meets', input_schema: { type: 'object' }, handler: () => wait() });
+      const model = scriptedProvider([toolCalls(Array.from({ length: 12 }, (_, n) => ({ name: 'crowd', args: { n } }))), reply('met')]);
+      const { client } = await engine('crowd', [new Agent({ name: 'crowded', tools: [meet] })], model);
+      const { run_id } = await client.enqueue({ agent: 'crowded', input: 'go' });
+      expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+      expect(model.requests[1]?.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(Array(12).fill('all met'));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((warning) => warning.includes('MaxListenersExceeded'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('caps a tool at its concurrency across workers', async () => {
     let running = 0;
     let peak = 0;

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Redis } from 'ioredis';
 
 /**
@@ -26,6 +27,8 @@ export class CancellationListener {
     let entry = this.runs.get(run_id);
     if (!entry) {
       entry = { controller: new AbortController(), holders: 0 };
+      // Every handler of the run in this process listens on this one signal: no listener cap.
+      setMaxListeners(0, entry.controller.signal);
       this.runs.set(run_id, entry);
     }
     entry.holders += 1;
