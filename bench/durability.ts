@@ -1,8 +1,10 @@
-import { createClient, startWorker } from '@arcflow/queue';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { type ArcflowClient, createClient, startWorker } from '@arcflow/queue';
 import { silentLogger } from '@arcflow/core';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
-import { benchNap, provider } from './agents.ts';
+import { benchNap, benchNoop, provider } from './agents.ts';
 import { REDIS_URL, percentile, redisUsedBytes, rssMiB, sleep } from './lib.ts';
 import { BENCH_AGENTS } from './processes.ts';
 
@@ -25,27 +27,29 @@ export async function parallelNapLatency(prefix: string): Promise<number> {
   return percentile(latencies, 50);
 }
 
-/** Worker RSS after 1k and 10k runs (one no-op call each), and Redis bytes per retained run. */
-export async function memoryProfile(prefix: string): Promise<{ rss1k: number; rss10k: number; bytesPerRun: number }> {
+/** Runs `count` runs of one no-op call, 100 at a time, numbered from `from`. */
+async function runNoops(client: ArcflowClient, from: number, count: number): Promise<void> {
+  for (let batch = 0; batch < count; batch += 100) {
+    const ids = await Promise.all(Array.from({ length: 100 }, (_, index) => client.enqueue({ agent: 'bench_noop', input: `m${from + batch + index}` })));
+    await Promise.all(ids.map(({ run_id }) => client.wait(run_id, { timeout_ms: 60_000 })));
+  }
+}
+
+/**
+ * Worker RSS after 1k and 10k runs (one no-op call each), and Redis bytes per retained run.
+ * `nodeOptions` starts the worker with those Node options (e.g. a heap cap).
+ */
+export async function memoryProfile(prefix: string, nodeOptions?: string): Promise<{ rss1k: number; rss10k: number; bytesPerRun: number }> {
   const redis = new Redis(REDIS_URL);
-  const env = { REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+  const env = { REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) };
   const worker = await spawnWorker(BENCH_AGENTS, { env });
   const client = createClient({ redis: REDIS_URL, prefix });
   const before = await redisUsedBytes(redis);
-  let rss1k = Number.NaN;
   try {
-    let done = 0;
-    const runBatch = async (count: number) => {
-      for (let batch = 0; batch < count; batch += 100) {
-        const ids = await Promise.all(Array.from({ length: 100 }, (_, index) => client.enqueue({ agent: 'bench_noop', input: `m${done + batch + index}` })));
-        await Promise.all(ids.map(({ run_id }) => client.wait(run_id, { timeout_ms: 60_000 })));
-      }
-      done += count;
-    };
-    await runBatch(1_000);
+    await runNoops(client, 0, 1_000);
     await sleep(500);
-    rss1k = rssMiB(worker.pid);
-    await runBatch(9_000);
+    const rss1k = rssMiB(worker.pid);
+    await runNoops(client, 1_000, 9_000);
     await sleep(500);
     const rss10k = rssMiB(worker.pid);
     const bytesPerRun = ((await redisUsedBytes(redis)) - before) / 10_000;
@@ -54,6 +58,32 @@ export async function memoryProfile(prefix: string): Promise<{ rss1k: number; rs
     await client.close();
     await worker.stop();
     await redis.quit();
+  }
+}
+
+/**
+ * The leak check behind the RSS row: heap in use after a full GC, after 1k and after 10k runs,
+ * with the worker in this process. RSS follows V8's heap sizing (old space grows between major
+ * GCs and is rarely given back), so it moves by tens of MiB with no leak; this does not.
+ */
+export async function heapAfterGc(prefix: string): Promise<{ heap1k: number; heap10k: number }> {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const heapMiB = () => {
+    gc();
+    gc();
+    return process.memoryUsage().heapUsed / 1024 / 1024;
+  };
+  const worker = await startWorker({ agents: [benchNoop], provider, redis: REDIS_URL, prefix, logger: silentLogger });
+  const client = createClient({ redis: REDIS_URL, prefix });
+  try {
+    await runNoops(client, 0, 1_000);
+    const heap1k = heapMiB();
+    await runNoops(client, 1_000, 9_000);
+    return { heap1k, heap10k: heapMiB() };
+  } finally {
+    await client.close();
+    await worker.close();
   }
 }
 
