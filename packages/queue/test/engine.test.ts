@@ -112,6 +112,46 @@ describe('queue engine', () => {
     expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(900);
   });
 
+  it('shows ProviderRequestSent while a slow model call runs, with the run marked running, and keeps each request before its response', async () => {
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    let calls = 0;
+    const slowFirst: ModelProvider = {
+      id: 'slow-first',
+      defaultModel: 'm',
+      async complete() {
+        calls += 1;
+        if (calls === 1) await answered;
+        return calls === 1
+          ? { content: null, finish_reason: 'tool_calls', usage: { input: 1, output: 1, total: 2 }, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'echo', arguments: '{}' } }] }
+          : { content: 'done', finish_reason: 'stop', usage: { input: 1, output: 1, total: 2 }, tool_calls: [] };
+      },
+    };
+    const echo = tool({ name: 'echo', description: 'echoes', input_schema: { type: 'object' }, handler: () => 'echo' });
+    const { client } = await engine('held-write', [new Agent({ name: 'held', tools: [echo] })], slowFirst);
+    const { run_id } = await client.enqueue({ agent: 'held', input: 'go' });
+    let seen: string[] = [];
+    for (let tries = 0; tries < 100 && !seen.includes('ProviderRequestSent'); tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      seen = (await collect(client, run_id)).map((event) => event.kind);
+    }
+    // The call is still running: its request is in the log, with the run marked running.
+    expect(seen).toEqual(['RunEnqueued', 'AgentInvoked', 'ProviderRequestSent']);
+    expect((await client.get(run_id))?.status).toBe('running');
+    answer();
+    expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    const kinds = events.map((event) => event.kind);
+    // The second call answered at once: its request still comes first.
+    const lastRequest = kinds.lastIndexOf('ProviderRequestSent');
+    expect(kinds.slice(lastRequest)).toEqual(['ProviderRequestSent', 'ProviderResponseReceived', 'TokensConsumed', 'AgentResponseReceived', 'RunCompleted']);
+    const [firstSent, secondSent] = events.filter((event) => event.kind === 'ProviderRequestSent');
+    const secondReceived = events.filter((event) => event.kind === 'ProviderResponseReceived')[1]!;
+    expect(secondSent!.ts).toBeLessThanOrEqual(secondReceived.ts);
+    expect(firstSent!.ts).toBeLessThanOrEqual(secondSent!.ts);
+  });
+
   it('fails the run after 500 × attempts, each a ProviderError', async () => {
     const server = await startFakeOpenAI({ fallback: () => ({ type: 'status', status: 500 }) });
     open.push(server);
