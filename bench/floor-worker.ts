@@ -10,7 +10,7 @@ const [prefix = 'bench', fan = '8'] = process.argv.slice(2);
 const FAN = Number(fan);
 const tag = `{${prefix}}`;
 const connection = coalesceWrites(new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null }));
-const options = { connection, prefix: tag, lockDuration: 5_000, stalledInterval: 2_500, maxStalledCount: 2, removeOnComplete: { age: 604_800 }, removeOnFail: { age: 604_800 } };
+const options = { connection, prefix: tag, lockDuration: 5_000, stalledInterval: 2_000, maxStalledCount: 2, removeOnComplete: { age: 604_800 }, removeOnFail: { age: 604_800 } };
 const providers = new Queue('floor-provider', { connection, prefix: tag });
 const tools = new Queue('floor-tool', { connection, prefix: tag });
 const trace = { traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' };

@@ -53,7 +53,7 @@ export const WORKER_DEFAULTS = Object.freeze({
   provider_max_backoff_ms: 30_000,
   tool_backoff_ms: 500,
   lock_duration_ms: 5_000,
-  stalled_interval_ms: 2_500,
+  stalled_interval_ms: 2_000,
   max_stalled_count: 2,
   heartbeat_ms: 5_000,
   /** A worker whose heartbeat is older than this is not counted as serving its agents. */
