@@ -2,43 +2,36 @@
 // first provider job fans out 8 tool jobs with arcflow's data, ids and options; the tool job that
 // settles the round adds provider job 2, which ends the run), with no run store, events or
 // engine logic. What arcflow costs above this is the store and the loop.
+import { hashTag } from '@arcflow/queue';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { coalesceWrites } from '../packages/queue/src/redis-writes.ts';
+import { FLOOR_QUEUES, FLOOR_WORKER_OPTIONS, addJob, floorDoneChannel, floorProviderJob, floorToolJob } from './floor-jobs.ts';
 
 const [prefix = 'bench', fan = '8'] = process.argv.slice(2);
 const FAN = Number(fan);
-const tag = `{${prefix}}`;
+const tag = hashTag(prefix);
 const connection = coalesceWrites(new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null }));
-const options = { connection, prefix: tag, lockDuration: 5_000, stalledInterval: 2_000, maxStalledCount: 2, removeOnComplete: { age: 604_800 }, removeOnFail: { age: 604_800 } };
-const providers = new Queue('floor-provider', { connection, prefix: tag });
-const tools = new Queue('floor-tool', { connection, prefix: tag });
-const trace = { traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' };
-const join = { queue: 'floor-provider', attempts: 5 };
+const options = { connection, prefix: tag, ...FLOOR_WORKER_OPTIONS };
+const providers = new Queue(FLOOR_QUEUES.provider, { connection, prefix: tag });
+const tools = new Queue(FLOOR_QUEUES.tool, { connection, prefix: tag });
 
 const provider = new Worker(
-  'floor-provider',
+  FLOOR_QUEUES.provider,
   async (job) => {
     const { run_id, iteration } = job.data as { run_id: string; iteration: number };
-    if (iteration === 2) return connection.publish(`${tag}:floor-done`, run_id);
+    if (iteration === 2) return connection.publish(floorDoneChannel(prefix), run_id);
     await connection.hset(`${tag}:floor-open`, run_id, FAN);
-    await Promise.all(
-      Array.from({ length: FAN }, (_, index) => {
-        const data = { run_id, step_id: 's1', iteration, index, tool_call_id: `c0_${index}`, tool_name: 'noop', args: { round: 0, index }, input_size_bytes: 22, trace, join };
-        return tools.add('noop', data, { jobId: `${run_id}.s1.i1.c0_${index}` });
-      }),
-    );
+    await Promise.all(Array.from({ length: FAN }, (_, index) => addJob(tools, floorToolJob(run_id, index))));
     return 'ok';
   },
   { ...options, concurrency: 16, limiter: { max: 1_000_000, duration: 1_000 } },
 );
 const tool = new Worker(
-  'floor-tool',
+  FLOOR_QUEUES.tool,
   async (job) => {
     const { run_id } = job.data as { run_id: string };
-    if ((await connection.hincrby(`${tag}:floor-open`, run_id, -1)) === 0) {
-      await providers.add('provider', { run_id, step_id: 's1', iteration: 2, trace }, { jobId: `${run_id}.s1.p2`, attempts: 5, backoff: { type: 'fixed', delay: 1_000 } });
-    }
+    if ((await connection.hincrby(`${tag}:floor-open`, run_id, -1)) === 0) await addJob(providers, floorProviderJob(run_id, 2));
     return 'recorded';
   },
   { ...options, concurrency: 64 },

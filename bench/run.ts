@@ -17,6 +17,18 @@ const prefix = (name: string) => {
 const rows: Row[] = [];
 const verdict = (ok: boolean) => (ok ? 'yes' : 'NO');
 const progress = (message: string) => process.stderr.write(`bench: ${message}\n`);
+/** A memory row: MiB after 1k and 10k runs and the growth between them, checked against `limit` % if given. */
+const growthRow = (measure: string, at1k: number, at10k: number, limit?: number): Row => {
+  const growth = (at10k / at1k - 1) * 100;
+  return {
+    measure,
+    arcflow: `${at10k.toFixed(1)} MiB`,
+    baseline: `${at1k.toFixed(1)} MiB`,
+    ratio: `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%`,
+    target: limit === undefined ? 'info' : `< ${limit}% growth`,
+    verdict: limit === undefined ? '-' : verdict(growth < limit),
+  };
+};
 /** The heap cap docs/architecture.md recommends for workers ("Worker memory"). */
 const CAPPED_HEAP_MIB = 1024;
 
@@ -46,17 +58,14 @@ try {
   if (wanted('memory')) {
     progress('memory over 10k runs (about a minute)');
     const memory = await memoryProfile(prefix('memory'));
-    const growth = (memory.rss10k / memory.rss1k - 1) * 100;
-    rows.push({ measure: 'worker RSS after 1k -> 10k runs', arcflow: `${memory.rss10k.toFixed(1)} MiB`, baseline: `${memory.rss1k.toFixed(1)} MiB`, ratio: `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%`, target: '< 20% growth', verdict: verdict(growth < 20) });
+    rows.push(growthRow('worker RSS after 1k -> 10k runs', memory.rss1k, memory.rss10k, 20));
     rows.push({ measure: 'Redis bytes per retained run (jobs included)', arcflow: `${(memory.bytesPerRun / 1024).toFixed(1)} KiB`, baseline: '-', ratio: '-', target: 'info', verdict: '-' });
     progress('memory again, with the heap capped at 1 GiB (about a minute)');
     const capped = await memoryProfile(prefix('memory-capped'), `--max-old-space-size=${CAPPED_HEAP_MIB}`);
-    const cappedGrowth = (capped.rss10k / capped.rss1k - 1) * 100;
-    rows.push({ measure: `  the same, NODE_OPTIONS=--max-old-space-size=${CAPPED_HEAP_MIB}`, arcflow: `${capped.rss10k.toFixed(1)} MiB`, baseline: `${capped.rss1k.toFixed(1)} MiB`, ratio: `${cappedGrowth >= 0 ? '+' : ''}${cappedGrowth.toFixed(1)}%`, target: '< 20% growth', verdict: verdict(cappedGrowth < 20) });
+    rows.push(growthRow(`  the same, NODE_OPTIONS=--max-old-space-size=${CAPPED_HEAP_MIB}`, capped.rss1k, capped.rss10k, 20));
     progress('heap after full GC over 10k runs (in-process worker)');
     const heap = await heapAfterGc(prefix('heap'));
-    const heapGrowth = (heap.heap10k / heap.heap1k - 1) * 100;
-    rows.push({ measure: '  heap after full GC, 1k -> 10k runs (leak check)', arcflow: `${heap.heap10k.toFixed(1)} MiB`, baseline: `${heap.heap1k.toFixed(1)} MiB`, ratio: `${heapGrowth >= 0 ? '+' : ''}${heapGrowth.toFixed(1)}%`, target: 'info', verdict: '-' });
+    rows.push(growthRow('  heap after full GC, 1k -> 10k runs (leak check)', heap.heap1k, heap.heap10k));
   }
   if (wanted('recovery')) {
     progress('recovery after SIGKILL');

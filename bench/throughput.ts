@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { WORKER_DEFAULTS, createClient } from '@arcflow/queue';
+import { WORKER_DEFAULTS, createClient, hashTag } from '@arcflow/queue';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { cleanupPrefix } from '@arcflow/testing';
 import { type CpuSplit, REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
+import { FLOOR_QUEUES, addJob, floorDoneChannel, floorProviderJob } from './floor-jobs.ts';
 import { BENCH_AGENTS, spawnFloorWorker, spawnRawWorker, stop } from './processes.ts';
 
 const RUNS = 300;
@@ -85,20 +86,19 @@ class FloorClient {
 
   static async start(connection: Redis, prefix: string): Promise<FloorClient> {
     const subscriber = connection.duplicate();
-    await subscriber.subscribe(`{${prefix}}:floor-done`);
-    return new FloorClient(new Queue('floor-provider', { connection, prefix: `{${prefix}}` }), subscriber);
+    await subscriber.subscribe(floorDoneChannel(prefix));
+    return new FloorClient(new Queue(FLOOR_QUEUES.provider, { connection, prefix: hashTag(prefix) }), subscriber);
   }
 
   async trial(): Promise<number> {
     const started = performance.now();
     const finished: Promise<void>[] = [];
-    const trace = { traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' };
     for (let batch = 0; batch < RUNS; batch += 50) {
       await Promise.all(
         Array.from({ length: Math.min(50, RUNS - batch) }, () => {
           const run_id = `run_${randomUUID()}`;
           finished.push(new Promise<void>((done) => this.waiting.set(run_id, done)));
-          return this.providers.add('provider', { run_id, step_id: 's1', iteration: 1, trace }, { jobId: `${run_id}.s1.p1`, attempts: 5, backoff: { type: 'fixed', delay: 1_000 } });
+          return addJob(this.providers, floorProviderJob(run_id, 1));
         }),
       );
     }
