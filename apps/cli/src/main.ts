@@ -71,6 +71,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Output piped into a reader that stops early (`arcflow events … | head`): stop quietly, as Unix tools do.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(0);
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     // Workers keep running until a signal; everything else exits with its code.

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
@@ -49,6 +49,20 @@ describe('arcflow CLI', () => {
     expect(tree.stdout).toContain('└─ step s1  agent travel_researcher');
     expect(tree.stdout).toContain('convert_currency');
     expect(tree.stdout).toContain('invalid input  amount: expected number');
+  });
+
+  it('stops quietly when its reader closes the pipe early (events --follow | head -1)', async () => {
+    const enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json');
+    const { run_id } = JSON.parse(enqueued.stdout);
+    const child = spawn(process.execPath, [ARCFLOW_BIN, 'events', run_id, '--follow', '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // Like `head -1`: read the first line, then close our end of the pipe.
+    await new Promise<void>((gotLine) => child.stdout.once('data', () => gotLine()));
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((exited) => child.once('exit', exited));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('prints just the run id without --wait, and honours an idempotency key', async () => {
