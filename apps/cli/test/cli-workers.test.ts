@@ -1,4 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
@@ -73,11 +76,19 @@ describe('arcflow worker roles and run control', () => {
     expect(again.stdout).toContain('had already ended (cancelled)');
   });
 
-  it('refuses a missing module and a bad --roles value with a clear message', async () => {
+  it('refuses a missing module, an ES module in a CommonJS package and a bad --roles value with a clear message', async () => {
     const { arcflow } = setup('bad-worker');
     const missing = await arcflow('worker', '--module', 'does/not/exist.ts');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("arcflow: cannot load module 'does/not/exist.ts'");
+    // An ES-module .ts file where the nearest package.json is CommonJS (no "type": "module").
+    const cjsPackage = mkdtempSync(join(tmpdir(), 'arcflow-cjs-'));
+    writeFileSync(join(cjsPackage, 'package.json'), '{"name": "cjs-app"}');
+    writeFileSync(join(cjsPackage, 'agents.ts'), "export const answer = 42;\n");
+    const commonJs = await arcflow('worker', '--module', join(cjsPackage, 'agents.ts'));
+    rmSync(cjsPackage, { recursive: true });
+    expect(commonJs.code).toBe(1);
+    expect(commonJs.stderr).toContain('it is an ES module inside a CommonJS package; add "type": "module" to its package.json, or name it .mts');
     const roles = await arcflow('worker', '--module', EXAMPLE, '--roles', 'chef');
     expect(roles.code).toBe(1);
     expect(roles.stderr).toContain("roles must be a non-empty list of 'provider' and 'tools'");

@@ -14,13 +14,24 @@ const isDefinition = (value: unknown): value is Agent | Workflow =>
 const isProvider = (value: unknown): value is ModelProvider =>
   typeof value === 'object' && value !== null && typeof (value as ModelProvider).complete === 'function' && typeof (value as ModelProvider).id === 'string';
 
+/**
+ * Why the import failed, in words that say what to do. A `.ts` file in a package without
+ * `"type": "module"` is loaded as CommonJS, and Node's error for that names a require cycle.
+ */
+function loadFailure(error: NodeJS.ErrnoException): string {
+  if (error.code === 'ERR_REQUIRE_CYCLE_MODULE' || error.code === 'ERR_REQUIRE_ESM') {
+    return 'it is an ES module inside a CommonJS package; add "type": "module" to its package.json, or name it .mts';
+  }
+  return error.message;
+}
+
 /** Imports a user module and collects every Agent and Workflow it exports: named or default, single or in arrays. */
 export async function loadModule(path: string): Promise<LoadedModule> {
   let exports: Record<string, unknown>;
   try {
     exports = await import(pathToFileURL(resolve(path)).href);
   } catch (error) {
-    throw new ConfigError(`cannot load module '${path}': ${(error as Error).message}`);
+    throw new ConfigError(`cannot load module '${path}': ${loadFailure(error as NodeJS.ErrnoException)}`);
   }
   const definitions = new Set<Agent | Workflow>();
   for (const value of Object.values(exports)) {
