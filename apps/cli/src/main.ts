@@ -37,6 +37,7 @@ const OPTIONS = {
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [command, ...args] = positionals;
+  onClosedStdout(command === 'worker' ? 'keep-serving' : 'exit');
   const need = (count: number, names: string) => {
     if (args.length !== count) throw new UsageError(`${command} takes ${names}`);
   };
@@ -71,11 +72,16 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-// Output piped into a reader that stops early (`arcflow events … | head`): stop quietly, as Unix tools do.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code !== 'EPIPE') throw error;
-  process.exit(0);
-});
+/**
+ * Output piped into a reader that stops early (`arcflow events … | head`): a command stops
+ * quietly, as Unix tools do; a worker keeps serving (its stdout carries only the ready line).
+ */
+function onClosedStdout(then: 'exit' | 'keep-serving'): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    if (then === 'exit') process.exit(0);
+  });
+}
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -76,6 +76,26 @@ describe('arcflow worker roles and run control', () => {
     expect(again.stdout).toContain('had already ended (cancelled)');
   });
 
+  it('keeps a worker serving when the reader of its stdout goes away', async () => {
+    const { env, arcflow } = setup('closed-stdout');
+    const worker = spawn(process.execPath, [ARCFLOW_BIN, 'worker', '--module', EXAMPLE], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', resolve));
+    worker.stdout.destroy(); // its ready line goes to a closed pipe
+    try {
+      // The worker registers its agents just before it prints the ready line; until then enqueue refuses.
+      let enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json', '--timeout-ms', '20000');
+      for (let tries = 0; tries < 100 && enqueued.code !== 0; tries += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json', '--timeout-ms', '20000');
+      }
+      expect(JSON.parse(enqueued.stdout).status).toBe('completed');
+      expect(worker.exitCode).toBeNull();
+    } finally {
+      worker.kill('SIGTERM');
+      await exited;
+    }
+  });
+
   it('refuses a missing module, an ES module in a CommonJS package and a bad --roles value with a clear message', async () => {
     const { arcflow } = setup('bad-worker');
     const missing = await arcflow('worker', '--module', 'does/not/exist.ts');
