@@ -171,7 +171,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     async cancel(run_id) {
       const status = await store.status(run_id);
       if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-      const cancelled = await endRun(store, run_id, { status: 'cancelled' }, 's1');
+      const cancelled = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
       if (cancelled) await redis.publish(store.keys.cancelChannel, run_id);
       return { cancelled, status: (await store.status(run_id)) ?? status };
     },

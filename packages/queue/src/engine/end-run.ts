@@ -1,13 +1,13 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
-import type { PendingEvent, RunOutcome, RunStore } from '../store/run-store.ts';
+import type { RunEnding, RunStore } from '../store/run-store.ts';
 import { type RunTrace, emitRunSpan } from '../tracing.ts';
 
 /**
  * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's
  * root span if it traces. Returns false if the run had already ended.
  */
-export async function endRun(store: RunStore, run_id: string, outcome: RunOutcome, step_id: string, events: readonly PendingEvent[] = []): Promise<boolean> {
-  const ended = await store.finishRun(run_id, outcome, step_id, events);
+export async function endRun(store: RunStore, run_id: string, ending: RunEnding): Promise<boolean> {
+  const ended = await store.finishRun(run_id, ending);
   if (ended) await emitRunSpanOnce(store, run_id);
   return ended;
 }

@@ -107,7 +107,8 @@ export class ProviderJobProcessor {
     if (!spec || TERMINAL_STATUSES.has(spec.status)) return 'run-ended';
     const agent = agents.get(spec.agent);
     if (!agent) {
-      await endRun(store, run_id, { status: 'failed', error: stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`) }, step_id);
+      const error = stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`);
+      await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id });
       return 'unknown-agent';
     }
     const context: StepContext = {
@@ -119,10 +120,14 @@ export class ProviderJobProcessor {
       span,
     };
     if (iteration === 1 && context.test && 'output' in context.test) {
-      await endRun(store, run_id, { status: 'completed', output: context.test.output }, step_id, [
-        { event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` },
-        { event: agentRespondedEvent(step_id, context.test.output, 0), once: `responded|${step_id}` },
-      ]);
+      await endRun(store, run_id, {
+        outcome: { status: 'completed', output: context.test.output },
+        step_id,
+        events: [
+          { event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` },
+          { event: agentRespondedEvent(step_id, context.test.output, 0), once: `responded|${step_id}` },
+        ],
+      });
       return 'step-done';
     }
     const ready = await this.readyState(context, snapshot);
@@ -293,7 +298,7 @@ export class ProviderJobProcessor {
     }
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
     const error = providerRunError(failure, attempt);
-    await endRun(store, run_id, { status: 'failed', error }, step_id, [{ event: stepFailedEvent(step_id, error) }]);
+    await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
     return undefined;
   }
 
@@ -304,8 +309,7 @@ export class ProviderJobProcessor {
     switch (decision.type) {
       case 'complete':
       case 'fail': {
-        const { outcome, events } = endingFor(step_id, iteration, decision)!;
-        await endRun(store, run_id, outcome, step_id, events);
+        await endRun(store, run_id, endingFor(step_id, iteration, decision)!);
         return;
       }
       case 'final_answer':

@@ -130,7 +130,8 @@ function failedForGood(job: Job, reason: string | undefined): boolean {
 async function failRunIfFinal(store: RunStore, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
   if (!job || !failedForGood(job, reason)) return;
   const { run_id, step_id, iteration } = job.data;
-  await endRun(store, run_id, { status: 'failed', error: stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`) }, step_id).catch(
+  const error = stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`);
+  await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id }).catch(
     () => undefined,
   );
 }

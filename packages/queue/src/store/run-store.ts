@@ -43,11 +43,11 @@ export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status
 /** How a run ends. */
 export type RunOutcome = { status: 'completed'; output: string } | { status: 'failed'; error: RunError } | { status: 'cancelled' };
 
-/** A run's end as the store writes it: the outcome, the step it ends in, and that step's last events. */
+/** A run's end as the store writes it: the outcome, the step it ends in, and that step's last events (if any). */
 export interface RunEnding {
   readonly outcome: RunOutcome;
   readonly step_id: string;
-  readonly events: readonly PendingEvent[];
+  readonly events?: readonly PendingEvent[];
 }
 
 /** A call fanned out to a tool job and not yet settled. */
@@ -315,15 +315,15 @@ export class RunStore {
   }
 
   /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
-  async finishRun(run_id: string, outcome: RunOutcome, step_id: string, stepEvents: readonly PendingEvent[] = []): Promise<boolean> {
+  async finishRun(run_id: string, ending: RunEnding): Promise<boolean> {
     const keys = this.runKeys(run_id);
-    const finished = await this.redis.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, { outcome, step_id, events: stepEvents }));
+    const finished = await this.redis.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, ending));
     return finished === 1;
   }
 
   /** The arguments of the scripts' FINISH step. */
   private finishArgs(run_id: string, ending: RunEnding): (string | number)[] {
-    const { outcome, step_id, events } = ending;
+    const { outcome, step_id, events = [] } = ending;
     return [
       outcome.status,
       step_id,
