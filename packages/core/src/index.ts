@@ -3,7 +3,7 @@ export { canonicalJson, shortHash, byteSize } from './canonical.ts';
 export { TOOL_EXECUTION_DEFAULTS, LOOP_DETECTION_DEFAULTS, TOOL_DEFAULTS, PROVIDER_RETRY_DEFAULTS, MAX_INPUT_BYTES, MAX_ARGUMENT_BYTES } from './defaults.ts';
 export { tool, describeViolations, type ToolConfig, type ToolDefinition, type ToolContext, type ToolHandler, type ToolLogger, type JsonSchema } from './tools/define.ts';
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
-export { runHandler, idempotencyKey, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
+export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';
 export { Workflow, type WorkflowConfig, type WorkflowStepConfig } from './definitions/workflow.ts';
 export { checkRunConfig, resolveSettings, type RunConfig, type StepSettings, type ToolExecutionConfig, type LoopDetectionConfig } from './definitions/settings.ts';

@@ -32,7 +32,7 @@ import { type CallPlace, cancelledCall, plannedCallEvents, settleExecution, shou
 import { type ModelProvider, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
 import type { RunError, RunRecord } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
-import { runHandler } from '../tools/run-handler.ts';
+import { runHandler, watchSignal } from '../tools/run-handler.ts';
 import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
 import { LocalEventLog } from './event-log.ts';
 
@@ -222,7 +222,7 @@ class LocalStep {
         tool_call_id: planned.call.id,
         attempt,
         args: planned.args,
-        cancelSignal: this.options.signal,
+        ...(this.options.signal ? { cancel: watchSignal(this.options.signal) } : {}),
         log: this.logger,
       });
       if (outcome.status === 'error') {

@@ -1,59 +1,98 @@
-import { setMaxListeners } from 'node:events';
+import type { CancelWatch } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 
+/** One piece of work's view of its run's cancellation; `release` it when the work is done. */
+export interface WorkCancellation extends CancelWatch {
+  release(): void;
+}
+
 /**
- * Cancellation across processes: `cancel` publishes the run id; every worker aborts the signals
- * it handed out for that run (in-flight handlers and provider calls).
+ * Cancellation across processes: `cancel` publishes the run id; every worker tells the work it
+ * has in flight for that run (in-flight handlers and provider calls).
  */
 export class CancellationListener {
-  /** One controller per run with work in flight here, shared by that work and counted. */
-  private readonly runs = new Map<string, { controller: AbortController; holders: number }>();
+  /** Work in flight here, per run. */
+  private readonly runs = new Map<string, Set<InFlight>>();
 
   private constructor(private readonly subscriber: Redis) {}
 
-  /** `onCancelled` runs in every worker for every cancelled run (after the local aborts). */
+  /** `onCancelled` runs in every worker for every cancelled run (after the local work is told). */
   static async start(subscriber: Redis, channel: string, onCancelled: (run_id: string) => void = () => undefined): Promise<CancellationListener> {
     const listener = new CancellationListener(subscriber);
     subscriber.on('message', (_channel: string, run_id: string) => {
-      listener.abort(run_id);
+      listener.cancel(run_id);
       onCancelled(run_id);
     });
     await subscriber.subscribe(channel);
     return listener;
   }
 
-  /** A signal aborted when the run is cancelled; call `release` when the work is done. */
-  signalFor(run_id: string): { signal: AbortSignal; release: () => void } {
-    let entry = this.runs.get(run_id);
-    if (!entry) {
-      entry = { controller: new AbortController(), holders: 0 };
-      // Every handler of the run in this process listens on this one signal: no listener cap.
-      setMaxListeners(0, entry.controller.signal);
-      this.runs.set(run_id, entry);
+  /** Watches `run_id` for the duration of one piece of work. */
+  watch(run_id: string): WorkCancellation {
+    let work = this.runs.get(run_id);
+    if (!work) {
+      work = new Set();
+      this.runs.set(run_id, work);
     }
-    entry.holders += 1;
-    const held = entry;
-    let released = false;
+    const inFlight = new InFlight(() => {
+      work.delete(inFlight);
+      if (work.size === 0 && this.runs.get(run_id) === work) this.runs.delete(run_id);
+    });
+    work.add(inFlight);
+    return inFlight;
+  }
+
+  /** A signal for APIs that take one (the provider call), aborted when the run is cancelled. */
+  signalFor(run_id: string): { signal: AbortSignal; release: () => void } {
+    const controller = new AbortController();
+    const watched = this.watch(run_id);
+    const stop = watched.watch(() => controller.abort(new Error('run cancelled')));
     return {
-      signal: held.controller.signal,
+      signal: controller.signal,
       release: () => {
-        if (released) return;
-        released = true;
-        held.holders -= 1;
-        if (held.holders === 0 && this.runs.get(run_id) === held) this.runs.delete(run_id);
+        stop();
+        watched.release();
       },
     };
   }
 
-  private abort(run_id: string): void {
-    const entry = this.runs.get(run_id);
-    if (!entry) return;
-    // Work that starts after this gets a fresh signal: the run's end is then seen in the store.
+  private cancel(run_id: string): void {
+    const work = this.runs.get(run_id);
+    if (!work) return;
+    // Work that starts after this watches afresh: the run's end is then seen in the store.
     this.runs.delete(run_id);
-    entry.controller.abort(new Error('run cancelled'));
+    for (const inFlight of work) inFlight.cancel();
   }
 
   async close(): Promise<void> {
     await this.subscriber.quit().catch(() => undefined);
+  }
+}
+
+class InFlight implements WorkCancellation {
+  cancelled = false;
+  private onCancel: (() => void) | undefined;
+  private released = false;
+
+  constructor(private readonly untrack: () => void) {}
+
+  watch(onCancel: () => void): () => void {
+    this.onCancel = onCancel;
+    return () => {
+      if (this.onCancel === onCancel) this.onCancel = undefined;
+    };
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    const onCancel = this.onCancel;
+    this.onCancel = undefined;
+    onCancel?.();
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.untrack();
   }
 }

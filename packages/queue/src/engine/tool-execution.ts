@@ -68,7 +68,7 @@ export async function attemptToolCall(
   if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
   if (start.status === 'ended') return { retry: false, roundSettled: false };
   const startedAt = performance.now();
-  const { signal, release } = cancellation.signalFor(run_id);
+  const cancel = cancellation.watch(run_id);
   const span = startChildSpan(SpanName.executeTool(planned.tool.name), SpanKind.INTERNAL, {
     [Attr.operationName]: 'execute_tool',
     [Attr.toolName]: planned.tool.name,
@@ -83,7 +83,7 @@ export async function attemptToolCall(
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
     const outcome = await context.with(trace.setSpan(context.active(), span), () =>
-      runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt, args: planned.args, cancelSignal: signal, log: logger }),
+      runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt, args: planned.args, cancel, log: logger }),
     );
     if (outcome.status === 'error') {
       logger.error('tool handler failed', { tool: planned.tool.name, run_id, tool_call_id: planned.call.id, attempt, error: outcome.error });
@@ -101,6 +101,6 @@ export async function attemptToolCall(
     return { retry: false, roundSettled: recorded?.openInRound === 0 };
   } finally {
     if (span.isRecording()) span.end();
-    release();
+    cancel.release();
   }
 }
