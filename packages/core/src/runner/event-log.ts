@@ -11,7 +11,8 @@ export class LocalEventLog {
 
   append(...drafts: EventDraft[]): void {
     for (const draft of drafts) {
-      const event = { ...applyTracePolicy(draft), run_id: this.run_id, seq: this.events.length + 1, ts: Date.now() } as TraceEvent;
+      // The policy returns a fresh object: completed in place, cheaper than a spread with more fields.
+      const event = Object.assign(applyTracePolicy(draft), { run_id: this.run_id, seq: this.events.length + 1, ts: Date.now() }) as TraceEvent;
       this.events.push(event);
       this.onEvent?.(event);
     }

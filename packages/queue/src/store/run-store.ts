@@ -386,7 +386,10 @@ function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefine
 
 /** `field, json` pairs for the open-calls hash: what cancel needs to close each call. */
 function openPairs(keys: RunKeys, calls: readonly OpenCall[]): string[] {
-  return calls.flatMap((call) => [openField(call), JSON.stringify({ ...call, results_key: keys.results(call.step_id, call.iteration) })]);
+  return calls.flatMap((call) => [
+    openField(call),
+    JSON.stringify({ step_id: call.step_id, iteration: call.iteration, tool_call_id: call.tool_call_id, tool_name: call.tool_name, results_key: keys.results(call.step_id, call.iteration) }),
+  ]);
 }
 
 function openField(call: OpenCall): string {
