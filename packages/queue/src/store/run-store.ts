@@ -11,7 +11,7 @@ import {
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
-import { SCRIPTS, type ScriptName } from './scripts.ts';
+import { type StoreScripts, storeScripts } from './script-runner.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
 export interface PendingEvent {
@@ -58,8 +58,6 @@ export interface OpenCall {
   readonly tool_name: string;
 }
 
-type Scripted = Redis & { [name in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
-
 /**
  * The durable run store in Redis: the run record, each step's state, memoized provider
  * responses, recorded tool results and the event log. Every write that must happen once is one
@@ -67,18 +65,15 @@ type Scripted = Redis & { [name in ScriptName]: (...args: (string | number)[]) =
  */
 export class RunStore {
   readonly keys: Keys;
-  private readonly redis: Scripted;
+  private readonly scripts: StoreScripts;
 
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     readonly prefix: string,
     readonly retentionSeconds: number,
   ) {
     this.keys = keysFor(prefix);
-    for (const [name, script] of Object.entries(SCRIPTS)) {
-      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-    }
-    this.redis = redis as Scripted;
+    this.scripts = storeScripts(redis);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -107,7 +102,7 @@ export class RunStore {
       usage_total: '0',
       iterations: '0',
     };
-    const [created, run_id] = (await this.redis.createRun(
+    const [created, run_id] = (await this.scripts.createRun(
       keys.record,
       keys.events,
       keys.dedupe,
@@ -154,7 +149,7 @@ export class RunStore {
   /** Appends events unless the run has ended. */
   async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
     const keys = this.runKeys(run_id);
-    const result = await this.redis.appendEvents(keys.record, keys.events, keys.dedupe, events.length, ...this.pairs(run_id, events));
+    const result = await this.scripts.appendEvents(keys.record, keys.events, keys.dedupe, events.length, ...this.pairs(run_id, events));
     return result === 1;
   }
 
@@ -182,7 +177,7 @@ export class RunStore {
     markRunning = false,
   ): Promise<'saved' | 'stale' | 'ended'> {
     const keys = this.runKeys(run_id);
-    const outcome = await this.redis.saveState(
+    const outcome = await this.scripts.saveState(
       keys.state(state.step_id),
       keys.index,
       keys.record,
@@ -215,7 +210,7 @@ export class RunStore {
     end?: RunEnding,
   ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
     const keys = this.runKeys(run_id);
-    const [outcome, stored] = (await this.redis.recordResponse(
+    const [outcome, stored] = (await this.scripts.recordResponse(
       keys.record,
       keys.events,
       keys.dedupe,
@@ -245,7 +240,7 @@ export class RunStore {
    */
   async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft, spanTraceparent = ''): Promise<RecordedResult | undefined> {
     const keys = this.runKeys(run_id);
-    const [outcome, stored, openInRound] = (await this.redis.recordToolResult(
+    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
       keys.record,
       keys.events,
       keys.dedupe,
@@ -271,7 +266,7 @@ export class RunStore {
    */
   async startToolCall(run_id: string, call: OpenCall, started: EventDraft, once: string): Promise<CallStart> {
     const keys = this.runKeys(run_id);
-    const [outcome, openInRound] = (await this.redis.startToolCall(
+    const [outcome, openInRound] = (await this.scripts.startToolCall(
       keys.record,
       keys.events,
       keys.dedupe,
@@ -293,7 +288,7 @@ export class RunStore {
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
     const keys = this.runKeys(run_id);
-    const [fields, state, previousResponse, response, results, spans] = (await this.redis.loadStep(
+    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep(
       keys.record,
       keys.state(step_id),
       keys.response(step_id, iteration - 1),
@@ -317,7 +312,7 @@ export class RunStore {
   /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
   async finishRun(run_id: string, ending: RunEnding): Promise<boolean> {
     const keys = this.runKeys(run_id);
-    const finished = await this.redis.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, ending));
+    const finished = await this.scripts.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, ending));
     return finished === 1;
   }
 
