@@ -64,6 +64,8 @@ export class Agent {
 
   /** Settings for one run: the run's config overrides the agent's, key by key. */
   settingsFor(config?: unknown): StepSettings {
+    // Most runs bring no config: the agent's own settings, resolved once.
+    if (config === undefined || config === null) return this.settings;
     const override = checkRunConfig(config);
     return resolveSettings(
       { tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model },

@@ -54,7 +54,8 @@ export function planToolRound(
   for (const [index, call] of calls.entries()) {
     const raw = call.function.arguments;
     const parsed = parseArguments(raw);
-    const signature = callSignature(call.function.name, parsed);
+    // Without loop detection no signature is ever compared (and the history keeps none).
+    const signature = detection ? callSignature(call.function.name, parsed) : '';
     const repeats = detection ? countRepeats(earlier, signature, detection) : 1;
     earlier.push(signature);
     if (detection && repeats >= detection.threshold) {
