@@ -44,7 +44,9 @@ export function parseTraceparent(value: string | undefined): SpanContext | undef
 /** Mints the run's trace at enqueue; links to the caller's active span (a backend's request). */
 export function mintRunTrace(): RunTrace {
   const active = trace.getActiveSpan()?.spanContext();
-  const traceparent = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+  // Trace id (16 bytes) and root span id (8 bytes) from one draw.
+  const ids = randomBytes(24).toString('hex');
+  const traceparent = `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;
   return active && isSpanContextValid(active) ? { traceparent, request: formatTraceparent(active) } : { traceparent };
 }
 
