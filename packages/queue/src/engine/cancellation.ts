@@ -71,23 +71,22 @@ export class CancellationListener {
 
 class InFlight implements WorkCancellation {
   cancelled = false;
-  private onCancel: (() => void) | undefined;
+  private readonly watchers: (() => void)[] = [];
   private released = false;
 
   constructor(private readonly untrack: () => void) {}
 
   watch(onCancel: () => void): () => void {
-    this.onCancel = onCancel;
+    this.watchers.push(onCancel);
     return () => {
-      if (this.onCancel === onCancel) this.onCancel = undefined;
+      const at = this.watchers.indexOf(onCancel);
+      if (at >= 0) this.watchers.splice(at, 1);
     };
   }
 
   cancel(): void {
     this.cancelled = true;
-    const onCancel = this.onCancel;
-    this.onCancel = undefined;
-    onCancel?.();
+    for (const onCancel of this.watchers.splice(0)) onCancel();
   }
 
   release(): void {
