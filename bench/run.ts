@@ -3,7 +3,7 @@ import { heapAfterGc, memoryProfile, parallelNapLatency, recoverySeconds } from 
 import { cleanupPrefix } from '@arcflow/testing';
 import { REDIS_URL, type Row, cpuText, cpuTotal, ms, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
-import { toolJobsPerSecond } from './throughput.ts';
+import { TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
 
 const only = new Set(process.argv.slice(2));
@@ -45,7 +45,7 @@ try {
     for (const workers of [1, 2]) {
       progress(`throughput with ${workers} worker process(es)`);
       const { engine, raw, floor, engineCpu, rawCpu, floorCpu } = await toolJobsPerSecond(prefix(`tp-${workers}`), workers);
-      rows.push({ measure: `tool jobs/s, ${workers} worker process(es), warm, median of 3`, arcflow: engine.toFixed(0), baseline: raw.toFixed(0), ratio: `${((engine / raw) * 100).toFixed(0)}%`, target: '>= 40% of raw', verdict: verdict(engine >= 0.4 * raw) });
+      rows.push({ measure: `tool jobs/s, ${workers} worker process(es), warm, median of ${THROUGHPUT_TRIALS}`, arcflow: engine.toFixed(0), baseline: raw.toFixed(0), ratio: `${((engine / raw) * 100).toFixed(0)}%`, target: '>= 40% of raw', verdict: verdict(engine >= 0.4 * raw) });
       rows.push({ measure: `  CPU per 8 tool calls, ${workers} worker process(es)`, arcflow: cpuText(engineCpu), baseline: cpuText(rawCpu), ratio: `${(cpuTotal(engineCpu) / cpuTotal(rawCpu)).toFixed(2)}x`, target: 'info', verdict: '-' });
       rows.push({ measure: `  design floor (same jobs, no run store), ${workers} process(es)`, arcflow: `${floor.toFixed(0)}/s, ${cpuText(floorCpu)}`, baseline: raw.toFixed(0), ratio: `${((floor / raw) * 100).toFixed(0)}%`, target: 'info', verdict: '-' });
     }

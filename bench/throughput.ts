@@ -10,7 +10,8 @@ import { BENCH_AGENTS, spawnFloorWorker, spawnRawWorker, stop } from './processe
 
 const RUNS = 300;
 const FAN = 8;
-const TRIALS = 3;
+/** Counted trials per arm; the machine's speed drifts, so five, alternating arms, and the medians. */
+export const TRIALS = 5;
 /** Trials run first and not counted: long-running workers are measured warm (JIT-compiled), not cold. */
 const WARMUP_TRIALS = 2;
 
