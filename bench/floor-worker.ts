@@ -6,7 +6,7 @@ import { hashTag } from '@arcflow/queue';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { coalesceWrites } from '../packages/queue/src/redis-writes.ts';
-import { FLOOR_QUEUES, FLOOR_WORKER_OPTIONS, addJob, floorDoneChannel, floorProviderJob, floorToolJob } from './floor-jobs.ts';
+import { FLOOR_PROVIDER_WORKER, FLOOR_QUEUES, FLOOR_TOOL_WORKER, FLOOR_WORKER_OPTIONS, addJob, floorDoneChannel, floorProviderJob, floorToolJob } from './floor-jobs.ts';
 
 const [prefix = 'bench', fan = '8'] = process.argv.slice(2);
 const FAN = Number(fan);
@@ -25,7 +25,7 @@ const provider = new Worker(
     await Promise.all(Array.from({ length: FAN }, (_, index) => addJob(tools, floorToolJob(run_id, index))));
     return 'ok';
   },
-  { ...options, concurrency: 16, limiter: { max: 1_000_000, duration: 1_000 } },
+  { ...options, ...FLOOR_PROVIDER_WORKER },
 );
 const tool = new Worker(
   FLOOR_QUEUES.tool,
@@ -34,7 +34,7 @@ const tool = new Worker(
     if ((await connection.hincrby(`${tag}:floor-open`, run_id, -1)) === 0) await addJob(providers, floorProviderJob(run_id, 2));
     return 'recorded';
   },
-  { ...options, concurrency: 64 },
+  { ...options, ...FLOOR_TOOL_WORKER },
 );
 await Promise.all([provider.waitUntilReady(), tool.waitUntilReady()]);
 process.stdout.write('arcflow worker floor ready\n');

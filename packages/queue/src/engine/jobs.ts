@@ -69,6 +69,12 @@ export function attemptsOf(job: { readonly opts: JobsOptions }): number {
   return Math.max(1, job.opts.attempts ?? 1);
 }
 
+/**
+ * The provider queue's worker limiter. It never limits by itself; it is there because a manual
+ * rate limit (a 429 pausing the queue for every worker) only holds on a worker with a limiter.
+ */
+export const PROVIDER_WORKER_LIMITER = { max: 1_000_000, duration: 1_000 } as const;
+
 /** How long workers keep finished jobs: as long as the runs they belong to (set on each BullMQ Worker). */
 export function finishedJobRetention(retentionSeconds: number): { removeOnComplete: { age: number }; removeOnFail: { age: number } } {
   return { removeOnComplete: { age: retentionSeconds }, removeOnFail: { age: retentionSeconds } };

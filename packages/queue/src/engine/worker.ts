@@ -8,7 +8,7 @@ import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import { CancellationListener } from './cancellation.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
-import { type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
+import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
 import { ProviderJobProcessor } from './provider-job.ts';
@@ -65,8 +65,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     const worker = new Worker<ProviderJobData>(providerQueueName, (job) => inJobSpan(providerQueueName, job, (span) => processor.process(job, span)), {
       ...common,
       concurrency: options.provider_concurrency,
-      // A manual rate limit (429) only holds when the worker has a limiter with a max.
-      limiter: { max: 1_000_000, duration: 1_000 },
+      limiter: PROVIDER_WORKER_LIMITER,
       settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
     });
     worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
