@@ -83,9 +83,9 @@ describe('arcflow worker roles and run control', () => {
     worker.stdout.destroy(); // its ready line goes to a closed pipe
     try {
       // The worker registers its agents just before it prints the ready line; until then enqueue refuses.
-      let enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json', '--timeout-ms', '20000');
+      let enqueued = { code: 1, stdout: '' };
       for (let tries = 0; tries < 100 && enqueued.code !== 0; tries += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 100));
         enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json', '--timeout-ms', '20000');
       }
       expect(JSON.parse(enqueued.stdout).status).toBe('completed');

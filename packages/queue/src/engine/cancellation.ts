@@ -45,15 +45,10 @@ export class CancellationListener {
   /** A signal for APIs that take one (the provider call), aborted when the run is cancelled. */
   signalFor(run_id: string): { signal: AbortSignal; release: () => void } {
     const controller = new AbortController();
+    // Released work is no longer tracked, so a later cancel cannot reach this watcher.
     const watched = this.watch(run_id);
-    const stop = watched.watch(() => controller.abort(new Error('run cancelled')));
-    return {
-      signal: controller.signal,
-      release: () => {
-        stop();
-        watched.release();
-      },
-    };
+    watched.watch(() => controller.abort(new Error('run cancelled')));
+    return { signal: controller.signal, release: () => watched.release() };
   }
 
   private cancel(run_id: string): void {
