@@ -57,6 +57,28 @@ export async function redisCpuSeconds(redis: Redis): Promise<number> {
   return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
 }
 
+/**
+ * Commands Redis has executed so far (INFO commandstats): all of them, those that scripts call
+ * included, and the script calls alone. Unlike CPU time, a count does not move with the
+ * machine's speed, so it shows a change in cost that timing noise would hide.
+ */
+export async function redisCommandCounts(redis: Redis): Promise<RedisCommands> {
+  const stats = await redis.info('commandstats');
+  let all = 0;
+  let scripts = 0;
+  for (const [, command, calls] of stats.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) {
+    if (command === 'info') continue;
+    all += Number(calls);
+    if (command === 'evalsha' || command === 'eval') scripts += Number(calls);
+  }
+  return { all, scripts };
+}
+
+export interface RedisCommands {
+  readonly all: number;
+  readonly scripts: number;
+}
+
 /** CPU milliseconds per unit of work, split by who spent it. */
 export interface CpuSplit {
   readonly redis: number;
@@ -66,14 +88,21 @@ export interface CpuSplit {
 
 /**
  * Measures the CPU that `work` costs Redis, the given worker processes and this process, per
- * `units` (e.g. per run). Steadier than throughput on a shared machine: waiting costs nothing.
+ * `units` (e.g. per run), and the Redis commands it runs. Steadier than throughput on a shared
+ * machine: waiting costs nothing.
  */
-export async function cpuPer<T>(redis: Redis, workerPids: readonly number[], units: number, work: () => Promise<T>): Promise<{ result: T; cpu: CpuSplit }> {
+export async function cpuPer<T>(
+  redis: Redis,
+  workerPids: readonly number[],
+  units: number,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: CpuSplit; commands: RedisCommands }> {
   const workersNow = () => workerPids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
   const clientNow = () => {
     const usage = process.cpuUsage();
     return (usage.user + usage.system) / 1e6;
   };
+  const commandsBefore = await redisCommandCounts(redis);
   const before = { redis: await redisCpuSeconds(redis), workers: workersNow(), client: clientNow() };
   const result = await work();
   const perUnit = (seconds: number) => (seconds * 1000) / units;
@@ -82,8 +111,11 @@ export async function cpuPer<T>(redis: Redis, workerPids: readonly number[], uni
     workers: perUnit(workersNow() - before.workers),
     client: perUnit(clientNow() - before.client),
   };
-  return { result, cpu };
+  const commandsAfter = await redisCommandCounts(redis);
+  const commands = { all: (commandsAfter.all - commandsBefore.all) / units, scripts: (commandsAfter.scripts - commandsBefore.scripts) / units };
+  return { result, cpu, commands };
 }
 
+export const commandsText = (commands: RedisCommands) => `${commands.all.toFixed(0)} (${commands.scripts.toFixed(0)} scripts)`;
 export const cpuTotal = (split: CpuSplit) => split.redis + split.workers + split.client;
 export const cpuText = (split: CpuSplit) => `${cpuTotal(split).toFixed(2)} ms (R ${split.redis.toFixed(1)} W ${split.workers.toFixed(1)} C ${split.client.toFixed(1)})`;

@@ -1,7 +1,7 @@
 // `npm run bench`: arcflow against baselines measured in this same run, as one table.
 import { heapAfterGc, memoryProfile, parallelNapLatency, recoverySeconds } from './durability.ts';
 import { cleanupPrefix } from '@arcflow/testing';
-import { REDIS_URL, type Row, cpuText, cpuTotal, ms, printTable } from './lib.ts';
+import { REDIS_URL, type Row, commandsText, cpuText, cpuTotal, ms, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
@@ -44,10 +44,11 @@ try {
   if (wanted('throughput')) {
     for (const workers of [1, 2]) {
       progress(`throughput with ${workers} worker process(es)`);
-      const { engine, raw, floor, engineCpu, rawCpu, floorCpu } = await toolJobsPerSecond(prefix(`tp-${workers}`), workers);
+      const { engine, raw, floor, engineCpu, rawCpu, floorCpu, engineCommands, rawCommands, floorCommands } = await toolJobsPerSecond(prefix(`tp-${workers}`), workers);
       rows.push({ measure: `tool jobs/s, ${workers} worker process(es), warm, median of ${THROUGHPUT_TRIALS}`, arcflow: engine.toFixed(0), baseline: raw.toFixed(0), ratio: `${((engine / raw) * 100).toFixed(0)}%`, target: '>= 40% of raw', verdict: verdict(engine >= 0.4 * raw) });
       rows.push({ measure: `  CPU per 8 tool calls, ${workers} worker process(es)`, arcflow: cpuText(engineCpu), baseline: cpuText(rawCpu), ratio: `${(cpuTotal(engineCpu) / cpuTotal(rawCpu)).toFixed(2)}x`, target: 'info', verdict: '-' });
-      rows.push({ measure: `  design floor (same jobs, no run store), ${workers} process(es)`, arcflow: `${floor.toFixed(0)}/s, ${cpuText(floorCpu)}`, baseline: raw.toFixed(0), ratio: `${((floor / raw) * 100).toFixed(0)}%`, target: 'info', verdict: '-' });
+      rows.push({ measure: `  Redis commands per 8 tool calls, ${workers} worker process(es)`, arcflow: commandsText(engineCommands), baseline: commandsText(rawCommands), ratio: `${(engineCommands.all / rawCommands.all).toFixed(2)}x`, target: 'info', verdict: '-' });
+      rows.push({ measure: `  design floor (same jobs, no run store), ${workers} process(es)`, arcflow: `${floor.toFixed(0)}/s, ${cpuText(floorCpu)}, ${floorCommands.all.toFixed(0)} cmds`, baseline: raw.toFixed(0), ratio: `${((floor / raw) * 100).toFixed(0)}%`, target: 'info', verdict: '-' });
     }
   }
   if (wanted('parallel')) {

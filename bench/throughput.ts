@@ -4,7 +4,7 @@ import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { cleanupPrefix } from '@arcflow/testing';
-import { type CpuSplit, REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
+import { type CpuSplit, REDIS_URL, type RedisCommands, cpuPer, percentile, sleep } from './lib.ts';
 import { FLOOR_QUEUES, addJob, floorDoneChannel, floorProviderJob } from './floor-jobs.ts';
 import { BENCH_AGENTS, spawnFloorWorker, spawnRawWorker, stop } from './processes.ts';
 
@@ -24,6 +24,10 @@ export interface Throughput {
   readonly engineCpu: CpuSplit;
   readonly rawCpu: CpuSplit;
   readonly floorCpu: CpuSplit;
+  /** Redis commands per FAN tool calls (those scripts call included), medians over the counted trials. */
+  readonly engineCommands: RedisCommands;
+  readonly rawCommands: RedisCommands;
+  readonly floorCommands: RedisCommands;
 }
 
 /**
@@ -42,9 +46,9 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
   const queue = new Queue('raw-tools', { connection, prefix: `{${prefix}-raw}` });
   const floor = await FloorClient.start(connection, `${prefix}-floor`);
   const arms = {
-    raw: { pids: rawWorkers.map((child) => child.pid!), trial: (trial: number) => rawTrial(queue, trial), rates: [] as number[], cpu: [] as CpuSplit[] },
-    engine: { pids: engineWorkers.map((worker) => worker.pid), trial: (trial: number) => engineTrial(client, trial), rates: [] as number[], cpu: [] as CpuSplit[] },
-    floor: { pids: floorWorkers.map((child) => child.pid!), trial: () => floor.trial(), rates: [] as number[], cpu: [] as CpuSplit[] },
+    raw: { pids: rawWorkers.map((child) => child.pid!), trial: (trial: number) => rawTrial(queue, trial), rates: [] as number[], cpu: [] as CpuSplit[], commands: [] as RedisCommands[] },
+    engine: { pids: engineWorkers.map((worker) => worker.pid), trial: (trial: number) => engineTrial(client, trial), rates: [] as number[], cpu: [] as CpuSplit[], commands: [] as RedisCommands[] },
+    floor: { pids: floorWorkers.map((child) => child.pid!), trial: () => floor.trial(), rates: [] as number[], cpu: [] as CpuSplit[], commands: [] as RedisCommands[] },
   };
   try {
     for (let trial = 0; trial < WARMUP_TRIALS + TRIALS; trial += 1) {
@@ -53,6 +57,7 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
         if (trial < WARMUP_TRIALS) continue;
         arm.rates.push(measured.result);
         arm.cpu.push(measured.cpu);
+        arm.commands.push(measured.commands);
       }
     }
     return {
@@ -62,6 +67,9 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
       engineCpu: medianSplit(arms.engine.cpu),
       rawCpu: medianSplit(arms.raw.cpu),
       floorCpu: medianSplit(arms.floor.cpu),
+      engineCommands: medianCommands(arms.engine.commands),
+      rawCommands: medianCommands(arms.raw.commands),
+      floorCommands: medianCommands(arms.floor.commands),
     };
   } finally {
     await client.close();
@@ -145,4 +153,8 @@ function medianSplit(splits: readonly CpuSplit[]): CpuSplit {
     workers: percentile(splits.map((split) => split.workers), 50),
     client: percentile(splits.map((split) => split.client), 50),
   };
+}
+
+function medianCommands(counts: readonly RedisCommands[]): RedisCommands {
+  return { all: percentile(counts.map((count) => count.all), 50), scripts: percentile(counts.map((count) => count.scripts), 50) };
 }
