@@ -225,12 +225,18 @@ describe('queue engine', () => {
     expect(await redis.keys(`{${prefix}}:provider-*:run_*`)).toEqual([]);
   });
 
-  it('expires a finished run\'s keys after the retention period', async () => {
-    const { client, prefix } = await engine('retention', [new Agent({ name: 'brief' })], undefined, { retention_seconds: 3600 });
+  it('expires every key of a finished run after the retention period', async () => {
+    const echo = tool({ name: 'echo', description: 'echoes', input_schema: { type: 'object' }, handler: () => 'echoed' });
+    // One executed call and one rejected (unknown tool) in round 1, then the answer.
+    const model = scriptedProvider([toolCalls([{ name: 'echo', args: {} }, { name: 'nope', args: {} }]), reply('done')]);
+    const { client, prefix } = await engine('retention', [new Agent({ name: 'brief', tools: [echo] })], model, { retention_seconds: 3600 });
     const { run_id } = await client.enqueue({ agent: 'brief', input: 'hi' });
-    await client.wait(run_id, { timeout_ms: 10_000 });
+    expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     const keys = keysFor(prefix).run(run_id);
-    for (const key of [keys.record, keys.events, keys.state('s1'), keys.response('s1', 1)]) {
+    const stored = await redis.keys(`${keys.record}*`);
+    // The record, its events, dedupe ids and index, the state, both responses, round 1's results and open count.
+    expect(stored).toEqual(expect.arrayContaining([keys.record, keys.events, keys.state('s1'), keys.response('s1', 1), keys.response('s1', 2), keys.results('s1', 1), keys.pending]));
+    for (const key of stored) {
       const ttl = await redis.ttl(key);
       expect(ttl, key).toBeGreaterThan(3500);
       expect(ttl, key).toBeLessThanOrEqual(3600);

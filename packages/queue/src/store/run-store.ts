@@ -218,10 +218,13 @@ export class RunStore {
       keys.response(step_id, iteration),
       keys.open,
       keys.pending,
+      keys.results(step_id, iteration),
+      keys.spans(step_id, iteration),
       JSON.stringify(response),
       response.usage.input,
       response.usage.output,
       response.usage.total,
+      response.tool_calls.length > 0 ? '1' : '0',
       events.length,
       ...this.pairs(run_id, events),
       open.length,
@@ -244,7 +247,6 @@ export class RunStore {
       keys.record,
       keys.events,
       keys.dedupe,
-      keys.index,
       keys.results(call.step_id, call.iteration),
       keys.open,
       keys.spans(call.step_id, call.iteration),
@@ -295,6 +297,7 @@ export class RunStore {
       keys.response(step_id, iteration),
       keys.results(step_id, iteration - 1),
       keys.spans(step_id, iteration - 1),
+      iteration > 1 ? '1' : '0',
     )) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);

@@ -93,19 +93,21 @@ return {1, ARGV[1]}
 
 /**
  * Everything a provider job reads, in one call. KEYS: record, state, previousResponse, response,
- * previousResults, previousSpans. Returns the record's fields, the state JSON, both responses,
- * and the previous round's results and span links as flat field/value lists.
+ * previousResults, previousSpans. ARGV: '1' when there is a previous round to read (not for call 1).
+ * Returns the record's fields, the state JSON, both responses, and the previous round's results
+ * and span links as flat field/value lists.
  */
 const loadStep: ScriptDefinition = {
   numberOfKeys: 6,
   lua: `
+local previous = ARGV[1] == '1'
 return {
   redis.call('HMGET', KEYS[1], 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),
   redis.call('HGET', KEYS[2], 'json'),
-  redis.call('GET', KEYS[3]),
+  previous and redis.call('GET', KEYS[3]),
   redis.call('GET', KEYS[4]),
-  redis.call('HGETALL', KEYS[5]),
-  redis.call('HGETALL', KEYS[6]),
+  previous and redis.call('HGETALL', KEYS[5]) or {},
+  previous and redis.call('HGETALL', KEYS[6]) or {},
 }
 `,
 };
@@ -124,34 +126,39 @@ return 1
 /**
  * Records a provider response with its events and, when it asks for tool jobs, marks those calls
  * open and sets the round's count of open calls, in the same step. The call that brings the count
- * to zero enqueues the join (provider job n+1). A response that ends the run ends it in the same
- * step, when FINISH's arguments follow (else one empty argument does).
- * KEYS: record, events, dedupe, index, response, open, pending.
- * ARGV: responseJson, input, output, total, eventCount, (dedupeId, json)…, openCount, (field, json)…, roundField, FINISH's arguments or ''
+ * to zero enqueues the join (provider job n+1). A response with tool calls puts its round's
+ * results and spans keys in the run's index here, once, so recording a result need not. A
+ * response that ends the run ends it in the same step, when FINISH's arguments follow (else one
+ * empty argument does).
+ * KEYS: record, events, dedupe, index, response, open, pending, results, spans.
+ * ARGV: responseJson, input, output, total, hasCalls ('1' or '0'), eventCount, (dedupeId, json)…, openCount, (field, json)…, roundField, FINISH's arguments or ''
  * Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the run ended.
  */
 const recordResponse: ScriptDefinition = {
-  numberOfKeys: 7,
+  numberOfKeys: 9,
   lua: `${PRELUDE}${FINISH}
 local _, ended = runStatus(KEYS[1])
 if ended then return {-1} end
 local existing = redis.call('GET', KEYS[5])
 if existing then return {0, existing} end
 redis.call('SET', KEYS[5], ARGV[1])
-redis.call('SADD', KEYS[4], KEYS[5])
 redis.call('HINCRBY', KEYS[1], 'usage_input', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'usage_output', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'usage_total', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'iterations', 1)
-local eventCount = tonumber(ARGV[5])
-appendPairs(KEYS[2], KEYS[3], 6, eventCount)
-local openAt = 6 + 2 * eventCount
+local eventCount = tonumber(ARGV[6])
+appendPairs(KEYS[2], KEYS[3], 7, eventCount)
+local openAt = 7 + 2 * eventCount
 local openCount = tonumber(ARGV[openAt])
-for i = 0, openCount - 1 do redis.call('HSET', KEYS[6], ARGV[openAt + 1 + 2 * i], ARGV[openAt + 2 + 2 * i]) end
+local indexed = {KEYS[5]}
+if ARGV[5] == '1' then indexed[#indexed + 1] = KEYS[8]; indexed[#indexed + 1] = KEYS[9] end
 if openCount > 0 then
+  redis.call('HSET', KEYS[6], unpack(ARGV, openAt + 1, openAt + 2 * openCount))
   redis.call('HSET', KEYS[7], ARGV[openAt + 1 + 2 * openCount], openCount)
-  redis.call('SADD', KEYS[4], KEYS[6], KEYS[7])
+  indexed[#indexed + 1] = KEYS[6]
+  indexed[#indexed + 1] = KEYS[7]
 end
+redis.call('SADD', KEYS[4], unpack(indexed))
 local finishAt = openAt + 2 + 2 * openCount
 if ARGV[finishAt] ~= '' then finish(KEYS[1], KEYS[2], KEYS[3], KEYS[6], KEYS[4], finishAt) end
 return {1}
@@ -160,31 +167,28 @@ return {1}
 
 /**
  * Records a call's result with its terminal event, once, and closes the call: the round's open
- * count goes down by one.
- * KEYS: record, events, dedupe, index, results, open, spans, pending.
+ * count goes down by one. The results and spans keys are in the run's index already (put there
+ * with the round's response).
+ * KEYS: record, events, dedupe, results, open, spans, pending.
  * ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced), roundField.
  * Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
  * {-1} when the run ended.
  */
 const recordToolResult: ScriptDefinition = {
-  numberOfKeys: 8,
+  numberOfKeys: 7,
   lua: `${PRELUDE}
 local _, ended = runStatus(KEYS[1])
 if ended then
-  local existing = redis.call('HGET', KEYS[5], ARGV[1])
-  if existing then return {0, existing, openInRound(KEYS[8], ARGV[6])} end
+  local existing = redis.call('HGET', KEYS[4], ARGV[1])
+  if existing then return {0, existing, openInRound(KEYS[7], ARGV[6])} end
   return {-1}
 end
-if redis.call('HSETNX', KEYS[5], ARGV[1], ARGV[2]) == 0 then
-  return {0, redis.call('HGET', KEYS[5], ARGV[1]), openInRound(KEYS[8], ARGV[6])}
+if redis.call('HSETNX', KEYS[4], ARGV[1], ARGV[2]) == 0 then
+  return {0, redis.call('HGET', KEYS[4], ARGV[1]), openInRound(KEYS[7], ARGV[6])}
 end
-redis.call('SADD', KEYS[4], KEYS[5])
 local open
-if redis.call('HDEL', KEYS[6], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[8], ARGV[6], -1) else open = openInRound(KEYS[8], ARGV[6]) end
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
-  redis.call('SADD', KEYS[4], KEYS[7])
-end
+if redis.call('HDEL', KEYS[5], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[7], ARGV[6], -1) else open = openInRound(KEYS[7], ARGV[6]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[5]) end
 append(KEYS[2], KEYS[3], '', ARGV[4])
 return {1, '', open}
 `,
@@ -219,7 +223,7 @@ if ended then return -1 end
 local current = tonumber(redis.call('HGET', KEYS[1], 'iterations') or '-1')
 if current ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'iterations', ARGV[2], 'json', ARGV[3])
-redis.call('SADD', KEYS[2], KEYS[1])
+if current == -1 then redis.call('SADD', KEYS[2], KEYS[1]) end
 if ARGV[4] == '1' and status == 'queued' then redis.call('HSET', KEYS[3], 'status', 'running') end
 appendPairs(KEYS[4], KEYS[5], 6, tonumber(ARGV[5]))
 return 1
