@@ -2,7 +2,8 @@ import { TOOL_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
 
 /**
  * Checks the log's invariants and throws on the first breach: `seq` is 1..n with no gaps or
- * repeats, and every tool call that appears ends in exactly one terminal event.
+ * repeats, every tool call that appears ends in exactly one terminal event, and a call's
+ * `ToolCallStarted` repeats only with a higher `attempt`.
  */
 export function assertEventInvariants(events: readonly TraceEvent[]): void {
   events.forEach((event, index) => {
@@ -10,10 +11,16 @@ export function assertEventInvariants(events: readonly TraceEvent[]): void {
   });
   const terminals = new Map<string, number>();
   const seen = new Set<string>();
+  const lastAttempt = new Map<string, number>();
   for (const event of events) {
     if (!('tool_call_id' in event)) continue;
     const key = `${event.step_id}/${event.iteration}/${event.tool_call_id}`;
     seen.add(key);
+    if (event.kind === 'ToolCallStarted') {
+      const before = lastAttempt.get(key) ?? 0;
+      if (event.attempt <= before) throw new Error(`tool call ${key} started attempt ${event.attempt} after attempt ${before}`);
+      lastAttempt.set(key, event.attempt);
+    }
     if (TOOL_TERMINAL_KINDS.has(event.kind)) terminals.set(key, (terminals.get(key) ?? 0) + 1);
   }
   for (const key of seen) {

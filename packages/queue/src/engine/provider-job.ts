@@ -348,8 +348,7 @@ export class ProviderJobProcessor {
   /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
   private async runInline(run_id: string, planned: ExecuteCall, place: { step_id: string; iteration: number }): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
-      const lastAttempt = attempt > planned.tool.retries;
-      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, attempt, lastAttempt);
+      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, numberedPerDelivery: false });
       if (!retry) return;
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.deps.options.tool_backoff_ms, 10_000)));
     }

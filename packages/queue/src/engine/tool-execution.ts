@@ -40,6 +40,19 @@ export function callFromJob(data: ToolJobData, tool: ToolDefinition): ExecuteCal
   };
 }
 
+/** Which attempt at a call this is. */
+export interface Attempt {
+  readonly number: number;
+  /** No attempt follows this one, whatever its outcome. */
+  readonly last: boolean;
+  /**
+   * Every delivery of the work gets its own number (a tool job's, counted by BullMQ), so its
+   * `ToolCallStarted` cannot be written twice and needs no dedupe id. An inline call re-run by a
+   * re-delivered provider job counts from 1 again, and does.
+   */
+  readonly numberedPerDelivery: boolean;
+}
+
 /** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
 export interface AttemptOutcome {
   readonly retry: boolean;
@@ -57,12 +70,11 @@ export async function attemptToolCall(
   run_id: string,
   planned: ExecuteCall,
   place: CallPlace,
-  attempt: number,
-  lastAttempt: boolean,
+  { number: attempt, last: lastAttempt, numberedPerDelivery }: Attempt,
 ): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
   const call = openCall(planned, place);
-  const once = `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}`;
+  const once = numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}`;
   // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
   const start = await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once);
   if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };

@@ -29,8 +29,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       data.run_id,
       callFromJob(data, tool),
       { step_id: data.step_id, iteration: data.iteration },
-      attempt,
-      job.attemptsMade + 1 >= attempts,
+      { number: attempt, last: job.attemptsMade + 1 >= attempts, numberedPerDelivery: true },
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);

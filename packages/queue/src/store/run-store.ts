@@ -263,7 +263,7 @@ export class RunStore {
   }
 
   /**
-   * Writes the call's `ToolCallStarted` (once per `once` id) unless its result is already
+   * Writes the call's `ToolCallStarted` (once per `once` id; '' for none) unless its result is already
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
   async startToolCall(run_id: string, call: OpenCall, started: EventDraft, once: string): Promise<CallStart> {
