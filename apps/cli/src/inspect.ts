@@ -1,4 +1,5 @@
 import type { RunRecord, TraceEvent } from 'arcflow';
+import { type CallOrder, roundKey } from './call-order.ts';
 
 interface CallNode {
   name: string;
@@ -16,9 +17,11 @@ interface IterationNode {
 
 /**
  * The run as a tree for people: steps, their iterations (the provider call with model, latency
- * and tokens) and each iteration's tool calls with attempts, duration, size and outcome.
+ * and tokens) and each iteration's tool calls with attempts, duration, size and outcome. An
+ * iteration's calls are listed in `callOrder` (the model's order) where it has them; calls it
+ * does not list follow in the order of their events.
  */
-export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[]): string {
+export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[], callOrder: CallOrder = new Map()): string {
   const duration = run.finished_at ? `${run.finished_at - run.created_at} ms` : 'running';
   const lines = [`run ${run.run_id}  ${run.status}  ${duration}  tokens ${tokens(run.usage)}${run.error ? `  ${run.error.code}(${run.error.error_code})` : ''}`];
   const steps = new Map<string, { header: string; iterations: Map<number, IterationNode>; footer: string[] }>();
@@ -87,13 +90,13 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[])
         break;
     }
   }
-  const stepList = [...steps.values()];
-  stepList.forEach((step, stepIndex) => {
+  const stepList = [...steps.entries()];
+  stepList.forEach(([stepId, step], stepIndex) => {
     const lastStep = stepIndex === stepList.length - 1;
     lines.push(`${lastStep ? '└─' : '├─'} ${step.header}`);
     const pad = lastStep ? '   ' : '│  ';
     const children = [
-      ...[...step.iterations.values()].sort((a, b) => a.iteration - b.iteration).map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: [...node.calls.values()] })),
+      ...[...step.iterations.values()].sort((a, b) => a.iteration - b.iteration).map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: inOrder(node.calls, callOrder.get(roundKey(stepId, node.iteration))) })),
       ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),
     ];
     children.forEach((child, index) => {
@@ -107,6 +110,12 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[])
     });
   });
   return lines.join('\n');
+}
+
+/** A round's calls in the given order of ids; calls it does not list keep their place after those. */
+function inOrder(calls: ReadonlyMap<string, CallNode>, order: readonly string[] = []): CallNode[] {
+  const position = new Map(order.map((id, index) => [id, index]));
+  return [...calls.values()].sort((a, b) => (position.get(a.id) ?? order.length) - (position.get(b.id) ?? order.length));
 }
 
 function tokens(value: { input: number; output: number; total: number }): string {

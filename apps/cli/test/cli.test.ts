@@ -49,6 +49,12 @@ describe('arcflow CLI', () => {
     expect(tree.stdout).toContain('└─ step s1  agent travel_researcher');
     expect(tree.stdout).toContain('convert_currency');
     expect(tree.stdout).toContain('invalid input  amount: expected number');
+    // Round 1 in the model's order (weather, time, currency), although the invalid currency call
+    // was answered before the other two started.
+    const round1 = tree.stdout.slice(tree.stdout.indexOf('iteration 1'), tree.stdout.indexOf('iteration 2'));
+    const positions = ['get_weather', 'get_local_time', 'convert_currency'].map((name) => round1.indexOf(name));
+    expect(positions.every((position) => position > 0)).toBe(true);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
   });
 
   it('stops quietly when its reader closes the pipe early (events --follow | head -1)', async () => {

@@ -5,6 +5,7 @@ import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { ensureRedis } from '../demo/redis.ts';
 import { readCliEnv } from '../env.ts';
 import { formatEvent } from '../format.ts';
+import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
 const EXAMPLE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../examples/weather-agent.ts');
@@ -48,7 +49,8 @@ export async function demoCommand(flags: { runs?: string }): Promise<number> {
       for await (const event of client.events(id)) list.push(event);
       events.set(id, list);
     }
-    console.log(`\n${renderInspectTree(records[0]!, events.get(ids[0]!)!)}\n`);
+    const shown = events.get(ids[0]!)!;
+    console.log(`\n${renderInspectTree(records[0]!, shown, await readCallOrder({ redis: redis.url, prefix }, ids[0]!, shown))}\n`);
     console.log(summary(records, [...events.values()], elapsedMs));
     if (!redis.private) console.log(`\nlook again: ARCFLOW_PREFIX=${prefix} npx arcflow inspect ${ids[0]}`);
     return records.every((run) => run.status === 'completed') ? 0 : 1;

@@ -1,6 +1,7 @@
 import { type ArcflowClient, RequestError, createClient } from 'arcflow';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatRun } from '../format.ts';
+import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
 /** A client from the environment (REDIS_URL, ARCFLOW_PREFIX), closed after `use`. */
@@ -77,7 +78,8 @@ export async function inspectCommand(run_id: string): Promise<number> {
     if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
     const events = [];
     for await (const event of client.events(run_id)) events.push(event);
-    console.log(renderInspectTree(run, events));
+    const env = readCliEnv();
+    console.log(renderInspectTree(run, events, await readCallOrder({ redis: env.redis, prefix: env.prefix }, run_id, events)));
     return 0;
   });
 }

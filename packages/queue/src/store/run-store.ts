@@ -312,6 +312,17 @@ export class RunStore {
     };
   }
 
+  /**
+   * The ids of the tool calls each given response asked for, in the model's order (undefined
+   * where no response is recorded). One command for all of them.
+   */
+  async toolCallIds(run_id: string, responses: readonly { step_id: string; iteration: number }[]): Promise<(string[] | undefined)[]> {
+    if (responses.length === 0) return [];
+    const keys = this.runKeys(run_id);
+    const stored = await this.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
+    return stored.map((json) => (json === null ? undefined : (JSON.parse(json) as ProviderResponse).tool_calls.map((call) => call.id)));
+  }
+
   /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
   async finishRun(run_id: string, ending: RunEnding): Promise<boolean> {
     const keys = this.runKeys(run_id);
