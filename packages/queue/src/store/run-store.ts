@@ -343,6 +343,7 @@ export class RunStore {
       this.keys.finishedChannel,
       ToolResultText.cancelled(),
       this.retentionSeconds,
+      run_id,
       events.length,
       ...this.pairs(run_id, events),
     ];

@@ -38,11 +38,11 @@ export interface ScriptDefinition {
  * event with the usage summed in Redis. Cancelling first closes every open call with a
  * `cancelled` result and event. Every key of the run then gets the retention TTL. Reads its
  * arguments from ARGV[at] on: status, step_id, ts, output, errorJson, errorCode, finishedChannel,
- * cancelledContent, retentionSeconds, count, (dedupeId, json)…
+ * cancelledContent, retentionSeconds, run_id, count, (dedupeId, json)…
  */
 const FINISH = `
 local function finish(record, events, dedupe, open, index, at)
-  local run_id = redis.call('HGET', record, 'run_id')
+  local run_id = ARGV[at + 9]
   local status = ARGV[at]
   local ts = tonumber(ARGV[at + 2])
   if status == 'cancelled' then
@@ -57,18 +57,19 @@ local function finish(record, events, dedupe, open, index, at)
     end
     redis.call('DEL', open)
   end
-  appendPairs(events, dedupe, at + 10, tonumber(ARGV[at + 9]))
+  appendPairs(events, dedupe, at + 11, tonumber(ARGV[at + 10]))
   local usage = redis.call('HMGET', record, 'usage_input', 'usage_output', 'usage_total')
   local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
   local event = {kind = kinds[status], run_id = run_id, step_id = ARGV[at + 1], ts = ts,
     usage = {input = tonumber(usage[1] or '0'), output = tonumber(usage[2] or '0'), total = tonumber(usage[3] or '0')}}
   if status == 'failed' then event.error_code = ARGV[at + 5] end
   append(events, dedupe, '', cjson.encode(event))
-  redis.call('HSET', record, 'status', status, 'finished_at', ARGV[at + 2])
-  if ARGV[at + 3] ~= '' then redis.call('HSET', record, 'output', ARGV[at + 3]) end
-  if ARGV[at + 4] ~= '' then redis.call('HSET', record, 'error', ARGV[at + 4]) end
+  local fields = {'status', status, 'finished_at', ARGV[at + 2]}
+  if ARGV[at + 3] ~= '' then fields[#fields + 1] = 'output'; fields[#fields + 1] = ARGV[at + 3] end
+  if ARGV[at + 4] ~= '' then fields[#fields + 1] = 'error'; fields[#fields + 1] = ARGV[at + 4] end
+  redis.call('HSET', record, unpack(fields))
+  -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ARGV[at + 8]) end
-  redis.call('EXPIRE', index, ARGV[at + 8])
   redis.call('PUBLISH', ARGV[at + 6], run_id)
 end
 `;
