@@ -1,4 +1,5 @@
 import {
+  type CallPlace,
   type EventDraft,
   type ProviderResponse,
   type RunError,
@@ -316,7 +317,7 @@ export class RunStore {
    * The ids of the tool calls each given response asked for, in the model's order (undefined
    * where no response is recorded). One command for all of them.
    */
-  async toolCallIds(run_id: string, responses: readonly { step_id: string; iteration: number }[]): Promise<(string[] | undefined)[]> {
+  async toolCallIds(run_id: string, responses: readonly CallPlace[]): Promise<(string[] | undefined)[]> {
     if (responses.length === 0) return [];
     const keys = this.runKeys(run_id);
     const stored = await this.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
