@@ -4,12 +4,13 @@ import { formatEvent, formatRun } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
-/** A client from the environment (REDIS_URL, ARCFLOW_PREFIX), closed after `use`. */
-export async function withClient<T>(use: (client: ArcflowClient) => Promise<T>): Promise<T> {
+/** A client from the environment (REDIS_URL, ARCFLOW_PREFIX), closed after `use`; `use` also gets the connection it was made with. */
+export async function withClient<T>(use: (client: ArcflowClient, connection: { redis?: string; prefix?: string }) => Promise<T>): Promise<T> {
   const env = readCliEnv();
-  const client = createClient({ redis: env.redis, prefix: env.prefix });
+  const connection = { redis: env.redis, prefix: env.prefix };
+  const client = createClient(connection);
   try {
-    return await use(client);
+    return await use(client, connection);
   } finally {
     await client.close();
   }
@@ -73,13 +74,12 @@ export async function eventsCommand(run_id: string, flags: { follow?: boolean; j
 }
 
 export async function inspectCommand(run_id: string): Promise<number> {
-  return withClient(async (client) => {
+  return withClient(async (client, connection) => {
     const run = await client.get(run_id);
     if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
     const events = [];
     for await (const event of client.events(run_id)) events.push(event);
-    const env = readCliEnv();
-    console.log(renderInspectTree(run, events, await readCallOrder({ redis: env.redis, prefix: env.prefix }, run_id, events)));
+    console.log(renderInspectTree(run, events, await readCallOrder(connection, run_id, events)));
     return 0;
   });
 }
