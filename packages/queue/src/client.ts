@@ -18,6 +18,7 @@ import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
 import { RunStore } from './store/run-store.ts';
+import { JobId, QueueName } from './keys.ts';
 import { coalesceWrites } from './redis-writes.ts';
 
 export interface EnqueueRequest {
@@ -171,9 +172,14 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     async cancel(run_id) {
       const status = await store.status(run_id);
       if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-      const cancelled = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
-      if (cancelled) await redis.publish(store.keys.cancelChannel, run_id);
-      return { cancelled, status: (await store.status(run_id)) ?? status };
+      const { ended, closed } = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
+      if (ended) {
+        await redis.publish(store.keys.cancelChannel, run_id);
+        // The closed calls' jobs still queued would only find the run ended: remove them (a job
+        // already running is locked, stays, and is told by the publish above).
+        await Promise.all(closed.map((call) => queueFor(QueueName.tool(call.tool_name)).remove(JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+      }
+      return { cancelled: ended, status: (await store.status(run_id)) ?? status };
     },
 
     async close() {

@@ -17,7 +17,7 @@ const cancelled = (listener: CancellationListener, run_id: string) =>
   });
 
 describe('CancellationListener', () => {
-  it("tells every piece of a run's work in flight, once, and not work that starts afterwards", async () => {
+  it("tells every piece of a run's work in flight, once, and cancels that run's work that starts afterwards at once", async () => {
     const listener = await CancellationListener.start(new Redis(TEST_REDIS_URL), channel);
     try {
       const handler = listener.watch('run_a');
@@ -35,9 +35,14 @@ describe('CancellationListener', () => {
       expect(handler.cancelled).toBe(true);
       expect(provider.signal.aborted).toBe(true);
       expect(other.cancelled).toBe(false);
-      // Work that starts after the cancel learns of the run's end from the store, not from here.
+      // Work that starts after the cancel is cancelled from the start, and its watchers are told at once.
       const late = listener.watch('run_a');
-      expect(late.cancelled).toBe(false);
+      expect(late.cancelled).toBe(true);
+      const lateCalls: string[] = [];
+      late.watch(() => lateCalls.push('late'));
+      expect(lateCalls).toEqual(['late']);
+      expect(listener.signalFor('run_a').signal.aborted).toBe(true);
+      expect(listener.watch('run_b').cancelled).toBe(false);
       late.release();
       handler.release();
       provider.release();

@@ -1,6 +1,7 @@
 import { Agent, ConfigError, type ModelProvider, RequestError, type ToolDefinition, silentLogger, tool } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
-import { type ArcflowWorker, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { type ArcflowWorker, JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Queue } from 'bullmq';
 import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, reply, scriptedProvider, startFakeOpenAI, testPrefix, toolCall, toolCalls } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -26,6 +27,36 @@ async function engine(name: string, agents: Agent[], provider: ModelProvider = s
   const client = createClient({ redis: TEST_REDIS_URL, prefix });
   open.push(client);
   return { prefix, worker, client, start };
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A tool whose handler waits for its signal: which calls started, and which were aborted. */
+function untilAborted(name: string, options: { concurrency?: number } = {}) {
+  const executions: string[] = [];
+  const aborted: string[] = [];
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const waits = tool({
+    name,
+    description: 'waits for its signal',
+    input_schema: { type: 'object' },
+    timeout_ms: 60_000,
+    ...options,
+    handler: (_args, ctx) =>
+      new Promise((resolve) => {
+        executions.push(ctx.tool_call_id);
+        started();
+        ctx.signal.addEventListener('abort', () => (aborted.push(ctx.tool_call_id), resolve('aborted')));
+      }),
+  });
+  return { tool: waits, executions, aborted, running };
 }
 
 function barrier(parties: number, timeoutMs = 5_000) {
@@ -168,36 +199,68 @@ describe('queue engine', () => {
   });
 
   it('cancels mid-tool: the handler is aborted, the call ends cancelled once, no further model call', async () => {
-    let aborted = false;
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    const waiting = tool({
-      name: 'waiting',
-      description: 'waits for its signal',
-      input_schema: { type: 'object' },
-      timeout_ms: 60_000,
-      handler: (_args, ctx) =>
-        new Promise((resolve) => {
-          started();
-          ctx.signal.addEventListener('abort', () => ((aborted = true), resolve('aborted')));
-        }),
-    });
+    const waiting = untilAborted('waiting');
     const model = scriptedProvider([toolCall('waiting', {}, 'w1'), reply('never')]);
-    const { client } = await engine('cancel', [new Agent({ name: 'cancellable', tools: [waiting] })], model);
+    const { client } = await engine('cancel', [new Agent({ name: 'cancellable', tools: [waiting.tool] })], model);
     const { run_id } = await client.enqueue({ agent: 'cancellable', input: 'go' });
-    await running;
+    await waiting.running;
     expect((await client.get(run_id))?.status).toBe('running');
     expect(await client.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
     const run = await client.wait(run_id, { timeout_ms: 5_000 });
     expect(run.status).toBe('cancelled');
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(aborted).toBe(true);
+    expect(waiting.aborted).toEqual(['w1']);
     expect(model.requests).toHaveLength(1);
     const events = await collect(client, run_id);
     assertEventInvariants(events);
     expect(events.filter((event) => event.kind === 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'w1', error_code: 'cancelled' })]);
     expect(events.at(-1)?.kind).toBe('RunCancelled');
     expect(await client.cancel(run_id)).toEqual({ cancelled: false, status: 'cancelled' });
+  });
+
+  it("cancel removes the run's queued tool jobs: a call waiting behind the tool's concurrency cap never runs", async () => {
+    const single = untilAborted('single', { concurrency: 1 });
+    const executions = single.executions;
+    const model = scriptedProvider([toolCalls([{ name: 'single', args: { n: 1 }, id: 'a' }, { name: 'single', args: { n: 2 }, id: 'b' }]), reply('never')]);
+    const { client, prefix } = await engine('cancel-queued', [new Agent({ name: 'queued', tools: [single.tool] })], model);
+    const { run_id } = await client.enqueue({ agent: 'queued', input: 'go' });
+    await single.running;
+    const queue = new Queue(QueueName.tool('single'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(queue);
+    const waitingJob = JobId.tool(run_id, 's1', 1, executions[0] === 'a' ? 'b' : 'a');
+    expect(await queue.getJobState(waitingJob)).toBe('waiting');
+    expect(await client.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
+    expect(await queue.getJob(waitingJob)).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(executions).toHaveLength(1);
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    expect(events.filter((event) => event.kind === 'ToolCallStarted')).toHaveLength(1);
+    expect(events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['cancelled', 'cancelled']);
+  });
+
+  it('a tool job first delivered after its run ended unheard of is told at once: its handler aborts and writes nothing', async () => {
+    const late = untilAborted('late');
+    const agent = new Agent({ name: 'unheard', tools: [late.tool] });
+    const model = scriptedProvider([toolCall('late', {}, 'l1'), reply('never')]);
+    const { prefix, client } = await engine('cancel-unheard', [agent], model, { roles: ['provider'] });
+    const { run_id } = await client.enqueue({ agent: 'unheard', input: 'go' });
+    const store = new RunStore(redis, prefix, 60);
+    // Fanned out, the tool job waits: no worker serves its queue yet.
+    await until(async () => (await redis.hlen(store.keys.run(run_id).open)) === 1);
+    // Ended in the store alone: no cancel message, the job stays queued.
+    expect((await store.finishRun(run_id, { outcome: { status: 'cancelled' }, step_id: 's1' })).ended).toBe(true);
+    const tools = await startWorker({ agents: [agent], roles: ['tools'], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    open.push(tools);
+    await until(async () => late.aborted.length === 1);
+    // The aborted attempt has finished its job (and written whatever it would write).
+    const queue = new Queue(QueueName.tool('late'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(queue);
+    await until(async () => (await queue.getJobState(JobId.tool(run_id, 's1', 1, 'l1'))) === 'completed');
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    expect(events.filter((event) => event.kind === 'ToolCallStarted')).toHaveLength(0);
+    expect(events.at(-1)?.kind).toBe('RunCancelled');
   });
 
   it('returns the same run for a repeated idempotency key and runs it once', async () => {

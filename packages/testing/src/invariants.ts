@@ -1,9 +1,10 @@
-import { TOOL_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
+import { RUN_TERMINAL_KINDS, TOOL_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
 
 /**
  * Checks the log's invariants and throws on the first breach: `seq` is 1..n with no gaps or
- * repeats, every tool call that appears ends in exactly one terminal event, and a call's
- * `ToolCallStarted` repeats only with a higher `attempt`.
+ * repeats, nothing follows the run's terminal event, every tool call that appears ends in exactly
+ * one terminal event with nothing of that call after it, and a call's `ToolCallStarted` repeats
+ * only with a higher `attempt`.
  */
 export function assertEventInvariants(events: readonly TraceEvent[]): void {
   events.forEach((event, index) => {
@@ -12,9 +13,12 @@ export function assertEventInvariants(events: readonly TraceEvent[]): void {
   const terminals = new Map<string, number>();
   const seen = new Set<string>();
   const lastAttempt = new Map<string, number>();
+  const runEnd = events.findIndex((event) => RUN_TERMINAL_KINDS.has(event.kind));
+  if (runEnd !== -1 && runEnd !== events.length - 1) throw new Error(`${events[runEnd + 1]!.kind} was written after ${events[runEnd]!.kind}`);
   for (const event of events) {
     if (!('tool_call_id' in event)) continue;
     const key = `${event.step_id}/${event.iteration}/${event.tool_call_id}`;
+    if (terminals.has(key) && !TOOL_TERMINAL_KINDS.has(event.kind)) throw new Error(`tool call ${key} has ${event.kind} after its terminal event`);
     seen.add(key);
     if (event.kind === 'ToolCallStarted') {
       const before = lastAttempt.get(key) ?? 0;

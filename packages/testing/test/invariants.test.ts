@@ -23,4 +23,11 @@ describe('assertEventInvariants', () => {
     const gap = log(started(1), completed);
     expect(() => assertEventInvariants([gap[0]!, { ...gap[1]!, seq: 3 }])).toThrow('event 1 has seq 3, expected 2');
   });
+
+  it('refuses a call event after the call ended, and any event after the run ended', () => {
+    expect(() => assertEventInvariants(log(completed, started(1)))).toThrow('tool call s1/1/c1 has ToolCallStarted after its terminal event');
+    const runCancelled = { kind: 'RunCancelled', run_id: 'run_1', step_id: 's1', usage: { input: 0, output: 0, total: 0 } };
+    expect(() => assertEventInvariants(log(runCancelled, started(1), completed))).toThrow('ToolCallStarted was written after RunCancelled');
+    expect(() => assertEventInvariants(log(started(1), completed, runCancelled))).not.toThrow();
+  });
 });

@@ -3,16 +3,24 @@ import type { Redis } from 'ioredis';
 
 /** One piece of work's view of its run's cancellation; `release` it when the work is done. */
 export interface WorkCancellation extends CancelWatch {
+  /** Tells this work alone that its run has ended (learnt from the store rather than the channel). */
+  cancel(): void;
   release(): void;
 }
 
+/** How long a worker remembers a cancelled run, so that work of it starting later is cancelled at once. */
+const REMEMBER_CANCELLED_MS = 10 * 60_000;
+
 /**
  * Cancellation across processes: `cancel` publishes the run id; every worker tells the work it
- * has in flight for that run (in-flight handlers and provider calls).
+ * has in flight for that run (in-flight handlers and provider calls), and for ten minutes treats
+ * work of that run that starts later as cancelled from the start.
  */
 export class CancellationListener {
   /** Work in flight here, per run. */
   private readonly runs = new Map<string, Set<InFlight>>();
+  /** Runs cancelled in the last REMEMBER_CANCELLED_MS, oldest first, with when the cancel arrived. */
+  private readonly cancelledRuns = new Map<string, number>();
 
   private constructor(private readonly subscriber: Redis) {}
 
@@ -39,6 +47,7 @@ export class CancellationListener {
       if (work.size === 0 && this.runs.get(run_id) === work) this.runs.delete(run_id);
     });
     work.add(inFlight);
+    if (this.cancelledRuns.has(run_id)) inFlight.cancel();
     return inFlight;
   }
 
@@ -52,11 +61,21 @@ export class CancellationListener {
   }
 
   private cancel(run_id: string): void {
+    this.remember(run_id);
     const work = this.runs.get(run_id);
     if (!work) return;
-    // Work that starts after this watches afresh: the run's end is then seen in the store.
     this.runs.delete(run_id);
     for (const inFlight of work) inFlight.cancel();
+  }
+
+  private remember(run_id: string): void {
+    const now = Date.now();
+    this.cancelledRuns.delete(run_id);
+    this.cancelledRuns.set(run_id, now);
+    for (const [old, at] of this.cancelledRuns) {
+      if (now - at < REMEMBER_CANCELLED_MS) break;
+      this.cancelledRuns.delete(old);
+    }
   }
 
   async close(): Promise<void> {
@@ -72,6 +91,10 @@ class InFlight implements WorkCancellation {
   constructor(private readonly untrack: () => void) {}
 
   watch(onCancel: () => void): () => void {
+    if (this.cancelled) {
+      onCancel();
+      return () => undefined;
+    }
     this.watchers.push(onCancel);
     return () => {
       const at = this.watchers.indexOf(onCancel);
@@ -80,6 +103,7 @@ class InFlight implements WorkCancellation {
   }
 
   cancel(): void {
+    if (this.cancelled) return;
     this.cancelled = true;
     for (const onCancel of this.watchers.splice(0)) onCancel();
   }

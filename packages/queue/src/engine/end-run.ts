@@ -1,15 +1,15 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
-import type { RunEnding, RunStore } from '../store/run-store.ts';
+import type { RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
 import { type RunTrace, emitRunSpan } from '../tracing.ts';
 
 /**
  * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's
- * root span if it traces. Returns false if the run had already ended.
+ * root span if it traces.
  */
-export async function endRun(store: RunStore, run_id: string, ending: RunEnding): Promise<boolean> {
-  const ended = await store.finishRun(run_id, ending);
-  if (ended) await emitRunSpanOnce(store, run_id);
-  return ended;
+export async function endRun(store: RunStore, run_id: string, ending: RunEnding): Promise<RunEnded> {
+  const outcome = await store.finishRun(run_id, ending);
+  if (outcome.ended) await emitRunSpanOnce(store, run_id);
+  return outcome;
 }
 
 /**

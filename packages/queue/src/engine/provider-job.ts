@@ -212,7 +212,7 @@ export class ProviderJobProcessor {
         // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
         // result missing still answers the model instead of failing the run.
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
-        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost.content, lost.terminal))?.content ?? lost.content;
+        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }
@@ -334,7 +334,7 @@ export class ProviderJobProcessor {
         continue;
       }
       await store.append(run_id, events.slice(0, -1).map((event, index) => ({ event, once: once(index) })));
-      await store.recordToolResult(run_id, openCall(planned, place), planned.content, events.at(-1)!);
+      await store.recordToolResult(run_id, openCall(planned, place), { content: planned.content, terminal: events.at(-1)! });
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     if (context.settings.mode === 'legacy_eager') {
@@ -348,7 +348,7 @@ export class ProviderJobProcessor {
   /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
   private async runInline(run_id: string, planned: ExecuteCall, place: { step_id: string; iteration: number }): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
-      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, numberedPerDelivery: false });
+      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, numberedPerDelivery: false, firstDelivery: false });
       if (!retry) return;
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.deps.options.tool_backoff_ms, 10_000)));
     }

@@ -11,9 +11,9 @@ import {
 } from '@arcflow/core';
 import { context, trace } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import type { OpenCall, RunStore } from '../store/run-store.ts';
+import type { CallStart, OpenCall, RunStore } from '../store/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan } from '../tracing.ts';
-import type { CancellationListener } from './cancellation.ts';
+import type { CancellationListener, WorkCancellation } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
 
 export interface ToolRuntime {
@@ -51,6 +51,11 @@ export interface Attempt {
    * re-delivered provider job counts from 1 again, and does.
    */
   readonly numberedPerDelivery: boolean;
+  /**
+   * The first delivery of a tool job: no earlier delivery can have recorded the call, so the
+   * handler starts without asking the store first (see {@link attemptToolCall}).
+   */
+  readonly firstDelivery: boolean;
 }
 
 /** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
@@ -64,23 +69,29 @@ export interface AttemptOutcome {
  * One attempt at a call, shared by tool jobs and `legacy_eager`: skipped if a result is already
  * recorded; else `ToolCallStarted`, the handler, and (unless another attempt follows) the result
  * with its terminal event, recorded once.
+ *
+ * A re-delivery, or a call run inline, first asks the store whether the call is recorded or the
+ * run has ended, and writes `ToolCallStarted` in the same step. A tool job's first delivery cannot
+ * find its call recorded (only a cancel closes a call without its job, and this worker knows of
+ * cancels: see {@link CancellationListener}), so its handler starts at once: a handler that
+ * settles within the tick has its `ToolCallStarted` written together with its result, one Redis
+ * step instead of two; a longer one has it written at the end of the tick, and is cancelled if
+ * the store answers that the run has ended.
  */
-export async function attemptToolCall(
-  runtime: ToolRuntime,
-  run_id: string,
-  planned: ExecuteCall,
-  place: CallPlace,
-  { number: attempt, last: lastAttempt, numberedPerDelivery }: Attempt,
-): Promise<AttemptOutcome> {
+export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
   const call = openCall(planned, place);
-  const once = numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt}`;
-  // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
-  const start = await store.startToolCall(run_id, call, toolStartedEvent(planned, place, attempt), once);
-  if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
-  if (start.status === 'ended') return { retry: false, roundSettled: false };
-  const startedAt = performance.now();
+  const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
+  const once = attempt.numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;
+  if (!attempt.firstDelivery) {
+    // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
+    const start = await store.startToolCall(run_id, call, started.event, once);
+    if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
+    if (start.status === 'ended') return { retry: false, roundSettled: false };
+  }
   const cancel = cancellation.watch(run_id);
+  const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started.event, once), cancel, logger) : undefined;
+  const startedAt = performance.now();
   const span = startChildSpan(SpanName.executeTool(planned.tool.name), SpanKind.INTERNAL, {
     [Attr.operationName]: 'execute_tool',
     [Attr.toolName]: planned.tool.name,
@@ -95,13 +106,15 @@ export async function attemptToolCall(
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
     const outcome = await context.with(trace.setSpan(context.active(), span), () =>
-      runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt, args: planned.args, cancel, log: logger }),
+      runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt: attempt.number, args: planned.args, cancel, log: logger }),
     );
     if (outcome.status === 'error') {
-      logger.error('tool handler failed', { tool: planned.tool.name, run_id, tool_call_id: planned.call.id, attempt, error: outcome.error });
+      logger.error('tool handler failed', { tool: planned.tool.name, run_id, tool_call_id: planned.call.id, attempt: attempt.number, error: outcome.error });
     }
-    if (!lastAttempt && shouldRetryTool(outcome, attempt, planned.tool.retries)) {
+    if (!attempt.last && shouldRetryTool(outcome, attempt.number, planned.tool.retries)) {
       failSpan(span, 'tool_error');
+      // The attempt leaves its `ToolCallStarted` in the log before the next one starts.
+      await startedWrite?.now();
       return { retry: true, roundSettled: false };
     }
     const settled = settleExecution(planned, place, outcome, Math.round(performance.now() - startedAt));
@@ -109,10 +122,53 @@ export async function attemptToolCall(
     else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
     const spanTraceparent = recordedTraceparent(span);
     span.end();
-    const recorded = await store.recordToolResult(run_id, call, settled.content, settled.terminal, spanTraceparent);
+    const recorded = await store.recordToolResult(run_id, call, {
+      ...settled,
+      spanTraceparent,
+      ...(startedWrite?.takeOver() ? { started } : {}),
+    });
     return { retry: false, roundSettled: recorded?.openInRound === 0 };
   } finally {
     if (span.isRecording()) span.end();
     cancel.release();
+  }
+}
+
+/**
+ * The `ToolCallStarted` of a first delivery, written at the end of the tick the handler started
+ * in, unless the result is recorded first and takes it over. When the store answers that the
+ * call cannot run (the run has ended), the handler is cancelled.
+ */
+class DeferredStart {
+  private written: Promise<void> | undefined;
+  private takenOver = false;
+
+  constructor(
+    private readonly write: () => Promise<CallStart>,
+    private readonly cancel: WorkCancellation,
+    private readonly logger: ToolLogger,
+  ) {
+    process.nextTick(() => {
+      if (!this.takenOver) void this.now();
+    });
+  }
+
+  /** Writes it now, if it is not written or taken over yet. */
+  now(): Promise<void> {
+    if (this.takenOver) return Promise.resolve();
+    this.written ??= this.write().then(
+      (start) => {
+        if (start.status !== 'run') this.cancel.cancel();
+      },
+      (error: unknown) => this.logger.warn('writing ToolCallStarted failed', { error }),
+    );
+    return this.written;
+  }
+
+  /** True when the result's write should carry the event: it was not written yet, and now will not be. */
+  takeOver(): boolean {
+    if (this.written) return false;
+    this.takenOver = true;
+    return true;
   }
 }

@@ -51,6 +51,22 @@ export interface RunEnding {
   readonly events?: readonly PendingEvent[];
 }
 
+/** A call's result as a tool job or the join records it. */
+export interface ToolResult {
+  readonly content: string;
+  readonly terminal: EventDraft;
+  /** The traceparent of the call's `execute_tool` span, for the join's links (when traced). */
+  readonly spanTraceparent?: string;
+  /** The attempt's `ToolCallStarted`, when it was not written before the handler ran; `ts`: when it started. */
+  readonly started?: { readonly event: EventDraft; readonly ts: number };
+}
+
+/** Whether a `finishRun` ended the run, and the calls its cancel closed. */
+export interface RunEnded {
+  readonly ended: boolean;
+  readonly closed: readonly OpenCall[];
+}
+
 /** A call fanned out to a tool job and not yet settled. */
 export interface OpenCall {
   readonly step_id: string;
@@ -238,11 +254,12 @@ export class RunStore {
   }
 
   /**
-   * Records a call's result and its terminal event, once, closing the call. Returns the content
+   * Records a call's result and its terminal event, once, closing the call; a `started` event
+   * not written yet goes in the same step, just before the terminal one. Returns the content
    * that stands and how many calls of its round are still open, or `undefined` when the run ended
    * before anything was recorded.
    */
-  async recordToolResult(run_id: string, call: OpenCall, content: string, terminal: EventDraft, spanTraceparent = ''): Promise<RecordedResult | undefined> {
+  async recordToolResult(run_id: string, call: OpenCall, result: ToolResult): Promise<RecordedResult | undefined> {
     const keys = this.runKeys(run_id);
     const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
       keys.record,
@@ -253,14 +270,15 @@ export class RunStore {
       keys.spans(call.step_id, call.iteration),
       keys.pending,
       call.tool_call_id,
-      content,
+      result.content,
       openField(call),
-      this.eventJson(run_id, terminal),
-      spanTraceparent,
+      this.eventJson(run_id, result.terminal),
+      result.spanTraceparent ?? '',
       roundField(call.step_id, call.iteration),
+      result.started ? this.eventJson(run_id, result.started.event, result.started.ts) : '',
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;
-    return { content: outcome === 0 ? stored! : content, openInRound: openInRound ?? 0 };
+    return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0 };
   }
 
   /**
@@ -324,11 +342,14 @@ export class RunStore {
     return stored.map((json) => (json === null ? undefined : (JSON.parse(json) as ProviderResponse).tool_calls.map((call) => call.id)));
   }
 
-  /** Ends the run once (completed, failed or cancelled); false if it had already ended. */
-  async finishRun(run_id: string, ending: RunEnding): Promise<boolean> {
+  /**
+   * Ends the run once (completed, failed or cancelled): `ended` is false if it had already ended.
+   * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
+   */
+  async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
     const keys = this.runKeys(run_id);
-    const finished = await this.scripts.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, ending));
-    return finished === 1;
+    const [finished, closed = []] = (await this.scripts.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, ending))) as [number, string[]?];
+    return { ended: finished === 1, closed: closed.map((json) => JSON.parse(json) as OpenCall) };
   }
 
   /** The arguments of the scripts' FINISH step. */

@@ -36,7 +36,7 @@ export interface ScriptDefinition {
 /**
  * Ending a run, shared by `finishRun` and `recordResponse`: step events, then the run's terminal
  * event with the usage summed in Redis. Cancelling first closes every open call with a
- * `cancelled` result and event. Every key of the run then gets the retention TTL. Reads its
+ * `cancelled` result and event, and returns those calls (their open-hash JSON). Every key of the run then gets the retention TTL. Reads its
  * arguments from ARGV[at] on: status, step_id, ts, output, errorJson, errorCode, finishedChannel,
  * cancelledContent, retentionSeconds, run_id, count, (dedupeId, json)…
  */
@@ -45,11 +45,13 @@ local function finish(record, events, dedupe, open, index, at)
   local run_id = ARGV[at + 9]
   local status = ARGV[at]
   local ts = tonumber(ARGV[at + 2])
+  local closed = {}
   if status == 'cancelled' then
     local calls = redis.call('HGETALL', open)
     for i = 1, #calls, 2 do
       local call = cjson.decode(calls[i + 1])
       if redis.call('HSETNX', call.results_key, call.tool_call_id, ARGV[at + 7]) == 1 then
+        closed[#closed + 1] = calls[i + 1]
         append(events, dedupe, '', cjson.encode({kind = 'ToolCallFailed', run_id = run_id, step_id = call.step_id, ts = ts,
           iteration = call.iteration, tool_name = call.tool_name, tool_call_id = call.tool_call_id, duration_ms = 0,
           error_code = 'cancelled'}))
@@ -71,6 +73,7 @@ local function finish(record, events, dedupe, open, index, at)
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ARGV[at + 8]) end
   redis.call('PUBLISH', ARGV[at + 6], run_id)
+  return closed
 end
 `;
 
@@ -168,10 +171,12 @@ return {1}
 
 /**
  * Records a call's result with its terminal event, once, and closes the call: the round's open
- * count goes down by one. The results and spans keys are in the run's index already (put there
- * with the round's response).
+ * count goes down by one. A `ToolCallStarted` not written before the handler ran goes in just
+ * before the terminal event. The results and spans keys are in the run's index already (put
+ * there with the round's response).
  * KEYS: record, events, dedupe, results, open, spans, pending.
- * ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced), roundField.
+ * ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced), roundField,
+ * startedJson ('' when written already).
  * Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
  * {-1} when the run ended.
  */
@@ -190,6 +195,7 @@ end
 local open
 if redis.call('HDEL', KEYS[5], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[7], ARGV[6], -1) else open = openInRound(KEYS[7], ARGV[6]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[5]) end
+if ARGV[7] ~= '' then append(KEYS[2], KEYS[3], '', ARGV[7]) end
 append(KEYS[2], KEYS[3], '', ARGV[4])
 return {1, '', open}
 `,
@@ -231,14 +237,16 @@ return 1
 `,
 };
 
-/** Ends a run once (see FINISH). KEYS: record, events, dedupe, open, index. ARGV: FINISH's arguments. */
+/**
+ * Ends a run once (see FINISH). KEYS: record, events, dedupe, open, index. ARGV: FINISH's arguments.
+ * Returns {1, closedCalls} when this call ended the run, {0} when it had ended already.
+ */
 const finishRun: ScriptDefinition = {
   numberOfKeys: 5,
   lua: `${PRELUDE}${FINISH}
 local _, ended = runStatus(KEYS[1])
-if ended then return 0 end
-finish(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], 1)
-return 1
+if ended then return {0} end
+return {1, finish(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], 1)}
 `,
 };
 
