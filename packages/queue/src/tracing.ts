@@ -111,9 +111,19 @@ export async function inJobSpan<T>(
   }
 }
 
-/** A child span of the active job span. */
-export function startChildSpan(name: string, kind: SpanKind, attributes: Record<string, string | number>): Span {
-  return tracingEnabled() ? tracer().startSpan(name, { kind, attributes }) : UNTRACED;
+/**
+ * A child span of the active job span. Its name and attributes are built only when this process
+ * traces: a tool call that is not traced should not pay for them.
+ */
+export function startChildSpan(kind: SpanKind, describe: () => { name: string; attributes: Record<string, string | number> }): Span {
+  if (!tracingEnabled()) return UNTRACED;
+  const { name, attributes } = describe();
+  return tracer().startSpan(name, { kind, attributes });
+}
+
+/** Runs `work` with `span` as the active span (spans it starts nest under it); untraced, just runs it. */
+export function withActiveSpan<T>(span: Span, work: () => T): T {
+  return span === UNTRACED ? work() : context.with(trace.setSpan(context.active(), span), work);
 }
 
 /** The span work gets when this process does not trace: records nothing, links nothing. */

@@ -234,14 +234,17 @@ export class ProviderJobProcessor {
     const { provider_id, request, test } = call;
     const started = performance.now();
     const { signal, release } = cancellation.signalFor(run_id);
-    const chat = startChildSpan(SpanName.chat(request.model), SpanKind.CLIENT, {
-      [Attr.operationName]: 'chat',
-      [Attr.providerName]: provider_id,
-      [Attr.requestModel]: request.model,
-      [Attr.runId]: run_id,
-      [Attr.stepId]: step_id,
-      [Attr.iteration]: iteration,
-    });
+    const chat = startChildSpan(SpanKind.CLIENT, () => ({
+      name: SpanName.chat(request.model),
+      attributes: {
+        [Attr.operationName]: 'chat',
+        [Attr.providerName]: provider_id,
+        [Attr.requestModel]: request.model,
+        [Attr.runId]: run_id,
+        [Attr.stepId]: step_id,
+        [Attr.iteration]: iteration,
+      },
+    }));
     let response: ProviderResponse;
     try {
       response = test ? testResponse(test, iteration) : await options.provider!.complete(request, { signal });

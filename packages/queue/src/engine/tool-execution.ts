@@ -9,10 +9,9 @@ import {
   shouldRetryTool,
   toolStartedEvent,
 } from '@arcflow/core';
-import { context, trace } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, OpenCall, RunStore } from '../store/run-store.ts';
-import { SpanKind, failSpan, recordedTraceparent, startChildSpan } from '../tracing.ts';
+import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
 import type { CancellationListener, WorkCancellation } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
 
@@ -92,22 +91,24 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   const cancel = cancellation.watch(run_id);
   const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started.event, once), cancel, logger) : undefined;
   const startedAt = performance.now();
-  const span = startChildSpan(SpanName.executeTool(planned.tool.name), SpanKind.INTERNAL, {
-    [Attr.operationName]: 'execute_tool',
-    [Attr.toolName]: planned.tool.name,
-    [Attr.toolCallId]: planned.call.id,
-    [Attr.toolType]: 'function',
-    [Attr.toolSchemaHash]: planned.tool.input_schema_hash,
-    [Attr.toolInputBytes]: planned.input_size_bytes,
-    [Attr.runId]: run_id,
-    [Attr.stepId]: place.step_id,
-    [Attr.iteration]: place.iteration,
-  });
+  const span = startChildSpan(SpanKind.INTERNAL, () => ({
+    name: SpanName.executeTool(planned.tool.name),
+    attributes: {
+      [Attr.operationName]: 'execute_tool',
+      [Attr.toolName]: planned.tool.name,
+      [Attr.toolCallId]: planned.call.id,
+      [Attr.toolType]: 'function',
+      [Attr.toolSchemaHash]: planned.tool.input_schema_hash,
+      [Attr.toolInputBytes]: planned.input_size_bytes,
+      [Attr.runId]: run_id,
+      [Attr.stepId]: place.step_id,
+      [Attr.iteration]: place.iteration,
+    },
+  }));
+  const handlerCall = { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, attempt: attempt.number, args: planned.args, cancel, log: logger };
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
-    const outcome = await context.with(trace.setSpan(context.active(), span), () =>
-      runHandler(planned.tool, { run_id, ...place, tool_call_id: planned.call.id, attempt: attempt.number, args: planned.args, cancel, log: logger }),
-    );
+    const outcome = await withActiveSpan(span, () => runHandler(planned.tool, handlerCall));
     if (outcome.status === 'error') {
       logger.error('tool handler failed', { tool: planned.tool.name, run_id, tool_call_id: planned.call.id, attempt: attempt.number, error: outcome.error });
     }
@@ -123,9 +124,10 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     const spanTraceparent = recordedTraceparent(span);
     span.end();
     const recorded = await store.recordToolResult(run_id, call, {
-      ...settled,
+      content: settled.content,
+      terminal: settled.terminal,
       spanTraceparent,
-      ...(startedWrite?.takeOver() ? { started } : {}),
+      started: startedWrite?.takeOver() ? started : undefined,
     });
     return { retry: false, roundSettled: recorded?.openInRound === 0 };
   } finally {
