@@ -1,3 +1,5 @@
+import { heapGrowingPercent } from './heap.ts';
+
 /** Everything the worker reads from the environment, read once, here. */
 export interface WorkerEnv {
   readonly redis: string | undefined;
@@ -5,6 +7,8 @@ export interface WorkerEnv {
   readonly openai: { readonly api_key?: string; readonly base_url?: string } | undefined;
   readonly model: string | undefined;
   readonly otel: { readonly endpoint: string | undefined; readonly serviceName: string | undefined };
+  /** How far the heap may grow past what survived the last full GC (see heap.ts). */
+  readonly heapGrowingPercent: number;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -16,5 +20,6 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     openai: api_key || base_url ? { api_key, base_url } : undefined,
     model: env.ARCFLOW_MODEL || undefined,
     otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
+    heapGrowingPercent: heapGrowingPercent(env.ARCFLOW_HEAP_GROWING_PERCENT),
   };
 }

@@ -2,6 +2,7 @@ import { ConfigError, type ModelProvider, openaiProvider } from 'arcflow';
 import { type ArcflowWorker, type WorkerRole, startWorker } from '@arcflow/queue';
 import { startTelemetry } from '@arcflow/telemetry';
 import { readWorkerEnv } from './env.ts';
+import { boundHeapGrowth } from './heap.ts';
 import { loadModule } from './load-module.ts';
 
 export interface WorkerProcessOptions {
@@ -18,6 +19,7 @@ export interface WorkerProcessOptions {
  */
 export async function runWorkerProcess(options: WorkerProcessOptions): Promise<ArcflowWorker> {
   const env = readWorkerEnv();
+  boundHeapGrowth(env.heapGrowingPercent);
   // Before the user's module, so spans it starts at load time are exported too.
   const telemetry = startTelemetry(env.otel);
   const loaded = await loadModule(options.module);
