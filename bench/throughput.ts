@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newRunId } from '@arcflow/core';
 import { WORKER_DEFAULTS, createClient, hashTag } from '@arcflow/queue';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
@@ -105,7 +105,7 @@ class FloorClient {
     for (let batch = 0; batch < RUNS; batch += 50) {
       await Promise.all(
         Array.from({ length: Math.min(50, RUNS - batch) }, () => {
-          const run_id = `run_${randomUUID()}`;
+          const run_id = newRunId();
           finished.push(new Promise<void>((done) => this.waiting.set(run_id, done)));
           return addJob(this.providers, floorProviderJob(run_id, 1));
         }),

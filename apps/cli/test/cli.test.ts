@@ -74,7 +74,7 @@ describe('arcflow CLI', () => {
   it('prints just the run id without --wait, and honours an idempotency key', async () => {
     const first = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-1');
     const second = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-1');
-    expect(first.stdout.trim()).toMatch(/^run_[0-9a-f-]{36}$/);
+    expect(first.stdout.trim()).toMatch(/^run_[A-Za-z0-9_-]{22}$/);
     expect(second.stdout.trim()).toBe(first.stdout.trim());
   });
 

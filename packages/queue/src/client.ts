@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   MAX_INPUT_BYTES,
   RequestError,
@@ -9,6 +8,7 @@ import {
   byteSize,
   checkExecConfig,
   checkRunConfig,
+  newRunId,
 } from '@arcflow/core';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -108,7 +108,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
       const trace = mintRunTrace();
       const { created, run_id } = await store.createRun(
-        { run_id: `run_${randomUUID()}`, agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
+        { run_id: newRunId(), agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
         request.idempotency_key,
         { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
       );

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newRunId } from '../run-record.ts';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
@@ -74,7 +74,7 @@ export async function runLocal(agent: Agent, input: string, options: RunLocalOpt
   }
   const settings = agent.settingsFor(options.config);
   const exec = checkExecConfig(options.exec_config);
-  const run_id = options.run_id ?? `run_${randomUUID()}`;
+  const run_id = options.run_id ?? newRunId();
   const created_at = Date.now();
   const log = new LocalEventLog(run_id, options.onEvent);
   const step_id = 's1';

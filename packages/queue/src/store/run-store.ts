@@ -129,7 +129,7 @@ export class RunStore {
       idempotency_key === undefined ? '0' : '1',
       Object.keys(fields).length,
       ...Object.entries(fields).flat(),
-      this.eventJson(spec.run_id, enqueued, now),
+      this.eventJson(enqueued, now),
     )) as [number, string];
     return { created: created === 1, run_id };
   }
@@ -166,15 +166,15 @@ export class RunStore {
   /** Appends events unless the run has ended. */
   async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
     const keys = this.runKeys(run_id);
-    const result = await this.scripts.appendEvents(keys.record, keys.events, keys.dedupe, events.length, ...this.pairs(run_id, events));
+    const result = await this.scripts.appendEvents(keys.record, keys.events, keys.dedupe, events.length, ...this.pairs(events));
     return result === 1;
   }
 
   /** Events from index `from` (0-based) on. */
   async events(run_id: string, from = 0): Promise<TraceEvent[]> {
     const lines = await this.redis.lrange(this.runKeys(run_id).events, from, -1);
-    // An event's seq is its place in the log, which only grows.
-    return lines.map((line, index) => ({ seq: from + index + 1, ...JSON.parse(line) }) as TraceEvent);
+    // An event's seq is its place in the log, which only grows; its run is the log's.
+    return lines.map((line, index) => ({ seq: from + index + 1, ...JSON.parse(line), run_id }) as TraceEvent);
   }
 
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
@@ -205,7 +205,7 @@ export class RunStore {
       JSON.stringify(state),
       markRunning ? '1' : '0',
       events.length,
-      ...this.pairs(run_id, events),
+      ...this.pairs(events),
     );
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
@@ -243,7 +243,7 @@ export class RunStore {
       response.usage.total,
       response.tool_calls.length > 0 ? '1' : '0',
       events.length,
-      ...this.pairs(run_id, events),
+      ...this.pairs(events),
       open.length,
       ...openPairs(keys, open),
       roundField(step_id, iteration),
@@ -264,7 +264,6 @@ export class RunStore {
     const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
       keys.record,
       keys.events,
-      keys.dedupe,
       keys.results(call.step_id, call.iteration),
       keys.open,
       keys.spans(call.step_id, call.iteration),
@@ -272,10 +271,10 @@ export class RunStore {
       call.tool_call_id,
       result.content,
       openField(call),
-      this.eventJson(run_id, result.terminal),
+      this.eventJson(result.terminal),
       result.spanTraceparent ?? '',
       roundField(call.step_id, call.iteration),
-      result.started ? this.eventJson(run_id, result.started.event, result.started.ts) : '',
+      result.started ? this.eventJson(result.started.event, result.started.ts) : '',
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;
     return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0 };
@@ -295,7 +294,7 @@ export class RunStore {
       keys.pending,
       call.tool_call_id,
       once,
-      this.eventJson(run_id, started),
+      this.eventJson(started),
       roundField(call.step_id, call.iteration),
     )) as [number, number?];
     if (outcome === 1) return { status: 'run' };
@@ -367,18 +366,21 @@ export class RunStore {
       this.retentionSeconds,
       run_id,
       events.length,
-      ...this.pairs(run_id, events),
+      ...this.pairs(events),
     ];
   }
 
-  private pairs(run_id: string, events: readonly PendingEvent[]): string[] {
-    return events.flatMap(({ event, once }) => [once ?? '', this.eventJson(run_id, event)]);
+  private pairs(events: readonly PendingEvent[]): string[] {
+    return events.flatMap(({ event, once }) => [once ?? '', this.eventJson(event)]);
   }
 
-  /** The event as stored, without `seq` (its place in the log): policy applied, run id and time set. */
-  private eventJson(run_id: string, event: EventDraft, ts = Date.now()): string {
+  /**
+   * The event as stored: policy applied and time set, without `seq` (its place in the log) or
+   * `run_id` (the log's run), which `events` adds back. Every byte here is sent, parsed and kept
+   * for each of a run's events.
+   */
+  private eventJson(event: EventDraft, ts = Date.now()): string {
     const stored: Record<string, unknown> = applyTracePolicy(event);
-    stored.run_id = run_id;
     stored.ts = ts;
     return JSON.stringify(stored);
   }

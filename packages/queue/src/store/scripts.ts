@@ -52,7 +52,7 @@ local function finish(record, events, dedupe, open, index, at)
       local call = cjson.decode(calls[i + 1])
       if redis.call('HSETNX', call.results_key, call.tool_call_id, ARGV[at + 7]) == 1 then
         closed[#closed + 1] = calls[i + 1]
-        append(events, dedupe, '', cjson.encode({kind = 'ToolCallFailed', run_id = run_id, step_id = call.step_id, ts = ts,
+        append(events, dedupe, '', cjson.encode({kind = 'ToolCallFailed', step_id = call.step_id, ts = ts,
           iteration = call.iteration, tool_name = call.tool_name, tool_call_id = call.tool_call_id, duration_ms = 0,
           error_code = 'cancelled'}))
       end
@@ -62,7 +62,7 @@ local function finish(record, events, dedupe, open, index, at)
   appendPairs(events, dedupe, at + 11, tonumber(ARGV[at + 10]))
   local usage = redis.call('HMGET', record, 'usage_input', 'usage_output', 'usage_total')
   local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
-  local event = {kind = kinds[status], run_id = run_id, step_id = ARGV[at + 1], ts = ts,
+  local event = {kind = kinds[status], step_id = ARGV[at + 1], ts = ts,
     usage = {input = tonumber(usage[1] or '0'), output = tonumber(usage[2] or '0'), total = tonumber(usage[3] or '0')}}
   if status == 'failed' then event.error_code = ARGV[at + 5] end
   append(events, dedupe, '', cjson.encode(event))
@@ -174,29 +174,28 @@ return {1}
  * count goes down by one. A `ToolCallStarted` not written before the handler ran goes in just
  * before the terminal event. The results and spans keys are in the run's index already (put
  * there with the round's response).
- * KEYS: record, events, dedupe, results, open, spans, pending.
+ * KEYS: record, events, results, open, spans, pending.
  * ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced), roundField,
  * startedJson ('' when written already).
  * Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
  * {-1} when the run ended.
  */
 const recordToolResult: ScriptDefinition = {
-  numberOfKeys: 7,
+  numberOfKeys: 6,
   lua: `${PRELUDE}
 local _, ended = runStatus(KEYS[1])
 if ended then
-  local existing = redis.call('HGET', KEYS[4], ARGV[1])
-  if existing then return {0, existing, openInRound(KEYS[7], ARGV[6])} end
+  local existing = redis.call('HGET', KEYS[3], ARGV[1])
+  if existing then return {0, existing, openInRound(KEYS[6], ARGV[6])} end
   return {-1}
 end
-if redis.call('HSETNX', KEYS[4], ARGV[1], ARGV[2]) == 0 then
-  return {0, redis.call('HGET', KEYS[4], ARGV[1]), openInRound(KEYS[7], ARGV[6])}
+if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then
+  return {0, redis.call('HGET', KEYS[3], ARGV[1]), openInRound(KEYS[6], ARGV[6])}
 end
 local open
-if redis.call('HDEL', KEYS[5], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[7], ARGV[6], -1) else open = openInRound(KEYS[7], ARGV[6]) end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[5]) end
-if ARGV[7] ~= '' then append(KEYS[2], KEYS[3], '', ARGV[7]) end
-append(KEYS[2], KEYS[3], '', ARGV[4])
+if redis.call('HDEL', KEYS[4], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[6], ARGV[6], -1) else open = openInRound(KEYS[6], ARGV[6]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[1], ARGV[5]) end
+if ARGV[7] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[7], ARGV[4]) else redis.call('RPUSH', KEYS[2], ARGV[4]) end
 return {1, '', open}
 `,
 };
