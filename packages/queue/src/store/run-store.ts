@@ -174,7 +174,10 @@ export class RunStore {
   async events(run_id: string, from = 0): Promise<TraceEvent[]> {
     const lines = await this.redis.lrange(this.runKeys(run_id).events, from, -1);
     // An event's seq is its place in the log, which only grows; its run is the log's.
-    return lines.map((line, index) => ({ seq: from + index + 1, ...JSON.parse(line), run_id }) as TraceEvent);
+    return lines.map((line, index) => {
+      const { kind, run_id: _stored, ...fields } = JSON.parse(line) as Record<string, unknown>;
+      return { seq: from + index + 1, kind, run_id, ...fields } as unknown as TraceEvent;
+    });
   }
 
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
