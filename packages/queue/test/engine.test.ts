@@ -239,27 +239,34 @@ describe('queue engine', () => {
     expect(events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['cancelled', 'cancelled']);
   });
 
-  it('a tool job first delivered after its run ended unheard of is told at once: its handler aborts and writes nothing', async () => {
+  it('tool jobs first delivered after their run ended unheard of write nothing: a waiting handler is aborted, an instant one is discarded', async () => {
     const late = untilAborted('late');
-    const agent = new Agent({ name: 'unheard', tools: [late.tool] });
-    const model = scriptedProvider([toolCall('late', {}, 'l1'), reply('never')]);
+    const instantRuns: string[] = [];
+    const instant = tool({ name: 'instant', description: 'answers at once', input_schema: { type: 'object' }, handler: (_args, ctx) => (instantRuns.push(ctx.tool_call_id), 'done') });
+    const agent = new Agent({ name: 'unheard', tools: [late.tool, instant] });
+    const model = scriptedProvider([toolCalls([{ name: 'late', args: {}, id: 'l1' }, { name: 'instant', args: {}, id: 'i1' }]), reply('never')]);
     const { prefix, client } = await engine('cancel-unheard', [agent], model, { roles: ['provider'] });
     const { run_id } = await client.enqueue({ agent: 'unheard', input: 'go' });
     const store = new RunStore(redis, prefix, 60);
-    // Fanned out, the tool job waits: no worker serves its queue yet.
-    await until(async () => (await redis.hlen(store.keys.run(run_id).open)) === 1);
-    // Ended in the store alone: no cancel message, the job stays queued.
+    // Fanned out, the tool jobs wait: no worker serves their queues yet.
+    await until(async () => (await redis.hlen(store.keys.run(run_id).open)) === 2);
+    // Ended in the store alone: no cancel message, the jobs stay queued.
     expect((await store.finishRun(run_id, { outcome: { status: 'cancelled' }, step_id: 's1' })).ended).toBe(true);
     const tools = await startWorker({ agents: [agent], roles: ['tools'], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
     open.push(tools);
-    await until(async () => late.aborted.length === 1);
-    // The aborted attempt has finished its job (and written whatever it would write).
-    const queue = new Queue(QueueName.tool('late'), { connection: redis, prefix: keysFor(prefix).tag });
-    open.push(queue);
-    await until(async () => (await queue.getJobState(JobId.tool(run_id, 's1', 1, 'l1'))) === 'completed');
+    // Both attempts finish their jobs (and write whatever they would write).
+    for (const [name, id] of [['late', 'l1'], ['instant', 'i1']] as const) {
+      const queue = new Queue(QueueName.tool(name), { connection: redis, prefix: keysFor(prefix).tag });
+      open.push(queue);
+      await until(async () => (await queue.getJobState(JobId.tool(run_id, 's1', 1, id))) === 'completed');
+    }
+    expect(late.aborted).toEqual(['l1']);
+    // The documented cost of starting without asking: an instant handler of an ended run runs once, and is discarded.
+    expect(instantRuns).toEqual(['i1']);
     const events = await collect(client, run_id);
     assertEventInvariants(events);
     expect(events.filter((event) => event.kind === 'ToolCallStarted')).toHaveLength(0);
+    expect(events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['cancelled', 'cancelled']);
     expect(events.at(-1)?.kind).toBe('RunCancelled');
   });
 
