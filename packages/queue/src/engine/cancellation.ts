@@ -10,6 +10,8 @@ export interface WorkCancellation extends CancelWatch {
 
 /** How long a worker remembers a cancelled run, so that work of it starting later is cancelled at once. */
 const REMEMBER_CANCELLED_MS = 10 * 60_000;
+/** At most this many remembered (about 10 MiB); past it the oldest are forgotten first. */
+const REMEMBER_CANCELLED_MAX = 100_000;
 
 /**
  * Cancellation across processes: `cancel` publishes the run id; every worker tells the work it
@@ -73,7 +75,7 @@ export class CancellationListener {
     this.cancelledRuns.delete(run_id);
     this.cancelledRuns.set(run_id, now);
     for (const [old, at] of this.cancelledRuns) {
-      if (now - at < REMEMBER_CANCELLED_MS) break;
+      if (now - at < REMEMBER_CANCELLED_MS && this.cancelledRuns.size <= REMEMBER_CANCELLED_MAX) break;
       this.cancelledRuns.delete(old);
     }
   }
