@@ -80,16 +80,17 @@ export interface AttemptOutcome {
 export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
   const call = openCall(planned, place);
+  // Stamped now: a first delivery writes it after the handler has started.
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
   const once = attempt.numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;
   if (!attempt.firstDelivery) {
     // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
-    const start = await store.startToolCall(run_id, call, started.event, once);
+    const start = await store.startToolCall(run_id, call, started, once);
     if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
     if (start.status === 'ended') return { retry: false, roundSettled: false };
   }
   const cancel = cancellation.watch(run_id);
-  const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started.event, once), cancel, logger) : undefined;
+  const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
   const startedAt = performance.now();
   const span = startChildSpan(SpanKind.INTERNAL, () => ({
     name: SpanName.executeTool(planned.tool.name),

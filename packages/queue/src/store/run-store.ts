@@ -51,14 +51,20 @@ export interface RunEnding {
   readonly events?: readonly PendingEvent[];
 }
 
+/** An event with the time it happened, for an event written some time after (its `ts`). */
+export interface TimedEvent {
+  readonly event: EventDraft;
+  readonly ts: number;
+}
+
 /** A call's result as a tool job or the join records it. */
 export interface ToolResult {
   readonly content: string;
   readonly terminal: EventDraft;
   /** The traceparent of the call's `execute_tool` span, for the join's links (when traced). */
   readonly spanTraceparent?: string;
-  /** The attempt's `ToolCallStarted`, when it was not written before the handler ran; `ts`: when it started. */
-  readonly started?: { readonly event: EventDraft; readonly ts: number };
+  /** The attempt's `ToolCallStarted`, when it was not written before the handler ran. */
+  readonly started?: TimedEvent;
 }
 
 /** Whether a `finishRun` ended the run, and the calls its cancel closed. */
@@ -287,7 +293,7 @@ export class RunStore {
    * Writes the call's `ToolCallStarted` (once per `once` id; '' for none) unless its result is already
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
-  async startToolCall(run_id: string, call: OpenCall, started: EventDraft, once: string): Promise<CallStart> {
+  async startToolCall(run_id: string, call: OpenCall, started: TimedEvent, once: string): Promise<CallStart> {
     const keys = this.runKeys(run_id);
     const [outcome, openInRound] = (await this.scripts.startToolCall(
       keys.record,
@@ -297,7 +303,7 @@ export class RunStore {
       keys.pending,
       call.tool_call_id,
       once,
-      this.eventJson(started),
+      this.eventJson(started.event, started.ts),
       roundField(call.step_id, call.iteration),
     )) as [number, number?];
     if (outcome === 1) return { status: 'run' };

@@ -36,9 +36,10 @@ export interface ScriptDefinition {
 /**
  * Ending a run, shared by `finishRun` and `recordResponse`: step events, then the run's terminal
  * event with the usage summed in Redis. Cancelling first closes every open call with a
- * `cancelled` result and event, and returns those calls (their open-hash JSON). Every key of the run then gets the retention TTL. Reads its
- * arguments from ARGV[at] on: status, step_id, ts, output, errorJson, errorCode, finishedChannel,
- * cancelledContent, retentionSeconds, run_id, count, (dedupeId, json)…
+ * `cancelled` result and event, and returns those calls (their open-hash JSON). Every key of the
+ * run then gets the retention TTL. Reads its arguments from ARGV[at] on: status, step_id, ts,
+ * output, errorJson, errorCode, finishedChannel, cancelledContent, retentionSeconds, run_id, count,
+ * (dedupeId, json)…
  */
 const FINISH = `
 local function finish(record, events, dedupe, open, index, at)
