@@ -71,11 +71,12 @@ export interface AttemptOutcome {
  *
  * A re-delivery, or a call run inline, first asks the store whether the call is recorded or the
  * run has ended, and writes `ToolCallStarted` in the same step. A tool job's first delivery cannot
- * find its call recorded (only a cancel closes a call without its job, and this worker knows of
- * cancels: see {@link CancellationListener}), so its handler starts at once: a handler that
- * settles within the tick has its `ToolCallStarted` written together with its result, one Redis
- * step instead of two; a longer one has it written at the end of the tick, and is cancelled if
- * the store answers that the run has ended.
+ * find its call recorded (only a cancel closes a call without its job; it also removes the job if
+ * still queued, and workers remember cancelled runs: see {@link CancellationListener}), so its
+ * handler starts at once: a handler that settles within the tick has its `ToolCallStarted`
+ * written together with its result, one Redis step instead of two; a longer one has it written at
+ * the end of the tick, and is cancelled if the store answers that the run has ended. Nothing is
+ * recorded for a run that has ended, whichever way it went.
  */
 export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
