@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { WORKER_NODE_FLAGS } from './heap.ts';
 
 /** The `arcflow` command of this repository. */
 export const ARCFLOW_BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../cli/bin/arcflow.js');
@@ -20,11 +21,11 @@ export interface WorkerProcess {
 }
 
 /**
- * Starts `arcflow worker` as a real child process and resolves once it is ready (it printed its
- * ready line). `args` are extra CLI flags; `env` is merged over this process's environment.
+ * Starts `arcflow worker` as a real child process, with the worker's Node flags, and resolves
+ * once it is ready (it printed its ready line). `args` are extra CLI flags; `env` is merged over this process's environment.
  */
 export async function spawnWorker(module: string, options: { args?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [ARCFLOW_BIN, 'worker', '--module', module, ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ARCFLOW_BIN, 'worker', '--module', module, ...(options.args ?? [])], {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
