@@ -17,15 +17,29 @@ export interface Keys {
   readonly finishedChannel: string;
 }
 
+/**
+ * A run's keys other than its record, as suffixes of the record's key. The store's Lua scripts
+ * build the same names from the record key (scripts.ts, `KEY_NAMES`), so a script that writes a
+ * tool result is sent one key instead of six.
+ */
+export const RUN_KEY_SUFFIX = Object.freeze({ events: ':events', dedupe: ':dedupe', pending: ':pending', index: ':keys', rootSpan: ':root-span' });
+
+/** A round's key of one kind (`response`, `results`, `spans`): `<record>:<step>:<kind>:<n>`. */
+export function roundKey(record: string, step_id: string, kind: 'response' | 'results' | 'spans', iteration: number): string {
+  return `${record}:${step_id}:${kind}:${iteration}`;
+}
+
 /** A run's keys. A class, so building them per store call allocates no closures. */
 export class RunKeys {
   readonly record: string;
   readonly events: string;
   /** Dedupe keys of events written exactly once. */
   readonly dedupe: string;
-  /** Calls fanned out and not yet settled: `step|iteration|tool_call_id` → call info. */
-  readonly open: string;
-  /** Open calls per round, `step|iteration` → count; the call that settles the last one enqueues the join. */
+  /**
+   * Per round of fanned-out calls: `step|n` → how many are still open (the call that settles the
+   * last one enqueues the join), and `step|n|calls` → those calls, as a JSON list of
+   * `[tool_call_id, tool_name]`, for a cancel to close.
+   */
   readonly pending: string;
   /** Every key of the run, so retention can expire them together. */
   readonly index: string;
@@ -34,12 +48,11 @@ export class RunKeys {
 
   constructor(private readonly base: string) {
     this.record = base;
-    this.events = `${base}:events`;
-    this.dedupe = `${base}:dedupe`;
-    this.open = `${base}:open`;
-    this.pending = `${base}:pending`;
-    this.index = `${base}:keys`;
-    this.rootSpan = `${base}:root-span`;
+    this.events = base + RUN_KEY_SUFFIX.events;
+    this.dedupe = base + RUN_KEY_SUFFIX.dedupe;
+    this.pending = base + RUN_KEY_SUFFIX.pending;
+    this.index = base + RUN_KEY_SUFFIX.index;
+    this.rootSpan = base + RUN_KEY_SUFFIX.rootSpan;
   }
 
   state(step_id: string): string {
@@ -47,16 +60,16 @@ export class RunKeys {
   }
 
   response(step_id: string, iteration: number): string {
-    return `${this.base}:${step_id}:response:${iteration}`;
+    return roundKey(this.base, step_id, 'response', iteration);
   }
 
   results(step_id: string, iteration: number): string {
-    return `${this.base}:${step_id}:results:${iteration}`;
+    return roundKey(this.base, step_id, 'results', iteration);
   }
 
   /** The `execute_tool` span of each call of a round (`tool_call_id` → traceparent), for the join's links. */
   spans(step_id: string, iteration: number): string {
-    return `${this.base}:${step_id}:spans:${iteration}`;
+    return roundKey(this.base, step_id, 'spans', iteration);
   }
 }
 

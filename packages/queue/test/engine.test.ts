@@ -218,6 +218,29 @@ describe('queue engine', () => {
     expect(await client.cancel(run_id)).toEqual({ cancelled: false, status: 'cancelled' });
   });
 
+  it('cancel closes only the calls still open: not those settled in an earlier round, nor one answered without a job', async () => {
+    const waiting = untilAborted('waiting');
+    const echo = tool({ name: 'echo', description: 'echoes', input_schema: { type: 'object' }, handler: () => 'echoed' });
+    // Round 2 repeats round 1's call (answered at once by loop detection, no job) and fans out one that waits.
+    const model = scriptedProvider([
+      toolCall('echo', { n: 1 }, 'e1'),
+      toolCalls([{ name: 'echo', args: { n: 1 }, id: 'e2' }, { name: 'waiting', args: {}, id: 'w1' }]),
+      reply('never'),
+    ]);
+    const agent = new Agent({ name: 'mixed', tools: [echo, waiting.tool], loop_detection: { window: 3, threshold: 2, action: 'inject' } });
+    const { client } = await engine('cancel-mixed', [agent], model);
+    const { run_id } = await client.enqueue({ agent: 'mixed', input: 'go' });
+    await waiting.running;
+    expect(await client.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
+    expect((await client.wait(run_id, { timeout_ms: 5_000 })).status).toBe('cancelled');
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    const terminal = (id: string) => events.filter((event) => 'tool_call_id' in event && event.tool_call_id === id && event.kind !== 'ToolCallStarted').map((event) => event.kind);
+    expect(terminal('e1')).toEqual(['ToolCallCompleted']);
+    expect(terminal('e2')).toEqual(['LoopDetected']);
+    expect(terminal('w1')).toEqual(['ToolCallFailed']);
+  });
+
   it("cancel removes the run's queued tool jobs: a call waiting behind the tool's concurrency cap never runs", async () => {
     const single = untilAborted('single', { concurrency: 1 });
     const executions = single.executions;
@@ -249,7 +272,7 @@ describe('queue engine', () => {
     const { run_id } = await client.enqueue({ agent: 'unheard', input: 'go' });
     const store = new RunStore(redis, prefix, 60);
     // Fanned out, the tool jobs wait: no worker serves their queues yet.
-    await until(async () => (await redis.hlen(store.keys.run(run_id).open)) === 2);
+    await until(async () => (await redis.hget(store.keys.run(run_id).pending, 's1|1')) === '2');
     // Ended in the store alone: no cancel message, the jobs stay queued.
     expect((await store.finishRun(run_id, { outcome: { status: 'cancelled' }, step_id: 's1' })).ended).toBe(true);
     const tools = await startWorker({ agents: [agent], roles: ['tools'], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });

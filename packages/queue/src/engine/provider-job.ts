@@ -212,7 +212,8 @@ export class ProviderJobProcessor {
         // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
         // result missing still answers the model instead of failing the run.
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
-        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }), lost))?.content ?? lost.content;
+        const fannedOut = planned.action === 'execute' && context.settings.mode === 'llm_select';
+        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }, fannedOut), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }
@@ -262,7 +263,7 @@ export class ProviderJobProcessor {
       release();
     }
     const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
-    // Decided before recording, so the calls it fans out are marked open in the same write.
+    // Decided before recording, so the round of calls it fans out is opened in the same write.
     const decision = decideResponse(context.agent, state, context.settings, response);
     const open = decision.type === 'tools' && context.settings.mode === 'llm_select' ? decision.calls.filter((planned) => planned.action === 'execute') : [];
     // A response that ends the run ends it in the same write.
@@ -273,7 +274,7 @@ export class ProviderJobProcessor {
       iteration,
       response,
       events.map((event) => ({ event })),
-      open.map((planned) => openCall(planned, { step_id, iteration })),
+      open.map((planned) => openCall(planned, { step_id, iteration }, true)),
       ending,
     );
     if (!recorded) return undefined;
@@ -337,7 +338,7 @@ export class ProviderJobProcessor {
         continue;
       }
       await store.append(run_id, events.slice(0, -1).map((event, index) => ({ event, once: once(index) })));
-      await store.recordToolResult(run_id, openCall(planned, place), { content: planned.content, terminal: events.at(-1)! });
+      await store.recordToolResult(run_id, openCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     if (context.settings.mode === 'legacy_eager') {
@@ -351,7 +352,7 @@ export class ProviderJobProcessor {
   /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
   private async runInline(run_id: string, planned: ExecuteCall, place: { step_id: string; iteration: number }): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
-      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, numberedPerDelivery: false, firstDelivery: false });
+      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, numberedPerDelivery: false, firstDelivery: false, fannedOut: false });
       if (!retry) return;
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.deps.options.tool_backoff_ms, 10_000)));
     }

@@ -21,9 +21,9 @@ export interface ToolRuntime {
   readonly logger: ToolLogger;
 }
 
-/** The store's handle on a planned call of a round. */
-export function openCall(planned: PlannedCall, place: CallPlace): OpenCall {
-  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name };
+/** The store's handle on a planned call of a round; `fanned_out` when it runs as its own tool job. */
+export function openCall(planned: PlannedCall, place: CallPlace, fanned_out: boolean): OpenCall {
+  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name, fanned_out };
 }
 
 /** The planned call a tool job stands for, rebuilt from its job data. */
@@ -55,6 +55,8 @@ export interface Attempt {
    * handler starts without asking the store first (see {@link attemptToolCall}).
    */
   readonly firstDelivery: boolean;
+  /** A tool job's call, counted among its round's open calls; not one run inline by its provider job. */
+  readonly fannedOut: boolean;
 }
 
 /** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
@@ -80,7 +82,7 @@ export interface AttemptOutcome {
  */
 export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
-  const call = openCall(planned, place);
+  const call = openCall(planned, place, attempt.fannedOut);
   // Stamped now: a first delivery writes it after the handler has started.
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
   const once = attempt.numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;

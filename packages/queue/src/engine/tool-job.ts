@@ -29,7 +29,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       data.run_id,
       callFromJob(data, tool),
       { step_id: data.step_id, iteration: data.iteration },
-      { number: attempt, last: job.attemptsMade + 1 >= attempts, numberedPerDelivery: true, firstDelivery: attempt === 1 },
+      { number: attempt, last: job.attemptsMade + 1 >= attempts, numberedPerDelivery: true, firstDelivery: attempt === 1, fannedOut: true },
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
@@ -48,7 +48,7 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   const place = { step_id: data.step_id, iteration: data.iteration };
   const planned = callFromJob(data, tool);
   const lost = lostCall(planned, place);
-  const recorded = await deps.store.recordToolResult(data.run_id, openCall(planned, place), lost);
+  const recorded = await deps.store.recordToolResult(data.run_id, openCall(planned, place, true), lost);
   if (recorded?.openInRound === 0) await joinRound(deps, data);
 }
 

@@ -73,12 +73,14 @@ export interface RunEnded {
   readonly closed: readonly OpenCall[];
 }
 
-/** A call fanned out to a tool job and not yet settled. */
+/** A call of a round, as the store records it. */
 export interface OpenCall {
   readonly step_id: string;
   readonly iteration: number;
   readonly tool_call_id: string;
   readonly tool_name: string;
+  /** Fanned out to a tool job, so counted among its round's open calls until its result is recorded. */
+  readonly fanned_out: boolean;
 }
 
 /**
@@ -220,8 +222,8 @@ export class RunStore {
   }
 
   /**
-   * Records a provider response with its events, once, marking `open` calls (the tool jobs it
-   * will fan out) in the same step; with `end`, a response that ends the run ends it in that
+   * Records a provider response with its events, once, opening the round of `open` calls (the
+   * tool jobs it will fan out) in the same step; with `end`, a response that ends the run ends it in that
    * step too. Returns the response that stands and whether this call recorded it (else an
    * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
    * the run has ended.
@@ -242,7 +244,6 @@ export class RunStore {
       keys.dedupe,
       keys.index,
       keys.response(step_id, iteration),
-      keys.open,
       keys.pending,
       keys.results(step_id, iteration),
       keys.spans(step_id, iteration),
@@ -254,8 +255,8 @@ export class RunStore {
       events.length,
       ...this.pairs(events),
       open.length,
-      ...openPairs(keys, open),
       roundField(step_id, iteration),
+      open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
       ...(end ? this.finishArgs(run_id, end) : ['']),
     )) as [number, string?];
     if (outcome === -1) return undefined;
@@ -263,26 +264,21 @@ export class RunStore {
   }
 
   /**
-   * Records a call's result and its terminal event, once, closing the call; a `started` event
-   * not written yet goes in the same step, just before the terminal one. Returns the content
+   * Records a call's result and its terminal event, once, closing the call if it was fanned out;
+   * a `started` event not written yet goes in the same step, just before the terminal one. Returns the content
    * that stands and how many calls of its round are still open, or `undefined` when the run ended
    * before anything was recorded.
    */
   async recordToolResult(run_id: string, call: OpenCall, result: ToolResult): Promise<RecordedResult | undefined> {
-    const keys = this.runKeys(run_id);
     const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
-      keys.record,
-      keys.events,
-      keys.results(call.step_id, call.iteration),
-      keys.open,
-      keys.spans(call.step_id, call.iteration),
-      keys.pending,
+      this.runKeys(run_id).record,
       call.tool_call_id,
       result.content,
-      openField(call),
+      call.fanned_out ? '1' : '0',
       this.eventJson(result.terminal),
       result.spanTraceparent ?? '',
-      roundField(call.step_id, call.iteration),
+      call.step_id,
+      call.iteration,
       result.started ? this.eventJson(result.started.event, result.started.ts) : '',
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;
@@ -356,8 +352,8 @@ export class RunStore {
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
     const keys = this.runKeys(run_id);
-    const [finished, closed = []] = (await this.scripts.finishRun(keys.record, keys.events, keys.dedupe, keys.open, keys.index, ...this.finishArgs(run_id, ending))) as [number, string[]?];
-    return { ended: finished === 1, closed: closed.map((json) => JSON.parse(json) as OpenCall) };
+    const [finished, closed = []] = (await this.scripts.finishRun(keys.record, keys.events, keys.dedupe, keys.pending, keys.index, ...this.finishArgs(run_id, ending))) as [number, string[]?];
+    return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<OpenCall, 'fanned_out'>), fanned_out: true })) };
   }
 
   /** The arguments of the scripts' FINISH step. */
@@ -427,19 +423,7 @@ function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefine
   };
 }
 
-/** `field, json` pairs for the open-calls hash: what cancel needs to close each call. */
-function openPairs(keys: RunKeys, calls: readonly OpenCall[]): string[] {
-  return calls.flatMap((call) => [
-    openField(call),
-    JSON.stringify({ step_id: call.step_id, iteration: call.iteration, tool_call_id: call.tool_call_id, tool_name: call.tool_name, results_key: keys.results(call.step_id, call.iteration) }),
-  ]);
-}
-
-function openField(call: OpenCall): string {
-  return `${roundField(call.step_id, call.iteration)}|${call.tool_call_id}`;
-}
-
-/** A round's field in the `pending` hash. */
+/** A round's field in the `pending` hash (the scripts' `roundField`). */
 function roundField(step_id: string, iteration: number): string {
   return `${step_id}|${iteration}`;
 }

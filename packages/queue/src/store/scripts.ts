@@ -1,3 +1,5 @@
+import { RUN_KEY_SUFFIX } from '../keys.ts';
+
 /**
  * The run store's Lua scripts. Each is one atomic step, so a record and its events are written
  * together or not at all, and a re-delivered job cannot write either twice.
@@ -7,6 +9,11 @@
  * a dedupe id is written at most once per run.
  */
 const PRELUDE = `
+-- A run's key names from its record key, as keys.ts builds them (RUN_KEY_SUFFIX, roundKey).
+local EVENTS, PENDING = '${RUN_KEY_SUFFIX.events}', '${RUN_KEY_SUFFIX.pending}'
+local function roundKey(record, step, kind, n) return record .. ':' .. step .. ':' .. kind .. ':' .. n end
+-- A round's field in the pending hash (its open count); the round's fanned-out calls are in field .. '|calls'.
+local function roundField(step, n) return step .. '|' .. n end
 local function append(events, dedupe, dedupeId, json)
   if dedupeId ~= '' and redis.call('SADD', dedupe, dedupeId) == 0 then return 0 end
   return redis.call('RPUSH', events, json)
@@ -35,30 +42,36 @@ export interface ScriptDefinition {
 
 /**
  * Ending a run, shared by `finishRun` and `recordResponse`: step events, then the run's terminal
- * event with the usage summed in Redis. Cancelling first closes every open call with a
- * `cancelled` result and event, and returns those calls (their open-hash JSON). Every key of the
- * run then gets the retention TTL. Reads its arguments from ARGV[at] on: status, step_id, ts,
+ * event with the usage summed in Redis. Cancelling first closes every fanned-out call of a round
+ * still open that has no result yet with a `cancelled` result and event, and returns those calls
+ * (as JSON). Every key of the run then gets the retention TTL. Reads its arguments from ARGV[at] on: status, step_id, ts,
  * output, errorJson, errorCode, finishedChannel, cancelledContent, retentionSeconds, run_id, count,
  * (dedupeId, json)…
  */
 const FINISH = `
-local function finish(record, events, dedupe, open, index, at)
+local function finish(record, events, dedupe, pending, index, at)
   local run_id = ARGV[at + 9]
   local status = ARGV[at]
   local ts = tonumber(ARGV[at + 2])
   local closed = {}
   if status == 'cancelled' then
-    local calls = redis.call('HGETALL', open)
-    for i = 1, #calls, 2 do
-      local call = cjson.decode(calls[i + 1])
-      if redis.call('HSETNX', call.results_key, call.tool_call_id, ARGV[at + 7]) == 1 then
-        closed[#closed + 1] = calls[i + 1]
-        append(events, dedupe, '', cjson.encode({kind = 'ToolCallFailed', step_id = call.step_id, ts = ts,
-          iteration = call.iteration, tool_name = call.tool_name, tool_call_id = call.tool_call_id, duration_ms = 0,
-          error_code = 'cancelled'}))
+    local fields = redis.call('HGETALL', pending)
+    local counts = {}
+    for i = 1, #fields, 2 do counts[fields[i]] = fields[i + 1] end
+    for i = 1, #fields, 2 do
+      local step, n = string.match(fields[i], '^(.*)|(%d+)|calls$')
+      if step and tonumber(counts[roundField(step, n)] or '0') > 0 then
+        local results = roundKey(record, step, 'results', n)
+        for _, call in ipairs(cjson.decode(fields[i + 1])) do
+          if redis.call('HSETNX', results, call[1], ARGV[at + 7]) == 1 then
+            closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2]})
+            append(events, dedupe, '', cjson.encode({kind = 'ToolCallFailed', step_id = step, ts = ts,
+              iteration = tonumber(n), tool_name = call[2], tool_call_id = call[1], duration_ms = 0,
+              error_code = 'cancelled'}))
+          end
+        end
       end
     end
-    redis.call('DEL', open)
   end
   appendPairs(events, dedupe, at + 11, tonumber(ARGV[at + 10]))
   local usage = redis.call('HMGET', record, 'usage_input', 'usage_output', 'usage_total')
@@ -129,18 +142,19 @@ return 1
 };
 
 /**
- * Records a provider response with its events and, when it asks for tool jobs, marks those calls
- * open and sets the round's count of open calls, in the same step. The call that brings the count
+ * Records a provider response with its events and, when it asks for tool jobs, sets the round's
+ * count of open calls and lists those calls, in the same step. The call that brings the count
  * to zero enqueues the join (provider job n+1). A response with tool calls puts its round's
  * results and spans keys in the run's index here, once, so recording a result need not. A
  * response that ends the run ends it in the same step, when FINISH's arguments follow (else one
  * empty argument does).
- * KEYS: record, events, dedupe, index, response, open, pending, results, spans.
- * ARGV: responseJson, input, output, total, hasCalls ('1' or '0'), eventCount, (dedupeId, json)…, openCount, (field, json)…, roundField, FINISH's arguments or ''
+ * KEYS: record, events, dedupe, index, response, pending, results, spans.
+ * ARGV: responseJson, input, output, total, hasCalls ('1' or '0'), eventCount, (dedupeId, json)…, openCount, roundField,
+ * callsJson ([[tool_call_id, tool_name], …], '' when none), FINISH's arguments or ''
  * Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the run ended.
  */
 const recordResponse: ScriptDefinition = {
-  numberOfKeys: 9,
+  numberOfKeys: 8,
   lua: `${PRELUDE}${FINISH}
 local _, ended = runStatus(KEYS[1])
 if ended then return {-1} end
@@ -156,47 +170,50 @@ appendPairs(KEYS[2], KEYS[3], 7, eventCount)
 local openAt = 7 + 2 * eventCount
 local openCount = tonumber(ARGV[openAt])
 local indexed = {KEYS[5]}
-if ARGV[5] == '1' then indexed[#indexed + 1] = KEYS[8]; indexed[#indexed + 1] = KEYS[9] end
+if ARGV[5] == '1' then indexed[#indexed + 1] = KEYS[7]; indexed[#indexed + 1] = KEYS[8] end
 if openCount > 0 then
-  redis.call('HSET', KEYS[6], unpack(ARGV, openAt + 1, openAt + 2 * openCount))
-  redis.call('HSET', KEYS[7], ARGV[openAt + 1 + 2 * openCount], openCount)
+  redis.call('HSET', KEYS[6], ARGV[openAt + 1], openCount, ARGV[openAt + 1] .. '|calls', ARGV[openAt + 2])
   indexed[#indexed + 1] = KEYS[6]
-  indexed[#indexed + 1] = KEYS[7]
 end
 redis.call('SADD', KEYS[4], unpack(indexed))
-local finishAt = openAt + 2 + 2 * openCount
+local finishAt = openAt + 3
 if ARGV[finishAt] ~= '' then finish(KEYS[1], KEYS[2], KEYS[3], KEYS[6], KEYS[4], finishAt) end
 return {1}
 `,
 };
 
 /**
- * Records a call's result with its terminal event, once, and closes the call: the round's open
- * count goes down by one. A `ToolCallStarted` not written before the handler ran goes in just
- * before the terminal event. The results and spans keys are in the run's index already (put
- * there with the round's response).
- * KEYS: record, events, results, open, spans, pending.
- * ARGV: tool_call_id, content, openField, terminalJson, spanTraceparent ('' when not traced), roundField,
- * startedJson ('' when written already).
+ * Records a call's result with its terminal event, once; a fanned-out call is closed with it: its
+ * round's open count goes down by one. A `ToolCallStarted` not written before the handler ran goes
+ * in just before the terminal event. The results and spans keys are in the run's index already
+ * (put there with the round's response). The hottest script (one per tool call), so it is sent
+ * the record's key alone and names the others itself.
+ * KEYS: record.
+ * ARGV: tool_call_id, content, fannedOut ('1' or '0'), terminalJson, spanTraceparent ('' when not traced),
+ * step_id, iteration, startedJson ('' when written already).
  * Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
  * {-1} when the run ended.
  */
 const recordToolResult: ScriptDefinition = {
-  numberOfKeys: 6,
+  numberOfKeys: 1,
   lua: `${PRELUDE}
-local _, ended = runStatus(KEYS[1])
+local record = KEYS[1]
+local results = roundKey(record, ARGV[6], 'results', ARGV[7])
+local pending = record .. PENDING
+local round = roundField(ARGV[6], ARGV[7])
+local _, ended = runStatus(record)
 if ended then
-  local existing = redis.call('HGET', KEYS[3], ARGV[1])
-  if existing then return {0, existing, openInRound(KEYS[6], ARGV[6])} end
+  local existing = redis.call('HGET', results, ARGV[1])
+  if existing then return {0, existing, openInRound(pending, round)} end
   return {-1}
 end
-if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then
-  return {0, redis.call('HGET', KEYS[3], ARGV[1]), openInRound(KEYS[6], ARGV[6])}
+if redis.call('HSETNX', results, ARGV[1], ARGV[2]) == 0 then
+  return {0, redis.call('HGET', results, ARGV[1]), openInRound(pending, round)}
 end
 local open
-if redis.call('HDEL', KEYS[4], ARGV[3]) == 1 then open = redis.call('HINCRBY', KEYS[6], ARGV[6], -1) else open = openInRound(KEYS[6], ARGV[6]) end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[1], ARGV[5]) end
-if ARGV[7] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[7], ARGV[4]) else redis.call('RPUSH', KEYS[2], ARGV[4]) end
+if ARGV[3] == '1' then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(pending, round) end
+if ARGV[5] ~= '' then redis.call('HSET', roundKey(record, ARGV[6], 'spans', ARGV[7]), ARGV[1], ARGV[5]) end
+if ARGV[8] ~= '' then redis.call('RPUSH', record .. EVENTS, ARGV[8], ARGV[4]) else redis.call('RPUSH', record .. EVENTS, ARGV[4]) end
 return {1, '', open}
 `,
 };
@@ -238,7 +255,7 @@ return 1
 };
 
 /**
- * Ends a run once (see FINISH). KEYS: record, events, dedupe, open, index. ARGV: FINISH's arguments.
+ * Ends a run once (see FINISH). KEYS: record, events, dedupe, pending, index. ARGV: FINISH's arguments.
  * Returns {1, closedCalls} when this call ended the run, {0} when it had ended already.
  */
 const finishRun: ScriptDefinition = {
