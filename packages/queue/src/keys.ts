@@ -19,10 +19,14 @@ export interface Keys {
 
 /**
  * A run's keys other than its record, as suffixes of the record's key. The store's Lua scripts
- * build the same names from the record key (scripts.ts, `KEY_NAMES`), so a script that writes a
- * tool result is sent one key instead of six.
+ * name them the same way from the record key (scripts.ts, `PRELUDE`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({ events: ':events', dedupe: ':dedupe', pending: ':pending', index: ':keys', rootSpan: ':root-span' });
+
+/** A step's state key: `<record>:<step>:state`. */
+export function stateKey(record: string, step_id: string): string {
+  return `${record}:${step_id}:state`;
+}
 
 /** A round's key of one kind (`response`, `results`, `spans`): `<record>:<step>:<kind>:<n>`. */
 export function roundKey(record: string, step_id: string, kind: 'response' | 'results' | 'spans', iteration: number): string {
@@ -56,7 +60,7 @@ export class RunKeys {
   }
 
   state(step_id: string): string {
-    return `${this.base}:${step_id}:state`;
+    return stateKey(this.base, step_id);
   }
 
   response(step_id: string, iteration: number): string {

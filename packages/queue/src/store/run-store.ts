@@ -129,9 +129,6 @@ export class RunStore {
     };
     const [created, run_id] = (await this.scripts.createRun(
       keys.record,
-      keys.events,
-      keys.dedupe,
-      keys.index,
       this.keys.idempotency(idempotency_key ?? spec.run_id),
       spec.run_id,
       idempotency_key === undefined ? '0' : '1',
@@ -173,8 +170,7 @@ export class RunStore {
 
   /** Appends events unless the run has ended. */
   async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
-    const keys = this.runKeys(run_id);
-    const result = await this.scripts.appendEvents(keys.record, keys.events, keys.dedupe, events.length, ...this.pairs(events));
+    const result = await this.scripts.appendEvents(this.runKeys(run_id).record, events.length, ...this.pairs(events));
     return result === 1;
   }
 
@@ -204,13 +200,9 @@ export class RunStore {
     events: readonly PendingEvent[] = [],
     markRunning = false,
   ): Promise<'saved' | 'stale' | 'ended'> {
-    const keys = this.runKeys(run_id);
     const outcome = await this.scripts.saveState(
-      keys.state(state.step_id),
-      keys.index,
-      keys.record,
-      keys.events,
-      keys.dedupe,
+      this.runKeys(run_id).record,
+      state.step_id,
       expectedIterations,
       state.iterations,
       JSON.stringify(state),
@@ -237,16 +229,10 @@ export class RunStore {
     open: readonly OpenCall[] = [],
     end?: RunEnding,
   ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
-    const keys = this.runKeys(run_id);
     const [outcome, stored] = (await this.scripts.recordResponse(
-      keys.record,
-      keys.events,
-      keys.dedupe,
-      keys.index,
-      keys.response(step_id, iteration),
-      keys.pending,
-      keys.results(step_id, iteration),
-      keys.spans(step_id, iteration),
+      this.runKeys(run_id).record,
+      step_id,
+      iteration,
       JSON.stringify(response),
       response.usage.input,
       response.usage.output,
@@ -255,7 +241,6 @@ export class RunStore {
       events.length,
       ...this.pairs(events),
       open.length,
-      roundField(step_id, iteration),
       open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
       ...(end ? this.finishArgs(run_id, end) : ['']),
     )) as [number, string?];
@@ -290,17 +275,13 @@ export class RunStore {
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
   async startToolCall(run_id: string, call: OpenCall, started: TimedEvent, once: string): Promise<CallStart> {
-    const keys = this.runKeys(run_id);
     const [outcome, openInRound] = (await this.scripts.startToolCall(
-      keys.record,
-      keys.events,
-      keys.dedupe,
-      keys.results(call.step_id, call.iteration),
-      keys.pending,
+      this.runKeys(run_id).record,
       call.tool_call_id,
       once,
       this.eventJson(started.event, started.ts),
-      roundField(call.step_id, call.iteration),
+      call.step_id,
+      call.iteration,
     )) as [number, number?];
     if (outcome === 1) return { status: 'run' };
     return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0 } : { status: 'ended' };
@@ -312,14 +293,10 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const keys = this.runKeys(run_id);
     const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep(
-      keys.record,
-      keys.state(step_id),
-      keys.response(step_id, iteration - 1),
-      keys.response(step_id, iteration),
-      keys.results(step_id, iteration - 1),
-      keys.spans(step_id, iteration - 1),
+      this.runKeys(run_id).record,
+      step_id,
+      iteration,
       iteration > 1 ? '1' : '0',
     )) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
     const previousResults = pairsToRecord(results);
@@ -351,8 +328,7 @@ export class RunStore {
    * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
-    const keys = this.runKeys(run_id);
-    const [finished, closed = []] = (await this.scripts.finishRun(keys.record, keys.events, keys.dedupe, keys.pending, keys.index, ...this.finishArgs(run_id, ending))) as [number, string[]?];
+    const [finished, closed = []] = (await this.scripts.finishRun(this.runKeys(run_id).record, ...this.finishArgs(run_id, ending))) as [number, string[]?];
     return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<OpenCall, 'fanned_out'>), fanned_out: true })) };
   }
 
@@ -421,9 +397,4 @@ function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefine
     exec_config: JSON.parse(exec_config ?? 'null'),
     trace: JSON.parse(trace ?? '{}'),
   };
-}
-
-/** A round's field in the `pending` hash (the scripts' `roundField`). */
-function roundField(step_id: string, iteration: number): string {
-  return `${step_id}|${iteration}`;
 }
