@@ -10,8 +10,13 @@ import { BENCH_AGENTS, spawnFloorWorker, spawnRawWorker, stop } from './processe
 
 const RUNS = 300;
 const FAN = 8;
-/** Counted trials per arm; the machine's speed drifts, so five, alternating arms, and the medians. */
-export const TRIALS = 5;
+/**
+ * Counted trials per arm. The machine's speed drifts by tens of percent within seconds (A/A runs
+ * of bench/ab/ab.ts), so the arms alternate trial by trial, and a ratio is the median of each
+ * trial's ratio to the raw trial run just before it, not a ratio of two medians taken at
+ * different moments.
+ */
+export const TRIALS = 9;
 /** Trials run first and not counted: long-running workers are measured warm (JIT-compiled), not cold. */
 const WARMUP_TRIALS = 2;
 
@@ -20,6 +25,9 @@ export interface Throughput {
   readonly raw: number;
   /** The design's floor: arcflow's jobs without the run store (see floor-worker.ts). */
   readonly floor: number;
+  /** Median over the trials of arcflow's rate / raw's rate in the same trial. */
+  readonly engineToRaw: number;
+  readonly floorToRaw: number;
   /** CPU per FAN tool calls (one arcflow run; FAN raw jobs), medians over the counted trials. */
   readonly engineCpu: CpuSplit;
   readonly rawCpu: CpuSplit;
@@ -60,10 +68,13 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
         arm.commands.push(measured.commands);
       }
     }
+    const toRaw = (rates: readonly number[]) => percentile(rates.map((rate, trial) => rate / arms.raw.rates[trial]!), 50);
     return {
       engine: percentile(arms.engine.rates, 50),
       raw: percentile(arms.raw.rates, 50),
       floor: percentile(arms.floor.rates, 50),
+      engineToRaw: toRaw(arms.engine.rates),
+      floorToRaw: toRaw(arms.floor.rates),
       engineCpu: medianSplit(arms.engine.cpu),
       rawCpu: medianSplit(arms.raw.cpu),
       floorCpu: medianSplit(arms.floor.cpu),
@@ -122,7 +133,8 @@ class FloorClient {
   }
 }
 
-async function engineTrial(client: ReturnType<typeof createClient>, trial: number): Promise<number> {
+/** One trial of arcflow: RUNS runs of FAN no-op calls, enqueued 50 at a time; tool jobs per second. */
+export async function engineTrial(client: Pick<ReturnType<typeof createClient>, 'enqueue' | 'wait'>, trial: number): Promise<number> {
   const started = performance.now();
   const ids: string[] = [];
   for (let batch = 0; batch < RUNS; batch += 50) {
