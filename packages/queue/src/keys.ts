@@ -9,6 +9,8 @@ export function hashTag(prefix: string): string {
 export interface Keys {
   readonly tag: string;
   readonly run: (run_id: string) => RunKeys;
+  /** A run's record key, which is all the store's scripts are sent (the same as `run(id).record`). */
+  readonly record: (run_id: string) => string;
   readonly idempotency: (key: string) => string;
   readonly agent: (name: string) => string;
   readonly agentWorkers: (name: string) => string;
@@ -79,9 +81,11 @@ export class RunKeys {
 
 export function keysFor(prefix: string): Keys {
   const tag = hashTag(prefix);
+  const record = (run_id: string) => `${tag}:run:${run_id}`;
   return {
     tag,
-    run: (run_id) => new RunKeys(`${tag}:run:${run_id}`),
+    run: (run_id) => new RunKeys(record(run_id)),
+    record,
     idempotency: (key) => `${tag}:idempotency:${key}`,
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,

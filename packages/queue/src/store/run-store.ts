@@ -145,16 +145,16 @@ export class RunStore {
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
-    return specFrom(run_id, await this.redis.hmget(this.runKeys(run_id).record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'));
+    return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), 'status', 'agent', 'input', 'config', 'exec_config', 'trace'));
   }
 
   async status(run_id: string): Promise<RunStatus | undefined> {
-    return ((await this.redis.hget(this.runKeys(run_id).record, 'status')) ?? undefined) as RunStatus | undefined;
+    return ((await this.redis.hget(this.keys.record(run_id), 'status')) ?? undefined) as RunStatus | undefined;
   }
 
   /** The run record as clients see it. */
   async getRun(run_id: string): Promise<RunRecord | undefined> {
-    const record = await this.redis.hgetall(this.runKeys(run_id).record);
+    const record = await this.redis.hgetall(this.keys.record(run_id));
     if (!record.status) return undefined;
     return {
       run_id,
@@ -170,7 +170,7 @@ export class RunStore {
 
   /** Appends events unless the run has ended. */
   async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
-    const result = await this.scripts.appendEvents(this.runKeys(run_id).record, events.length, ...this.pairs(events));
+    const result = await this.scripts.appendEvents(this.keys.record(run_id), events.length, ...this.pairs(events));
     return result === 1;
   }
 
@@ -201,7 +201,7 @@ export class RunStore {
     markRunning = false,
   ): Promise<'saved' | 'stale' | 'ended'> {
     const outcome = await this.scripts.saveState(
-      this.runKeys(run_id).record,
+      this.keys.record(run_id),
       state.step_id,
       expectedIterations,
       state.iterations,
@@ -215,8 +215,8 @@ export class RunStore {
 
   /**
    * Records a provider response with its events, once, opening the round of `open` calls (the
-   * tool jobs it will fan out) in the same step; with `end`, a response that ends the run ends it in that
-   * step too. Returns the response that stands and whether this call recorded it (else an
+   * tool jobs it will fan out) in the same step; with `end`, a response that ends the run ends it
+   * in that step too. Returns the response that stands and whether this call recorded it (else an
    * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
    * the run has ended.
    */
@@ -230,7 +230,7 @@ export class RunStore {
     end?: RunEnding,
   ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
     const [outcome, stored] = (await this.scripts.recordResponse(
-      this.runKeys(run_id).record,
+      this.keys.record(run_id),
       step_id,
       iteration,
       JSON.stringify(response),
@@ -250,13 +250,13 @@ export class RunStore {
 
   /**
    * Records a call's result and its terminal event, once, closing the call if it was fanned out;
-   * a `started` event not written yet goes in the same step, just before the terminal one. Returns the content
-   * that stands and how many calls of its round are still open, or `undefined` when the run ended
-   * before anything was recorded.
+   * a `started` event not written yet goes in the same step, just before the terminal one.
+   * Returns the content that stands and how many calls of its round are still open, or
+   * `undefined` when the run ended before anything was recorded.
    */
   async recordToolResult(run_id: string, call: OpenCall, result: ToolResult): Promise<RecordedResult | undefined> {
     const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
-      this.runKeys(run_id).record,
+      this.keys.record(run_id),
       call.tool_call_id,
       result.content,
       call.fanned_out ? '1' : '0',
@@ -276,7 +276,7 @@ export class RunStore {
    */
   async startToolCall(run_id: string, call: OpenCall, started: TimedEvent, once: string): Promise<CallStart> {
     const [outcome, openInRound] = (await this.scripts.startToolCall(
-      this.runKeys(run_id).record,
+      this.keys.record(run_id),
       call.tool_call_id,
       once,
       this.eventJson(started.event, started.ts),
@@ -294,7 +294,7 @@ export class RunStore {
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
     const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep(
-      this.runKeys(run_id).record,
+      this.keys.record(run_id),
       step_id,
       iteration,
       iteration > 1 ? '1' : '0',
@@ -328,7 +328,7 @@ export class RunStore {
    * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
-    const [finished, closed = []] = (await this.scripts.finishRun(this.runKeys(run_id).record, ...this.finishArgs(run_id, ending))) as [number, string[]?];
+    const [finished, closed = []] = (await this.scripts.finishRun(this.keys.record(run_id), ...this.finishArgs(run_id, ending))) as [number, string[]?];
     return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<OpenCall, 'fanned_out'>), fanned_out: true })) };
   }
 
