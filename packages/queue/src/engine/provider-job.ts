@@ -44,7 +44,7 @@ import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, attemptsOf, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
-import { type ToolRuntime, attemptToolCall, openCall } from './tool-execution.ts';
+import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
 
 export interface ProviderJobDeps extends ToolRuntime {
   readonly agents: ReadonlyMap<string, Agent>;
@@ -213,7 +213,7 @@ export class ProviderJobProcessor {
         // result missing still answers the model instead of failing the run.
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
         const fannedOut = planned.action === 'execute' && context.settings.mode === 'llm_select';
-        content = (await store.recordToolResult(run_id, openCall(planned, { step_id, iteration: previous }, fannedOut), lost))?.content ?? lost.content;
+        content = (await store.recordToolResult(run_id, roundCall(planned, { step_id, iteration: previous }, fannedOut), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }
@@ -274,7 +274,7 @@ export class ProviderJobProcessor {
       iteration,
       response,
       events.map((event) => ({ event })),
-      open.map((planned) => openCall(planned, { step_id, iteration }, true)),
+      open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
     );
     if (!recorded) return undefined;
@@ -338,7 +338,7 @@ export class ProviderJobProcessor {
         continue;
       }
       await store.append(run_id, events.slice(0, -1).map((event, index) => ({ event, once: once(index) })));
-      await store.recordToolResult(run_id, openCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
+      await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     if (context.settings.mode === 'legacy_eager') {

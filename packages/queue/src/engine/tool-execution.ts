@@ -10,7 +10,7 @@ import {
   toolStartedEvent,
 } from '@arcflow/core';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import type { CallStart, OpenCall, RunStore } from '../store/run-store.ts';
+import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
 import type { CancellationListener, WorkCancellation } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
@@ -22,7 +22,7 @@ export interface ToolRuntime {
 }
 
 /** The store's handle on a planned call of a round; `fanned_out` when it runs as its own tool job. */
-export function openCall(planned: PlannedCall, place: CallPlace, fanned_out: boolean): OpenCall {
+export function roundCall(planned: PlannedCall, place: CallPlace, fanned_out: boolean): RoundCall {
   return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name, fanned_out };
 }
 
@@ -82,7 +82,7 @@ export interface AttemptOutcome {
  */
 export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
-  const call = openCall(planned, place, attempt.fannedOut);
+  const call = roundCall(planned, place, attempt.fannedOut);
   // Stamped now: a first delivery writes it after the handler has started.
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
   const once = attempt.numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;

@@ -2,7 +2,7 @@ import { type ToolDefinition, lostCall } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
-import { type ToolRuntime, attemptToolCall, callFromJob, openCall } from './tool-execution.ts';
+import { type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
 
 export interface ToolJobDeps extends ToolRuntime {
   readonly tools: ReadonlyMap<string, ToolDefinition>;
@@ -48,7 +48,7 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   const place = { step_id: data.step_id, iteration: data.iteration };
   const planned = callFromJob(data, tool);
   const lost = lostCall(planned, place);
-  const recorded = await deps.store.recordToolResult(data.run_id, openCall(planned, place, true), lost);
+  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), lost);
   if (recorded?.openInRound === 0) await joinRound(deps, data);
 }
 

@@ -70,11 +70,11 @@ export interface ToolResult {
 /** Whether a `finishRun` ended the run, and the calls its cancel closed. */
 export interface RunEnded {
   readonly ended: boolean;
-  readonly closed: readonly OpenCall[];
+  readonly closed: readonly RoundCall[];
 }
 
 /** A call of a round, as the store records it. */
-export interface OpenCall {
+export interface RoundCall {
   readonly step_id: string;
   readonly iteration: number;
   readonly tool_call_id: string;
@@ -226,7 +226,7 @@ export class RunStore {
     iteration: number,
     response: ProviderResponse,
     events: readonly PendingEvent[],
-    open: readonly OpenCall[] = [],
+    open: readonly RoundCall[] = [],
     end?: RunEnding,
   ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
     const [outcome, stored] = (await this.scripts.recordResponse(
@@ -254,7 +254,7 @@ export class RunStore {
    * Returns the content that stands and how many calls of its round are still open, or
    * `undefined` when the run ended before anything was recorded.
    */
-  async recordToolResult(run_id: string, call: OpenCall, result: ToolResult): Promise<RecordedResult | undefined> {
+  async recordToolResult(run_id: string, call: RoundCall, result: ToolResult): Promise<RecordedResult | undefined> {
     const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
       this.keys.record(run_id),
       call.tool_call_id,
@@ -274,7 +274,7 @@ export class RunStore {
    * Writes the call's `ToolCallStarted` (once per `once` id; '' for none) unless its result is already
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
-  async startToolCall(run_id: string, call: OpenCall, started: TimedEvent, once: string): Promise<CallStart> {
+  async startToolCall(run_id: string, call: RoundCall, started: TimedEvent, once: string): Promise<CallStart> {
     const [outcome, openInRound] = (await this.scripts.startToolCall(
       this.keys.record(run_id),
       call.tool_call_id,
@@ -329,7 +329,7 @@ export class RunStore {
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
     const [finished, closed = []] = (await this.scripts.finishRun(this.keys.record(run_id), ...this.finishArgs(run_id, ending))) as [number, string[]?];
-    return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<OpenCall, 'fanned_out'>), fanned_out: true })) };
+    return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })) };
   }
 
   /** The arguments of the scripts' FINISH step. */
