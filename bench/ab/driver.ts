@@ -21,7 +21,8 @@ const children = await Promise.all(
   Array.from({ length: workers }, async () => {
     // Without flags, the command itself, as npx runs it: its shebang decides Node's flags.
     const command = [`${root}/apps/cli/bin/arcflow.js`, 'worker', '--module', `${root}/bench/agents.ts`, ...workerArgs];
-    const child = nodeFlags.length > 0 ? spawn(process.execPath, [...nodeFlags, ...command], { env, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const [file, ...args] = nodeFlags.length > 0 ? [process.execPath, ...nodeFlags, ...command] : command;
+    const child = spawn(file!, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((ready) => child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && ready()));
     return child;
   }),

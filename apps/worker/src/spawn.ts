@@ -22,7 +22,8 @@ export interface WorkerProcess {
 
 /**
  * Starts `arcflow worker` as a real child process, with the worker's Node flags, and resolves
- * once it is ready (it printed its ready line). `args` are extra CLI flags; `env` is merged over this process's environment.
+ * once it is ready (it printed its ready line). `args` are extra CLI flags; `env` is merged over
+ * this process's environment.
  */
 export async function spawnWorker(module: string, options: { args?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ARCFLOW_BIN, 'worker', '--module', module, ...(options.args ?? [])], {

@@ -20,8 +20,10 @@ export interface Keys {
 }
 
 /**
- * A run's keys other than its record, as suffixes of the record's key. The store's Lua scripts
- * name them the same way from the record key (scripts.ts, `PRELUDE`), so each is sent one key.
+ * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
+ * of events written exactly once, the pending rounds, the index of every key of the run (so
+ * retention expires them together) and the root-span claim. The store's Lua scripts name them the
+ * same way from the record key (scripts.ts, `PRELUDE`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({ events: ':events', dedupe: ':dedupe', pending: ':pending', index: ':keys', rootSpan: ':root-span' });
 
@@ -39,25 +41,19 @@ export function roundKey(record: string, step_id: string, kind: 'response' | 're
 export class RunKeys {
   readonly record: string;
   readonly events: string;
-  /** Dedupe keys of events written exactly once. */
-  readonly dedupe: string;
   /**
    * Per round of fanned-out calls: `step|n` → how many are still open (the call that settles the
    * last one enqueues the join), and `step|n|calls` → those calls, as a JSON list of
    * `[tool_call_id, tool_name]`, for a cancel to close.
    */
   readonly pending: string;
-  /** Every key of the run, so retention can expire them together. */
-  readonly index: string;
   /** Claimed by the one process that emits the run's root span. */
   readonly rootSpan: string;
 
   constructor(private readonly base: string) {
     this.record = base;
     this.events = base + RUN_KEY_SUFFIX.events;
-    this.dedupe = base + RUN_KEY_SUFFIX.dedupe;
     this.pending = base + RUN_KEY_SUFFIX.pending;
-    this.index = base + RUN_KEY_SUFFIX.index;
     this.rootSpan = base + RUN_KEY_SUFFIX.rootSpan;
   }
 

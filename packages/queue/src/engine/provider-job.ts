@@ -62,7 +62,7 @@ interface PendingState {
   readonly events: readonly PendingEvent[];
 }
 
-/** A response that stands for call `n` (its tool calls were marked open when it was recorded). */
+/** A response that stands for call `n` (its round was opened when it was recorded). */
 interface CalledProvider {
   readonly response: ProviderResponse;
   /** The decision, when it was already made on this response. */
@@ -212,8 +212,7 @@ export class ProviderJobProcessor {
         // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
         // result missing still answers the model instead of failing the run.
         const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
-        const fannedOut = planned.action === 'execute' && context.settings.mode === 'llm_select';
-        content = (await store.recordToolResult(run_id, roundCall(planned, { step_id, iteration: previous }, fannedOut), lost))?.content ?? lost.content;
+        content = (await store.recordToolResult(run_id, roundCall(planned, { step_id, iteration: previous }, fansOut(planned, context.settings)), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }
@@ -265,7 +264,7 @@ export class ProviderJobProcessor {
     const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
     // Decided before recording, so the round of calls it fans out is opened in the same write.
     const decision = decideResponse(context.agent, state, context.settings, response);
-    const open = decision.type === 'tools' && context.settings.mode === 'llm_select' ? decision.calls.filter((planned) => planned.action === 'execute') : [];
+    const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
     const ending = endingFor(step_id, iteration, decision);
     const recorded = await store.recordResponse(
@@ -392,6 +391,11 @@ export class ProviderJobProcessor {
       }),
     );
   }
+}
+
+/** A call that runs as its own tool job, counted among its round's open calls (not under legacy_eager). */
+function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
+  return planned.action === 'execute' && settings.mode === 'llm_select';
 }
 
 /** How a decision ends the run, if it does: the outcome and the step's last events. */

@@ -111,7 +111,6 @@ export class RunStore {
     idempotency_key: string | undefined,
     enqueued: EventDraft,
   ): Promise<{ created: boolean; run_id: string }> {
-    const keys = this.runKeys(spec.run_id);
     const now = Date.now();
     const fields: Record<string, string> = {
       run_id: spec.run_id,
@@ -128,7 +127,7 @@ export class RunStore {
       iterations: '0',
     };
     const [created, run_id] = (await this.scripts.createRun(
-      keys.record,
+      this.keys.record(spec.run_id),
       this.keys.idempotency(idempotency_key ?? spec.run_id),
       spec.run_id,
       idempotency_key === undefined ? '0' : '1',
