@@ -37,6 +37,8 @@ export interface ProviderResponse {
   readonly usage: Tokens;
   /** The model that answered, when the backend says. */
   readonly model?: string;
+  /** Calls whose arguments were too large to keep (their `arguments` are empty): id → size in bytes. */
+  readonly oversize_arguments?: Readonly<Record<string, number>>;
 }
 
 /**

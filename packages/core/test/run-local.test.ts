@@ -1,6 +1,8 @@
 import { runLocal } from '@arcflow/core';
-import { defineLoopScenarios } from '@arcflow/testing';
+import { type ScenarioRunner, defineHostileOutputScenarios, defineLoopScenarios } from '@arcflow/testing';
 
-defineLoopScenarios('runLocal', (agent, input, options) =>
-  runLocal(agent, input, { ...options, exec_config: options.exec_config as never, logger: options.logger ?? false }),
-);
+const local: ScenarioRunner = (agent, input, options) =>
+  runLocal(agent, input, { ...options, exec_config: options.exec_config as never, logger: options.logger ?? false });
+
+defineLoopScenarios('runLocal', local);
+defineHostileOutputScenarios('runLocal', local);

@@ -22,7 +22,8 @@ export function parseCompletion(body: unknown): ProviderResponse {
     if (typeof fn?.name !== 'string' || fn.name === '') throw malformed(`tool_calls[${index}] has no function name`);
     const args = fn.arguments;
     return {
-      id: typeof call?.id === 'string' && call.id !== '' ? call.id : `call_${index + 1}`,
+      // A missing id stays empty: normalizeResponse gives it one that no other call of the response has.
+      id: typeof call?.id === 'string' ? call.id : '',
       type: 'function',
       function: { name: fn.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) },
     };
@@ -36,6 +37,7 @@ export function parseCompletion(body: unknown): ProviderResponse {
     tool_calls,
     finish_reason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : tool_calls.length ? 'tool_calls' : 'stop',
     usage: { input, output, total: numberOr0(usage.total_tokens) || input + output },
+    // Counts are made whole and bounded by normalizeResponse, which every runner applies.
     ...(typeof record.model === 'string' ? { model: record.model } : {}),
   };
 }

@@ -97,9 +97,12 @@ export const QueueName = {
   tool: (tool_name: string) => `tool-${tool_name}`,
 } as const;
 
-/** BullMQ job ids: deterministic, so a re-delivered fan-out adds nothing twice. No `:` allowed. */
+/**
+ * BullMQ job ids: deterministic, so a re-delivered fan-out adds nothing twice. No `:` allowed.
+ * Run ids, step ids and tool call ids hold no `.` (`NamePattern`; call ids are normalised at the
+ * provider boundary), so distinct calls never share a job id.
+ */
 export const JobId = {
   provider: (run_id: string, step_id: string, iteration: number) => `${run_id}.${step_id}.p${iteration}`,
-  tool: (run_id: string, step_id: string, iteration: number, tool_call_id: string) =>
-    `${run_id}.${step_id}.i${iteration}.${tool_call_id.replace(/[^A-Za-z0-9_.-]/g, '_')}`,
+  tool: (run_id: string, step_id: string, iteration: number, tool_call_id: string) => `${run_id}.${step_id}.i${iteration}.${tool_call_id}`,
 } as const;

@@ -1,4 +1,4 @@
-import { cleanupPrefix, defineLoopScenarios, testPrefix } from '@arcflow/testing';
+import { cleanupPrefix, defineHostileOutputScenarios, defineLoopScenarios, testPrefix } from '@arcflow/testing';
 import { afterAll } from 'vitest';
 import { engineRunner } from './harness.ts';
 
@@ -13,3 +13,4 @@ afterAll(async () => {
 });
 
 defineLoopScenarios('queue engine', engineRunner(nextPrefix));
+defineHostileOutputScenarios('queue engine', engineRunner(nextPrefix));

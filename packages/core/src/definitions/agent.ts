@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.ts';
+import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkRunConfig, resolveSettings } from './settings.ts';
 
@@ -14,7 +15,7 @@ export interface AgentConfig {
   loop_detection?: LoopDetectionConfig | false;
 }
 
-const AGENT_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+const AGENT_NAME = NamePattern.agent;
 
 /** An agent definition. Its configuration is checked here, so a bad agent never starts a worker. */
 export class Agent {

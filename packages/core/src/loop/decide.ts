@@ -75,7 +75,7 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
       `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`,
     );
   }
-  const round = planToolRound(agent, state, settings, response.tool_calls);
+  const round = planToolRound(agent, state, settings, response);
   if (round.type === 'round') return { type: 'tools', calls: round.calls };
   const { call, repeats, window } = round.call;
   const event: EventDraft = {

@@ -1,9 +1,10 @@
 import { canonicalJson } from '../canonical.ts';
 import type { ResolvedLoopDetection } from '../definitions/settings.ts';
+import type { ParsedArguments } from './plan.ts';
 
-/** A call's signature: its tool name plus the canonical JSON of its arguments (raw text if unparseable). */
-export function callSignature(toolName: string, args: { ok: true; value: unknown } | { ok: false; raw: string }): string {
-  return `${toolName}\u0000${args.ok ? canonicalJson(args.value) : args.raw}`;
+/** A call's signature: its tool name plus the canonical JSON of its arguments (the raw text if they could not be used). */
+export function callSignature(toolName: string, args: ParsedArguments, raw: string): string {
+  return `${toolName}\u0000${args.ok ? canonicalJson(args.value) : raw}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
 import { MAX_ARGUMENT_BYTES } from '../defaults.ts';
 import type { StepSettings } from '../definitions/settings.ts';
-import type { RequestedToolCall } from '../provider.ts';
+import type { ProviderResponse, RequestedToolCall } from '../provider.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { ToolResultText } from '../tools/result-text.ts';
 import { callSignature, countRepeats } from './loop-detection.ts';
@@ -41,21 +41,22 @@ export interface RepeatCall extends PlannedBase {
 
 export type PlannedCall = ExecuteCall | RejectCall | RepeatCall;
 
-/** Plans one round of tool calls in the model's order; `terminate` when loop detection says so. */
+/** Plans one round of the response's tool calls in the model's order; `terminate` when loop detection says so. */
 export function planToolRound(
   agent: Agent,
   state: StepState,
   settings: StepSettings,
-  calls: readonly RequestedToolCall[],
+  response: Pick<ProviderResponse, 'tool_calls' | 'oversize_arguments'>,
 ): { type: 'round'; calls: PlannedCall[] } | { type: 'terminate'; call: RepeatCall } {
   const detection = settings.loop_detection;
   const earlier = [...state.history];
   const planned: PlannedCall[] = [];
-  for (const [index, call] of calls.entries()) {
+  for (const [index, call] of response.tool_calls.entries()) {
     const raw = call.function.arguments;
-    const parsed = parseArguments(raw);
+    const oversize = response.oversize_arguments?.[call.id];
+    const parsed: ParsedArguments = oversize === undefined ? parseArguments(raw) : { ok: false, violation: tooLarge(oversize) };
     // Without loop detection no signature is ever compared (and the history keeps none).
-    const signature = detection ? callSignature(call.function.name, parsed) : '';
+    const signature = detection ? callSignature(call.function.name, parsed, raw) : '';
     const repeats = detection ? countRepeats(earlier, signature, detection) : 1;
     earlier.push(signature);
     if (detection && repeats >= detection.threshold) {
@@ -64,7 +65,7 @@ export function planToolRound(
       planned.push(repeat);
       continue;
     }
-    planned.push(planOne(agent, index, call, signature, parsed, raw));
+    planned.push(planOne(agent, index, call, signature, parsed, oversize ?? byteSize(raw)));
   }
   return { type: 'round', calls: planned };
 }
@@ -74,38 +75,69 @@ function planOne(
   index: number,
   call: RequestedToolCall,
   signature: string,
-  parsed: ReturnType<typeof parseArguments>,
-  raw: string,
+  parsed: ParsedArguments,
+  input_size_bytes: number,
 ): PlannedCall {
   const tool = agent.findTool(call.function.name);
   if (!tool) {
     return { action: 'reject', index, call, signature, content: ToolResultText.unknownTool(call.function.name), reason: { type: 'unknown_tool' } };
   }
-  const input_size_bytes = byteSize(raw);
-  if (input_size_bytes > MAX_ARGUMENT_BYTES) {
-    const violation = `arguments are too large (${input_size_bytes} bytes; the limit is ${MAX_ARGUMENT_BYTES})`;
-    return { action: 'reject', index, call, signature, content: ToolResultText.invalidArguments(violation), reason: { type: 'invalid_arguments', tool, violation, input_size_bytes } };
-  }
-  const violation = parsed.ok ? tool.check(parsed.value) : undefined;
-  if (!parsed.ok || violation !== undefined) {
+  const violation = parsed.ok ? tool.check(parsed.value) : parsed.violation;
+  if (violation !== undefined) {
     return {
       action: 'reject',
       index,
       call,
       signature,
-      content: parsed.ok ? ToolResultText.invalidArguments(violation ?? '') : ToolResultText.argumentsNotJson(),
-      reason: { type: 'invalid_arguments', tool, violation: violation ?? 'arguments are not valid JSON', input_size_bytes },
+      content: ToolResultText.invalidArguments(violation),
+      reason: { type: 'invalid_arguments', tool, violation, input_size_bytes },
     };
   }
-  return { action: 'execute', index, call, signature, tool, args: parsed.value, input_size_bytes };
+  return { action: 'execute', index, call, signature, tool, args: (parsed as { value: unknown }).value, input_size_bytes };
 }
 
-/** Parses a call's raw argument text; empty text means no arguments. */
-export function parseArguments(raw: string): { ok: true; value: unknown } | { ok: false; raw: string } {
+/** Arguments as the loop reads them: a JSON value a handler can be given, or why not. */
+export type ParsedArguments = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly violation: string };
+
+/** How deeply arguments may nest (objects and arrays). */
+export const MAX_ARGUMENT_DEPTH = 64;
+
+/** The violation for arguments too large to keep. */
+function tooLarge(size: number): string {
+  return `arguments are too large (${size} bytes; the limit is ${MAX_ARGUMENT_BYTES})`;
+}
+
+/**
+ * Parses a call's raw argument text once; empty text means no arguments. Only values that survive
+ * a JSON round trip unchanged pass: a number JSON cannot hold (`1e400` parses as Infinity and
+ * would reach a handler as `null`) and nesting deeper than {@link MAX_ARGUMENT_DEPTH} are refused,
+ * so the value validated is the value stored and handed to the handler.
+ */
+export function parseArguments(raw: string): ParsedArguments {
   if (raw.trim() === '') return { ok: true, value: {} };
+  const size = byteSize(raw);
+  if (size > MAX_ARGUMENT_BYTES) return { ok: false, violation: tooLarge(size) };
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(raw) };
+    value = JSON.parse(raw);
   } catch {
-    return { ok: false, raw };
+    return { ok: false, violation: NOT_JSON };
   }
+  const problem = unrepresentable(value);
+  return problem === undefined ? { ok: true, value } : { ok: false, violation: problem };
+}
+
+const NOT_JSON = 'arguments are not valid JSON';
+
+/** Why a parsed value would not survive a JSON round trip, if it would not (walked without recursion). */
+function unrepresentable(root: unknown): string | undefined {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === 'number' && !Number.isFinite(value)) return 'arguments hold a number outside the range JSON numbers can carry';
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_ARGUMENT_DEPTH) return `arguments are nested more than ${MAX_ARGUMENT_DEPTH} levels deep`;
+    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return undefined;
 }

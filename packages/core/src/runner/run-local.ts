@@ -1,4 +1,5 @@
 import { newRunId } from '../run-record.ts';
+import { NamePattern } from '../names.ts';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
@@ -17,6 +18,7 @@ import {
   usageWith,
 } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
+import { normalizeResponse } from '../loop/normalize.ts';
 import { type StepState, initialStepState } from '../loop/state.ts';
 import {
   agentInvokedEvent,
@@ -75,6 +77,7 @@ export async function runLocal(agent: Agent, input: string, options: RunLocalOpt
   const settings = agent.settingsFor(options.config);
   const exec = checkExecConfig(options.exec_config);
   const run_id = options.run_id ?? newRunId();
+  if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
   const created_at = Date.now();
   const log = new LocalEventLog(run_id, options.onEvent);
   const step_id = 's1';
@@ -178,7 +181,7 @@ class LocalStep {
       log.append(requestSentEvent(step_id, iteration, provider_id, request));
       const started = performance.now();
       try {
-        const response = test ? testResponse(test, iteration) : await provider!.complete(request, { signal: options.signal });
+        const response = normalizeResponse(test ? testResponse(test, iteration) : await provider!.complete(request, { signal: options.signal }), iteration);
         log.append(...responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started)));
         return { response };
       } catch (thrown) {

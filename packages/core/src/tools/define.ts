@@ -1,10 +1,11 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { shortHash } from '../canonical.ts';
 import { TOOL_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
+import { NamePattern } from '../names.ts';
+import { compileSchema, type JsonSchema } from './schema.ts';
 
-/** JSON Schema describing a tool's arguments. */
-export type JsonSchema = Record<string, unknown>;
+export type { JsonSchema } from './schema.ts';
+
 
 /** What a handler may log; the worker decides where it goes (never into traces). */
 export interface ToolLogger {
@@ -59,8 +60,7 @@ export interface ToolDefinition {
   readonly check: (args: unknown) => string | undefined;
 }
 
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const ajv = new Ajv({ allErrors: true, strict: false });
+const TOOL_NAME = NamePattern.tool;
 
 /** Defines a tool; the schema is compiled once, here. Errors name the tool. */
 export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
@@ -70,7 +70,7 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
   }
   if (typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
   if (typeof config.description !== 'string') throw new ConfigError(`tool '${name}': description must be a string`);
-  const validate = compileSchema(name, config.input_schema);
+  const check = compileSchema(name, config.input_schema);
   const timeout_ms = positiveInt(name, 'timeout_ms', config.timeout_ms ?? TOOL_DEFAULTS.timeout_ms, 1);
   const retries = positiveInt(name, 'retries', config.retries ?? TOOL_DEFAULTS.retries, 0);
   const max_result_bytes = positiveInt(name, 'max_result_bytes', config.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);
@@ -86,19 +86,8 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
     retries,
     max_result_bytes,
     handler: config.handler as ToolHandler,
-    check: (args: unknown) => (validate(args) ? undefined : describeViolations(validate.errors ?? [])),
+    check,
   });
-}
-
-function compileSchema(toolName: string, schema: unknown): ValidateFunction {
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
-    throw new ConfigError(`tool '${toolName}': input_schema must be a JSON Schema object`);
-  }
-  try {
-    return ajv.compile(schema);
-  } catch (error) {
-    throw new ConfigError(`tool '${toolName}': invalid input_schema: ${(error as Error).message}`);
-  }
 }
 
 function positiveInt(toolName: string, key: string, value: number, min: number): number {
@@ -106,37 +95,4 @@ function positiveInt(toolName: string, key: string, value: number, min: number):
     throw new ConfigError(`tool '${toolName}': ${key} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
   }
   return value;
-}
-
-/**
- * Describes schema violations by path and expectation, never by value: `city: expected string`.
- * Property names that come only from the input (unexpected properties) are not echoed either.
- */
-export function describeViolations(errors: readonly ErrorObject[]): string {
-  const parts = errors.slice(0, 5).map(describeOne);
-  return [...new Set(parts)].join('; ');
-}
-
-function describeOne(error: ErrorObject): string {
-  const base = error.instancePath.split('/').slice(1).map(unescapePointer).join('.');
-  const at = (suffix?: string) => [base, suffix].filter(Boolean).join('.') || '(root)';
-  const params = error.params as Record<string, unknown>;
-  switch (error.keyword) {
-    case 'type':
-      return `${at()}: expected ${String(params.type).replace(',', ' or ')}`;
-    case 'required':
-      return `${at(String(params.missingProperty))}: required`;
-    case 'enum':
-      return `${at()}: expected one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-    case 'const':
-      return `${at()}: expected ${JSON.stringify(params.allowedValue)}`;
-    case 'additionalProperties':
-      return `${at()}: unexpected property`;
-    default:
-      return `${at()}: expected to ${error.message?.replace(/^must /, '') ?? `satisfy ${error.keyword}`}`;
-  }
-}
-
-function unescapePointer(segment: string): string {
-  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
 }

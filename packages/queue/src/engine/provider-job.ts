@@ -24,6 +24,7 @@ import {
   decideResponse,
   initialStepState,
   lostCall,
+  normalizeResponse,
   plannedCallEvents,
   providerFailureEvent,
   providerRunError,
@@ -247,7 +248,7 @@ export class ProviderJobProcessor {
     }));
     let response: ProviderResponse;
     try {
-      response = test ? testResponse(test, iteration) : await options.provider!.complete(request, { signal });
+      response = normalizeResponse(test ? testResponse(test, iteration) : await options.provider!.complete(request, { signal }), iteration);
       chat.setAttributes({
         [Attr.inputTokens]: response.usage.input,
         [Attr.outputTokens]: response.usage.output,

@@ -1,0 +1,147 @@
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formatsPlugin from 'ajv-formats';
+import { ConfigError } from '../errors.ts';
+
+/** JSON Schema describing a tool's arguments. */
+export type JsonSchema = Record<string, unknown>;
+
+/** Checks arguments against a compiled schema: `undefined` when valid, else the violation text. */
+export type ArgumentCheck = (args: unknown) => string | undefined;
+
+// Strict about what a schema asks for: a keyword or `format` that cannot be enforced is a startup
+// error, never silently ignored. Union types, tuples and `required` of undeclared properties are
+// valid JSON Schema, so those strict checks stay off.
+const AJV_OPTIONS: Options = {
+  allErrors: true,
+  strict: true,
+  strictTypes: false,
+  strictTuples: false,
+  strictRequired: false,
+  allowUnionTypes: true,
+  // Two tools may carry schemas with the same `$id`; each is compiled on its own.
+  addUsedSchema: false,
+};
+
+/**
+ * The draft a schema declares with `$schema`, and the validator for it. Without `$schema`,
+ * draft 2019-09, which also reads every draft-07 keyword (`dependencies`, `items` as a list).
+ */
+const DRAFTS: Readonly<Record<string, () => Ajv>> = {
+  '': () => new Ajv2019(AJV_OPTIONS),
+  'http://json-schema.org/draft-07/schema': () => new Ajv(AJV_OPTIONS),
+  'https://json-schema.org/draft/2019-09/schema': () => new Ajv2019(AJV_OPTIONS),
+  'https://json-schema.org/draft/2020-12/schema': () => new Ajv2020(AJV_OPTIONS),
+};
+
+const validators = new Map<string, Ajv>();
+
+function validatorFor(toolName: string, declared: unknown): Ajv {
+  const draft = typeof declared === 'string' ? declared.replace(/#$/, '') : declared === undefined ? '' : undefined;
+  const make = draft === undefined ? undefined : DRAFTS[draft];
+  if (draft === undefined || !make) {
+    throw new ConfigError(
+      `tool '${toolName}': input_schema declares $schema ${JSON.stringify(declared)}, which arcflow cannot enforce; use draft-07, 2019-09 or 2020-12, or leave $schema out`,
+    );
+  }
+  let ajv = validators.get(draft);
+  if (!ajv) {
+    ajv = make();
+    formatsPlugin.default(ajv);
+    validators.set(draft, ajv);
+  }
+  return ajv;
+}
+
+/**
+ * Compiles a tool's input schema once. Refused, naming the tool: a schema that is not an object,
+ * is invalid for its draft, or uses a keyword or format the validator cannot enforce.
+ */
+export function compileSchema(toolName: string, schema: unknown): ArgumentCheck {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    throw new ConfigError(`tool '${toolName}': input_schema must be a JSON Schema object`);
+  }
+  const ajv = validatorFor(toolName, (schema as JsonSchema).$schema);
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(schema);
+  } catch (error) {
+    throw new ConfigError(`tool '${toolName}': input_schema cannot be enforced: ${(error as Error).message}`);
+  }
+  const declared = declaredNames(schema);
+  return (args) => (validate(args) ? undefined : describeViolations(validate.errors ?? [], args, declared));
+}
+
+/** Every property name the schema itself spells out, anywhere in it. */
+function declaredNames(schema: unknown): ReadonlySet<string> {
+  const names = new Set<string>();
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    if (Array.isArray(node)) {
+      stack.push(...node);
+      continue;
+    }
+    const record = node as Record<string, unknown>;
+    for (const keyword of ['properties', 'dependentRequired', 'dependentSchemas', 'dependencies']) {
+      const value = record[keyword];
+      if (value && typeof value === 'object' && !Array.isArray(value)) for (const name of Object.keys(value)) names.add(name);
+    }
+    if (Array.isArray(record.required)) for (const name of record.required) if (typeof name === 'string') names.add(name);
+    stack.push(...Object.values(record));
+  }
+  return names;
+}
+
+/** Where a property name not declared by the schema stands in a violation's path. */
+export const UNDECLARED_PROPERTY = '*';
+
+/**
+ * Describes schema violations by path and expectation, never by value: `city: expected string`.
+ * A path shows only names the schema declares and array positions; a property name that only
+ * the input chose is shown as `*`, and unexpected properties are not named at all.
+ */
+export function describeViolations(errors: readonly ErrorObject[], args: unknown, declared: ReadonlySet<string>): string {
+  const parts = errors.slice(0, 5).map((error) => describeOne(error, pathOf(error.instancePath, args, declared)));
+  return [...new Set(parts)].join('; ');
+}
+
+/** The path of a value in the arguments, as shown: declared names, indexes, `*` for other names. */
+function pathOf(pointer: string, args: unknown, declared: ReadonlySet<string>): string[] {
+  const shown: string[] = [];
+  let at: unknown = args;
+  for (const segment of pointer.split('/').slice(1).map(unescapePointer)) {
+    const inArray = Array.isArray(at);
+    shown.push(inArray || declared.has(segment) ? segment : UNDECLARED_PROPERTY);
+    at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[segment] : undefined;
+  }
+  return shown;
+}
+
+function describeOne(error: ErrorObject, path: readonly string[]): string {
+  const at = (suffix?: string) => [...path, suffix].filter(Boolean).join('.') || '(root)';
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'type':
+      return `${at()}: expected ${String(params.type).replace(',', ' or ')}`;
+    case 'required':
+      return `${at(String(params.missingProperty))}: required`;
+    case 'enum':
+      return `${at()}: expected one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `${at()}: expected ${JSON.stringify(params.allowedValue)}`;
+    case 'additionalProperties':
+    case 'unevaluatedProperties':
+      return `${at()}: unexpected property`;
+    case 'format':
+      return `${at()}: expected format ${String(params.format)}`;
+    default:
+      return `${at()}: expected to ${error.message?.replace(/^must /, '') ?? `satisfy ${error.keyword}`}`;
+  }
+}
+
+function unescapePointer(segment: string): string {
+  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
+}
