@@ -1,3 +1,4 @@
+import { ConfigError } from 'arcflow';
 import { heapGrowingPercent } from './heap.ts';
 
 /** Everything the worker reads from the environment, read once, here. */
@@ -9,6 +10,8 @@ export interface WorkerEnv {
   readonly otel: { readonly endpoint: string | undefined; readonly serviceName: string | undefined };
   /** How far the heap may grow past what survived the last full GC (see heap.ts). */
   readonly heapGrowingPercent: number;
+  /** `ARCFLOW_WATCHDOG_MS`: how long a run may make no progress before the watchdog acts. */
+  readonly watchdogMs: number | undefined;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -21,5 +24,16 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     model: env.ARCFLOW_MODEL || undefined,
     otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
     heapGrowingPercent: heapGrowingPercent(env.ARCFLOW_HEAP_GROWING_PERCENT),
+    watchdogMs: positiveIntegerEnv('ARCFLOW_WATCHDOG_MS', env.ARCFLOW_WATCHDOG_MS),
   };
+}
+
+/** An optional positive integer setting; anything else is refused with the variable's name. */
+function positiveIntegerEnv(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1) {
+    throw new ConfigError(`${name} must be a whole number of milliseconds >= 1, got ${JSON.stringify(value)}`);
+  }
+  return parsed;
 }

@@ -39,6 +39,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     redis: env.redis,
     prefix: env.prefix,
     default_model: env.model,
+    watchdog_ms: env.watchdogMs,
   });
   let stopping = false;
   const stop = (signal: string) => {

@@ -12,11 +12,15 @@ export const ErrorCode = {
   LoopDetected: 'loop_detected',
   ProviderError: 'provider_error',
   TestResponsesExhausted: 'test_responses_exhausted',
+  /** A call whose worker kept dying under it (crash re-deliveries beyond the configured limit). */
+  WorkerLost: 'worker_lost',
+  /** A run that made no progress and that the watchdog could not move again. */
+  Stalled: 'stalled',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** Tool-call failure codes that may appear on `ToolCallFailed`. */
-export type ToolFailureCode = 'invalid_arguments' | 'unknown_tool' | 'timeout' | 'tool_error' | 'cancelled';
+export type ToolFailureCode = 'invalid_arguments' | 'unknown_tool' | 'timeout' | 'tool_error' | 'cancelled' | 'worker_lost';
 
 /** A definition or configuration that cannot work: thrown at once, before anything runs. */
 export class ConfigError extends Error {

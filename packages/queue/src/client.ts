@@ -46,7 +46,7 @@ export interface ArcflowClient {
 
 // Pub/sub wakes waiters at once; the poll only covers a message lost to a reconnect.
 const WAIT_POLL_MS = 2_000;
-// Live registrations are reused this long, saving a round trip per enqueue (heartbeats are 5 s apart).
+// Registrations are reused this long, saving a round trip per enqueue.
 const REGISTRATION_CACHE_MS = 5_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 
@@ -70,7 +70,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   const lookup = async (agent: string): Promise<AgentRegistration | undefined> => {
     const cached = registrations.get(agent);
     if (cached && Date.now() - cached.at < REGISTRATION_CACHE_MS) return cached.registration;
-    const registration = await registry.lookup(agent);
+    const registration = await registry.registration(agent);
     if (registration) registrations.set(agent, { registration, at: Date.now() });
     else registrations.delete(agent);
     return registration;
@@ -100,9 +100,10 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       checkExecConfig(request.exec_config);
       const registration = await lookup(request.agent);
       if (!registration) {
+        const known = await registry.known();
         throw new RequestError(
           'unknown_agent',
-          `unknown agent '${request.agent}': no live worker serves it (start one with \`arcflow worker --module <file>\`)`,
+          `unknown agent '${request.agent}': no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
         );
       }
       // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).

@@ -14,7 +14,12 @@ export interface Keys {
   readonly idempotency: (key: string) => string;
   readonly agent: (name: string) => string;
   readonly agentWorkers: (name: string) => string;
+  /** The names of every agent registered under the prefix. */
+  readonly agentNames: string;
   readonly workers: string;
+  readonly activeRuns: string;
+  /** Held by the one worker whose watchdog scans this round. */
+  readonly watchdogLock: string;
   readonly cancelChannel: string;
   readonly finishedChannel: string;
 }
@@ -25,6 +30,13 @@ export interface Keys {
  * retention expires them together) and the root-span claim. The store's Lua scripts name them the
  * same way from the record key (scripts.ts, `PRELUDE`), so each is sent one key.
  */
+/**
+ * `{prefix}:active`: every run not ended yet, scored by when it last made progress (Redis server
+ * time, ms). The store's scripts add a run when it is created, move its score on every write and
+ * remove it when it ends; the watchdog reads the oldest.
+ */
+export const ACTIVE_RUNS_SUFFIX = ':active';
+
 export const RUN_KEY_SUFFIX = Object.freeze({ events: ':events', dedupe: ':dedupe', pending: ':pending', index: ':keys', rootSpan: ':root-span' });
 
 /** A step's state key: `<record>:<step>:state`. */
@@ -85,7 +97,10 @@ export function keysFor(prefix: string): Keys {
     idempotency: (key) => `${tag}:idempotency:${key}`,
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
+    agentNames: `${tag}:agents`,
     workers: `${tag}:workers`,
+    activeRuns: `${tag}${ACTIVE_RUNS_SUFFIX}`,
+    watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
     finishedChannel: `${tag}:finished`,
   };

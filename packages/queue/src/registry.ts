@@ -10,8 +10,9 @@ export interface AgentRegistration {
 }
 
 /**
- * Workers announce the agents they serve, with a heartbeat; clients refuse runs for agents no
- * live worker serves.
+ * Workers announce the agents they serve, with a heartbeat. Clients accept runs for any agent a
+ * worker has registered (a run for an agent with no live worker waits in its queue) and refuse
+ * the rest.
  */
 export class Registry {
   constructor(
@@ -25,6 +26,7 @@ export class Registry {
     const pipeline = this.redis.multi();
     for (const [name, registration] of agents) {
       pipeline.set(this.keys.agent(name), JSON.stringify(registration));
+      pipeline.sadd(this.keys.agentNames, name);
       pipeline.zadd(this.keys.agentWorkers(name), now, worker_id);
       pipeline.zremrangebyscore(this.keys.agentWorkers(name), 0, now - 10 * this.heartbeatTtlMs);
     }
@@ -39,12 +41,15 @@ export class Registry {
     await pipeline.exec();
   }
 
-  /** The agent's registration if at least one worker serving it is alive. */
-  async lookup(name: string): Promise<AgentRegistration | undefined> {
-    const [alive, registration] = await Promise.all([
-      this.redis.zcount(this.keys.agentWorkers(name), Date.now() - this.heartbeatTtlMs, '+inf'),
-      this.redis.get(this.keys.agent(name)),
-    ]);
-    return alive > 0 && registration ? (JSON.parse(registration) as AgentRegistration) : undefined;
+  /** The agent's registration, whether or not a worker serving it is alive now. */
+  async registration(name: string): Promise<AgentRegistration | undefined> {
+    const registration = await this.redis.get(this.keys.agent(name));
+    return registration ? (JSON.parse(registration) as AgentRegistration) : undefined;
   }
+
+  /** The names of every agent a worker has registered under this prefix, sorted. */
+  async known(): Promise<string[]> {
+    return (await this.redis.smembers(this.keys.agentNames)).sort();
+  }
+
 }

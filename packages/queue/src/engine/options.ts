@@ -34,6 +34,12 @@ export interface WorkerOptions extends ConnectionOptions {
   stalled_interval_ms?: number;
   max_stalled_count?: number;
   heartbeat_ms?: number;
+  /**
+   * A run that has made no progress for this long and has nothing queued or running that could
+   * move it is repaired (its next job added again) or failed with `stalled` (default 60 000;
+   * the worker process reads `ARCFLOW_WATCHDOG_MS`).
+   */
+  watchdog_ms?: number;
   default_model?: string;
   logger?: ToolLogger;
 }
@@ -56,6 +62,7 @@ export const WORKER_DEFAULTS = Object.freeze({
   stalled_interval_ms: 2_000,
   max_stalled_count: 2,
   heartbeat_ms: 5_000,
+  watchdog_ms: 60_000,
   /** A worker whose heartbeat is older than this is not counted as serving its agents. */
   heartbeat_ttl_ms: 20_000,
 });
@@ -96,10 +103,11 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     stalled_interval_ms: options.stalled_interval_ms ?? WORKER_DEFAULTS.stalled_interval_ms,
     max_stalled_count: options.max_stalled_count ?? WORKER_DEFAULTS.max_stalled_count,
     heartbeat_ms: options.heartbeat_ms ?? WORKER_DEFAULTS.heartbeat_ms,
+    watchdog_ms: options.watchdog_ms ?? WORKER_DEFAULTS.watchdog_ms,
     default_model: options.default_model ?? options.provider?.defaultModel ?? 'default',
     logger: options.logger ?? stderrLogger('arcflow.worker'),
   };
-  for (const key of ['provider_concurrency', 'tools_concurrency', 'provider_attempts', 'lock_duration_ms', 'stalled_interval_ms', 'heartbeat_ms'] as const) {
+  for (const key of ['provider_concurrency', 'tools_concurrency', 'provider_attempts', 'lock_duration_ms', 'stalled_interval_ms', 'heartbeat_ms', 'watchdog_ms'] as const) {
     positiveInteger(key, resolved[key]);
   }
   if (!Number.isInteger(resolved.max_stalled_count) || resolved.max_stalled_count < 0) {

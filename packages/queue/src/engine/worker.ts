@@ -14,6 +14,7 @@ import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './opt
 import { ProviderJobProcessor } from './provider-job.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
+import { Watchdog } from './watchdog.ts';
 
 /** A running worker process's engine. */
 export interface ArcflowWorker {
@@ -87,14 +88,16 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), { ...common, concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY) });
       worker.on('failed', (job, error) => {
         if (!job || !failedForGood(job, error?.message)) return;
-        settleFailedToolJob(toolDeps, job).catch((failure) => options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }));
+        settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) => options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }));
       });
       worker.on('error', (error) => options.logger.error('tool worker error', { tool: tool.name, error }));
       workers.push(worker);
     }
   }
 
+  const watchdog = new Watchdog({ store, redis: connection, queues, registry, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
   await registry.announce(id, registrations);
+  watchdog.start();
   const heartbeat = setInterval(() => {
     registry.announce(id, registrations).catch((error) => options.logger.warn('heartbeat failed', { error }));
   }, options.heartbeat_ms);

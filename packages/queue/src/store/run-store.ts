@@ -11,7 +11,7 @@ import {
   applyTracePolicy,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import { type Keys, type RunKeys, keysFor } from '../keys.ts';
+import { type Keys, type RunKeys, keysFor, roundKey, stateKey } from '../keys.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
@@ -49,6 +49,12 @@ export interface RunEnding {
   readonly outcome: RunOutcome;
   readonly step_id: string;
   readonly events?: readonly PendingEvent[];
+  /**
+   * How calls still open are closed: with this content for the model and a `ToolCallFailed` of
+   * this code. A cancel closes them as `cancelled` unless told otherwise; other endings leave
+   * them unless they say (a run failed because it stalled closes them as `worker_lost`).
+   */
+  readonly closing?: { readonly content: string; readonly error_code: string };
 }
 
 /** An event with the time it happened, for an event written some time after (its `ts`). */
@@ -241,7 +247,7 @@ export class RunStore {
       ...this.pairs(events),
       open.length,
       open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
-      ...(end ? this.finishArgs(run_id, end) : ['']),
+      ...(end ? this.finishArgs(end) : ['']),
     )) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 && stored ? { response: JSON.parse(stored) as ProviderResponse, recordedNow: false } : { response, recordedNow: true };
@@ -322,18 +328,72 @@ export class RunStore {
     return stored.map((json) => (json === null ? undefined : (JSON.parse(json) as ProviderResponse).tool_calls.map((call) => call.id)));
   }
 
+  /** Runs not ended whose last progress is older than `ageMs` (by the Redis server's clock), oldest first; and that clock. */
+  async staleRuns(ageMs: number, limit: number): Promise<{ run_ids: string[]; nowMs: number }> {
+    const [seconds, micros] = await this.redis.time();
+    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const run_ids = await this.redis.zrangebyscore(this.keys.activeRuns, '-inf', nowMs - ageMs, 'LIMIT', 0, limit);
+    return { run_ids, nowMs };
+  }
+
+  /** Marks a run as checked at `nowMs`, so the watchdog looks at it again only after another quiet period. */
+  async markChecked(run_id: string, nowMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.activeRuns, 'XX', nowMs, run_id);
+  }
+
+  /** Drops a run that has ended or is gone from the active set. */
+  async forgetActive(run_id: string): Promise<void> {
+    await this.redis.zrem(this.keys.activeRuns, run_id);
+  }
+
+  /** Counts one more watchdog repair of the run; returns how many there have been. */
+  async countRepair(run_id: string): Promise<number> {
+    return this.redis.hincrby(this.keys.record(run_id), 'watchdog_repairs', 1);
+  }
+
+  /**
+   * Where a step's loop stands, for the watchdog: the run's status and agent, the step's stored
+   * iterations (-1 before its first save), whether response `iterations + 1` is recorded, and the
+   * calls of that response's round still open (fanned out, no result yet).
+   */
+  async frontier(run_id: string, step_id: string): Promise<StepFrontier | undefined> {
+    const record = this.keys.record(run_id);
+    const [status, agent, trace] = await this.redis.hmget(record, 'status', 'agent', 'trace');
+    if (!status || agent == null) return undefined;
+    const stored = await this.redis.hget(stateKey(record, step_id), 'iterations');
+    const iterations = stored === null ? -1 : Number(stored);
+    const next = Math.max(iterations, 0) + 1;
+    const [response, open, calls, results] = await Promise.all([
+      this.redis.exists(roundKey(record, step_id, 'response', next)),
+      this.redis.hget(this.keys.run(run_id).pending, `${step_id}|${next}`),
+      this.redis.hget(this.keys.run(run_id).pending, `${step_id}|${next}|calls`),
+      this.redis.hkeys(roundKey(record, step_id, 'results', next)),
+    ]);
+    const recorded = new Set(results);
+    const roundCalls = Number(open ?? 0) > 0 && calls ? (JSON.parse(calls) as [string, string][]) : [];
+    return {
+      status: status as RunStatus,
+      agent,
+      trace: JSON.parse(trace ?? '{}') as RunSpec['trace'],
+      next,
+      responded: response === 1,
+      open: roundCalls.filter(([id]) => !recorded.has(id)).map(([tool_call_id, tool_name]) => ({ tool_call_id, tool_name })),
+    };
+  }
+
   /**
    * Ends the run once (completed, failed or cancelled): `ended` is false if it had already ended.
    * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
-    const [finished, closed = []] = (await this.scripts.finishRun(this.keys.record(run_id), ...this.finishArgs(run_id, ending))) as [number, string[]?];
+    const [finished, closed = []] = (await this.scripts.finishRun(this.keys.record(run_id), ...this.finishArgs(ending))) as [number, string[]?];
     return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })) };
   }
 
   /** The arguments of the scripts' FINISH step. */
-  private finishArgs(run_id: string, ending: RunEnding): (string | number)[] {
+  private finishArgs(ending: RunEnding): (string | number)[] {
     const { outcome, step_id, events = [] } = ending;
+    const closing = ending.closing ?? (outcome.status === 'cancelled' ? CANCEL_CLOSING : undefined);
     return [
       outcome.status,
       step_id,
@@ -342,9 +402,9 @@ export class RunStore {
       outcome.status === 'failed' ? JSON.stringify(outcome.error) : '',
       outcome.status === 'failed' ? outcome.error.error_code : '',
       this.keys.finishedChannel,
-      ToolResultText.cancelled(),
+      closing?.content ?? '',
       this.retentionSeconds,
-      run_id,
+      closing?.error_code ?? '',
       events.length,
       ...this.pairs(events),
     ];
@@ -364,6 +424,21 @@ export class RunStore {
     stored.ts = ts;
     return JSON.stringify(stored);
   }
+}
+
+const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), error_code: 'cancelled' });
+
+/** Where a step's loop stands (see {@link RunStore.frontier}). */
+export interface StepFrontier {
+  readonly status: RunStatus;
+  readonly agent: string;
+  readonly trace: RunSpec['trace'];
+  /** The iteration whose provider job comes next, or whose response is recorded and being acted on. */
+  readonly next: number;
+  /** Response `next` is recorded. */
+  readonly responded: boolean;
+  /** Calls of round `next` fanned out with no result yet. */
+  readonly open: readonly { readonly tool_call_id: string; readonly tool_name: string }[];
 }
 
 /** What a provider job reads before it decides (see {@link RunStore.loadStep}). */

@@ -1,4 +1,4 @@
-import { RUN_KEY_SUFFIX } from '../keys.ts';
+import { ACTIVE_RUNS_SUFFIX, RUN_KEY_SUFFIX } from '../keys.ts';
 
 /**
  * The run store's Lua scripts. Each is one atomic step, so a record and its events are written
@@ -25,6 +25,15 @@ local function append(dedupeId, json)
   if dedupeId ~= '' and redis.call('SADD', dedupe, dedupeId) == 0 then return 0 end
   return redis.call('RPUSH', events, json)
 end
+-- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
+-- progress (server time, ms): the watchdog looks there for runs that stopped moving.
+local tag, run_id = string.match(record, '^(.*):run:([^:]*)$')
+local active = tag .. '${ACTIVE_RUNS_SUFFIX}'
+local function serverMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function touch() redis.call('ZADD', active, 'XX', serverMs(), run_id) end
 local function isTerminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
@@ -49,19 +58,27 @@ export interface ScriptDefinition {
 
 /**
  * Ending a run, shared by `finishRun` and `recordResponse`: step events, then the run's terminal
- * event with the usage summed in Redis. Cancelling first closes every fanned-out call of a round
- * still open that has no result yet with a `cancelled` result and event, and returns those calls
- * (as JSON). Every key of the run then gets the retention TTL. Reads its arguments from ARGV[at]
- * on: status, step_id, ts, output, errorJson, errorCode, finishedChannel, cancelledContent,
- * retentionSeconds, run_id, count, (dedupeId, json)…
+ * event with the usage summed in Redis. With a closing content (a cancel, or a run failed because
+ * it stalled), it first closes every fanned-out call of a round still open that has no result yet
+ * with that content and a `ToolCallFailed` of the closing code, and returns those calls (as JSON).
+ * Every key of the run then gets the retention TTL and the run leaves the active set. Reads its
+ * arguments from ARGV[at] on: status, step_id, ts, output, errorJson, errorCode, finishedChannel,
+ * closingContent ('' to close nothing), retentionSeconds, closingCode, count, (dedupeId, json)…
  */
 const FINISH = `
+local function checkFinish(at)
+  local status = ARGV[at]
+  if status ~= 'completed' and status ~= 'failed' and status ~= 'cancelled' then return 'status must be completed, failed or cancelled' end
+  if not string.match(ARGV[at + 2], '^%d+$') then return 'ts must be an integer' end
+  if not string.match(ARGV[at + 8], '^%d+$') then return 'retentionSeconds must be an integer' end
+  if not string.match(ARGV[at + 10], '^%d+$') then return 'count must be an integer' end
+  return nil
+end
 local function finish(at)
-  local run_id = ARGV[at + 9]
   local status = ARGV[at]
   local ts = tonumber(ARGV[at + 2])
   local closed = {}
-  if status == 'cancelled' then
+  if ARGV[at + 7] ~= '' then
     local fields = redis.call('HGETALL', pending)
     local counts = {}
     for i = 1, #fields, 2 do counts[fields[i]] = fields[i + 1] end
@@ -73,7 +90,7 @@ local function finish(at)
           if redis.call('HSETNX', results, call[1], ARGV[at + 7]) == 1 then
             closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2]})
             append('', cjson.encode({kind = 'ToolCallFailed', step_id = step, ts = ts, iteration = tonumber(n),
-              tool_name = call[2], tool_call_id = call[1], duration_ms = 0, error_code = 'cancelled'}))
+              tool_name = call[2], tool_call_id = call[1], duration_ms = 0, error_code = ARGV[at + 9]}))
           end
         end
       end
@@ -92,15 +109,22 @@ local function finish(at)
   redis.call('HSET', record, unpack(fields))
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ARGV[at + 8]) end
+  redis.call('ZREM', active, run_id)
   redis.call('PUBLISH', ARGV[at + 6], run_id)
   return closed
 end
 `;
 
-/** KEYS: record, idempotency. ARGV: run_id, useIdempotency, fieldCount, fields…, eventJson. */
+/**
+ * KEYS: record, idempotency. ARGV: run_id, useIdempotency, fieldCount, fields…, eventJson.
+ * Safe to run twice: a run whose record exists is returned as it is.
+ */
 const createRun: ScriptDefinition = {
   numberOfKeys: 2,
   lua: `${PRELUDE}
+if run_id ~= ARGV[1] then return redis.error_reply('createRun: the record key does not name run ' .. ARGV[1]) end
+if not string.match(ARGV[3], '^%d+$') then return redis.error_reply('createRun: fieldCount must be an integer') end
+if redis.call('EXISTS', record) == 1 then return {0, ARGV[1]} end
 if ARGV[2] == '1' then
   local existing = redis.call('GET', KEYS[2])
   if existing then return {0, existing} end
@@ -111,6 +135,7 @@ local n = tonumber(ARGV[3])
 redis.call('HSET', record, unpack(ARGV, 4, 3 + 2 * n))
 redis.call('SADD', index, record, events, dedupe, index)
 append('', ARGV[4 + 2 * n])
+redis.call('ZADD', active, serverMs(), run_id)
 return {1, ARGV[1]}
 `,
 };
@@ -141,9 +166,11 @@ return {
 const appendEvents: ScriptDefinition = {
   numberOfKeys: 1,
   lua: `${PRELUDE}
+if not string.match(ARGV[1], '^%d+$') then return redis.error_reply('appendEvents: count must be an integer') end
 local _, ended = runStatus()
 if ended then return 0 end
 appendPairs(2, tonumber(ARGV[1]))
+touch()
 return 1
 `,
 };
@@ -164,6 +191,16 @@ const recordResponse: ScriptDefinition = {
   numberOfKeys: 1,
   lua: `${PRELUDE}${FINISH}
 local step, n = ARGV[1], ARGV[2]
+for i = 4, 6 do
+  if not string.match(ARGV[i], '^%d+$') then return redis.error_reply('recordResponse: token counts must be non-negative integers') end
+end
+if not string.match(n, '^%d+$') or not string.match(ARGV[8], '^%d+$') then return redis.error_reply('recordResponse: iteration and eventCount must be integers') end
+local openAt = 9 + 2 * tonumber(ARGV[8])
+if not string.match(ARGV[openAt] or '', '^%d+$') then return redis.error_reply('recordResponse: openCount must be an integer') end
+if ARGV[openAt + 2] ~= '' then
+  local problem = checkFinish(openAt + 2)
+  if problem then return redis.error_reply('recordResponse: ' .. problem) end
+end
 local _, ended = runStatus()
 if ended then return {-1} end
 local response = roundKey(step, 'response', n)
@@ -174,9 +211,7 @@ redis.call('HINCRBY', record, 'usage_input', ARGV[4])
 redis.call('HINCRBY', record, 'usage_output', ARGV[5])
 redis.call('HINCRBY', record, 'usage_total', ARGV[6])
 redis.call('HINCRBY', record, 'iterations', 1)
-local eventCount = tonumber(ARGV[8])
-appendPairs(9, eventCount)
-local openAt = 9 + 2 * eventCount
+appendPairs(9, tonumber(ARGV[8]))
 local openCount = tonumber(ARGV[openAt])
 local indexed = {response}
 if ARGV[7] == '1' then indexed[#indexed + 1] = roundKey(step, 'results', n); indexed[#indexed + 1] = roundKey(step, 'spans', n) end
@@ -187,7 +222,7 @@ if openCount > 0 then
 end
 redis.call('SADD', index, unpack(indexed))
 local finishAt = openAt + 2
-if ARGV[finishAt] ~= '' then finish(finishAt) end
+if ARGV[finishAt] ~= '' then finish(finishAt) else touch() end
 return {1}
 `,
 };
@@ -206,6 +241,7 @@ return {1}
 const recordToolResult: ScriptDefinition = {
   numberOfKeys: 1,
   lua: `${PRELUDE}
+if not string.match(ARGV[7], '^%d+$') then return redis.error_reply('recordToolResult: iteration must be an integer') end
 local results = roundKey(ARGV[6], 'results', ARGV[7])
 local round = roundField(ARGV[6], ARGV[7])
 local _, ended = runStatus()
@@ -221,6 +257,7 @@ local open
 if ARGV[3] == '1' then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
 if ARGV[5] ~= '' then redis.call('HSET', roundKey(ARGV[6], 'spans', ARGV[7]), ARGV[1], ARGV[5]) end
 if ARGV[8] ~= '' then redis.call('RPUSH', events, ARGV[8], ARGV[4]) else redis.call('RPUSH', events, ARGV[4]) end
+touch()
 return {1, '', open}
 `,
 };
@@ -237,6 +274,7 @@ if redis.call('HEXISTS', roundKey(ARGV[4], 'results', ARGV[5]), ARGV[1]) == 1 th
 local _, ended = runStatus()
 if ended then return {-1} end
 append(ARGV[2], ARGV[3])
+touch()
 return {1}
 `,
 };
@@ -249,6 +287,9 @@ return {1}
 const saveState: ScriptDefinition = {
   numberOfKeys: 1,
   lua: `${PRELUDE}
+if not string.match(ARGV[3], '^%d+$') or not string.match(ARGV[6], '^%d+$') or not string.match(ARGV[2], '^-?%d+$') then
+  return redis.error_reply('saveState: iterations and count must be integers')
+end
 local status, ended = runStatus()
 if ended then return -1 end
 local state = stateKey(ARGV[1])
@@ -258,6 +299,7 @@ redis.call('HSET', state, 'iterations', ARGV[3], 'json', ARGV[4])
 if current == -1 then redis.call('SADD', index, state) end
 if ARGV[5] == '1' and status == 'queued' then redis.call('HSET', record, 'status', 'running') end
 appendPairs(7, tonumber(ARGV[6]))
+touch()
 return 1
 `,
 };
@@ -269,6 +311,8 @@ return 1
 const finishRun: ScriptDefinition = {
   numberOfKeys: 1,
   lua: `${PRELUDE}${FINISH}
+local problem = checkFinish(1)
+if problem then return redis.error_reply('finishRun: ' .. problem) end
 local _, ended = runStatus()
 if ended then return {0} end
 return {1, finish(1)}

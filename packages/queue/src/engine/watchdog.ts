@@ -1,0 +1,152 @@
+import { ErrorCode, type RunError, type ToolLogger, ToolResultText, stepFailedEvent } from '@arcflow/core';
+import type { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { JobId, QueueName } from '../keys.ts';
+import type { Registry } from '../registry.ts';
+import type { RunStore, StepFrontier } from '../store/run-store.ts';
+import { type RunTrace, firstJobCarrier } from '../tracing.ts';
+import { endRun } from './end-run.ts';
+import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.ts';
+import type { QueuePool } from './join.ts';
+
+/** BullMQ states in which a job will still run: it can move its run. */
+const LIVE_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+/** Repairs the watchdog makes to one run before it fails the run as stalled. */
+export const MAX_WATCHDOG_REPAIRS = 3;
+
+/** Runs checked per scan; the oldest first. */
+const SCAN_BATCH = 100;
+
+const STEP_ID = 's1';
+
+export interface WatchdogDeps {
+  readonly store: RunStore;
+  readonly redis: Redis;
+  readonly queues: QueuePool;
+  readonly registry: Registry;
+  readonly logger: ToolLogger;
+  readonly worker_id: string;
+  /** A run quiet for this long, with nothing queued or running that could move it, is repaired or failed. */
+  readonly watchdog_ms: number;
+}
+
+/** What the watchdog did with a quiet run. */
+export type WatchdogVerdict = 'ended' | 'moving' | 'repaired' | 'failed';
+
+/**
+ * Finds runs that stopped moving and moves them again. Every run not ended is in the active set,
+ * scored by its last write. A run quiet for `watchdog_ms` is looked at: if a job that can move it
+ * is queued, delayed or running, it is left alone (a long tool, a provider backing off, an agent
+ * whose workers are all down). Otherwise the job its loop needs next is added again (a job lost
+ * with Redis data, removed by hand, or failed without settling its run); after
+ * {@link MAX_WATCHDOG_REPAIRS} repairs that did not help, the run fails with `stalled`, closing
+ * its open calls as `worker_lost`. Every worker runs one; a lock lets one of them scan at a time.
+ */
+export class Watchdog {
+  private timer: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private readonly intervalMs: number;
+
+  constructor(private readonly deps: WatchdogDeps) {
+    this.intervalMs = Math.max(100, Math.min(Math.floor(deps.watchdog_ms / 2), 30_000));
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.scanning ??= this.scanOnce()
+        .catch((error: unknown) => this.deps.logger.warn('watchdog scan failed', { error }))
+        .finally(() => (this.scanning = undefined));
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.scanning;
+  }
+
+  /** One scan, if no other worker holds this round's lock. */
+  async scanOnce(): Promise<void> {
+    const { store, redis, worker_id, watchdog_ms } = this.deps;
+    const locked = await redis.set(store.keys.watchdogLock, worker_id, 'PX', this.intervalMs, 'NX');
+    if (locked !== 'OK') return;
+    const { run_ids, nowMs } = await store.staleRuns(watchdog_ms, SCAN_BATCH);
+    for (const run_id of run_ids) await this.check(run_id, nowMs);
+  }
+
+  /** Looks at one quiet run and acts on it. */
+  async check(run_id: string, nowMs: number): Promise<WatchdogVerdict> {
+    const { store } = this.deps;
+    const frontier = await store.frontier(run_id, STEP_ID);
+    if (!frontier || frontier.status === 'completed' || frontier.status === 'failed' || frontier.status === 'cancelled') {
+      await store.forgetActive(run_id);
+      return 'ended';
+    }
+    const registration = await this.deps.registry.registration(frontier.agent);
+    if (!registration) return this.fail(run_id, frontier, `no worker has registered agent '${frontier.agent}' under this prefix`);
+    const providerQueue = this.deps.queues.get(registration.provider_queue);
+    const jobs = this.candidates(run_id, frontier, providerQueue);
+    const states = await Promise.all(jobs.map(({ queue, id }) => queue.getJobState(id)));
+    if (states.some((state) => LIVE_STATES.has(state))) {
+      await store.markChecked(run_id, nowMs);
+      return 'moving';
+    }
+    const repairs = await store.countRepair(run_id);
+    if (repairs > MAX_WATCHDOG_REPAIRS) {
+      return this.fail(run_id, frontier, `run '${run_id}' made no progress for ${this.deps.watchdog_ms} ms with nothing queued to move it, after ${MAX_WATCHDOG_REPAIRS} repairs`);
+    }
+    await this.repair(run_id, frontier, providerQueue, registration.provider_attempts);
+    await store.markChecked(run_id, nowMs);
+    this.deps.logger.warn('watchdog re-added the next job of a run that had stopped', { run_id, step_id: STEP_ID, iteration: frontier.next, repair: repairs });
+    return 'repaired';
+  }
+
+  /**
+   * The jobs that could move the run: the provider job for `next` and the one after it (the join
+   * of round `next`), and the tool jobs of round `next`'s open calls.
+   */
+  private candidates(run_id: string, frontier: StepFrontier, providerQueue: Queue): { queue: Queue; id: string }[] {
+    const provider = [frontier.next, frontier.next + 1].map((n) => ({ queue: providerQueue, id: JobId.provider(run_id, STEP_ID, n) }));
+    const tools = frontier.open.map((call) => ({
+      queue: this.deps.queues.get(QueueName.tool(call.tool_name)),
+      id: JobId.tool(run_id, STEP_ID, frontier.next, call.tool_call_id),
+    }));
+    return [...provider, ...tools];
+  }
+
+  /**
+   * Adds again the provider job the loop needs: job `next` while round `next` has open calls (it
+   * fans out what is missing; dead tool jobs are removed first so their ids can be used again)
+   * or has no response yet (it makes the call); else job `next + 1`, which joins the round.
+   */
+  private async repair(run_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
+    const { queues } = this.deps;
+    const rerunsNext = !frontier.responded || frontier.open.length > 0;
+    for (const call of frontier.open) {
+      await removeFinished(queues.get(QueueName.tool(call.tool_name)), JobId.tool(run_id, STEP_ID, frontier.next, call.tool_call_id));
+    }
+    const iteration = rerunsNext ? frontier.next : frontier.next + 1;
+    const data: ProviderJobData = { run_id, step_id: STEP_ID, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
+    await removeFinished(providerQueue, JobId.provider(run_id, STEP_ID, iteration));
+    await providerQueue.add(PROVIDER_JOB, data, providerJobOptions(data, attempts));
+  }
+
+  private async fail(run_id: string, frontier: StepFrontier, message: string): Promise<WatchdogVerdict> {
+    const error: RunError = { code: 'RunStalled', error_code: ErrorCode.Stalled, message };
+    const { ended } = await endRun(this.deps.store, run_id, {
+      outcome: { status: 'failed', error },
+      step_id: STEP_ID,
+      events: [{ event: stepFailedEvent(STEP_ID, error) }],
+      closing: { content: ToolResultText.unavailable(), error_code: ErrorCode.WorkerLost },
+    });
+    if (ended) this.deps.logger.error('watchdog failed a run that made no progress', { run_id, step_id: STEP_ID, iteration: frontier.next, error_code: ErrorCode.Stalled });
+    return 'failed';
+  }
+}
+
+/** Removes a job that finished (completed or failed), so a job with its id can be added again. */
+async function removeFinished(queue: Queue, id: string): Promise<void> {
+  const job: Job | undefined = await queue.getJob(id);
+  if (job && (await job.isCompleted() || await job.isFailed())) await job.remove();
+}

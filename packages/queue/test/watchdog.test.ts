@@ -1,0 +1,142 @@
+import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
+import { JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { QueuePool } from '../src/engine/join.ts';
+import { Watchdog } from '../src/engine/watchdog.ts';
+import { Registry } from '../src/registry.ts';
+import { FAST, collect } from './harness.ts';
+
+const prefixes: string[] = [];
+const open: { close(): Promise<void> }[] = [];
+const redis = new Redis(TEST_REDIS_URL);
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.close();
+});
+afterAll(async () => {
+  for (const prefix of prefixes) await cleanupPrefix(prefix);
+  await redis.quit();
+});
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const echo = tool({ name: 'wd_echo', description: 'echo', input_schema: { type: 'object' }, handler: () => 'echoed' });
+const agent = new Agent({ name: 'watched', tools: [echo] });
+
+/** A run stopped with its round open: a provider-only worker fanned the call out, and the tool job is waiting. */
+async function runWithOpenRound(name: string, watchdog_ms = 600_000) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const logger = capturingLogger();
+  const provider = scriptedProvider([toolCall('wd_echo', {}, 'c1'), reply('done')]);
+  const providerWorker = await startWorker({ agents: [agent], provider, roles: ['provider'], redis: TEST_REDIS_URL, prefix, logger, ...FAST, watchdog_ms });
+  open.push(providerWorker);
+  const client = createClient({ redis: TEST_REDIS_URL, prefix });
+  open.push(client);
+  const { run_id } = await client.enqueue({ agent: 'watched', input: 'go' });
+  const tag = keysFor(prefix).tag;
+  const toolQueue = new Queue(QueueName.tool('wd_echo'), { connection: redis, prefix: tag });
+  const providerQueue = new Queue(QueueName.provider('scripted'), { connection: redis, prefix: tag });
+  open.push(toolQueue, providerQueue);
+  const toolJobId = JobId.tool(run_id, 's1', 1, 'c1');
+  await until(async () => (await toolQueue.getJobState(toolJobId)) === 'waiting');
+  return { prefix, logger, client, run_id, toolQueue, providerQueue, toolJobId, provider, providerWorker };
+}
+
+describe('the watchdog', () => {
+  it('re-adds a run\'s in-flight tool job deleted by hand, and the run completes', async () => {
+    const { prefix, logger, client, run_id, toolQueue, toolJobId } = await runWithOpenRound('wd-repair', 400);
+    await toolQueue.remove(toolJobId);
+    expect(await toolQueue.getJobState(toolJobId)).toBe('unknown');
+    const toolWorker = await startWorker({ agents: [agent], roles: ['tools'], redis: TEST_REDIS_URL, prefix, logger, ...FAST, watchdog_ms: 400 });
+    open.push(toolWorker);
+    const run = await client.wait(run_id, { timeout_ms: 10_000 });
+    expect(run.status).toBe('completed');
+    expect(run.output).toBe('done');
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    expect(events.filter((event) => event.kind === 'ToolCallCompleted')).toHaveLength(1);
+    expect(logger.lines.some((line) => line.startsWith('watchdog re-added the next job'))).toBe(true);
+  });
+
+  it('re-adds a provider job deleted before any worker took it', async () => {
+    const prefix = testPrefix('wd-provider');
+    prefixes.push(prefix);
+    // Registers the agent, then goes away: the run waits in its queue.
+    const first = await startWorker({ agents: [agent], provider: scriptedProvider([reply('hello')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, watchdog_ms: 400 });
+    await first.close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'watched', input: 'go' });
+    const providerQueue = new Queue(QueueName.provider('scripted'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(providerQueue);
+    expect(await providerQueue.remove(JobId.provider(run_id, 's1', 1))).toBe(1);
+    const worker = await startWorker({ agents: [agent], provider: scriptedProvider([reply('hello')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, watchdog_ms: 400 });
+    open.push(worker);
+    const run = await client.wait(run_id, { timeout_ms: 10_000 });
+    expect(run).toMatchObject({ status: 'completed', output: 'hello' });
+  });
+
+  it('leaves a run alone while a job that can move it is queued, however long it waits', async () => {
+    const { prefix, run_id, toolQueue, toolJobId } = await runWithOpenRound('wd-queued');
+    const watchdog = standaloneWatchdog(prefix);
+    const { nowMs } = await watchdog.store.staleRuns(0, 10);
+    expect(await watchdog.dog.check(run_id, nowMs)).toBe('moving');
+    expect(await toolQueue.getJobState(toolJobId)).toBe('waiting');
+  });
+
+  it('fails a run it cannot move with `stalled` after its repairs, closing its open call once', async () => {
+    const { prefix, client, run_id, toolQueue, providerQueue, toolJobId, providerWorker } = await runWithOpenRound('wd-stalled');
+    await providerWorker.close();
+    const watchdog = standaloneWatchdog(prefix);
+    const verdicts: string[] = [];
+    for (let round = 0; round < 4; round += 1) {
+      // The jobs that could move the run keep disappearing.
+      await toolQueue.remove(toolJobId);
+      for (const n of [1, 2]) await providerQueue.remove(JobId.provider(run_id, 's1', n));
+      const { nowMs } = await watchdog.store.staleRuns(0, 10);
+      verdicts.push(await watchdog.dog.check(run_id, nowMs));
+    }
+    expect(verdicts).toEqual(['repaired', 'repaired', 'repaired', 'failed']);
+    const run = await client.get(run_id);
+    expect(run).toMatchObject({ status: 'failed', error: { code: 'RunStalled', error_code: 'stalled' } });
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    expect(events.slice(-3).map((event) => [event.kind, (event as { error_code?: string }).error_code])).toEqual([
+      ['ToolCallFailed', 'worker_lost'],
+      ['StepExecutionFailed', 'stalled'],
+      ['RunFailed', 'stalled'],
+    ]);
+    // An ended run leaves the active set: nothing more to watch.
+    expect(await redis.zscore(keysFor(prefix).activeRuns, run_id)).toBeNull();
+  });
+
+  it('fails at once a run whose agent no worker has ever registered', async () => {
+    const { prefix, client, run_id, providerWorker } = await runWithOpenRound('wd-unregistered');
+    await providerWorker.close();
+    await redis.del(keysFor(prefix).agent('watched'));
+    const watchdog = standaloneWatchdog(prefix);
+    const { nowMs } = await watchdog.store.staleRuns(0, 10);
+    expect(await watchdog.dog.check(run_id, nowMs)).toBe('failed');
+    const run = await client.get(run_id);
+    expect(run?.error?.message).toMatch(/no worker has registered agent 'watched'/);
+    const events: TraceEvent[] = await collect(client, run_id);
+    assertEventInvariants(events);
+  });
+});
+
+function standaloneWatchdog(prefix: string) {
+  const store = new RunStore(redis, prefix, 60);
+  const queues = new QueuePool(redis, store.keys.tag);
+  open.push(queues);
+  const dog = new Watchdog({ store, redis, queues, registry: new Registry(redis, store.keys, 20_000), logger: silentLogger, worker_id: 'test', watchdog_ms: 1 });
+  return { store, dog };
+}
