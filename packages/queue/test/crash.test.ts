@@ -94,12 +94,27 @@ describe('crashes', () => {
       assertEventInvariants(events);
       const blockEvents = events.filter((event) => 'tool_call_id' in event && event.tool_call_id === 'call_2');
       expect(blockEvents.map((event) => event.kind)).toEqual(['ToolCallStarted', 'ToolCallFailed']);
-      expect(blockEvents[1]).toMatchObject({ error_code: 'tool_error' });
+      expect(blockEvents[1]).toMatchObject({ error_code: 'worker_lost' });
       expect(events.filter((event) => event.kind === 'ProviderResponseReceived')).toHaveLength(2);
     } finally {
       await second.close();
       await client.close();
     }
+  });
+
+  it('does not count a delivery lost to a dead worker against the tool\'s retries', async () => {
+    const { start, counter, client } = setup('lost-not-retry');
+    const first = await start();
+    const { run_id } = await client.enqueue({ agent: 'flaky_agent', input: 'go' });
+    await first.exited;
+    await start();
+    const run = await client.wait(run_id, { timeout_ms: 30_000 });
+    expect(run.status).toBe('completed');
+    expect(await counter('crash_then_flaky')).toBe(3);
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    expect(events.filter((event) => 'tool_call_id' in event).map((event) => event.kind)).toEqual(['ToolCallStarted', 'ToolCallStarted', 'ToolCallStarted', 'ToolCallCompleted']);
+    await client.close();
   });
 
   it('does not call the model again for a response recorded before the worker died', async () => {

@@ -83,10 +83,13 @@ export function cancelledCall(planned: PlannedCall, place: CallPlace, duration_m
   };
 }
 
-/** A call whose jobs were all spent without a recorded result (e.g. a worker died every time). */
-export function lostCall(planned: PlannedCall, place: CallPlace): SettledCall {
+/**
+ * A call whose jobs were all spent without a recorded result: `worker_lost` when its worker kept
+ * dying under it (the stall limit), else `tool_error`.
+ */
+export function lostCall(planned: PlannedCall, place: CallPlace, error_code: 'tool_error' | 'worker_lost' = 'tool_error'): SettledCall {
   return {
     content: ToolResultText.unavailable(),
-    terminal: { kind: 'ToolCallFailed', ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id, duration_ms: 0, error_code: 'tool_error' },
+    terminal: { kind: 'ToolCallFailed', ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id, duration_ms: 0, error_code },
   };
 }

@@ -136,7 +136,8 @@ export class ProviderJobProcessor {
     // Folding is deterministic, so the request built from this state is the one any delivery would send.
     const call = this.prepareCall(context, ready.state);
     const requestSent = requestSentEvent(step_id, iteration, call.provider_id, call.request);
-    const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent }]);
+    // One per delivery: a write sent again after a lost reply adds it once.
+    const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent, once: `sent|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (!state) return 'stale';
     const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response } : await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
@@ -295,7 +296,8 @@ export class ProviderJobProcessor {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = attemptsOf(job);
     const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
-    await store.append(run_id, [{ event: providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)) }]);
+    const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
+    await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
       await providerQueue.rateLimit(waitMs);
       throw Worker.RateLimitError();
@@ -352,7 +354,7 @@ export class ProviderJobProcessor {
   /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
   private async runInline(run_id: string, planned: ExecuteCall, place: { step_id: string; iteration: number }): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
-      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, numberedPerDelivery: false, firstDelivery: false, fannedOut: false });
+      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, firstDelivery: false, fannedOut: false });
       if (!retry) return;
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.deps.options.tool_backoff_ms, 10_000)));
     }

@@ -6,7 +6,6 @@ import {
   type ToolLogger,
   runHandler,
   settleExecution,
-  shouldRetryTool,
   toolStartedEvent,
 } from '@arcflow/core';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
@@ -45,12 +44,6 @@ export interface Attempt {
   /** No attempt follows this one, whatever its outcome. */
   readonly last: boolean;
   /**
-   * Every delivery of the work gets its own number (a tool job's, counted by BullMQ), so its
-   * `ToolCallStarted` cannot be written twice and needs no dedupe id. An inline call re-run by a
-   * re-delivered provider job counts from 1 again, and does.
-   */
-  readonly numberedPerDelivery: boolean;
-  /**
    * The first delivery of a tool job: no earlier delivery can have recorded the call, so the
    * handler starts without asking the store first (see {@link attemptToolCall}).
    */
@@ -85,7 +78,8 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   const call = roundCall(planned, place, attempt.fannedOut);
   // Stamped now: a first delivery writes it after the handler has started.
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
-  const once = attempt.numberedPerDelivery ? '' : `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;
+  // Written at most once per attempt, even when a lost reply makes the client send the write again.
+  const once = `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;
   if (!attempt.firstDelivery) {
     // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
     const start = await store.startToolCall(run_id, call, started, once);
@@ -116,7 +110,9 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     if (outcome.status === 'error') {
       logger.error('tool handler failed', { tool: planned.tool.name, run_id, tool_call_id: planned.call.id, attempt: attempt.number, error: outcome.error });
     }
-    if (!attempt.last && shouldRetryTool(outcome, attempt.number, planned.tool.retries)) {
+    // `last` counts handler failures only (BullMQ's attemptsMade, or the inline loop's count), so a
+    // delivery lost to a dead worker never uses up a retry.
+    if (!attempt.last && outcome.status === 'error') {
       failSpan(span, 'tool_error');
       // The attempt leaves its `ToolCallStarted` in the log before the next one starts.
       await startedWrite?.now();

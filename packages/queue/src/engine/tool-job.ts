@@ -29,7 +29,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       data.run_id,
       callFromJob(data, tool),
       { step_id: data.step_id, iteration: data.iteration },
-      { number: attempt, last: job.attemptsMade + 1 >= attempts, numberedPerDelivery: true, firstDelivery: attempt === 1, fannedOut: true },
+      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true },
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
@@ -38,16 +38,17 @@ export function toolJobProcessor(deps: ToolJobDeps) {
 }
 
 /**
- * A tool job that BullMQ failed for good without recording its call (it stalled too often, or
- * recording itself kept failing): the call gets its failure result, so the round can settle.
+ * A tool job that BullMQ failed for good without recording its call: the call gets its failure
+ * result, so the round can settle. A job that lost its worker more often than the stall limit
+ * allows ends `worker_lost`; one whose recording kept failing, `tool_error`.
  */
-export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobData>): Promise<void> {
+export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobData>, lostWorker: boolean): Promise<void> {
   const data = job.data;
   const tool = deps.tools.get(data.tool_name);
   if (!tool) return;
   const place = { step_id: data.step_id, iteration: data.iteration };
   const planned = callFromJob(data, tool);
-  const lost = lostCall(planned, place);
+  const lost = lostCall(planned, place, lostWorker ? 'worker_lost' : 'tool_error');
   const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), lost);
   if (recorded?.openInRound === 0) await joinRound(deps, data);
 }

@@ -112,6 +112,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     close: () => {
       closing ??= (async () => {
         clearInterval(heartbeat);
+        await watchdog.close();
         await registry.withdraw(id, registrations.keys()).catch(() => undefined);
         await Promise.all(workers.map((worker) => worker.close()));
         await queues.close();
@@ -125,7 +126,12 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
 
 /** BullMQ will not try this job again: its attempts are spent, or it stalled too often. */
 function failedForGood(job: Job, reason: string | undefined): boolean {
-  return job.attemptsMade >= attemptsOf(job) || reason?.includes('stalled') === true;
+  return job.attemptsMade >= attemptsOf(job) || stalledOut(reason);
+}
+
+/** BullMQ failed the job because it lost its worker more often than `maxStalledCount` allows. */
+function stalledOut(reason: string | undefined): boolean {
+  return reason?.includes('stalled more than allowable limit') === true;
 }
 
 /** A provider job that BullMQ failed for good fails its run. */
