@@ -7,7 +7,18 @@ export function formatEvent(event: TraceEvent): string {
   const details = Object.entries(fields)
     .map(([key, value]) => `${key}=${typeof value === 'object' ? compact(value) : String(value)}`)
     .join(' ');
-  return `${String(seq).padStart(4)}  ${kind.padEnd(26)} ${where.padEnd(6)} ${details}`;
+  return printable(`${String(seq).padStart(4)}  ${kind.padEnd(26)} ${where.padEnd(6)} ${details}`);
+}
+
+/**
+ * Text made safe for a terminal: control characters (newlines, escape sequences, C1 codes) are
+ * shown as `\xNN` / `\uNNNN`, so a name or message from outside cannot forge or colour lines.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (char) => {
+    const code = char.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
 function compact(value: unknown): string {
@@ -29,5 +40,5 @@ export function formatRun(run: RunRecord): string {
   if (run.finished_at) lines.push(`duration   ${run.finished_at - run.created_at} ms`);
   if (run.output !== undefined) lines.push(`output     ${run.output}`);
   if (run.error) lines.push(`error      ${run.error.code} (${run.error.error_code}): ${run.error.message}`);
-  return lines.join('\n');
+  return lines.map(printable).join('\n');
 }

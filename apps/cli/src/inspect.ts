@@ -1,5 +1,6 @@
 import type { RunRecord, TraceEvent } from 'arcflow';
 import { type CallOrder, roundKey } from './call-order.ts';
+import { printable } from './format.ts';
 
 interface CallNode {
   name: string;
@@ -109,7 +110,7 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
       });
     });
   });
-  return lines.join('\n');
+  return lines.map(printable).join('\n');
 }
 
 /** A round's calls in the given order of ids; calls it does not list keep their place after those. */

@@ -85,6 +85,12 @@ describe('arcflow CLI', () => {
     const badJson = await arcflow('enqueue', 'travel_researcher', 'hi', '--config', '{max');
     expect(badJson.code).toBe(1);
     expect(badJson.stderr).toContain('--config is not valid JSON');
+    const badTimeout = await arcflow('enqueue', 'travel_researcher', 'hi', '--wait', '--timeout-ms', 'abc');
+    expect(badTimeout.code).toBe(1);
+    expect(badTimeout.stderr).toContain('arcflow: --timeout-ms must be a whole number of milliseconds, got "abc"');
+    const badRun = await arcflow('get', 'run_x:events');
+    expect(badRun.code).toBe(1);
+    expect(badRun.stderr).toMatch(/^arcflow: run_id must match/);
     const usage = await arcflow('frobnicate');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("unknown command 'frobnicate'");

@@ -25,3 +25,5 @@ export { runLocal, type RunLocalOptions, type LocalRun } from './runner/run-loca
 export { LocalEventLog } from './runner/event-log.ts';
 export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
 export { stderrLogger, silentLogger } from './logger.ts';
+export { jsonProblem, checkRequestJson, REQUEST_JSON_LIMITS } from './json-limits.ts';
+export { describeError, logLine, loggable } from './logger.ts';

@@ -1,5 +1,6 @@
 import {
   MAX_INPUT_BYTES,
+  NamePattern,
   RequestError,
   type RunRecord,
   RUN_TERMINAL_KINDS,
@@ -50,6 +51,14 @@ const WAIT_POLL_MS = 2_000;
 const REGISTRATION_CACHE_MS = 5_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 
+/** A run id of the form arcflow keeps, before it goes into any key; else a clear error. */
+function checkRunId(run_id: unknown): string {
+  if (typeof run_id !== 'string' || !NamePattern.runId.test(run_id)) {
+    throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)?.slice(0, 120)}`);
+  }
+  return run_id;
+}
+
 /** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
 export function createClient(options: ClientOptions = {}): ArcflowClient {
   const connection = resolveConnection(options);
@@ -89,7 +98,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
 
   const client: ArcflowClient = {
     async enqueue(request) {
-      if (typeof request?.agent !== 'string' || request.agent === '') throw new RequestError('invalid_request', 'agent must be a non-empty string');
+      if (typeof request?.agent !== 'string' || !NamePattern.agent.test(request.agent)) {
+        throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(request?.agent)?.slice(0, 120)}`);
+      }
       if (typeof request.input !== 'string') throw new RequestError('invalid_input', 'input must be a string');
       const size = byteSize(request.input);
       if (size > MAX_INPUT_BYTES) throw new RequestError('input_too_large', `input is ${size} bytes; the limit is ${MAX_INPUT_BYTES}`);
@@ -123,10 +134,15 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       return { run_id, created };
     },
 
-    get: (run_id) => store.getRun(run_id),
+    get: async (run_id) => store.getRun(checkRunId(run_id)),
 
     async wait(run_id, waitOptions = {}) {
-      const deadline = Date.now() + (waitOptions.timeout_ms ?? 60_000);
+      checkRunId(run_id);
+      const timeoutMs = waitOptions.timeout_ms ?? 60_000;
+      if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
+        throw new RequestError('invalid_request', `timeout_ms must be a number of milliseconds >= 0, got ${JSON.stringify(timeoutMs)}`);
+      }
+      const deadline = Date.now() + timeoutMs;
       await subscribe();
       let wake: () => void = () => {};
       const set = waiters.get(run_id) ?? new Set();
@@ -154,6 +170,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
 
     events(run_id, eventOptions = {}) {
+      checkRunId(run_id);
       return {
         async *[Symbol.asyncIterator]() {
           let next = 0;
@@ -171,6 +188,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
 
     async cancel(run_id) {
+      checkRunId(run_id);
       const status = await store.status(run_id);
       if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
       const { ended, closed } = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });

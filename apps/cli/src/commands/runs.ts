@@ -25,6 +25,15 @@ export function parseJsonFlag(flag: string, value: string | undefined): unknown 
   }
 }
 
+/** A flag holding a whole number of milliseconds, or a clear refusal naming it. */
+export function wholeMilliseconds(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new RequestError('invalid_request', `${flag} must be a whole number of milliseconds, got ${JSON.stringify(value)}`);
+  }
+  return Number(value);
+}
+
 export interface EnqueueFlags {
   config?: string;
   'exec-config'?: string;
@@ -48,7 +57,7 @@ export async function enqueueCommand(agent: string, input: string, flags: Enqueu
       console.log(flags.json ? JSON.stringify({ run_id }) : run_id);
       return 0;
     }
-    const run = await client.wait(run_id, { timeout_ms: Number(flags['timeout-ms'] ?? 600_000) });
+    const run = await client.wait(run_id, { timeout_ms: wholeMilliseconds('--timeout-ms', flags['timeout-ms']) ?? 600_000 });
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
     return run.status === 'completed' ? 0 : 1;
   });

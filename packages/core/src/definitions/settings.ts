@@ -1,3 +1,4 @@
+import { checkRequestJson } from '../json-limits.ts';
 import { LOOP_DETECTION_DEFAULTS, TOOL_EXECUTION_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 
@@ -44,6 +45,7 @@ const LOOP_DETECTION_KEYS = ['window', 'threshold', 'action'];
 /** Checks a run config's shape; throws a {@link ConfigError} naming the first problem. */
 export function checkRunConfig(config: unknown, where = 'config'): RunConfig {
   if (config === undefined || config === null) return {};
+  checkRequestJson(where, config);
   const object = plainObject(config, where, RUN_CONFIG_KEYS);
   if (object.model !== undefined && (typeof object.model !== 'string' || object.model === '')) {
     throw new ConfigError(`${where}.model must be a non-empty string`);

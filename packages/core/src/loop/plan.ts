@@ -1,4 +1,5 @@
 import { byteSize } from '../canonical.ts';
+import { jsonProblem } from '../json-limits.ts';
 import type { Agent } from '../definitions/agent.ts';
 import { MAX_ARGUMENT_BYTES } from '../defaults.ts';
 import type { StepSettings } from '../definitions/settings.ts';
@@ -123,21 +124,8 @@ export function parseArguments(raw: string): ParsedArguments {
   } catch {
     return { ok: false, violation: NOT_JSON };
   }
-  const problem = unrepresentable(value);
-  return problem === undefined ? { ok: true, value } : { ok: false, violation: problem };
+  const problem = jsonProblem(value, MAX_ARGUMENT_DEPTH);
+  return problem === undefined ? { ok: true, value } : { ok: false, violation: `arguments ${problem}` };
 }
 
 const NOT_JSON = 'arguments are not valid JSON';
-
-/** Why a parsed value would not survive a JSON round trip, if it would not (walked without recursion). */
-function unrepresentable(root: unknown): string | undefined {
-  const stack: [unknown, number][] = [[root, 0]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (typeof value === 'number' && !Number.isFinite(value)) return 'arguments hold a number outside the range JSON numbers can carry';
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= MAX_ARGUMENT_DEPTH) return `arguments are nested more than ${MAX_ARGUMENT_DEPTH} levels deep`;
-    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push([child, depth + 1]);
-  }
-  return undefined;
-}

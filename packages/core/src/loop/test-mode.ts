@@ -1,4 +1,6 @@
 import { ConfigError } from '../errors.ts';
+import { checkRequestJson } from '../json-limits.ts';
+import { NamePattern } from '../names.ts';
 import { type ProviderResponse, ProviderFailure, ZERO_TOKENS } from '../provider.ts';
 
 /** One scripted turn of test mode: text, or tool calls. */
@@ -20,6 +22,7 @@ export const TEST_PROVIDER_ID = 'test';
 export function checkExecConfig(value: unknown): ExecConfig {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('exec_config must be an object');
+  checkRequestJson('exec_config', value);
   const test = (value as Record<string, unknown>).test;
   if (test === undefined) return value as ExecConfig;
   const steps = (test as Record<string, unknown> | null)?.steps;
@@ -39,6 +42,11 @@ function checkTestStep(where: string, step: unknown): void {
     if (!Array.isArray(calls) || calls.some((call) => typeof (call as { name?: unknown })?.name !== 'string')) {
       throw new ConfigError(`${where}.responses[${index}] needs 'output' (a string) or 'tool_calls' (an array of {name, arguments})`);
     }
+    calls.forEach((call: { id?: unknown }, position: number) => {
+      if (call.id !== undefined && (typeof call.id !== 'string' || !NamePattern.toolCallId.test(call.id))) {
+        throw new ConfigError(`${where}.responses[${index}].tool_calls[${position}].id must match ${NamePattern.toolCallId}, got ${JSON.stringify(call.id)}`);
+      }
+    });
   });
 }
 

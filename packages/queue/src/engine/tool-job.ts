@@ -1,4 +1,4 @@
-import { type ToolDefinition, lostCall } from '@arcflow/core';
+import { MAX_ARGUMENT_DEPTH, NamePattern, type ToolDefinition, ToolResultText, jsonProblem, lostCall, plannedCallEvents } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -19,16 +19,37 @@ export interface ToolJobDeps extends ToolRuntime {
 export function toolJobProcessor(deps: ToolJobDeps) {
   return async (job: Job<ToolJobData>): Promise<string> => {
     const data = job.data;
+    const malformed = malformedJobData(data);
+    if (malformed) {
+      // Not a job this engine wrote (anyone with Redis access can add one): nothing to run or record.
+      deps.logger.error('tool job refused: its data is malformed', { job_id: job.id, problem: malformed });
+      return 'refused';
+    }
     const tool = deps.tools.get(data.tool_name);
     if (!tool) throw new Error(`this worker does not serve tool '${data.tool_name}'`);
+    const planned = callFromJob(data, tool);
+    const place = { step_id: data.step_id, iteration: data.iteration };
+    // What runs is what a schema checked, whoever added the job.
+    const violation = argumentViolation(tool, data.args);
+    if (violation !== undefined) {
+      deps.logger.error('tool job refused: its arguments fail the schema', { run_id: data.run_id, step_id: data.step_id, iteration: data.iteration, tool_call_id: data.tool_call_id, tool: tool.name });
+      const [started, terminal] = plannedCallEvents({ ...planned, action: 'reject', content: ToolResultText.invalidArguments(violation), reason: { type: 'invalid_arguments', tool, violation, input_size_bytes: data.input_size_bytes } }, place);
+      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), {
+        content: ToolResultText.invalidArguments(violation),
+        terminal: terminal!,
+        started: { event: started!, ts: Date.now() },
+      });
+      if (recorded?.openInRound === 0) await joinRound(deps, data);
+      return 'refused';
+    }
     const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
     const { retry, roundSettled } = await attemptToolCall(
       deps,
       data.run_id,
-      callFromJob(data, tool),
-      { step_id: data.step_id, iteration: data.iteration },
+      planned,
+      place,
       { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true },
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
@@ -56,4 +77,24 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
 /** The round of this tool job is settled: on to its join, provider job `n+1`. */
 function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
   return enqueueJoin(deps.queues, data.join, joinJobData(data));
+}
+
+/** Why a job's arguments may not reach the handler: not plain JSON, or not what the tool's schema admits. */
+function argumentViolation(tool: ToolDefinition, args: unknown): string | undefined {
+  const problem = jsonProblem(args, MAX_ARGUMENT_DEPTH);
+  return problem === undefined ? tool.check(args) : `arguments ${problem}`;
+}
+
+/** What is wrong with a tool job's data, if anything: its ids go into keys and events. */
+function malformedJobData(data: ToolJobData): string | undefined {
+  if (data === null || typeof data !== 'object') return 'data is not an object';
+  if (typeof data.run_id !== 'string' || !NamePattern.runId.test(data.run_id)) return 'run_id';
+  if (typeof data.step_id !== 'string' || !NamePattern.tool.test(data.step_id)) return 'step_id';
+  if (!Number.isSafeInteger(data.iteration) || data.iteration < 1) return 'iteration';
+  if (!Number.isSafeInteger(data.index) || data.index < 0) return 'index';
+  if (typeof data.tool_call_id !== 'string' || !NamePattern.toolCallId.test(data.tool_call_id)) return 'tool_call_id';
+  if (typeof data.tool_name !== 'string' || !NamePattern.tool.test(data.tool_name)) return 'tool_name';
+  if (!Number.isSafeInteger(data.input_size_bytes) || data.input_size_bytes < 0) return 'input_size_bytes';
+  if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
+  return undefined;
 }

@@ -1,0 +1,78 @@
+import { Agent, ConfigError, tool } from '@arcflow/core';
+import { QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { TEST_REDIS_URL, capturingLogger, cleanupPrefix, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FAST } from './harness.ts';
+
+const prefix = testPrefix('hostile-input');
+const redis = new Redis(TEST_REDIS_URL);
+const executed: unknown[] = [];
+const strict = tool({
+  name: 'strict_tool',
+  description: 'takes a city',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  handler: (args: unknown) => (executed.push(args), 'ran'),
+});
+const agent = new Agent({ name: 'guarded', tools: [strict] });
+const logger = capturingLogger();
+const worker = await startWorker({ agents: [agent], provider: scriptedProvider([reply('ok')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger, ...FAST });
+const client = createClient({ redis: TEST_REDIS_URL, prefix });
+
+afterAll(async () => {
+  await client.close();
+  await worker.close();
+  await cleanupPrefix(prefix);
+  await redis.quit();
+});
+
+const keysUnder = async () => (await redis.keys(`{${prefix}}*`)).sort();
+
+describe('requests from outside are checked before any Redis command', () => {
+  it('refuses agent names and run ids that are not of their form, changing nothing', async () => {
+    const before = await keysUnder();
+    await expect(client.enqueue({ agent: 'guarded:workers', input: 'hi' })).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(client.enqueue({ agent: 'x'.repeat(101), input: 'hi' })).rejects.toMatchObject({ code: 'invalid_request' });
+    for (const bad of ['run_x:events', 'run x', '', 'a'.repeat(101)]) {
+      await expect(client.get(bad)).rejects.toMatchObject({ code: 'invalid_run_id' });
+      await expect(client.cancel(bad)).rejects.toMatchObject({ code: 'invalid_run_id' });
+      await expect(client.wait(bad)).rejects.toMatchObject({ code: 'invalid_run_id' });
+      expect(() => client.events(bad)).toThrow(/run_id must match/);
+    }
+    expect(await keysUnder()).toEqual(before);
+  });
+
+  it('refuses an exec_config or config that is too large, too deep or not plain JSON', async () => {
+    const before = await keysUnder();
+    const huge = { test: { steps: { s1: { output: 'x'.repeat(300 * 1024) } } } };
+    await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config: huge })).rejects.toMatchObject({ code: 'payload_too_large' });
+    let deep: unknown = 'leaf';
+    for (let level = 0; level < 100_000; level += 1) deep = [deep];
+    await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config: { test: { steps: { s1: { output: 'x' } } }, extra: deep } })).rejects.toThrow(/exec_config is nested more than 32 levels deep/);
+    await expect(client.enqueue({ agent: 'guarded', input: 'hi', config: { model: 'm', x: 1n } })).rejects.toThrow(/config holds a value of type bigint/);
+    await expect(client.wait('run_abc', { timeout_ms: Number.NaN })).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(await keysUnder()).toEqual(before);
+  });
+
+  it('refuses a test-mode tool call id that is not a string of the id form at enqueue', async () => {
+    const exec_config = { test: { steps: { s1: { responses: [{ tool_calls: [{ id: 5, name: 'strict_tool', arguments: { city: 'Oslo' } }] }, { output: 'done' }] } } } };
+    await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config })).rejects.toThrow(ConfigError);
+    await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config })).rejects.toThrow(/tool_calls\[0\]\.id must match/);
+  });
+
+  it('never runs a handler on a tool job whose arguments no schema checked', async () => {
+    const queue = new Queue(QueueName.tool('strict_tool'), { connection: redis, prefix: keysFor(prefix).tag });
+    const forged = { run_id: 'run_forged', step_id: 's1', iteration: 1, index: 0, tool_call_id: 'c1', tool_name: 'strict_tool', input_size_bytes: 2, trace: {}, join: { queue: QueueName.provider('scripted'), attempts: 1 } };
+    const bad = await queue.add('strict_tool', { ...forged, args: { city: 42, extra: true } });
+    const malformed = await queue.add('strict_tool', { ...forged, run_id: 'run:x', args: { city: 'Oslo' } });
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && !((await bad.isCompleted()) && (await malformed.isCompleted()))) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await bad.isCompleted()).toBe(true);
+    expect(executed).toEqual([]);
+    expect(logger.lines.some((line) => line.startsWith('tool job refused: its arguments fail the schema'))).toBe(true);
+    expect(logger.lines.some((line) => line.startsWith('tool job refused: its data is malformed'))).toBe(true);
+    await queue.close();
+  });
+});
+
