@@ -1,6 +1,7 @@
 import {
   MAX_INPUT_BYTES,
   NamePattern,
+  silentLogger,
   RequestError,
   type RunRecord,
   RUN_TERMINAL_KINDS,
@@ -21,6 +22,7 @@ import { type AgentRegistration, Registry } from './registry.ts';
 import { RunStore } from './store/run-store.ts';
 import { JobId, QueueName } from './keys.ts';
 import { coalesceWrites } from './redis-writes.ts';
+import { watchConnection, withRedis } from './connection.ts';
 
 export interface EnqueueRequest {
   agent: string;
@@ -32,7 +34,11 @@ export interface EnqueueRequest {
 }
 
 export interface ClientOptions extends ConnectionOptions {
+  /** How long a call may wait for an unreachable Redis before it fails with `redis_unavailable` (default 5000). */
+  redis_timeout_ms?: number;
 }
+
+export const CLIENT_DEFAULTS = Object.freeze({ redis_timeout_ms: 5_000 });
 
 export interface ArcflowClient {
   enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }>;
@@ -63,7 +69,13 @@ function checkRunId(run_id: unknown): string {
 export function createClient(options: ClientOptions = {}): ArcflowClient {
   const connection = resolveConnection(options);
   // Producers fail fast when Redis is down instead of queueing commands forever.
-  const redis = coalesceWrites(new Redis(connection.redis, { maxRetriesPerRequest: 2, lazyConnect: false }));
+  // Commands never wait in a queue while Redis is away, and a command whose reply was lost is not
+  // sent again: `reach` tries the whole operation again, so nothing runs after the caller was told
+  // it failed. A restart shorter than `redis_timeout_ms` goes unnoticed.
+  const redis = coalesceWrites(new Redis(connection.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, lazyConnect: false }));
+  const health = watchConnection(redis, connection.redis, silentLogger);
+  const timeoutMs = options.redis_timeout_ms ?? CLIENT_DEFAULTS.redis_timeout_ms;
+  const reach = <T>(operation: () => Promise<T>) => withRedis(redis, connection.redis, timeoutMs, health.reason, operation);
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const queues = new Map<string, Queue>();
@@ -71,6 +83,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     let queue = queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: redis, prefix: store.keys.tag });
+      queue.on('error', () => undefined); // a lost connection surfaces as the call's redis_unavailable
       queues.set(name, queue);
     }
     return queue;
@@ -89,7 +102,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   const waiters = new Map<string, Set<() => void>>();
   const subscribe = () => {
     if (!subscribed) {
-      subscriber = redis.duplicate();
+      // Subscriptions wait out a reconnect and are restored after it; `wait` also polls.
+      subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+      subscriber.on('error', () => undefined);
       subscriber.on('message', (_channel: string, run_id: string) => waiters.get(run_id)?.forEach((wake) => wake()));
       subscribed = subscriber.subscribe(store.keys.finishedChannel);
     }
@@ -109,32 +124,40 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       }
       checkRunConfig(request.config);
       checkExecConfig(request.exec_config);
-      const registration = await lookup(request.agent);
-      if (!registration) {
-        const known = await registry.known();
-        throw new RequestError(
-          'unknown_agent',
-          `unknown agent '${request.agent}': no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
-        );
-      }
+      // Minted once per call: every retry below creates this same run, or finds it created.
+      const minted = newRunId();
       // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
       const trace = mintRunTrace();
-      const { created, run_id } = await store.createRun(
-        { run_id: newRunId(), agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
-        request.idempotency_key,
-        { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-      );
-      // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
-      const spec = created ? undefined : await store.getSpec(run_id);
-      if (created || spec?.status === 'queued') {
-        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
-        const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
-        await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts));
-      }
-      return { run_id, created };
+      return reach(async () => {
+        const registration = await lookup(request.agent);
+        if (!registration) {
+          const known = await registry.known();
+          throw new RequestError(
+            'unknown_agent',
+            `unknown agent '${request.agent}': no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
+          );
+        }
+        const { run_id } = await store.createRun(
+          { run_id: minted, agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
+          request.idempotency_key,
+          { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+        );
+        const created = run_id === minted;
+        // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
+        const spec = created ? undefined : await store.getSpec(run_id);
+        if (created || spec?.status === 'queued') {
+          const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
+          const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
+          await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts));
+        }
+        return { run_id, created };
+      });
     },
 
-    get: async (run_id) => store.getRun(checkRunId(run_id)),
+    get: async (run_id) => {
+      checkRunId(run_id);
+      return reach(() => store.getRun(run_id));
+    },
 
     async wait(run_id, waitOptions = {}) {
       checkRunId(run_id);
@@ -153,7 +176,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
             wake = resolve;
             set.add(resolve);
           });
-          const run = await store.getRun(run_id);
+          const run = await reach(() => store.getRun(run_id));
           if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
           const left = deadline - Date.now();
           if (TERMINAL_STATUSES.has(run.status) || left <= 0) return run;
@@ -175,12 +198,12 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         async *[Symbol.asyncIterator]() {
           let next = 0;
           for (;;) {
-            const batch = await store.events(run_id, next);
+            const batch = await reach(() => store.events(run_id, next));
             for (const event of batch) yield event;
             next += batch.length;
             const ended = batch.some((event) => RUN_TERMINAL_KINDS.has(event.kind));
             if (!eventOptions.follow || ended) return;
-            if (next === 0 && !(await store.status(run_id))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+            if (next === 0 && !(await reach(() => store.status(run_id)))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
             await new Promise((resolve) => setTimeout(resolve, eventOptions.poll_ms ?? 100));
           }
         },
@@ -189,16 +212,18 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
 
     async cancel(run_id) {
       checkRunId(run_id);
-      const status = await store.status(run_id);
-      if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-      const { ended, closed } = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
-      if (ended) {
-        await redis.publish(store.keys.cancelChannel, run_id);
-        // The closed calls' jobs still queued would only find the run ended: remove them (a job
-        // already running is locked, stays, and is told by the publish above).
-        await Promise.all(closed.map((call) => queueFor(QueueName.tool(call.tool_name)).remove(JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
-      }
-      return { cancelled: ended, status: (await store.status(run_id)) ?? status };
+      return reach(async () => {
+        const status = await store.status(run_id);
+        if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+        const { ended, closed } = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
+        if (ended) {
+          await redis.publish(store.keys.cancelChannel, run_id);
+          // The closed calls' jobs still queued would only find the run ended: remove them (a job
+          // already running is locked, stays, and is told by the publish above).
+          await Promise.all(closed.map((call) => queueFor(QueueName.tool(call.tool_name)).remove(JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+        }
+        return { cancelled: ended, status: (await store.status(run_id)) ?? status };
+      });
     },
 
     async close() {

@@ -14,6 +14,7 @@ export class QueuePool {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: this.connection, prefix: this.prefix });
+      queue.on('error', () => undefined); // the worker's connection watch reports Redis going away, once
       this.queues.set(name, queue);
     }
     return queue;

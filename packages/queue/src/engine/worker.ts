@@ -4,6 +4,7 @@ import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
 import { coalesceWrites } from '../redis-writes.ts';
+import { isConnectionError, watchConnection } from '../connection.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import { CancellationListener } from './cancellation.ts';
@@ -39,10 +40,17 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
   // CPU, since ioredis's auto-pipelining costs more per command than a corked socket.
   const connection = coalesceWrites(new Redis(options.redis, { maxRetriesPerRequest: null }));
+  // One line when Redis goes away and one when it is back, not an error per retry.
+  watchConnection(connection, options.redis, options.logger);
+  const logWorkerError = (message: string, fields: Record<string, unknown>) => (error: Error) => {
+    if (!isConnectionError(error)) options.logger.error(message, { ...fields, error });
+  };
   const store = new RunStore(connection, options.prefix, options.retention_seconds);
   const bullPrefix = store.keys.tag;
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
-  const cancellation = await CancellationListener.start(connection.duplicate(), store.keys.cancelChannel, (run_id) => {
+  const listener = connection.duplicate();
+  listener.on('error', () => undefined); // reported once, by the main connection's watch
+  const cancellation = await CancellationListener.start(listener, store.keys.cancelChannel, (run_id) => {
     emitRunSpanOnce(store, run_id).catch((error) => options.logger.warn('root span for a cancelled run failed', { run_id, error }));
   });
   const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
@@ -70,7 +78,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
     });
     worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
-    worker.on('error', (error) => options.logger.error('provider worker error', { error }));
+    worker.on('error', logWorkerError('provider worker error', {}));
     workers.push(worker);
     for (const agent of agents.values()) {
       registrations.set(agent.name, { provider_queue: providerQueueName, tools: agent.tools.map((tool) => tool.name), provider_attempts: options.provider_attempts });
@@ -90,7 +98,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         if (!job || !failedForGood(job, error?.message)) return;
         settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) => options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }));
       });
-      worker.on('error', (error) => options.logger.error('tool worker error', { tool: tool.name, error }));
+      worker.on('error', logWorkerError('tool worker error', { tool: tool.name }));
       workers.push(worker);
     }
   }

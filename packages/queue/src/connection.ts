@@ -1,0 +1,84 @@
+import { RequestError, type ToolLogger } from '@arcflow/core';
+import type { Redis } from 'ioredis';
+
+/** A Redis URL fit for messages and logs: any password is replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return url.replace(/\/\/([^@/]*)@/, '//***@');
+  }
+}
+
+/** Errors that mean Redis cannot be reached right now, as ioredis and Node report them. */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/.test(code)) return true;
+  return (
+    error.name === 'MaxRetriesPerRequestError' ||
+    /Stream isn't writeable|Connection is closed|Connection in subscriber mode|connect ETIMEDOUT|Command timed out/.test(error.message)
+  );
+}
+
+/**
+ * Watches a connection and says once, not on every retry, that Redis is away and when it is back:
+ * `waiting for Redis at redis://host:6379 (ECONNREFUSED)`. Also the `error` listener every
+ * connection needs (without one, Node prints each retry's error). `reason()` is the last error's code.
+ */
+export function watchConnection(redis: Redis, url: string, logger: ToolLogger): { reason(): string | undefined } {
+  let down = false;
+  let reason: string | undefined;
+  redis.on('error', (error: Error & { code?: string }) => {
+    reason = error.code ?? error.message;
+    if (down) return;
+    down = true;
+    logger.warn(`waiting for Redis at ${redactUrl(url)} (${reason})`, { redis: redactUrl(url), reason });
+  });
+  redis.on('ready', () => {
+    if (!down) return;
+    down = false;
+    logger.info(`connected to Redis at ${redactUrl(url)}`, { redis: redactUrl(url) });
+  });
+  return { reason: () => reason };
+}
+
+/**
+ * Runs a client operation against a connection that does not queue commands while it is away
+ * (`enableOfflineQueue: false`, no resends): while Redis cannot be reached the operation is tried
+ * again until `timeoutMs` has passed, then fails with a `redis_unavailable` error naming the URL.
+ * An operation that failed this way left nothing queued to run later, so trying it again is safe.
+ */
+export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number, reason: () => string | undefined, operation: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (redis.status !== 'ready') await readyBefore(redis, deadline);
+      return await operation();
+    } catch (error) {
+      if (!isConnectionError(error) && !(error instanceof NotReady)) throw error;
+      if (Date.now() >= deadline) {
+        throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${reason() ?? (error as Error).message}) after ${timeoutMs} ms`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+class NotReady extends Error {}
+
+function readyBefore(redis: Redis, deadline: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new NotReady('not connected'));
+    }, Math.max(0, deadline - Date.now()));
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}
