@@ -4,7 +4,9 @@ import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, startFakeOpenAI, 
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { collect } from './harness.ts';
+import { collect, until as untilEvery } from './harness.ts';
+
+const until = (check: () => Promise<boolean>, timeoutMs = 20_000) => untilEvery(check, timeoutMs, 50);
 
 const FIXTURE = new URL('./fixtures/crash-agents.ts', import.meta.url).pathname;
 const fixture = await import('./fixtures/crash-agents.ts');
@@ -33,13 +35,6 @@ function setup(name: string) {
   return { prefix, start, counter, client: createClient({ redis: TEST_REDIS_URL, prefix }) };
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 const hasEvent = (events: TraceEvent[], kind: string, tool_call_id?: string) =>
   events.some((event) => event.kind === kind && (!tool_call_id || ('tool_call_id' in event && event.tool_call_id === tool_call_id)));

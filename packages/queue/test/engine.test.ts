@@ -2,21 +2,11 @@ import { Agent, ConfigError, type ModelProvider, RequestError, type ToolDefiniti
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowWorker, JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Queue } from 'bullmq';
-import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, reply, scriptedProvider, startFakeOpenAI, testPrefix, toolCall, toolCalls } from '@arcflow/testing';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { FAST, collect } from './harness.ts';
+import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, testPrefix, toolCall, toolCalls } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { FAST, collect, testResources, until } from './harness.ts';
 
-const prefixes: string[] = [];
-const open: { close(): Promise<void> }[] = [];
-const redis = new Redis(TEST_REDIS_URL);
-afterEach(async () => {
-  for (const item of open.splice(0).reverse()) await item.close();
-});
-afterAll(async () => {
-  for (const prefix of prefixes) await cleanupPrefix(prefix);
-  await redis.quit();
-});
+const { prefixes, open, redis } = testResources();
 
 async function engine(name: string, agents: Agent[], provider: ModelProvider = scriptedProvider([reply('ok')], { repeat: true }), extra: Record<string, unknown> = {}) {
   const prefix = testPrefix(name);
@@ -29,13 +19,6 @@ async function engine(name: string, agents: Agent[], provider: ModelProvider = s
   return { prefix, worker, client, start };
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** A tool whose handler waits for its signal: which calls started, and which were aborted. */
 function untilAborted(name: string, options: { concurrency?: number } = {}) {

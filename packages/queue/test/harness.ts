@@ -1,6 +1,8 @@
 import { type Agent, type ModelProvider, type TraceEvent, silentLogger } from '@arcflow/core';
 import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, type ScenarioRunner, scriptedProvider } from '@arcflow/testing';
+import { TEST_REDIS_URL, type ScenarioRunner, cleanupPrefix, scriptedProvider } from '@arcflow/testing';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach } from 'vitest';
 
 /** Fast retry and stall settings for tests. */
 export const FAST = { provider_backoff_ms: 10, tool_backoff_ms: 10, lock_duration_ms: 2_000, stalled_interval_ms: 1_000 } as const;
@@ -34,4 +36,31 @@ export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptio
       await worker.close();
     }
   };
+}
+
+/** Polls `check` until it holds; throws after `timeoutMs`. */
+export async function until(check: () => Promise<boolean>, timeoutMs = 10_000, pollMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
+
+/**
+ * What a test file opens and must clean up: its key prefixes (deleted after the file), things to
+ * close after each test (in reverse order), and one Redis connection for looking underneath.
+ */
+export function testResources(): { prefixes: string[]; open: { close(): Promise<void> }[]; redis: Redis } {
+  const prefixes: string[] = [];
+  const open: { close(): Promise<void> }[] = [];
+  const redis = new Redis(TEST_REDIS_URL);
+  afterEach(async () => {
+    for (const item of open.splice(0).reverse()) await item.close();
+  });
+  afterAll(async () => {
+    for (const prefix of prefixes) await cleanupPrefix(prefix);
+    await redis.quit();
+  });
+  return { prefixes, open, redis };
 }

@@ -1,32 +1,15 @@
 import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
 import { JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QueuePool } from '../src/engine/join.ts';
 import { Watchdog } from '../src/engine/watchdog.ts';
 import { Registry } from '../src/registry.ts';
-import { FAST, collect } from './harness.ts';
+import { FAST, collect, testResources, until } from './harness.ts';
 
-const prefixes: string[] = [];
-const open: { close(): Promise<void> }[] = [];
-const redis = new Redis(TEST_REDIS_URL);
-afterEach(async () => {
-  for (const item of open.splice(0).reverse()) await item.close();
-});
-afterAll(async () => {
-  for (const prefix of prefixes) await cleanupPrefix(prefix);
-  await redis.quit();
-});
+const { prefixes, open, redis } = testResources();
 
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const echo = tool({ name: 'wd_echo', description: 'echo', input_schema: { type: 'object' }, handler: () => 'echoed' });
 const agent = new Agent({ name: 'watched', tools: [echo] });
