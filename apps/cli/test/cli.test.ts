@@ -96,6 +96,23 @@ describe('arcflow CLI', () => {
     expect(usage.stderr).toContain("unknown command 'frobnicate'");
   });
 
+  it('says in one line, without a stack, that Redis cannot be reached (CLI) or that it waits for it (worker)', async () => {
+    const away = { ...env, REDIS_URL: 'redis://ops:hunter2@127.0.0.1:1' };
+    const started = Date.now();
+    const got = await run(process.execPath, [ARCFLOW_BIN, 'get', 'run_abc'], { env: away }).catch((error: { code: number; stderr: string }) => error);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect((got as { code: number }).code).toBe(1);
+    expect((got as { stderr: string }).stderr.trim()).toBe('arcflow: cannot reach Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED) after 5000 ms');
+    const worker = spawn(process.execPath, [ARCFLOW_BIN, 'worker', '--module', EXAMPLE], { env: away, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    worker.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    worker.kill('SIGKILL');
+    const lines = stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED)' });
+  });
+
   it('runs the demo end to end with no API key', async () => {
     const demo = await run(process.execPath, [ARCFLOW_BIN, 'demo', '--runs', '4'], {
       env: { ...env, ARCFLOW_PREFIX: 'arcflow-demo-cli-test' },

@@ -1,10 +1,10 @@
-import { Agent, ConfigError, tool } from '@arcflow/core';
+import { Agent, ConfigError, silentLogger, tool } from '@arcflow/core';
 import { QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, capturingLogger, cleanupPrefix, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, rawCalls, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FAST } from './harness.ts';
+import { FAST, collect, until } from './harness.ts';
 
 const prefix = testPrefix('hostile-input');
 const redis = new Redis(TEST_REDIS_URL);
@@ -28,6 +28,32 @@ afterAll(async () => {
 });
 
 const keysUnder = async () => (await redis.keys(`{${prefix}}*`)).sort();
+
+describe('a model\'s malformed ids, once a run is cancelled', () => {
+  it('cancels a run whose call id held a lone surrogate, closing the call once', async () => {
+    let release!: () => void;
+    const blocker = tool({ name: 'blocker', description: 'waits', input_schema: { type: 'object' }, handler: (_args, ctx) => new Promise((resolve) => { release = () => resolve('late'); ctx.signal.addEventListener('abort', () => resolve('aborted')); }) });
+    const own = testPrefix('hostile-cancel');
+    const model = scriptedProvider([rawCalls([['id\ud800x', 'blocker', '{}']]), reply('done')]);
+    const blockWorker = await startWorker({ agents: [new Agent({ name: 'blocked', tools: [blocker] })], provider: model, redis: TEST_REDIS_URL, prefix: own, logger: silentLogger, ...FAST });
+    const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
+    try {
+      const { run_id } = await ownClient.enqueue({ agent: 'blocked', input: 'go' });
+      await until(async () => (await collect(ownClient, run_id)).some((event) => event.kind === 'ToolCallStarted'));
+      expect(await ownClient.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
+      release?.();
+      const events = await collect(ownClient, run_id);
+      assertEventInvariants(events);
+      const failed = events.filter((event) => event.kind === 'ToolCallFailed');
+      expect(failed).toHaveLength(1);
+      expect(failed[0]).toMatchObject({ tool_call_id: 'call_1_1', error_code: 'cancelled' });
+    } finally {
+      await ownClient.close();
+      await blockWorker.close();
+      await cleanupPrefix(own);
+    }
+  });
+});
 
 describe('requests from outside are checked before any Redis command', () => {
   it('refuses agent names and run ids that are not of their form, changing nothing', async () => {
