@@ -1,9 +1,10 @@
 import { ConfigError, type ModelProvider, openaiProvider } from 'arcflow';
-import { type ArcflowWorker, type WorkerRole, startWorker } from '@arcflow/queue';
+import { type ArcflowWorker, type WorkerRole, newWorkerId, startWorker } from '@arcflow/queue';
 import { startTelemetry } from '@arcflow/telemetry';
 import { readWorkerEnv } from './env.ts';
 import { boundHeapGrowth } from './heap.ts';
 import { loadModule } from './load-module.ts';
+import { workerLogger } from './log.ts';
 
 export interface WorkerProcessOptions {
   module: string;
@@ -30,7 +31,10 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   if (roles.includes('provider') && !provider) {
     throw new ConfigError('no model provider: set OPENAI_API_KEY or OPENAI_BASE_URL, or export `provider` from the module');
   }
+  const worker_id = newWorkerId();
   const worker = await startWorker({
+    worker_id,
+    logger: workerLogger(worker_id),
     agents: loaded.definitions,
     provider,
     roles,

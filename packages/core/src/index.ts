@@ -26,4 +26,4 @@ export { LocalEventLog } from './runner/event-log.ts';
 export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
 export { stderrLogger, silentLogger } from './logger.ts';
 export { jsonProblem, checkRequestJson, REQUEST_JSON_LIMITS } from './json-limits.ts';
-export { describeError, logLine, loggable } from './logger.ts';
+export { describeError, logLine, loggable, withFields } from './logger.ts';

@@ -45,3 +45,12 @@ export function logLine(record: Record<string, unknown>): string {
 function bigintAsText(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? `${value}n` : value;
 }
+
+/** A logger that adds `fields` (a call's run, step and call ids) to every line, under the line's own. */
+export function withFields(logger: ToolLogger, fields: Record<string, unknown>): ToolLogger {
+  return {
+    info: (message, own) => logger.info(message, { ...fields, ...own }),
+    warn: (message, own) => logger.warn(message, { ...fields, ...own }),
+    error: (message, own) => logger.error(message, { ...fields, ...own }),
+  };
+}

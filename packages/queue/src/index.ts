@@ -1,5 +1,5 @@
 export { createClient, type ArcflowClient, type ClientOptions, type EnqueueRequest } from './client.ts';
-export { startWorker, type ArcflowWorker } from './engine/worker.ts';
+export { startWorker, newWorkerId, type ArcflowWorker } from './engine/worker.ts';
 export { type WorkerOptions, type WorkerRole, type ConnectionOptions, CONNECTION_DEFAULTS, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';

@@ -102,13 +102,23 @@ describe('crashes', () => {
     const first = await start();
     const { run_id } = await client.enqueue({ agent: 'flaky_agent', input: 'go' });
     await first.exited;
-    await start();
+    const second = await start();
     const run = await client.wait(run_id, { timeout_ms: 30_000 });
     expect(run.status).toBe('completed');
     expect(await counter('crash_then_flaky')).toBe(3);
     const events = await collect(client, run_id);
     assertEventInvariants(events);
     expect(events.filter((event) => 'tool_call_id' in event).map((event) => event.kind)).toEqual(['ToolCallStarted', 'ToolCallStarted', 'ToolCallStarted', 'ToolCallCompleted']);
+    // The worker's log: JSON lines with time, level, worker and call ids, and the handler's error with its stack.
+    const failure = second
+      .stderr()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.message === 'tool handler failed');
+    expect(failure).toMatchObject({ level: 'error', worker_id: second.id, run_id, step_id: 's1', iteration: 1, tool_call_id: 'call_1', tool: 'crash_then_flaky', error: { name: 'Error', message: 'flaky' } });
+    expect(String((failure!.error as { stack: string }).stack)).toContain('crash-agents.ts');
+    expect(Date.parse(String(failure!.time))).not.toBeNaN();
     await client.close();
   });
 

@@ -2,7 +2,7 @@ import { Agent, ConfigError, type ModelProvider, RequestError, type ToolDefiniti
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowWorker, JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Queue } from 'bullmq';
-import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, testPrefix, toolCall, toolCalls } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, startFakeOpenAI, testPrefix, toolCall, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { FAST, collect, testResources, until } from './harness.ts';
 
@@ -169,7 +169,8 @@ describe('queue engine', () => {
   it('fails the run after 500 × attempts, each a ProviderError', async () => {
     const server = await startFakeOpenAI({ fallback: () => ({ type: 'status', status: 500 }) });
     open.push(server);
-    const { client } = await engine('fivehundred', [new Agent({ name: 'doomed' })], openaiProvider({ base_url: server.url, api_key: 'k' }), { provider_attempts: 3 });
+    const logger = capturingLogger();
+    const { client } = await engine('fivehundred', [new Agent({ name: 'doomed' })], openaiProvider({ base_url: server.url, api_key: 'k' }), { provider_attempts: 3, logger });
     const { run_id } = await client.enqueue({ agent: 'doomed', input: 'hi' });
     const run = await client.wait(run_id, { timeout_ms: 20_000 });
     expect(run.status).toBe('failed');
@@ -179,6 +180,11 @@ describe('queue engine', () => {
     expect(events.filter((event) => event.kind === 'ProviderError').map((event) => (event as { attempt: number }).attempt)).toEqual([1, 2, 3]);
     expect(events.at(-1)).toMatchObject({ kind: 'RunFailed', error_code: 'provider_error' });
     assertEventInvariants(events);
+    // Logged with its status and code, never the body's text.
+    const logged = logger.lines.filter((line) => line.startsWith('provider call failed'));
+    expect(logged).toHaveLength(3);
+    expect(logged[0]).toContain(`"run_id":"${run_id}"`);
+    expect(logged[0]).toContain('"error_code":"server_error","status":500');
   });
 
   it('cancels mid-tool: the handler is aborted, the call ends cancelled once, no further model call', async () => {

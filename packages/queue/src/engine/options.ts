@@ -13,6 +13,8 @@ export interface ConnectionOptions {
 export type WorkerRole = 'provider' | 'tools';
 
 export interface WorkerOptions extends ConnectionOptions {
+  /** This worker's id in the registry and its log (default: a new `worker_…` id). */
+  worker_id?: string;
   /** The agents (and workflows' agents) this worker serves. */
   agents: readonly (Agent | Workflow)[];
   /** The model backend; required for the `provider` role. */

@@ -296,6 +296,8 @@ export class ProviderJobProcessor {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = attemptsOf(job);
     const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
+    // Status and code only: a provider's error text may echo the prompt.
+    this.deps.logger.warn('provider call failed', { run_id, step_id, iteration, provider: provider_id, error_code: failure.error_code, status: failure.status, retryable: failure.retryable, attempt });
     const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
     await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {

@@ -35,7 +35,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const options = resolveWorkerOptions(input);
   const agents = collectAgents(input.agents);
   const tools = collectTools(agents, options.tools);
-  const id = `worker_${randomUUID().slice(0, 8)}`;
+  const id = input.worker_id ?? newWorkerId();
   // One connection for BullMQ and the store; each tick's commands go out in one socket write
   // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
   // CPU, since ioredis's auto-pipelining costs more per command than a corked socket.
@@ -130,6 +130,11 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       return closing;
     },
   };
+}
+
+/** A worker id: `worker_` and 8 hex characters. */
+export function newWorkerId(): string {
+  return `worker_${randomUUID().slice(0, 8)}`;
 }
 
 /** BullMQ will not try this job again: its attempts are spent, or it stalled too often. */
