@@ -58,7 +58,7 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
     const run_id = 'run_refused-1';
     await store.createRun({ run_id, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {} }, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'a' });
     const response = { content: null, finish_reason: 'tool_calls', usage: { input: 2.5, output: 1, total: 3.5 }, tool_calls: [] };
-    await expect(store.recordResponse(run_id, 's1', 1, response, [])).rejects.toThrow(/token counts must be non-negative integers/);
+    await expect(store.recordResponse(run_id, 's1', 1, response, [])).rejects.toThrow(/arcflow: usage.input must be a whole number >= 0/);
     expect((await store.events(run_id)).map((event) => event.kind)).toEqual(['RunEnqueued']);
     expect(await redis.exists(`${store.keys.record(run_id)}:s1:response:1`)).toBe(0);
     expect(await store.getRun(run_id)).toMatchObject({ status: 'queued', usage: { input: 0, output: 0, total: 0 }, iterations: 0 });

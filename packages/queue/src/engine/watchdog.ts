@@ -138,7 +138,7 @@ export class Watchdog {
       outcome: { status: 'failed', error },
       step_id: STEP_ID,
       events: [{ event: stepFailedEvent(STEP_ID, error) }],
-      closing: { content: ToolResultText.unavailable(), error_code: ErrorCode.WorkerLost },
+      closing: { content: ToolResultText.unavailable(), code: ErrorCode.WorkerLost },
     });
     if (ended) this.deps.logger.error('watchdog failed a run that made no progress', { run_id, step_id: STEP_ID, iteration: frontier.next, error_code: ErrorCode.Stalled });
     return 'failed';

@@ -54,7 +54,7 @@ export interface RunEnding {
    * this code. A cancel closes them as `cancelled` unless told otherwise; other endings leave
    * them unless they say (a run failed because it stalled closes them as `worker_lost`).
    */
-  readonly closing?: { readonly content: string; readonly error_code: string };
+  readonly closing?: { readonly content: string; readonly code: string };
 }
 
 /** An event with the time it happened, for an event written some time after (its `ts`). */
@@ -132,15 +132,12 @@ export class RunStore {
       usage_total: '0',
       iterations: '0',
     };
-    const [created, run_id] = (await this.scripts.createRun(
-      this.keys.record(spec.run_id),
-      this.keys.idempotency(idempotency_key ?? spec.run_id),
-      spec.run_id,
-      idempotency_key === undefined ? '0' : '1',
-      Object.keys(fields).length,
-      ...Object.entries(fields).flat(),
-      this.eventJson(enqueued, now),
-    )) as [number, string];
+    const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id)], {
+      run_id: spec.run_id,
+      use_idempotency: idempotency_key !== undefined,
+      fields,
+      enqueued: this.eventJson(enqueued, now),
+    })) as [number, string];
     return { created: created === 1, run_id };
   }
 
@@ -175,7 +172,7 @@ export class RunStore {
 
   /** Appends events unless the run has ended. */
   async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
-    const result = await this.scripts.appendEvents(this.keys.record(run_id), events.length, ...this.pairs(events));
+    const result = await this.scripts.appendEvents([this.keys.record(run_id)], { events: this.pairs(events) });
     return result === 1;
   }
 
@@ -205,16 +202,14 @@ export class RunStore {
     events: readonly PendingEvent[] = [],
     markRunning = false,
   ): Promise<'saved' | 'stale' | 'ended'> {
-    const outcome = await this.scripts.saveState(
-      this.keys.record(run_id),
-      state.step_id,
-      expectedIterations,
-      state.iterations,
-      JSON.stringify(state),
-      markRunning ? '1' : '0',
-      events.length,
-      ...this.pairs(events),
-    );
+    const outcome = await this.scripts.saveState([this.keys.record(run_id)], {
+      step_id: state.step_id,
+      expected: expectedIterations,
+      iterations: state.iterations,
+      json: JSON.stringify(state),
+      mark_running: markRunning,
+      events: this.pairs(events),
+    });
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
 
@@ -234,21 +229,17 @@ export class RunStore {
     open: readonly RoundCall[] = [],
     end?: RunEnding,
   ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
-    const [outcome, stored] = (await this.scripts.recordResponse(
-      this.keys.record(run_id),
+    const [outcome, stored] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
       step_id,
       iteration,
-      JSON.stringify(response),
-      response.usage.input,
-      response.usage.output,
-      response.usage.total,
-      response.tool_calls.length > 0 ? '1' : '0',
-      events.length,
-      ...this.pairs(events),
-      open.length,
-      open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
-      ...(end ? this.finishArgs(end) : ['']),
-    )) as [number, string?];
+      response: JSON.stringify(response),
+      usage: response.usage,
+      has_calls: response.tool_calls.length > 0,
+      events: this.pairs(events),
+      open_count: open.length,
+      open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
+      ending: end ? this.ending(end) : undefined,
+    })) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 && stored ? { response: JSON.parse(stored) as ProviderResponse, recordedNow: false } : { response, recordedNow: true };
   }
@@ -260,17 +251,16 @@ export class RunStore {
    * `undefined` when the run ended before anything was recorded.
    */
   async recordToolResult(run_id: string, call: RoundCall, result: ToolResult): Promise<RecordedResult | undefined> {
-    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
-      this.keys.record(run_id),
-      call.tool_call_id,
-      result.content,
-      call.fanned_out ? '1' : '0',
-      this.eventJson(result.terminal),
-      result.spanTraceparent ?? '',
-      call.step_id,
-      call.iteration,
-      result.started ? this.eventJson(result.started.event, result.started.ts) : '',
-    )) as [number, string?, number?];
+    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult([this.keys.record(run_id)], {
+      step_id: call.step_id,
+      iteration: call.iteration,
+      tool_call_id: call.tool_call_id,
+      content: result.content,
+      fanned_out: call.fanned_out,
+      terminal: this.eventJson(result.terminal),
+      span: result.spanTraceparent,
+      started: result.started ? this.eventJson(result.started.event, result.started.ts) : undefined,
+    })) as [number, string?, number?];
     if (outcome === -1) return undefined;
     return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0 };
   }
@@ -280,14 +270,13 @@ export class RunStore {
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
   async startToolCall(run_id: string, call: RoundCall, started: TimedEvent, once: string): Promise<CallStart> {
-    const [outcome, openInRound] = (await this.scripts.startToolCall(
-      this.keys.record(run_id),
-      call.tool_call_id,
+    const [outcome, openInRound] = (await this.scripts.startToolCall([this.keys.record(run_id)], {
+      step_id: call.step_id,
+      iteration: call.iteration,
+      tool_call_id: call.tool_call_id,
       once,
-      this.eventJson(started.event, started.ts),
-      call.step_id,
-      call.iteration,
-    )) as [number, number?];
+      started: this.eventJson(started.event, started.ts),
+    })) as [number, number?];
     if (outcome === 1) return { status: 'run' };
     return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0 } : { status: 'ended' };
   }
@@ -298,12 +287,7 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep(
-      this.keys.record(run_id),
-      step_id,
-      iteration,
-      iteration > 1 ? '1' : '0',
-    )) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
+    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep([this.keys.record(run_id)], { step_id, iteration })) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));
@@ -386,32 +370,29 @@ export class RunStore {
    * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
-    const [finished, closed = []] = (await this.scripts.finishRun(this.keys.record(run_id), ...this.finishArgs(ending))) as [number, string[]?];
+    const [finished, closed = []] = (await this.scripts.finishRun([this.keys.record(run_id)], this.ending(ending))) as [number, string[]?];
     return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })) };
   }
 
-  /** The arguments of the scripts' FINISH step. */
-  private finishArgs(ending: RunEnding): (string | number)[] {
+  /** A run's ending as the scripts' `finish` reads it (commands/includes/finish.lua). */
+  private ending(ending: RunEnding): Record<string, unknown> {
     const { outcome, step_id, events = [] } = ending;
-    const closing = ending.closing ?? (outcome.status === 'cancelled' ? CANCEL_CLOSING : undefined);
-    return [
-      outcome.status,
+    return {
+      status: outcome.status,
       step_id,
-      Date.now(),
-      outcome.status === 'completed' ? outcome.output : '',
-      outcome.status === 'failed' ? JSON.stringify(outcome.error) : '',
-      outcome.status === 'failed' ? outcome.error.error_code : '',
-      this.keys.finishedChannel,
-      closing?.content ?? '',
-      this.retentionSeconds,
-      closing?.error_code ?? '',
-      events.length,
-      ...this.pairs(events),
-    ];
+      ts: Date.now(),
+      output: outcome.status === 'completed' ? outcome.output : undefined,
+      error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : undefined,
+      error_code: outcome.status === 'failed' ? outcome.error.error_code : undefined,
+      channel: this.keys.finishedChannel,
+      closing: ending.closing ?? (outcome.status === 'cancelled' ? CANCEL_CLOSING : undefined),
+      retention_seconds: this.retentionSeconds,
+      events: this.pairs(events),
+    };
   }
 
-  private pairs(events: readonly PendingEvent[]): string[] {
-    return events.flatMap(({ event, once }) => [once ?? '', this.eventJson(event)]);
+  private pairs(events: readonly PendingEvent[]): [string, string][] {
+    return events.map(({ event, once }) => [once ?? '', this.eventJson(event)]);
   }
 
   /**
@@ -426,7 +407,7 @@ export class RunStore {
   }
 }
 
-const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), error_code: 'cancelled' });
+const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), code: 'cancelled' });
 
 /** Where a step's loop stands (see {@link RunStore.frontier}). */
 export interface StepFrontier {

@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { Packr } from 'msgpackr';
 import { SCRIPTS, type ScriptName } from './scripts.ts';
 
-/** The store's scripts as functions of their keys and arguments. */
-export type StoreScripts = { readonly [name in ScriptName]: (...keysThenArgs: (string | number)[]) => Promise<unknown> };
+/** The store's scripts as functions of their keys and their named arguments. */
+export type StoreScripts = { readonly [name in ScriptName]: (keys: readonly string[], args: Readonly<Record<string, unknown>>) => Promise<unknown> };
+
+// Plain msgpack maps (no record extension) that Redis's cmsgpack reads; an undefined field is nil, so absent in Lua.
+const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
 
 /**
  * Calls each script by its SHA1 (`EVALSHA`); a server that does not have it yet (new, restarted,
@@ -14,11 +18,13 @@ export type StoreScripts = { readonly [name in ScriptName]: (...keysThenArgs: (s
 export function storeScripts(redis: Redis): StoreScripts {
   const entries = Object.entries(SCRIPTS).map(([name, script]) => {
     const sha = createHash('sha1').update(script.lua).digest('hex');
-    const call = (...keysThenArgs: (string | number)[]) =>
-      redis.evalsha(sha, script.numberOfKeys, ...keysThenArgs).catch((error: unknown) => {
+    const call = (keys: readonly string[], args: Readonly<Record<string, unknown>>) => {
+      const packed = packer.pack(args);
+      return redis.evalsha(sha, script.numberOfKeys, ...keys, packed).catch((error: unknown) => {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-        return redis.eval(script.lua, script.numberOfKeys, ...keysThenArgs);
+        return redis.eval(script.lua, script.numberOfKeys, ...keys, packed);
       });
+    };
     return [name, call] as const;
   });
   return Object.freeze(Object.fromEntries(entries)) as StoreScripts;

@@ -1,0 +1,30 @@
+--[[
+  Creates a run: its record, its RunEnqueued event, its place in the active set.
+  KEYS[1] record   KEYS[2] idempotency key
+  args: run_id, use_idempotency (boolean), fields (map of the record's fields), enqueued (event JSON)
+  Returns {1, run_id} when created now; {0, run_id} when the run exists (a resend of this call)
+  or the idempotency key names an earlier run (that run's id).
+  Safe to run twice.
+]]
+--- @include "prelude"
+if run_id ~= args.run_id then refuse('createRun: the record key does not name run ' .. tostring(args.run_id)) end
+if type(args.fields) ~= 'table' then refuse('createRun: fields must be a map') end
+for field, value in pairs(args.fields) do
+  if not isText(field) or not isText(value) then refuse('createRun: fields must map text to text') end
+end
+needText('enqueued', args.enqueued)
+
+if redis.call('EXISTS', record) == 1 then return {0, run_id} end
+if args.use_idempotency then
+  local existing = redis.call('GET', KEYS[2])
+  if existing then return {0, existing} end
+  redis.call('SET', KEYS[2], run_id)
+  redis.call('SADD', index, KEYS[2])
+end
+local fields = {}
+for field, value in pairs(args.fields) do fields[#fields + 1] = field; fields[#fields + 1] = value end
+redis.call('HSET', record, unpack(fields))
+redis.call('SADD', index, record, events, dedupe, index)
+append('', args.enqueued)
+redis.call('ZADD', active, serverMs(), run_id)
+return {1, run_id}

@@ -1,0 +1,13 @@
+--[[
+  Ends a run once (see finish).
+  KEYS[1] record
+  args: the ending (see finish)
+  Returns {1, closedCalls} when this call ended the run, {0} when it had ended already.
+  Safe to run twice.
+]]
+--- @include "prelude"
+--- @include "finish"
+checkEnding(args)
+local _, ended = runStatus()
+if ended then return {0} end
+return {1, finish(args)}

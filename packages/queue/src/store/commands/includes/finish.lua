@@ -1,0 +1,69 @@
+--[[
+  Ending a run, shared by finishRun and recordResponse. `ending` is a map:
+    status            'completed' | 'failed' | 'cancelled'
+    step_id, ts       the step the run ends in; when (ms)
+    output?, error?   the record's output text and error JSON
+    error_code?       RunFailed's code
+    channel           where the run's end is published
+    closing?          {content, code}: close every fanned-out call still open with this result
+                      and a ToolCallFailed of this code (a cancel; a run failed as stalled)
+    retention_seconds every key of the run expires this long after
+    events            the step's last events, {dedupeId, json} pairs
+  Then the run's terminal event, with the usage summed in Redis. Returns the closed calls (JSON).
+]]
+local function checkEnding(ending)
+  if type(ending) ~= 'table' then refuse('ending must be a map') end
+  local status = ending.status
+  if status ~= 'completed' and status ~= 'failed' and status ~= 'cancelled' then refuse('status must be completed, failed or cancelled') end
+  needText('step_id', ending.step_id)
+  needWhole('ts', ending.ts)
+  needText('channel', ending.channel)
+  needWhole('retention_seconds', ending.retention_seconds)
+  if ending.output ~= nil then needText('output', ending.output) end
+  if ending.error ~= nil then needText('error', ending.error) end
+  if ending.error_code ~= nil then needText('error_code', ending.error_code) end
+  if ending.closing ~= nil then
+    if type(ending.closing) ~= 'table' then refuse('closing must be a map') end
+    needText('closing.content', ending.closing.content)
+    needText('closing.code', ending.closing.code)
+  end
+  needEvents('events', ending.events)
+end
+
+local function finish(ending)
+  local closed = {}
+  if ending.closing then
+    local fields = redis.call('HGETALL', pending)
+    local counts = {}
+    for i = 1, #fields, 2 do counts[fields[i]] = fields[i + 1] end
+    for i = 1, #fields, 2 do
+      local step, n = string.match(fields[i], '^(.*)|(%d+)|calls$')
+      if step and tonumber(counts[roundField(step, n)] or '0') > 0 then
+        local results = roundKey(step, 'results', n)
+        for _, call in ipairs(cjson.decode(fields[i + 1])) do
+          if redis.call('HSETNX', results, call[1], ending.closing.content) == 1 then
+            closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2]})
+            append('', cjson.encode({kind = 'ToolCallFailed', step_id = step, ts = ending.ts, iteration = tonumber(n),
+              tool_name = call[2], tool_call_id = call[1], duration_ms = 0, error_code = ending.closing.code}))
+          end
+        end
+      end
+    end
+  end
+  appendAll(ending.events)
+  local usage = redis.call('HMGET', record, 'usage_input', 'usage_output', 'usage_total')
+  local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}
+  local event = {kind = kinds[ending.status], step_id = ending.step_id, ts = ending.ts,
+    usage = {input = tonumber(usage[1] or '0'), output = tonumber(usage[2] or '0'), total = tonumber(usage[3] or '0')}}
+  if ending.status == 'failed' then event.error_code = ending.error_code end
+  append('', cjson.encode(event))
+  local fields = {'status', ending.status, 'finished_at', ending.ts}
+  if ending.output then fields[#fields + 1] = 'output'; fields[#fields + 1] = ending.output end
+  if ending.error then fields[#fields + 1] = 'error'; fields[#fields + 1] = ending.error end
+  redis.call('HSET', record, unpack(fields))
+  -- The index lists itself (createRun puts it there), so this expires it too.
+  for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
+  redis.call('ZREM', active, run_id)
+  redis.call('PUBLISH', ending.channel, run_id)
+  return closed
+end

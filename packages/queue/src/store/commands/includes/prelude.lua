@@ -1,0 +1,61 @@
+--[[
+  Shared by every store script. KEYS[1] is the run's record key; the run's other keys are named
+  from it as keys.ts names them (RUN_KEY_SUFFIX, stateKey, roundKey), so each script is sent one
+  key. ARGV[1] is the script's arguments, one msgpack map, read into `args` by name.
+]]
+local record = KEYS[1]
+local args = cmsgpack.unpack(ARGV[1])
+local events, dedupe = record .. '{{RUN_KEY_SUFFIX.events}}', record .. '{{RUN_KEY_SUFFIX.dedupe}}'
+local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_KEY_SUFFIX.index}}'
+-- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
+-- progress (server time, ms): the watchdog looks there for runs that stopped moving.
+local tag, run_id = string.match(record, '^(.*):run:([^:]*)$')
+local active = tag .. '{{ACTIVE_RUNS_SUFFIX}}'
+
+local function stateKey(step) return record .. ':' .. step .. ':state' end
+local function roundKey(step, kind, n) return record .. ':' .. step .. ':' .. kind .. ':' .. n end
+-- A round's field in the pending hash (its open count); the round's fanned-out calls are in field .. '|calls'.
+local function roundField(step, n) return step .. '|' .. n end
+
+-- Input checks, made before a script's first write: a refused call changes nothing.
+local function refuse(message) error({err = 'ERR arcflow: ' .. message}) end
+local function isText(value) return type(value) == 'string' end
+local function isWhole(value) return type(value) == 'number' and value >= 0 and value == math.floor(value) and value < 2^53 end
+local function needText(name, value) if not isText(value) then refuse(name .. ' must be text') end end
+local function needWhole(name, value) if not isWhole(value) then refuse(name .. ' must be a whole number >= 0') end end
+-- A list of events to append: {dedupeId, json} pairs ('' for no dedupe id).
+local function needEvents(name, list)
+  if type(list) ~= 'table' then refuse(name .. ' must be a list') end
+  for _, pair in ipairs(list) do
+    if type(pair) ~= 'table' or not isText(pair[1]) or not isText(pair[2]) then refuse(name .. ' must hold {dedupeId, json} pairs') end
+  end
+end
+
+-- Appends an event; one with a dedupe id is written at most once per run.
+local function append(dedupeId, json)
+  if dedupeId ~= '' and redis.call('SADD', dedupe, dedupeId) == 0 then return 0 end
+  return redis.call('RPUSH', events, json)
+end
+local function appendAll(list)
+  for _, pair in ipairs(list) do append(pair[1], pair[2]) end
+end
+
+local function serverMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Marks progress: the run's score in the active set moves to now.
+local function touch() redis.call('ZADD', active, 'XX', serverMs(), run_id) end
+
+local function isTerminal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+-- The run's status, and whether the run is gone or has ended (then nothing more is written).
+local function runStatus()
+  local status = redis.call('HGET', record, 'status')
+  return status, (not status) or isTerminal(status)
+end
+-- Calls of a round not settled yet (0 once all are, or when the round fanned nothing out).
+local function openInRound(round)
+  return tonumber(redis.call('HGET', pending, round) or '0')
+end

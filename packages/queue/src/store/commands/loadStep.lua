@@ -1,0 +1,21 @@
+--[[
+  Everything a provider job reads, in one call.
+  KEYS[1] record
+  args: step_id, iteration
+  Returns the record's fields (status, agent, input, config, exec_config, trace), the step's
+  state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
+  links as flat field/value lists. Writes nothing.
+]]
+--- @include "prelude"
+local step, n = args.step_id, args.iteration
+needText('step_id', step)
+needWhole('iteration', n)
+local previous = n > 1
+return {
+  redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),
+  redis.call('HGET', stateKey(step), 'json'),
+  previous and redis.call('GET', roundKey(step, 'response', n - 1)),
+  redis.call('GET', roundKey(step, 'response', n)),
+  previous and redis.call('HGETALL', roundKey(step, 'results', n - 1)) or {},
+  previous and redis.call('HGETALL', roundKey(step, 'spans', n - 1)) or {},
+}

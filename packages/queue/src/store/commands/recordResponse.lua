@@ -1,0 +1,48 @@
+--[[
+  Records provider response n once, with its events and usage. When it asks for tool jobs, the
+  round's count of open calls and the list of those calls are set in the same step (the call that
+  brings the count to zero enqueues the join); its results and spans keys go into the run's index
+  here, once. A response that ends the run ends it in the same step.
+  KEYS[1] record
+  args: step_id, iteration, response (JSON), usage {input, output, total}, has_calls (boolean),
+        events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name], …]'
+        or ''), ending (see finish; absent when the run goes on)
+  Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the
+  run has ended. Safe to run twice.
+]]
+--- @include "prelude"
+--- @include "finish"
+local step, n = args.step_id, args.iteration
+needText('step_id', step)
+needWhole('iteration', n)
+needText('response', args.response)
+if type(args.usage) ~= 'table' then refuse('recordResponse: usage must be a map') end
+needWhole('usage.input', args.usage.input)
+needWhole('usage.output', args.usage.output)
+needWhole('usage.total', args.usage.total)
+needEvents('events', args.events)
+needWhole('open_count', args.open_count)
+needText('open_calls', args.open_calls)
+if args.ending ~= nil then checkEnding(args.ending) end
+
+local _, ended = runStatus()
+if ended then return {-1} end
+local response = roundKey(step, 'response', n)
+local existing = redis.call('GET', response)
+if existing then return {0, existing} end
+redis.call('SET', response, args.response)
+redis.call('HINCRBY', record, 'usage_input', args.usage.input)
+redis.call('HINCRBY', record, 'usage_output', args.usage.output)
+redis.call('HINCRBY', record, 'usage_total', args.usage.total)
+redis.call('HINCRBY', record, 'iterations', 1)
+appendAll(args.events)
+local indexed = {response}
+if args.has_calls then indexed[#indexed + 1] = roundKey(step, 'results', n); indexed[#indexed + 1] = roundKey(step, 'spans', n) end
+if args.open_count > 0 then
+  local round = roundField(step, n)
+  redis.call('HSET', pending, round, args.open_count, round .. '|calls', args.open_calls)
+  indexed[#indexed + 1] = pending
+end
+redis.call('SADD', index, unpack(indexed))
+if args.ending then finish(args.ending) else touch() end
+return {1}
