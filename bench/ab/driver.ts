@@ -13,7 +13,8 @@ const nodeFlags = (process.env.AB_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const workerArgs = (process.env.AB_WORKER_ARGS ?? '').split(' ').filter(Boolean);
 
 const { createClient } = await import(`${root}/packages/queue/src/index.ts`);
-const { cleanupPrefix } = await import(`${root}/packages/testing/src/index.ts`);
+// The Redis helpers alone: the testing package's index also loads the scenario suite, which needs a test runner.
+const { cleanupPrefix } = await import(`${root}/packages/testing/src/redis.ts`);
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const env = { ...process.env, REDIS_URL: redisUrl, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
 

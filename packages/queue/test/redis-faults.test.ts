@@ -1,43 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { createClient, keysFor } from '@arcflow/queue';
+import { type PrivateRedis, startPrivateRedis } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Registry } from '../src/registry.ts';
 
-/** A private redis-server on a free port, to stop and start without touching the shared one. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  return new Promise((resolve, reject) => {
-    const probe = async (tries: number): Promise<void> => {
-      const redis = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      redis.on('error', () => undefined);
-      try {
-        await redis.connect();
-        await redis.ping();
-        redis.disconnect();
-        resolve(child);
-      } catch {
-        redis.disconnect();
-        if (tries <= 0) reject(new Error('redis-server did not start'));
-        else setTimeout(() => void probe(tries - 1), 50);
-      }
-    };
-    void probe(100);
-  });
-}
-
-const stopped: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of stopped) child.kill('SIGKILL');
+const servers: PrivateRedis[] = [];
+afterAll(async () => {
+  for (const server of servers) await server.close();
 });
 
 describe('when Redis cannot be reached', () => {
@@ -54,21 +23,18 @@ describe('when Redis cannot be reached', () => {
   });
 
   it('rides through a Redis restart shorter than its timeout, and an enqueue made during it creates one run', async () => {
-    const port = await freePort();
-    let server = await startRedis(port);
-    stopped.push(server);
-    const url = `redis://127.0.0.1:${port}`;
+    const server = await startPrivateRedis();
+    servers.push(server);
+    const url = server.url;
     const admin = new Redis(url);
     admin.on('error', () => undefined);
     await new Registry(admin, keysFor('faults'), 20_000).announce('w1', new Map([['a', { provider_queue: 'provider-x', tools: [], provider_attempts: 1 }]]));
     const client = createClient({ redis: url, prefix: 'faults', redis_timeout_ms: 8_000 });
     const first = await client.enqueue({ agent: 'a', input: 'before' });
-    server.kill('SIGKILL');
-    await new Promise((resolve) => server.once('exit', resolve));
+    await server.kill();
     const during = client.enqueue({ agent: 'a', input: 'during' });
     await new Promise((resolve) => setTimeout(resolve, 700));
-    server = await startRedis(port);
-    stopped.push(server);
+    await server.start();
     const second = await during;
     expect(second.created).toBe(true);
     expect(second.run_id).not.toBe(first.run_id);

@@ -5,4 +5,5 @@ export { defineLoopScenarios, capturingLogger, type ScenarioRunner } from './sce
 export { defineHostileOutputScenarios, rawTurn, rawCalls } from './hostile-scenarios.ts';
 export { scriptedOverHttp } from './scripted-over-http.ts';
 export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
+export { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';

@@ -9,5 +9,4 @@ needEvents('events', args.events)
 local _, ended = runStatus()
 if ended then return 0 end
 appendAll(args.events)
-touch()
 return 1

@@ -34,5 +34,4 @@ local open
 if args.fanned_out then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
 if args.span then redis.call('HSET', roundKey(args.step_id, 'spans', args.iteration), args.tool_call_id, args.span) end
 if args.started then redis.call('RPUSH', events, args.started, args.terminal) else redis.call('RPUSH', events, args.terminal) end
-touch()
 return {1, '', open}

@@ -19,5 +19,4 @@ end
 local _, ended = runStatus()
 if ended then return {-1} end
 append(args.once, args.started)
-touch()
 return {1}
