@@ -41,4 +41,13 @@ describe('the default log', () => {
     expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error', 'tool_error', 'tool_error']);
     expect(lines.filter((line) => line.includes('tool handler failed'))).toHaveLength(3);
   });
+
+  it('gives a handler a ctx.log that adds its call\'s ids to every line', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const keep = (message: string, fields?: Record<string, unknown>) => lines.push({ message, ...fields });
+    const talker = tool({ name: 'talker', description: '', input_schema: { type: 'object' }, handler: (_args, ctx) => (ctx.log.info('working', { step: 2 }), 'ok') });
+    const model = scriptedProvider([toolCalls([{ name: 'talker', args: {}, id: 'k1' }]), reply('done')]);
+    const run = await runLocal(new Agent({ name: 'talkative', tools: [talker] }), 'go', { provider: model, logger: { info: keep, warn: keep, error: keep } });
+    expect(lines).toEqual([{ message: 'working', run_id: run.run_id, step_id: 's1', iteration: 1, tool_call_id: 'k1', tool: 'talker', step: 2 }]);
+  });
 });

@@ -7,7 +7,7 @@ import type { StepSettings } from '../definitions/settings.ts';
 import { MAX_INPUT_BYTES, PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError, RequestError } from '../errors.ts';
 import type { TraceEvent } from '../events/types.ts';
-import { silentLogger, stderrLogger, withFields } from '../logger.ts';
+import { silentLogger, stderrLogger } from '../logger.ts';
 import {
   applyFinalAnswerNote,
   applyToolRound,
@@ -226,7 +226,7 @@ class LocalStep {
         attempt,
         args: planned.args,
         ...(this.options.signal ? { cancel: watchSignal(this.options.signal) } : {}),
-        log: withFields(this.logger, { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name }),
+        log: this.logger,
       });
       if (outcome.status === 'error') {
         this.logger.error('tool handler failed', { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, attempt, error: outcome.error });

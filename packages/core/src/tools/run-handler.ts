@@ -1,4 +1,5 @@
 import { ToolArgumentError } from '../errors.ts';
+import { withFields } from '../logger.ts';
 import type { ToolContext, ToolDefinition, ToolLogger } from './define.ts';
 import { serialiseResult } from './result-text.ts';
 
@@ -43,6 +44,7 @@ export interface HandlerCall {
   readonly args: unknown;
   /** Tells when the run is cancelled. */
   readonly cancel?: CancelWatch;
+  /** The worker's log; the handler's `ctx.log` adds the call's ids to every line. */
   readonly log: ToolLogger;
 }
 
@@ -62,6 +64,7 @@ export function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<Han
   if (call.cancel?.cancelled) return Promise.resolve(CANCELLED);
   return new Promise<HandlerOutcome>((resolve) => {
     const signal = new LazySignal();
+    let callLog: ToolLogger | undefined;
     let settled = false;
     let stopWatching: (() => void) | undefined;
     const settle = (outcome: HandlerOutcome) => {
@@ -89,7 +92,11 @@ export function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<Han
       get signal() {
         return signal.get();
       },
-      log: call.log,
+      // Made on first use: most handlers never log.
+      get log() {
+        callLog ??= withFields(call.log, { run_id: call.run_id, step_id: call.step_id, iteration: call.iteration, tool_call_id: call.tool_call_id, tool: tool.name });
+        return callLog;
+      },
     });
     void execute(tool, call.args, ctx).then(settle);
   });

@@ -7,7 +7,6 @@ import {
   runHandler,
   settleExecution,
   toolStartedEvent,
-  withFields,
 } from '@arcflow/core';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';
@@ -104,13 +103,12 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
       [Attr.iteration]: place.iteration,
     },
   }));
-  const ids = { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool: planned.tool.name };
-  const handlerCall = { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, attempt: attempt.number, args: planned.args, cancel, log: withFields(logger, ids) };
+  const handlerCall = { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, attempt: attempt.number, args: planned.args, cancel, log: logger };
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
     const outcome = await withActiveSpan(span, () => runHandler(planned.tool, handlerCall));
     if (outcome.status === 'error') {
-      logger.error('tool handler failed', { ...ids, attempt: attempt.number, error: outcome.error });
+      logger.error('tool handler failed', { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool: planned.tool.name, attempt: attempt.number, error: outcome.error });
     }
     // `last` counts handler failures only (BullMQ's attemptsMade, or the inline loop's count), so a
     // delivery lost to a dead worker never uses up a retry.
