@@ -69,16 +69,18 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
 
 class NotReady extends Error {}
 
+/** One wait for `ready` per connection and outage, shared by every call waiting on it. */
+const readiness = new WeakMap<Redis, Promise<void>>();
+
 function readyBefore(redis: Redis, deadline: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', onReady);
-      reject(new NotReady('not connected'));
-    }, Math.max(0, deadline - Date.now()));
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once('ready', onReady);
+  let ready = readiness.get(redis);
+  if (!ready) {
+    ready = new Promise<void>((resolve) => redis.once('ready', resolve)).finally(() => readiness.delete(redis));
+    readiness.set(redis, ready);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new NotReady('not connected')), Math.max(0, deadline - Date.now()));
   });
+  return Promise.race([ready, late]).finally(() => clearTimeout(timer));
 }
