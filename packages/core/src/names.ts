@@ -7,6 +7,8 @@ export const NamePattern = {
   tool: /^[A-Za-z0-9_-]{1,64}$/,
   /** A tool call id as arcflow keeps it: unique in its response (see `normalizeResponse`). */
   toolCallId: /^[A-Za-z0-9_-]{1,64}$/,
+  /** A step id (`s1` for an agent run; a workflow's own step ids). */
+  stepId: /^[A-Za-z0-9_-]{1,64}$/,
   /** An agent's or workflow's name. */
   agent: /^[A-Za-z0-9_.-]{1,100}$/,
   /** A run id: `run_` and 22 base64url characters when arcflow mints it; callers of `runLocal` may pick their own. */

@@ -124,8 +124,14 @@ export function parseArguments(raw: string): ParsedArguments {
   } catch {
     return { ok: false, violation: NOT_JSON };
   }
+  const violation = unrepresentableArguments(value);
+  return violation === undefined ? { ok: true, value } : { ok: false, violation };
+}
+
+/** Why an arguments value would not reach a handler unchanged through JSON, if it would not. */
+export function unrepresentableArguments(value: unknown): string | undefined {
   const problem = jsonProblem(value, MAX_ARGUMENT_DEPTH);
-  return problem === undefined ? { ok: true, value } : { ok: false, violation: `arguments ${problem}` };
+  return problem === undefined ? undefined : `arguments ${problem}`;
 }
 
 const NOT_JSON = 'arguments are not valid JSON';

@@ -1,4 +1,4 @@
-import { MAX_ARGUMENT_DEPTH, NamePattern, type ToolDefinition, ToolResultText, jsonProblem, lostCall, plannedCallEvents } from '@arcflow/core';
+import { NamePattern, type ToolDefinition, ToolResultText, lostCall, plannedCallEvents, unrepresentableArguments } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -81,15 +81,14 @@ function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
 
 /** Why a job's arguments may not reach the handler: not plain JSON, or not what the tool's schema admits. */
 function argumentViolation(tool: ToolDefinition, args: unknown): string | undefined {
-  const problem = jsonProblem(args, MAX_ARGUMENT_DEPTH);
-  return problem === undefined ? tool.check(args) : `arguments ${problem}`;
+  return unrepresentableArguments(args) ?? tool.check(args);
 }
 
 /** What is wrong with a tool job's data, if anything: its ids go into keys and events. */
 function malformedJobData(data: ToolJobData): string | undefined {
   if (data === null || typeof data !== 'object') return 'data is not an object';
   if (typeof data.run_id !== 'string' || !NamePattern.runId.test(data.run_id)) return 'run_id';
-  if (typeof data.step_id !== 'string' || !NamePattern.tool.test(data.step_id)) return 'step_id';
+  if (typeof data.step_id !== 'string' || !NamePattern.stepId.test(data.step_id)) return 'step_id';
   if (!Number.isSafeInteger(data.iteration) || data.iteration < 1) return 'iteration';
   if (!Number.isSafeInteger(data.index) || data.index < 0) return 'index';
   if (typeof data.tool_call_id !== 'string' || !NamePattern.toolCallId.test(data.tool_call_id)) return 'tool_call_id';
