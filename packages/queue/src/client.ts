@@ -1,4 +1,5 @@
 import {
+  ConfigError,
   MAX_INPUT_BYTES,
   NamePattern,
   silentLogger,
@@ -68,13 +69,13 @@ function checkRunId(run_id: unknown): string {
 /** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
 export function createClient(options: ClientOptions = {}): ArcflowClient {
   const connection = resolveConnection(options);
-  // Producers fail fast when Redis is down instead of queueing commands forever.
   // Commands never wait in a queue while Redis is away, and a command whose reply was lost is not
   // sent again: `reach` tries the whole operation again, so nothing runs after the caller was told
   // it failed. A restart shorter than `redis_timeout_ms` goes unnoticed.
   const redis = coalesceWrites(new Redis(connection.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, lazyConnect: false }));
   const health = watchConnection(redis, connection.redis, silentLogger);
   const timeoutMs = options.redis_timeout_ms ?? CLIENT_DEFAULTS.redis_timeout_ms;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError(`redis_timeout_ms must be an integer >= 1, got ${JSON.stringify(timeoutMs)}`);
   const reach = <T>(operation: () => Promise<T>) => withRedis(redis, connection.redis, timeoutMs, health.reason, operation);
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
