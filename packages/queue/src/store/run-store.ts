@@ -251,16 +251,16 @@ export class RunStore {
    * `undefined` when the run ended before anything was recorded.
    */
   async recordToolResult(run_id: string, call: RoundCall, result: ToolResult): Promise<RecordedResult | undefined> {
-    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult([this.keys.record(run_id)], {
-      step_id: call.step_id,
-      iteration: call.iteration,
-      tool_call_id: call.tool_call_id,
-      content: result.content,
-      fanned_out: call.fanned_out,
-      terminal: this.eventJson(result.terminal),
-      span: result.spanTraceparent,
-      started: result.started ? this.eventJson(result.started.event, result.started.ts) : undefined,
-    })) as [number, string?, number?];
+    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult([this.keys.record(run_id)], [
+      call.step_id,
+      call.iteration,
+      call.tool_call_id,
+      result.content,
+      call.fanned_out ? '1' : '0',
+      this.eventJson(result.terminal),
+      result.spanTraceparent ?? '',
+      result.started ? this.eventJson(result.started.event, result.started.ts) : '',
+    ])) as [number, string?, number?];
     if (outcome === -1) return undefined;
     return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0 };
   }
@@ -270,13 +270,13 @@ export class RunStore {
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
   async startToolCall(run_id: string, call: RoundCall, started: TimedEvent, once: string): Promise<CallStart> {
-    const [outcome, openInRound] = (await this.scripts.startToolCall([this.keys.record(run_id)], {
-      step_id: call.step_id,
-      iteration: call.iteration,
-      tool_call_id: call.tool_call_id,
+    const [outcome, openInRound] = (await this.scripts.startToolCall([this.keys.record(run_id)], [
+      call.step_id,
+      call.iteration,
+      call.tool_call_id,
       once,
-      started: this.eventJson(started.event, started.ts),
-    })) as [number, number?];
+      this.eventJson(started.event, started.ts),
+    ])) as [number, number?];
     if (outcome === 1) return { status: 'run' };
     return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0 } : { status: 'ended' };
   }
@@ -287,7 +287,7 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep([this.keys.record(run_id)], { step_id, iteration })) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
+    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep([this.keys.record(run_id)], [step_id, iteration])) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));

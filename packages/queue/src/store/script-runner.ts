@@ -3,8 +3,13 @@ import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
 import { SCRIPTS, type ScriptName } from './scripts.ts';
 
-/** The store's scripts as functions of their keys and their named arguments. */
-export type StoreScripts = { readonly [name in ScriptName]: (keys: readonly string[], args: Readonly<Record<string, unknown>>) => Promise<unknown> };
+/**
+ * The store's scripts as functions of their keys and arguments: a list is sent as positions (the
+ * scalars of the hottest scripts), a map as one msgpack argument read by name.
+ */
+export type StoreScripts = {
+  readonly [name in ScriptName]: (keys: readonly string[], args: readonly (string | number)[] | Readonly<Record<string, unknown>>) => Promise<unknown>;
+};
 
 // Plain msgpack maps (no record extension) that Redis's cmsgpack reads; an undefined field is nil, so absent in Lua.
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -18,11 +23,11 @@ const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
 export function storeScripts(redis: Redis): StoreScripts {
   const entries = Object.entries(SCRIPTS).map(([name, script]) => {
     const sha = createHash('sha1').update(script.lua).digest('hex');
-    const call = (keys: readonly string[], args: Readonly<Record<string, unknown>>) => {
-      const packed = packer.pack(args);
-      return redis.evalsha(sha, script.numberOfKeys, ...keys, packed).catch((error: unknown) => {
+    const call = (keys: readonly string[], args: readonly (string | number)[] | Readonly<Record<string, unknown>>) => {
+      const sent = Array.isArray(args) ? (args as (string | number)[]) : [packer.pack(args)];
+      return redis.evalsha(sha, script.numberOfKeys, ...keys, ...sent).catch((error: unknown) => {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-        return redis.eval(script.lua, script.numberOfKeys, ...keys, packed);
+        return redis.eval(script.lua, script.numberOfKeys, ...keys, ...sent);
       });
     };
     return [name, call] as const;

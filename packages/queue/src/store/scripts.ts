@@ -10,8 +10,10 @@ import { ACTIVE_RUNS_SUFFIX, RUN_KEY_SUFFIX } from '../keys.ts';
  *
  * A script is sent the run's record key alone (KEYS[1]) and names the run's other keys from it,
  * as keys.ts does: every key of a run shares the record's hash tag, so they live in one slot. Its
- * arguments are one msgpack map (ARGV[1]), read by name; msgpack strings are bytes, so any text a
- * model or handler produced passes through untouched.
+ * arguments are named in its header: the hottest scripts (a tool call's start and result, a
+ * provider job's read) take a few scalars as positions bound to named locals; the others take one
+ * msgpack map (lists of events, a run's ending) read by name. Strings pass as bytes either way, so
+ * any text a model or handler produced passes through untouched.
  *
  * Events are appended to a list that only grows: an event's `seq` is its position in the list
  * (gap-free by construction; the store adds it when it reads the log), and an event with a dedupe

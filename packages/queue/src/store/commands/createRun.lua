@@ -1,12 +1,15 @@
 --[[
   Creates a run: its record, its RunEnqueued event, its place in the active set.
   KEYS[1] record   KEYS[2] idempotency key
-  args: run_id, use_idempotency (boolean), fields (map of the record's fields), enqueued (event JSON)
+  ARGV[1] msgpack map: run_id, use_idempotency (boolean), fields (map of the record's fields),
+          enqueued (event JSON)
   Returns {1, run_id} when created now; {0, run_id} when the run exists (a resend of this call)
   or the idempotency key names an earlier run (that run's id).
   Safe to run twice.
 ]]
 --- @include "prelude"
+local args = cmsgpack.unpack(ARGV[1])
+local run_id, active = runIdentity()
 if run_id ~= args.run_id then refuse('createRun: the record key does not name run ' .. tostring(args.run_id)) end
 if type(args.fields) ~= 'table' then refuse('createRun: fields must be a map') end
 for field, value in pairs(args.fields) do

@@ -1,11 +1,12 @@
 --[[
   Ends a run once (see finish).
   KEYS[1] record
-  args: the ending (see finish)
+  ARGV[1] msgpack map: the ending (see finish)
   Returns {1, closedCalls} when this call ended the run, {0} when it had ended already.
   Safe to run twice.
 ]]
 --- @include "prelude"
+local args = cmsgpack.unpack(ARGV[1])
 --- @include "finish"
 checkEnding(args)
 local _, ended = runStatus()

@@ -1,15 +1,13 @@
 --[[
   Everything a provider job reads, in one call.
   KEYS[1] record
-  args: step_id, iteration
+  ARGV[1] step_id   ARGV[2] iteration
   Returns the record's fields (status, agent, input, config, exec_config, trace), the step's
   state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
   links as flat field/value lists. Writes nothing.
 ]]
 --- @include "prelude"
-local step, n = args.step_id, args.iteration
-needText('step_id', step)
-needWhole('iteration', n)
+local step, n = ARGV[1], wholeArg('iteration', ARGV[2])
 local previous = n > 1
 return {
   redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace'),

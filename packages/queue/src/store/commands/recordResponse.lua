@@ -4,13 +4,14 @@
   brings the count to zero enqueues the join); its results and spans keys go into the run's index
   here, once. A response that ends the run ends it in the same step.
   KEYS[1] record
-  args: step_id, iteration, response (JSON), usage {input, output, total}, has_calls (boolean),
+  ARGV[1] msgpack map: step_id, iteration, response (JSON), usage {input, output, total}, has_calls (boolean),
         events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name], …]'
         or ''), ending (see finish; absent when the run goes on)
   Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the
   run has ended. Safe to run twice.
 ]]
 --- @include "prelude"
+local args = cmsgpack.unpack(ARGV[1])
 --- @include "finish"
 local step, n = args.step_id, args.iteration
 needText('step_id', step)

@@ -4,34 +4,32 @@
   in just before the terminal event. The results and spans keys are in the run's index already
   (put there with the round's response).
   KEYS[1] record
-  args: step_id, iteration, tool_call_id, content, fanned_out (boolean), terminal (event JSON),
-        span (traceparent of the call's execute_tool span; absent when not traced),
-        started (ToolCallStarted JSON; absent when written already)
+  ARGV[1] step_id      ARGV[2] iteration   ARGV[3] tool_call_id   ARGV[4] content
+  ARGV[5] fanned_out ('1' or '0')          ARGV[6] terminal (event JSON)
+  ARGV[7] span (traceparent of the call's execute_tool span; '' when not traced)
+  ARGV[8] started (ToolCallStarted JSON; '' when written already)
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
 ]]
 --- @include "prelude"
-needText('step_id', args.step_id)
-needWhole('iteration', args.iteration)
-needText('tool_call_id', args.tool_call_id)
-needText('content', args.content)
-needText('terminal', args.terminal)
-if args.span ~= nil then needText('span', args.span) end
-if args.started ~= nil then needText('started', args.started) end
+local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
+local fanned_out, terminal, span, started = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8]
+if #ARGV ~= 8 then refuse('recordToolResult takes 8 arguments') end
+if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
-local results = roundKey(args.step_id, 'results', args.iteration)
-local round = roundField(args.step_id, args.iteration)
+local results = roundKey(step_id, 'results', iteration)
+local round = roundField(step_id, iteration)
 local _, ended = runStatus()
 if ended then
-  local existing = redis.call('HGET', results, args.tool_call_id)
+  local existing = redis.call('HGET', results, tool_call_id)
   if existing then return {0, existing, openInRound(round)} end
   return {-1}
 end
-if redis.call('HSETNX', results, args.tool_call_id, args.content) == 0 then
-  return {0, redis.call('HGET', results, args.tool_call_id), openInRound(round)}
+if redis.call('HSETNX', results, tool_call_id, content) == 0 then
+  return {0, redis.call('HGET', results, tool_call_id), openInRound(round)}
 end
 local open
-if args.fanned_out then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
-if args.span then redis.call('HSET', roundKey(args.step_id, 'spans', args.iteration), args.tool_call_id, args.span) end
-if args.started then redis.call('RPUSH', events, args.started, args.terminal) else redis.call('RPUSH', events, args.terminal) end
+if fanned_out then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
+if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), tool_call_id, span) end
+if started ~= '' then redis.call('RPUSH', events, started, terminal) else redis.call('RPUSH', events, terminal) end
 return {1, '', open}

@@ -63,6 +63,7 @@ local function finish(ending)
   redis.call('HSET', record, unpack(fields))
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
+  local run_id, active = runIdentity()
   redis.call('ZREM', active, run_id)
   redis.call('PUBLISH', ending.channel, run_id)
   return closed

@@ -1,16 +1,19 @@
 --[[
   Shared by every store script. KEYS[1] is the run's record key; the run's other keys are named
   from it as keys.ts names them (RUN_KEY_SUFFIX, stateKey, roundKey), so each script is sent one
-  key. ARGV[1] is the script's arguments, one msgpack map, read into `args` by name.
+  key. A script's arguments are named in its header: scalars as positions bound to named locals
+  on its first lines, lists and maps as one msgpack map (read with cmsgpack, by name).
 ]]
 local record = KEYS[1]
-local args = cmsgpack.unpack(ARGV[1])
 local events, dedupe = record .. '{{RUN_KEY_SUFFIX.events}}', record .. '{{RUN_KEY_SUFFIX.dedupe}}'
 local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_KEY_SUFFIX.index}}'
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
--- progress (server time, ms): the watchdog looks there for runs that stopped moving.
-local tag, run_id = string.match(record, '^(.*):run:([^:]*)$')
-local active = tag .. '{{ACTIVE_RUNS_SUFFIX}}'
+-- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
+-- by the scripts that need them (a pattern match costs about as much as a Redis call).
+local function runIdentity()
+  local tag, run_id = string.match(record, '^(.*):run:([^:]*)$')
+  return run_id, tag .. '{{ACTIVE_RUNS_SUFFIX}}'
+end
 
 local function stateKey(step) return record .. ':' .. step .. ':state' end
 local function roundKey(step, kind, n) return record .. ':' .. step .. ':' .. kind .. ':' .. n end
@@ -47,7 +50,16 @@ end
 -- Marks progress: the run's score in the active set moves to now. Called once or twice per
 -- iteration (state saved, response recorded), not per call: while a round's calls run, their
 -- jobs are live, which is what the watchdog checks before it acts.
-local function touch() redis.call('ZADD', active, 'XX', serverMs(), run_id) end
+local function touch()
+  local run_id, active = runIdentity()
+  redis.call('ZADD', active, 'XX', serverMs(), run_id)
+end
+-- A positional argument that must be a whole number, as a number.
+local function wholeArg(name, value)
+  local number = tonumber(value)
+  if not isWhole(number) then refuse(name .. ' must be a whole number >= 0') end
+  return number
+end
 
 local function isTerminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
