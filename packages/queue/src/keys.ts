@@ -25,18 +25,18 @@ export interface Keys {
 }
 
 /**
- * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
- * of events written exactly once, the pending rounds, the index of every key of the run (so
- * retention expires them together) and the root-span claim. The store's Lua scripts name them the
- * same way from the record key (scripts.ts, `PRELUDE`), so each is sent one key.
- */
-/**
  * `{prefix}:active`: every run not ended yet, scored by when it last made progress (Redis server
- * time, ms). The store's scripts add a run when it is created, move its score on every write and
- * remove it when it ends; the watchdog reads the oldest.
+ * time, ms). The store's scripts add a run when it is created, move its score when one of its
+ * responses is recorded and remove it when it ends; the watchdog reads the oldest.
  */
 export const ACTIVE_RUNS_SUFFIX = ':active';
 
+/**
+ * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
+ * of events written exactly once, the pending rounds, the index of every key of the run (so
+ * retention expires them together) and the root-span claim. The store's Lua scripts name them the
+ * same way from the record key (`store/commands/includes/prelude.lua`), so each is sent one key.
+ */
 export const RUN_KEY_SUFFIX = Object.freeze({ events: ':events', dedupe: ':dedupe', pending: ':pending', index: ':keys', rootSpan: ':root-span' });
 
 /** A step's state key: `<record>:<step>:state`. */

@@ -24,5 +24,4 @@ redis.call('HSET', state, 'iterations', args.iterations, 'json', args.json)
 if current == -1 then redis.call('SADD', index, state) end
 if args.mark_running and status == 'queued' then redis.call('HSET', record, 'status', 'running') end
 appendAll(args.events)
-touch()
 return 1

@@ -47,9 +47,9 @@ local function serverMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- Marks progress: the run's score in the active set moves to now. Called once or twice per
--- iteration (state saved, response recorded), not per call: while a round's calls run, their
--- jobs are live, which is what the watchdog checks before it acts.
+-- Marks progress: the run's score in the active set moves to now. Called once per iteration
+-- (when its response is recorded), not per call: while a provider call or a round's calls run,
+-- their jobs are live, which is what the watchdog checks before it acts.
 local function touch()
   local run_id, active = runIdentity()
   redis.call('ZADD', active, 'XX', serverMs(), run_id)
