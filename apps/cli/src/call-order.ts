@@ -1,4 +1,4 @@
-import type { TraceEvent } from 'arcflow';
+import type { TraceEvent } from '@arcflow/core';
 import { RunStore, resolveConnection } from '@arcflow/queue';
 import { Redis } from 'ioredis';
 

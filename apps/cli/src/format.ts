@@ -1,4 +1,4 @@
-import type { RunRecord, TraceEvent } from 'arcflow';
+import type { RunRecord, TraceEvent } from '@arcflow/core';
 
 /** One event as a line for people: seq, kind, then its fields (ids and numbers only, as recorded). */
 export function formatEvent(event: TraceEvent): string {

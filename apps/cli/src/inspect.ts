@@ -1,4 +1,4 @@
-import type { RunRecord, TraceEvent } from 'arcflow';
+import type { RunRecord, TraceEvent } from '@arcflow/core';
 import { type CallOrder, roundKey } from './call-order.ts';
 import { printable } from './format.ts';
 

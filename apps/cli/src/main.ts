@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, RequestError } from 'arcflow';
+import { ConfigError, RequestError } from '@arcflow/core';
 import { demoCommand } from './commands/demo.ts';
 import { cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand } from './commands/runs.ts';
 import { workerCommand } from './commands/worker.ts';

@@ -1,4 +1,4 @@
-import { ConfigError } from 'arcflow';
+import { ConfigError } from '@arcflow/core';
 import { heapGrowingPercent } from './heap.ts';
 
 /** Everything the worker reads from the environment, read once, here. */

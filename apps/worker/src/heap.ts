@@ -1,5 +1,5 @@
 import v8 from 'node:v8';
-import { ConfigError } from 'arcflow';
+import { ConfigError } from '@arcflow/core';
 
 /**
  * How far V8 lets a worker's heap grow past what survived its last full GC, in percent. A

@@ -1,4 +1,5 @@
-import { ConfigError, type ModelProvider, openaiProvider } from 'arcflow';
+import { ConfigError, type ModelProvider } from '@arcflow/core';
+import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowWorker, type WorkerRole, newWorkerId, startWorker } from '@arcflow/queue';
 import { startTelemetry } from '@arcflow/telemetry';
 import { readWorkerEnv } from './env.ts';

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Agent, ConfigError, type ModelProvider, type Workflow } from 'arcflow';
+import { type Agent, ConfigError, type ModelProvider, type Workflow } from '@arcflow/core';
 
 export interface LoadedModule {
   readonly definitions: (Agent | Workflow)[];

@@ -1,5 +1,6 @@
 /**
- * arcflow: the one package users import. Named re-exports only.
+ * arcflow: the one package users import. Named re-exports only. Test helpers are in
+ * `arcflow/testing`, which nothing here imports.
  */
 export {
   Agent,
@@ -30,7 +31,8 @@ export {
   type RunConfig,
   type ExecConfig,
   type Tokens,
+  type ToolLogger,
+  type JsonSchema,
 } from '@arcflow/core';
 export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
-export { scriptedProvider, reply, toolCall, toolCalls, startFakeOpenAI } from '@arcflow/testing';
 export { createClient, startWorker, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ArcflowWorker, type WorkerOptions, type WorkerRole } from '@arcflow/queue';

@@ -1,6 +1,7 @@
 import { Agent, ProviderFailure, runLocal, tool } from '@arcflow/core';
 import { openaiProvider, retryAfterSeconds } from '@arcflow/provider-openai';
-import { type FakeOpenAIServer, defineLoopScenarios, scriptedOverHttp, startFakeOpenAI } from '@arcflow/testing';
+import { type FakeOpenAIServer, scriptedOverHttp, startFakeOpenAI } from '@arcflow/testing';
+import { defineLoopScenarios } from '@arcflow/testing/scenarios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let server: FakeOpenAIServer;

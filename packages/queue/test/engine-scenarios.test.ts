@@ -1,4 +1,5 @@
-import { cleanupPrefix, defineHostileOutputScenarios, defineLoopScenarios, testPrefix } from '@arcflow/testing';
+import { cleanupPrefix, testPrefix } from '@arcflow/testing';
+import { defineHostileOutputScenarios, defineLoopScenarios } from '@arcflow/testing/scenarios';
 import { afterAll } from 'vitest';
 import { engineRunner } from './harness.ts';
 

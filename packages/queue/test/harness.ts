@@ -1,6 +1,7 @@
 import { type Agent, type ModelProvider, type TraceEvent, silentLogger } from '@arcflow/core';
 import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, type ScenarioRunner, cleanupPrefix, scriptedProvider } from '@arcflow/testing';
+import { TEST_REDIS_URL, cleanupPrefix, scriptedProvider } from '@arcflow/testing';
+import type { ScenarioRunner } from '@arcflow/testing/scenarios';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach } from 'vitest';
 

@@ -1,8 +1,13 @@
+/**
+ * Test helpers for arcflow users and for its own tests: a scripted model, a fake
+ * OpenAI-compatible server, the event log's invariants, Redis helpers. Nothing here loads a test
+ * runner; the shared scenario suites are in `./scenarios-entry.ts` (`@arcflow/testing/scenarios`).
+ */
 export { scriptedProvider, reply, toolCall, toolCalls, failure, type ScriptedProvider, type ScriptedTurn } from './scripted-provider.ts';
+export { rawTurn, rawCalls } from './raw-turns.ts';
 export { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn, type FakeRequest } from './fake-openai-server.ts';
 export { assertEventInvariants } from './invariants.ts';
-export { defineLoopScenarios, capturingLogger, type ScenarioRunner } from './scenarios.ts';
-export { defineHostileOutputScenarios, rawTurn, rawCalls } from './hostile-scenarios.ts';
+export { capturingLogger } from './capturing-logger.ts';
 export { scriptedOverHttp } from './scripted-over-http.ts';
 export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
 export { startPrivateRedis, type PrivateRedis } from './private-redis.ts';

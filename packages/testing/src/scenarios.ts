@@ -1,5 +1,6 @@
 import { Agent, type LocalRun, type ModelProvider, type ToolLogger, ToolArgumentError, type TraceEvent, tool } from '@arcflow/core';
 import { describe, expect, it } from 'vitest';
+import { capturingLogger } from './capturing-logger.ts';
 import { assertEventInvariants } from './invariants.ts';
 import { type ScriptedProvider, type ScriptedTurn, reply, scriptedProvider as localScriptedProvider, toolCall, toolCalls } from './scripted-provider.ts';
 
@@ -15,15 +16,6 @@ const weatherSchema = {
   properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
   required: ['city'],
 };
-
-/** A logger that keeps what it is told, to show handler errors reach the worker's log only. */
-export function capturingLogger(): ToolLogger & { lines: string[] } {
-  const lines: string[] = [];
-  const keep = (message: string, fields?: Record<string, unknown>) => {
-    lines.push(`${message} ${JSON.stringify(fields, (_key, value) => (value instanceof Error ? value.message : value))}`);
-  };
-  return { lines, info: keep, warn: keep, error: keep };
-}
 
 const kinds = (run: LocalRun) => run.events.map((event) => event.kind);
 const ofKind = <K extends TraceEvent['kind']>(run: LocalRun, kind: K) =>

@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, type RunRecord, TERMINAL_STATUSES, TOOL_TERMINAL_KINDS, type TraceEvent, createClient } from 'arcflow';
+import { ConfigError, type RunRecord, TERMINAL_STATUSES, TOOL_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
+import { createClient } from '@arcflow/queue';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { ensureRedis } from '../demo/redis.ts';
 import { readCliEnv } from '../env.ts';

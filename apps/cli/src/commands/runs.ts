@@ -1,4 +1,5 @@
-import { type ArcflowClient, RequestError, createClient } from 'arcflow';
+import { RequestError } from '@arcflow/core';
+import { type ArcflowClient, createClient } from '@arcflow/queue';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatRun } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';

@@ -1,5 +1,6 @@
 import { runWorkerProcess } from '@arcflow/worker';
-import { ConfigError, type WorkerRole } from 'arcflow';
+import { ConfigError } from '@arcflow/core';
+import type { WorkerRole } from '@arcflow/queue';
 
 const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter(Boolean);
 

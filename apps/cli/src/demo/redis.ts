@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { ConfigError } from 'arcflow';
+import { ConfigError } from '@arcflow/core';
 import { Redis } from 'ioredis';
 
 export interface DemoRedis {
