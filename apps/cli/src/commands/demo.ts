@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, type RunRecord, TERMINAL_STATUSES, TOOL_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
@@ -9,7 +10,10 @@ import { formatEvent } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
-const EXAMPLE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../examples/weather-agent.ts');
+// The example agent: shipped in this package's `examples/` when installed; the repository's
+// `examples/` when run from the sources.
+const here = dirname(fileURLToPath(import.meta.url));
+const EXAMPLE = [resolve(here, '../../examples/weather-agent.ts'), resolve(here, '../../../../examples/weather-agent.ts')].find((path) => existsSync(path))!;
 const CITIES = ['Oslo', 'Lisbon', 'Tokyo', 'Lima'];
 const DEMO_PREFIX = 'arcflow-demo';
 
