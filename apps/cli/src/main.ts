@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { ConfigError, RequestError } from '@arcflow/core';
 import { demoCommand } from './commands/demo.ts';
@@ -13,8 +14,13 @@ const USAGE = `usage: arcflow <command> [options]
   inspect <run_id>
   cancel <run_id>
   demo [--runs N]
+  help                 this text
+  --version            the version
 
-environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL`;
+environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL, ARCFLOW_WATCHDOG_MS`;
+
+/** This package's version (the same for every arcflow package). */
+const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 class UsageError extends Error {}
 
@@ -32,6 +38,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const;
 
 async function main(argv: string[]): Promise<number> {
@@ -41,7 +48,11 @@ async function main(argv: string[]): Promise<number> {
   const need = (count: number, names: string) => {
     if (args.length !== count) throw new UsageError(`${command} takes ${names}`);
   };
-  if (values.help || !command) {
+  if (values.version) {
+    console.log(VERSION);
+    return 0;
+  }
+  if (values.help || command === 'help' || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
   }

@@ -1,0 +1,152 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const ROOT = resolve(new URL('../../..', import.meta.url).pathname);
+const prefixes: string[] = [];
+let project: string;
+let clone: string;
+let model: FakeOpenAIServer;
+
+/** What a user writes: an agent with a tool, as TypeScript (strict, NodeNext) and as plain JavaScript. */
+const AGENT_TS = `import { Agent, tool, createClient, type RunRecord } from 'arcflow';
+
+export const shout = tool({
+  name: 'shout',
+  description: 'Upper-cases a word',
+  input_schema: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
+  handler: async ({ word }: { word: string }) => word.toUpperCase(),
+});
+
+export const shouter = new Agent({ name: 'shouter_ts', instructions: 'Shout.', tools: [shout] });
+
+export async function shoutOnce(input: string): Promise<RunRecord> {
+  const client = createClient({ redis: process.env.REDIS_URL, prefix: process.env.ARCFLOW_PREFIX });
+  try {
+    const { run_id } = await client.enqueue({ agent: 'shouter_ts', input });
+    return await client.wait(run_id, { timeout_ms: 30_000 });
+  } finally {
+    await client.close();
+  }
+}
+`;
+const AGENT_JS = `import { Agent, tool } from 'arcflow';
+
+const shout = tool({
+  name: 'shout',
+  description: 'Upper-cases a word',
+  input_schema: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
+  handler: async ({ word }) => word.toUpperCase(),
+});
+
+export default new Agent({ name: 'shouter_js', instructions: 'Shout.', tools: [shout] });
+`;
+const TSCONFIG = JSON.stringify({
+  compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
+  include: ['agents.ts'],
+});
+
+/** The model: one `shout` call, then text with the tool's result. */
+function answer(body: Record<string, any>): { type: 'tools'; calls: { name: string; arguments: unknown }[] } | { type: 'text'; content: string } {
+  const result = (body.messages as { role: string; content: string }[]).find((message) => message.role === 'tool');
+  return result ? { type: 'text', content: `they said ${result.content}` } : { type: 'tools', calls: [{ name: 'shout', arguments: { word: 'hello' } }] };
+}
+
+async function arcflowIn(cwd: string, env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run('npx', ['--no-install', 'arcflow', ...args], { cwd, env: { ...process.env, ...env }, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+/** Starts `npx arcflow worker` in `cwd` and resolves once it says it is ready. */
+function startWorker(cwd: string, module: string, env: Record<string, string>) {
+  const child = spawn('npx', ['--no-install', 'arcflow', 'worker', '--module', module], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  const ready = new Promise<void>((resolveReady, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker not ready:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (/ready: /.test(output)) {
+        clearTimeout(timer);
+        resolveReady();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}):\n${output}`)));
+  });
+  // npx runs the command in a child of its own: signal the whole group.
+  return { ready, stop: () => process.kill(-child.pid!, 'SIGKILL') };
+}
+
+beforeAll(async () => {
+  model = await startFakeOpenAI({ fallback: ({ body }) => answer(body) });
+  // What is published: every package built and packed from this tree.
+  await run('npm', ['run', 'pack', '--silent'], { cwd: ROOT, timeout: 120_000 });
+  project = mkdtempSync(join(tmpdir(), 'arcflow-user-'));
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+  writeFileSync(join(project, 'agents.ts'), AGENT_TS);
+  writeFileSync(join(project, 'agents.js'), AGENT_JS);
+  writeFileSync(join(project, 'tsconfig.json'), TSCONFIG);
+  const { stdout } = await run('sh', ['-c', `ls ${join(ROOT, 'build/tarballs')}/*.tgz`]);
+  await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@20.19.43'], { cwd: project, timeout: 300_000 });
+}, 420_000);
+
+afterAll(async () => {
+  await model?.close();
+  for (const prefix of prefixes) await cleanupPrefix(prefix);
+  if (project) rmSync(project, { recursive: true, force: true });
+  if (clone) rmSync(clone, { recursive: true, force: true });
+});
+
+describe('arcflow installed from its packages, outside the repository', () => {
+  it('type-checks a user\'s TypeScript agent and client under strict NodeNext', async () => {
+    const { stdout } = await run('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json'], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect(stdout).toBe('');
+  });
+
+  it('serves a plain .js module and a .ts module with `npx arcflow worker`, against an OpenAI-compatible server', async () => {
+    const prefix = testPrefix('outside');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'k' };
+    for (const [module, agent] of [['agents.js', 'shouter_js'], ['agents.ts', 'shouter_ts']] as const) {
+      const worker = startWorker(project, module, env);
+      try {
+        await worker.ready;
+        const enqueued = await arcflowIn(project, env, 'enqueue', agent, 'say hello', '--wait', '--json');
+        expect(enqueued.stderr).toBe('');
+        expect(JSON.parse(enqueued.stdout)).toMatchObject({ status: 'completed', output: 'they said HELLO', iterations: 2 });
+      } finally {
+        worker.stop();
+      }
+    }
+    const version = await arcflowIn(project, env, '--version');
+    expect(version.stdout.trim()).toBe('0.2.0');
+  });
+
+  it('starts a worker from a clean clone installed for production (npm ci --omit=dev) that serves a run', async () => {
+    clone = mkdtempSync(join(tmpdir(), 'arcflow-clone-'));
+    await run('git', ['clone', '-q', ROOT, clone]);
+    await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], { cwd: clone, timeout: 300_000 });
+    const prefix = testPrefix('production');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: '', OPENAI_API_KEY: '' };
+    const worker = startWorker(clone, 'examples/weather-agent.ts', env);
+    try {
+      await worker.ready;
+      const enqueued = await arcflowIn(clone, env, 'enqueue', 'travel_researcher', 'Trip to Oslo?', '--wait', '--json');
+      expect(JSON.parse(enqueued.stdout)).toMatchObject({ status: 'completed' });
+    } finally {
+      worker.stop();
+    }
+  });
+});
