@@ -42,3 +42,20 @@ export function formatRun(run: RunRecord): string {
   if (run.error) lines.push(`error      ${run.error.code} (${run.error.error_code}): ${run.error.message}`);
   return lines.map(printable).join('\n');
 }
+
+/** Runs as a table for people: id, status, agent, when created, how long, iterations, tokens. */
+export function formatRunList(runs: readonly RunRecord[]): string {
+  if (runs.length === 0) return 'no runs';
+  const rows = runs.map((run) => [
+    run.run_id,
+    run.status,
+    run.agent ?? '',
+    new Date(run.created_at).toISOString().replace('T', ' ').slice(0, 19),
+    run.finished_at ? `${run.finished_at - run.created_at} ms` : '-',
+    String(run.iterations),
+    String(run.usage.total),
+  ]);
+  const header = ['RUN', 'STATUS', 'AGENT', 'CREATED (UTC)', 'DURATION', 'ITER', 'TOKENS'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  return [header, ...rows].map((row) => printable(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd())).join('\n');
+}

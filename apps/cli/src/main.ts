@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { ConfigError, RequestError } from '@arcflow/core';
 import { demoCommand } from './commands/demo.ts';
-import { cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand } from './commands/runs.ts';
+import { cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand, runsCommand } from './commands/runs.ts';
 import { workerCommand } from './commands/worker.ts';
 
 const USAGE = `usage: arcflow <command> [options]
@@ -13,6 +13,7 @@ const USAGE = `usage: arcflow <command> [options]
   events <run_id> [--follow] [--json]
   inspect <run_id>
   cancel <run_id>
+  runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
   demo [--runs N]
   help                 this text
   --version            the version
@@ -34,6 +35,10 @@ const OPTIONS = {
   'idempotency-key': { type: 'string' },
   'timeout-ms': { type: 'string' },
   runs: { type: 'string' },
+  status: { type: 'string' },
+  agent: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
   wait: { type: 'boolean' },
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
@@ -75,6 +80,9 @@ async function main(argv: string[]): Promise<number> {
     case 'cancel':
       need(1, '<run_id>');
       return cancelCommand(args[0]!);
+    case 'runs':
+      need(0, 'only options');
+      return runsCommand(values);
     case 'demo':
       need(0, 'no arguments');
       return demoCommand({ runs: values.runs });

@@ -37,6 +37,10 @@ describe('arcflow CLI', () => {
     expect(record).toMatchObject({ status: 'completed', iterations: 3 });
     expect(record.output).toContain('Tokyo');
 
+    const listed = await arcflow('runs', '--json', '--limit', '5');
+    expect(JSON.parse(listed.stdout).runs[0]).toMatchObject({ run_id: record.run_id, status: 'completed', agent: 'travel_researcher' });
+    const table = await arcflow('runs', '--status', 'completed');
+    expect(table.stdout).toMatch(new RegExp(`^RUN +STATUS +AGENT[^\\n]*\\n${record.run_id} +completed +travel_researcher`));
     const got = await arcflow('get', record.run_id);
     expect(got.stdout).toContain('status     completed');
 

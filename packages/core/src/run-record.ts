@@ -14,6 +14,8 @@ export interface RunError {
 export interface RunRecord {
   readonly run_id: string;
   readonly status: RunStatus;
+  /** The agent (or workflow) the run was enqueued for. */
+  readonly agent?: string;
   readonly output?: string;
   readonly error?: RunError;
   readonly usage: Tokens;

@@ -18,6 +18,8 @@ export interface Keys {
   readonly agentNames: string;
   readonly workers: string;
   readonly activeRuns: string;
+  readonly runsIndex: string;
+  readonly agentRunsIndex: (agent: string) => string;
   /** Held by the one worker whose watchdog scans this round. */
   readonly watchdogLock: string;
   readonly cancelChannel: string;
@@ -30,6 +32,14 @@ export interface Keys {
  * responses is recorded and remove it when it ends; the watchdog reads the oldest.
  */
 export const ACTIVE_RUNS_SUFFIX = ':active';
+
+/**
+ * `{prefix}:runs` and `{prefix}:runs:agent:<name>`: every run created under the prefix (and each
+ * agent's), scored by creation time (ms), for listing newest first. Entries of runs that
+ * retention removed are dropped when a listing meets them, and older than the retention period
+ * when a run is listed.
+ */
+export const RUNS_INDEX_SUFFIX = ':runs';
 
 /**
  * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
@@ -100,6 +110,8 @@ export function keysFor(prefix: string): Keys {
     agentNames: `${tag}:agents`,
     workers: `${tag}:workers`,
     activeRuns: `${tag}${ACTIVE_RUNS_SUFFIX}`,
+    runsIndex: `${tag}${RUNS_INDEX_SUFFIX}`,
+    agentRunsIndex: (agent) => `${tag}${RUNS_INDEX_SUFFIX}:agent:${agent}`,
     watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
     finishedChannel: `${tag}:finished`,

@@ -1,7 +1,7 @@
 import { RequestError } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue';
 import { readCliEnv } from '../env.ts';
-import { formatEvent, formatRun } from '../format.ts';
+import { formatEvent, formatRun, formatRunList } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
@@ -98,6 +98,30 @@ export async function cancelCommand(run_id: string): Promise<number> {
   return withClient(async (client) => {
     const { cancelled, status } = await client.cancel(run_id);
     console.log(cancelled ? `cancelled ${run_id}` : `${run_id} had already ended (${status})`);
+    return 0;
+  });
+}
+
+export interface RunsFlags {
+  status?: string;
+  agent?: string;
+  limit?: string;
+  cursor?: string;
+  json?: boolean;
+}
+
+/** `arcflow runs`: the runs still retained, newest first; `--json` prints `{ runs, next_cursor }`. */
+export async function runsCommand(flags: RunsFlags): Promise<number> {
+  return withClient(async (client) => {
+    const limit = flags.limit === undefined ? undefined : Number(flags.limit);
+    if (flags.limit !== undefined && !/^\d+$/.test(flags.limit)) throw new RequestError('invalid_request', `--limit must be a whole number, got ${JSON.stringify(flags.limit)}`);
+    const page = await client.list({ status: flags.status as never, agent: flags.agent, limit, cursor: flags.cursor });
+    if (flags.json) {
+      console.log(JSON.stringify(page));
+      return 0;
+    }
+    console.log(formatRunList(page.runs));
+    if (page.next_cursor) console.log(`more: arcflow runs --cursor ${page.next_cursor}${flags.status ? ` --status ${flags.status}` : ''}${flags.agent ? ` --agent ${flags.agent}` : ''}`);
     return 0;
   });
 }

@@ -90,6 +90,7 @@ export async function runLocal(agent: Agent, input: string, options: RunLocalOpt
   return {
     run_id,
     status: cancelled ? 'cancelled' : outcome.error ? 'failed' : 'completed',
+    agent: agent.name,
     ...(outcome.output !== undefined && !cancelled ? { output: outcome.output } : {}),
     ...(outcome.error && !cancelled ? { error: outcome.error } : {}),
     usage: outcome.usage,

@@ -161,6 +161,7 @@ export class RunStore {
     return {
       run_id,
       status: record.status as RunStatus,
+      agent: record.agent ?? '',
       ...(record.output !== undefined ? { output: record.output } : {}),
       ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
       usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
@@ -168,6 +169,50 @@ export class RunStore {
       created_at: Number(record.created_at),
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
     };
+  }
+
+  /**
+   * Runs newest first (by creation time, then id), from the listing index: every run, or one
+   * agent's; with `status`, only those in it. `cursor` continues a listing after the run it names.
+   * Index entries whose record retention has removed are dropped as they are met.
+   */
+  async listRuns(query: RunListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }> {
+    const index = query.agent === undefined ? this.keys.runsIndex : this.keys.agentRunsIndex(query.agent);
+    await this.redis.zremrangebyscore(index, '-inf', Date.now() - this.retentionSeconds * 1000 - 86_400_000);
+    let after = query.cursor;
+    const runs: RunRecord[] = [];
+    // Reads a page more than asked for at a time, so a status filter rarely needs a second read.
+    for (let reads = 0; runs.length < query.limit && reads < 20; reads += 1) {
+      const page = await this.indexPage(index, after, Math.max(query.limit * 2, 50));
+      if (page.length === 0) return { runs };
+      const records = await Promise.all(page.map(({ run_id }) => this.getRun(run_id)));
+      for (const [position, entry] of page.entries()) {
+        const record = records[position];
+        after = `${entry.score}:${entry.run_id}`;
+        if (!record) {
+          await this.redis.zrem(index, entry.run_id);
+          continue;
+        }
+        if (query.status !== undefined && record.status !== query.status) continue;
+        runs.push(record);
+        if (runs.length === query.limit) return { runs, next_cursor: after };
+      }
+    }
+    return after === undefined || runs.length === 0 ? { runs } : { runs, next_cursor: after };
+  }
+
+  /** Index entries after `cursor` (`<created_at>:<run_id>`), newest first. */
+  private async indexPage(index: string, cursor: string | undefined, count: number): Promise<{ run_id: string; score: number }[]> {
+    const [score, member] = cursor === undefined ? ['+inf', undefined] : [cursor.slice(0, cursor.indexOf(':')), cursor.slice(cursor.indexOf(':') + 1)];
+    // Entries with the cursor's own score come back too; those at or before the cursor are skipped.
+    const flat = await this.redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', 0, count + 64);
+    const entries: { run_id: string; score: number }[] = [];
+    for (let at = 0; at + 1 < flat.length; at += 2) {
+      const entry = { run_id: flat[at]!, score: Number(flat[at + 1]) };
+      if (member !== undefined && String(entry.score) === score && entry.run_id >= member) continue;
+      entries.push(entry);
+    }
+    return entries.slice(0, count);
   }
 
   /** Appends events unless the run has ended. */
@@ -408,6 +453,14 @@ export class RunStore {
 }
 
 const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), code: 'cancelled' });
+
+/** What to list (see {@link RunStore.listRuns}). */
+export interface RunListQuery {
+  readonly status?: RunStatus;
+  readonly agent?: string;
+  readonly limit: number;
+  readonly cursor?: string;
+}
 
 /** Where a step's loop stands (see {@link RunStore.frontier}). */
 export interface StepFrontier {

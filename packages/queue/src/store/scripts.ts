@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACTIVE_RUNS_SUFFIX, RUN_KEY_SUFFIX } from '../keys.ts';
+import { ACTIVE_RUNS_SUFFIX, RUNS_INDEX_SUFFIX, RUN_KEY_SUFFIX } from '../keys.ts';
 
 /**
  * The run store's Lua scripts, one file each in `commands/` (a header names its KEYS and its
@@ -33,6 +33,7 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.pending': RUN_KEY_SUFFIX.pending,
   'RUN_KEY_SUFFIX.index': RUN_KEY_SUFFIX.index,
   ACTIVE_RUNS_SUFFIX,
+  RUNS_INDEX_SUFFIX,
 };
 
 /** A script's text: its file with `--- @include "name"` lines replaced by `includes/name.lua`, and placeholders filled. */

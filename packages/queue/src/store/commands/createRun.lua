@@ -1,5 +1,6 @@
 --[[
-  Creates a run: its record, its RunEnqueued event, its place in the active set.
+  Creates a run: its record, its RunEnqueued event, its place in the active set, and its entries
+  in the listing indexes (every run, and the agent's runs), scored by creation time.
   KEYS[1] record   KEYS[2] idempotency key
   ARGV[1] msgpack map: run_id, use_idempotency (boolean), fields (map of the record's fields),
           enqueued (event JSON)
@@ -9,13 +10,14 @@
 ]]
 --- @include "prelude"
 local args = cmsgpack.unpack(ARGV[1])
-local run_id, active = runIdentity()
+local run_id, active, tag = runIdentity()
 if run_id ~= args.run_id then refuse('createRun: the record key does not name run ' .. tostring(args.run_id)) end
 if type(args.fields) ~= 'table' then refuse('createRun: fields must be a map') end
 for field, value in pairs(args.fields) do
   if not isText(field) or not isText(value) then refuse('createRun: fields must map text to text') end
 end
 needText('enqueued', args.enqueued)
+needText('fields.agent', args.fields.agent)
 
 if redis.call('EXISTS', record) == 1 then return {0, run_id} end
 if args.use_idempotency then
@@ -29,5 +31,9 @@ for field, value in pairs(args.fields) do fields[#fields + 1] = field; fields[#f
 redis.call('HSET', record, unpack(fields))
 redis.call('SADD', index, record, events, dedupe, index)
 append('', args.enqueued)
-redis.call('ZADD', active, serverMs(), run_id)
+local now = serverMs()
+redis.call('ZADD', active, now, run_id)
+local created = tonumber(args.fields.created_at) or now
+redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}', created, run_id)
+redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}:agent:' .. args.fields.agent, created, run_id)
 return {1, run_id}

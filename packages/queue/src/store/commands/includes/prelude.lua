@@ -10,9 +10,10 @@ local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
 -- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
 -- by the scripts that need them (a pattern match costs about as much as a Redis call).
+-- Returns the run's id, the active set's key and the prefix's hash tag.
 local function runIdentity()
   local tag, run_id = string.match(record, '^(.*):run:([^:]*)$')
-  return run_id, tag .. '{{ACTIVE_RUNS_SUFFIX}}'
+  return run_id, tag .. '{{ACTIVE_RUNS_SUFFIX}}', tag
 end
 
 local function stateKey(step) return record .. ':' .. step .. ':state' end

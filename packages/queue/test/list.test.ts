@@ -1,0 +1,62 @@
+import { Agent, silentLogger } from '@arcflow/core';
+import { createClient, keysFor, startWorker } from '@arcflow/queue';
+import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { FAST, testResources } from './harness.ts';
+
+const { prefixes, open, redis } = testResources();
+
+describe('listing runs', () => {
+  it('lists runs newest first, by agent and by status, in pages that cover every run once', async () => {
+    const prefix = testPrefix('list');
+    prefixes.push(prefix);
+    const alpha = new Agent({ name: 'alpha' });
+    const beta = new Agent({ name: 'beta' });
+    const worker = await startWorker({ agents: [alpha, beta], provider: scriptedProvider([reply('ok')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    open.push(worker);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const ids: string[] = [];
+    for (let index = 0; index < 7; index += 1) {
+      const { run_id } = await client.enqueue({ agent: index % 2 === 0 ? 'alpha' : 'beta', input: `run ${index}` });
+      await client.wait(run_id, { timeout_ms: 10_000 });
+      ids.push(run_id);
+    }
+    const cancelled = await client.enqueue({ agent: 'alpha', input: 'cancel me', exec_config: { test: { steps: { s1: { responses: [] } } } } });
+    await client.cancel(cancelled.run_id);
+    ids.push(cancelled.run_id);
+
+    const all = await client.list();
+    expect(all.runs.map((run) => run.run_id)).toEqual([...ids].reverse());
+    expect(all.next_cursor).toBeUndefined();
+    expect(all.runs[0]).toMatchObject({ agent: 'alpha' });
+
+    const pages: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.list({ limit: 3, cursor });
+      expect(page.runs.length).toBeLessThanOrEqual(3);
+      pages.push(...page.runs.map((run) => run.run_id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(pages).toEqual([...ids].reverse());
+
+    expect((await client.list({ agent: 'beta' })).runs.map((run) => run.run_id)).toEqual([ids[5], ids[3], ids[1]]);
+    expect((await client.list({ status: 'cancelled' })).runs.map((run) => run.run_id)).toEqual([cancelled.run_id]);
+    expect((await client.list({ status: 'completed', agent: 'alpha', limit: 2 })).runs.map((run) => run.run_id)).toEqual([ids[6], ids[4]]);
+
+    // A run whose record retention removed leaves the listing (and its index).
+    await redis.del(keysFor(prefix).record(ids[6]!));
+    expect((await client.list({ agent: 'alpha' })).runs.map((run) => run.run_id)).not.toContain(ids[6]);
+    expect(await redis.zscore(keysFor(prefix).agentRunsIndex('alpha'), ids[6]!)).toBeNull();
+  });
+
+  it('refuses a listing query that is not of its form', async () => {
+    const client = createClient({ redis: TEST_REDIS_URL, prefix: testPrefix('list-bad') });
+    open.push(client);
+    await expect(client.list({ status: 'done' as never })).rejects.toThrow(/status must be one of/);
+    await expect(client.list({ limit: 0 })).rejects.toThrow(/limit must be an integer from 1 to 1000/);
+    await expect(client.list({ agent: 'a:b' })).rejects.toThrow(/agent must match/);
+    await expect(client.list({ cursor: 'nonsense' })).rejects.toThrow(/cursor is not one a listing returned/);
+  });
+});
