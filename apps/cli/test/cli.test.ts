@@ -2,6 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -89,6 +90,8 @@ describe('arcflow CLI', () => {
     const badJson = await arcflow('enqueue', 'travel_researcher', 'hi', '--config', '{max');
     expect(badJson.code).toBe(1);
     expect(badJson.stderr).toContain('--config is not valid JSON');
+    const suggested = await arcflow('enqueue', 'travel_reseacher', 'hi');
+    expect(suggested.stderr).toContain("arcflow: unknown agent 'travel_reseacher' (did you mean 'travel_researcher'?)");
     const badTimeout = await arcflow('enqueue', 'travel_researcher', 'hi', '--wait', '--timeout-ms', 'abc');
     expect(badTimeout.code).toBe(1);
     expect(badTimeout.stderr).toContain('arcflow: --timeout-ms must be a whole number of milliseconds, got "abc"');
@@ -115,6 +118,22 @@ describe('arcflow CLI', () => {
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED)' });
+  });
+
+  it('accepts a run for a known agent with no live worker, and get and inspect say it waits', async () => {
+    const redis = new Redis(TEST_REDIS_URL);
+    // A registration whose workers have all gone (a rolling deploy, scale to zero).
+    await redis.set(`{${prefix}}:agent:sleeper`, JSON.stringify({ provider_queue: 'provider-nobody', tools: [], provider_attempts: 1 }));
+    await redis.sadd(`{${prefix}}:agents`, 'sleeper');
+    await redis.quit();
+    const enqueued = await arcflow('enqueue', 'sleeper', 'hi');
+    expect(enqueued.code).toBe(0);
+    const run_id = enqueued.stdout.trim();
+    for (const command of ['get', 'inspect']) {
+      const shown = await arcflow(command, run_id);
+      expect(shown.stdout).toContain("note: no live worker serves agent 'sleeper' now; the run waits in its queue");
+    }
+    await arcflow('cancel', run_id);
   });
 
   it('runs the demo end to end with no API key', async () => {

@@ -41,6 +41,14 @@ export interface ClientOptions extends ConnectionOptions {
 
 export const CLIENT_DEFAULTS = Object.freeze({ redis_timeout_ms: 5_000, list_limit: 50 });
 
+/** An agent as the registry knows it (SPEC §8, `GET /v1/agents`). */
+export interface AgentInfo {
+  readonly name: string;
+  readonly kind: 'agent';
+  readonly tools: readonly string[];
+  readonly live_workers: number;
+}
+
 /** A listing's filters and page (SPEC §5). */
 export interface ListQuery {
   status?: RunRecord['status'];
@@ -72,6 +80,8 @@ function checkListQuery(query: ListQuery = {}): { status?: RunRecord['status']; 
 export interface ArcflowClient {
   enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }>;
   get(run_id: string): Promise<RunRecord | undefined>;
+  /** The agents registered under the prefix: their tools and how many live workers serve them now. */
+  agents(): Promise<AgentInfo[]>;
   /** Runs newest first, by status and agent; `next_cursor` continues the listing. */
   list(query?: ListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }>;
   /** Resolves when the run ends, or at the timeout with the run as it stands. */
@@ -163,9 +173,10 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         const registration = await lookup(request.agent);
         if (!registration) {
           const known = await registry.known();
+          const nearest = nearestName(request.agent, known);
           throw new RequestError(
             'unknown_agent',
-            `unknown agent '${request.agent}': no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
+            `unknown agent '${request.agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
           );
         }
         const { run_id } = await store.createRun(
@@ -184,6 +195,13 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         return { run_id, created };
       });
     },
+
+    agents: () =>
+      reach(async () => {
+        const names = await registry.known();
+        const found = await Promise.all(names.map(async (name) => ({ name, registration: await registry.registration(name), live_workers: await registry.liveWorkers(name) })));
+        return found.flatMap(({ name, registration, live_workers }) => (registration ? [{ name, kind: 'agent' as const, tools: registration.tools, live_workers }] : []));
+      }),
 
     list: async (query) => {
       const checked = checkListQuery(query);
@@ -269,4 +287,24 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
   };
   return client;
+}
+
+/** The known name closest to `name` by edit distance, if it is close (at most a third of its length, and 3). */
+export function nearestName(name: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (!best || distance < best.distance) best = { name: candidate, distance };
+  }
+  return best && best.distance <= Math.min(3, Math.ceil(name.length / 3)) ? best.name : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
 }

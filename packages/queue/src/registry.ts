@@ -47,6 +47,11 @@ export class Registry {
     return registration ? (JSON.parse(registration) as AgentRegistration) : undefined;
   }
 
+  /** How many workers serving the agent sent a heartbeat within the heartbeat TTL. */
+  async liveWorkers(name: string): Promise<number> {
+    return this.redis.zcount(this.keys.agentWorkers(name), Date.now() - this.heartbeatTtlMs, '+inf');
+  }
+
   /** The names of every agent a worker has registered under this prefix, sorted. */
   async known(): Promise<string[]> {
     return (await this.redis.smembers(this.keys.agentNames)).sort();

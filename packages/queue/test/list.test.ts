@@ -59,4 +59,20 @@ describe('listing runs', () => {
     await expect(client.list({ agent: 'a:b' })).rejects.toThrow(/agent must match/);
     await expect(client.list({ cursor: 'nonsense' })).rejects.toThrow(/cursor is not one a listing returned/);
   });
+
+  it('lists the registered agents with their tools and live workers, and suggests the nearest name for an unknown one', async () => {
+    const prefix = testPrefix('agents');
+    prefixes.push(prefix);
+    const worker = await startWorker({ agents: [new Agent({ name: 'researcher' })], provider: scriptedProvider([reply('ok')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    expect(await client.agents()).toEqual([{ name: 'researcher', kind: 'agent', tools: [], live_workers: 1 }]);
+    await expect(client.enqueue({ agent: 'reseacher', input: 'hi' })).rejects.toThrow("unknown agent 'reseacher' (did you mean 'researcher'?)");
+    await expect(client.enqueue({ agent: 'zzz', input: 'hi' })).rejects.toThrow(/^unknown agent 'zzz': no worker has registered it under prefix '.*' \(known: researcher;/);
+    await worker.close();
+    expect((await client.agents())[0]).toMatchObject({ name: 'researcher', live_workers: 0 });
+    // Known, with no live worker: accepted, and waits.
+    const { run_id } = await client.enqueue({ agent: 'researcher', input: 'hi' });
+    expect(await client.get(run_id)).toMatchObject({ status: 'queued' });
+  });
 });

@@ -1,4 +1,4 @@
-import { RequestError } from '@arcflow/core';
+import { RequestError, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatRun, formatRunList } from '../format.ts';
@@ -69,6 +69,7 @@ export async function getCommand(run_id: string, flags: { json?: boolean }): Pro
     const run = await client.get(run_id);
     if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
+    if (!flags.json) await warnIfUnserved(client, run);
     return 0;
   });
 }
@@ -90,6 +91,7 @@ export async function inspectCommand(run_id: string): Promise<number> {
     const events = [];
     for await (const event of client.events(run_id)) events.push(event);
     console.log(renderInspectTree(run, events, await readCallOrder(connection, run_id, events)));
+    await warnIfUnserved(client, run);
     return 0;
   });
 }
@@ -124,4 +126,13 @@ export async function runsCommand(flags: RunsFlags): Promise<number> {
     if (page.next_cursor) console.log(`more: arcflow runs --cursor ${page.next_cursor}${flags.status ? ` --status ${flags.status}` : ''}${flags.agent ? ` --agent ${flags.agent}` : ''}`);
     return 0;
   });
+}
+
+/** A run not ended whose agent no live worker serves waits in its queue: say so. */
+async function warnIfUnserved(client: ArcflowClient, run: RunRecord): Promise<void> {
+  if (TERMINAL_STATUSES.has(run.status) || !run.agent) return;
+  const agent = (await client.agents()).find((known) => known.name === run.agent);
+  if (!agent || agent.live_workers === 0) {
+    console.log(`note: no live worker serves agent '${run.agent}' now; the run waits in its queue until one starts (arcflow worker --module <file>)`);
+  }
 }
