@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -20,7 +20,6 @@ export async function redisUsedBytes(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? Number.NaN);
 }
-
 
 export interface Row {
   readonly measure: string;

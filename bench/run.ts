@@ -38,29 +38,88 @@ try {
     const raw = p50(await rawFlowIteration(prefix('raw-flow')));
     const engine = p50(await engineIteration(prefix('iteration')));
     const local = p50(await localIteration());
-    rows.push({ measure: 'iteration p50, no-op tool (vs raw BullMQ flow)', arcflow: ms(engine), baseline: ms(raw), ratio: `${(engine / raw).toFixed(2)}x`, target: '<= 2x raw', verdict: verdict(engine <= 2 * raw) });
-    rows.push({ measure: 'iteration p50, no-op tool (vs runLocal)', arcflow: ms(engine), baseline: ms(local), ratio: `${(engine / local).toFixed(1)}x`, target: 'info', verdict: '-' });
+    rows.push({
+      measure: 'iteration p50, no-op tool (vs raw BullMQ flow)',
+      arcflow: ms(engine),
+      baseline: ms(raw),
+      ratio: `${(engine / raw).toFixed(2)}x`,
+      target: '<= 2x raw',
+      verdict: verdict(engine <= 2 * raw),
+    });
+    rows.push({
+      measure: 'iteration p50, no-op tool (vs runLocal)',
+      arcflow: ms(engine),
+      baseline: ms(local),
+      ratio: `${(engine / local).toFixed(1)}x`,
+      target: 'info',
+      verdict: '-',
+    });
   }
   if (wanted('throughput')) {
     for (const workers of [1, 2]) {
       progress(`throughput with ${workers} worker process(es)`);
-      const { engine, raw, floor, engineToRaw, floorToRaw, engineCpu, rawCpu, floorCpu, engineCommands, rawCommands, floorCommands } = await toolJobsPerSecond(prefix(`tp-${workers}`), workers);
-      rows.push({ measure: `tool jobs/s, ${workers} worker process(es), warm, ${THROUGHPUT_TRIALS} paired trials`, arcflow: engine.toFixed(0), baseline: raw.toFixed(0), ratio: `${(engineToRaw * 100).toFixed(0)}%`, target: '>= 40% of raw', verdict: verdict(engineToRaw >= 0.4) });
-      rows.push({ measure: `  CPU per 8 tool calls, ${workers} worker process(es)`, arcflow: cpuText(engineCpu), baseline: cpuText(rawCpu), ratio: `${(cpuTotal(engineCpu) / cpuTotal(rawCpu)).toFixed(2)}x`, target: 'info', verdict: '-' });
-      rows.push({ measure: `  Redis commands per 8 tool calls, ${workers} worker process(es)`, arcflow: commandsText(engineCommands), baseline: commandsText(rawCommands), ratio: `${(engineCommands.all / rawCommands.all).toFixed(2)}x`, target: 'info', verdict: '-' });
-      rows.push({ measure: `  design floor (same jobs, no run store), ${workers} process(es)`, arcflow: `${floor.toFixed(0)}/s, ${cpuText(floorCpu)}, ${floorCommands.all.toFixed(0)} cmds`, baseline: raw.toFixed(0), ratio: `${(floorToRaw * 100).toFixed(0)}%`, target: 'info', verdict: '-' });
+      const { engine, raw, floor, engineToRaw, floorToRaw, engineCpu, rawCpu, floorCpu, engineCommands, rawCommands, floorCommands } = await toolJobsPerSecond(
+        prefix(`tp-${workers}`),
+        workers,
+      );
+      rows.push({
+        measure: `tool jobs/s, ${workers} worker process(es), warm, ${THROUGHPUT_TRIALS} paired trials`,
+        arcflow: engine.toFixed(0),
+        baseline: raw.toFixed(0),
+        ratio: `${(engineToRaw * 100).toFixed(0)}%`,
+        target: '>= 40% of raw',
+        verdict: verdict(engineToRaw >= 0.4),
+      });
+      rows.push({
+        measure: `  CPU per 8 tool calls, ${workers} worker process(es)`,
+        arcflow: cpuText(engineCpu),
+        baseline: cpuText(rawCpu),
+        ratio: `${(cpuTotal(engineCpu) / cpuTotal(rawCpu)).toFixed(2)}x`,
+        target: 'info',
+        verdict: '-',
+      });
+      rows.push({
+        measure: `  Redis commands per 8 tool calls, ${workers} worker process(es)`,
+        arcflow: commandsText(engineCommands),
+        baseline: commandsText(rawCommands),
+        ratio: `${(engineCommands.all / rawCommands.all).toFixed(2)}x`,
+        target: 'info',
+        verdict: '-',
+      });
+      rows.push({
+        measure: `  design floor (same jobs, no run store), ${workers} process(es)`,
+        arcflow: `${floor.toFixed(0)}/s, ${cpuText(floorCpu)}, ${floorCommands.all.toFixed(0)} cmds`,
+        baseline: raw.toFixed(0),
+        ratio: `${(floorToRaw * 100).toFixed(0)}%`,
+        target: 'info',
+        verdict: '-',
+      });
     }
   }
   if (wanted('parallel')) {
     progress('8 tools x 250 ms');
     const latency = await parallelNapLatency(prefix('nap'));
-    rows.push({ measure: 'run of 8 parallel 250 ms tools, p50', arcflow: ms(latency), baseline: '250 ms (one tool)', ratio: `${(latency / 250).toFixed(2)}x`, target: '< 400 ms', verdict: verdict(latency < 400) });
+    rows.push({
+      measure: 'run of 8 parallel 250 ms tools, p50',
+      arcflow: ms(latency),
+      baseline: '250 ms (one tool)',
+      ratio: `${(latency / 250).toFixed(2)}x`,
+      target: '< 400 ms',
+      verdict: verdict(latency < 400),
+    });
   }
   if (wanted('memory')) {
     progress('memory over 10k runs (about a minute)');
     const memory = await memoryProfile(prefix('memory'));
     rows.push(growthRow('worker RSS after 1k -> 10k runs', memory.rss1k, memory.rss10k, 20));
-    rows.push({ measure: 'Redis bytes per retained run (jobs included)', arcflow: `${(memory.bytesPerRun / 1024).toFixed(1)} KiB`, baseline: '-', ratio: '-', target: 'info', verdict: '-' });
+    rows.push({
+      measure: 'Redis bytes per retained run (jobs included)',
+      arcflow: `${(memory.bytesPerRun / 1024).toFixed(1)} KiB`,
+      baseline: '-',
+      ratio: '-',
+      target: 'info',
+      verdict: '-',
+    });
     progress('memory again, with the heap capped at 1 GiB (about a minute)');
     const capped = await memoryProfile(prefix('memory-capped'), `--max-old-space-size=${CAPPED_HEAP_MIB}`);
     rows.push(growthRow(`  the same, NODE_OPTIONS=--max-old-space-size=${CAPPED_HEAP_MIB}`, capped.rss1k, capped.rss10k, 20));
@@ -71,14 +130,28 @@ try {
   if (wanted('recovery')) {
     progress('recovery after SIGKILL');
     const seconds = await recoverySeconds(prefix('recovery'));
-    rows.push({ measure: 'recovery after SIGKILL (kill -> call restarts)', arcflow: `${seconds.toFixed(1)} s`, baseline: 'lock 5 s + stall checks 2 s', ratio: '-', target: '< 10 s', verdict: verdict(seconds < 10) });
+    rows.push({
+      measure: 'recovery after SIGKILL (kill -> call restarts)',
+      arcflow: `${seconds.toFixed(1)} s`,
+      baseline: 'lock 5 s + stall checks 2 s',
+      ratio: '-',
+      target: '< 10 s',
+      verdict: verdict(seconds < 10),
+    });
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.
     progress('per-iteration overhead, tracing off and on');
     const off = p50(await engineIteration(prefix('untraced')));
     const on = p50(await withTracing(() => engineIteration(prefix('traced'))));
-    rows.push({ measure: 'iteration p50, tracing on (OTLP to loopback) vs off', arcflow: ms(on), baseline: ms(off), ratio: `${(on / off).toFixed(2)}x`, target: 'info', verdict: '-' });
+    rows.push({
+      measure: 'iteration p50, tracing on (OTLP to loopback) vs off',
+      arcflow: ms(on),
+      baseline: ms(off),
+      ratio: `${(on / off).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
   }
   printTable(rows);
 } finally {

@@ -54,8 +54,20 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
   const queue = new Queue('raw-tools', { connection, prefix: `{${prefix}-raw}` });
   const floor = await FloorClient.start(connection, `${prefix}-floor`);
   const arms = {
-    raw: { pids: rawWorkers.map((child) => child.pid!), trial: (trial: number) => rawTrial(queue, trial), rates: [] as number[], cpu: [] as CpuSplit[], commands: [] as RedisCommands[] },
-    engine: { pids: engineWorkers.map((worker) => worker.pid), trial: (trial: number) => engineTrial(client, trial), rates: [] as number[], cpu: [] as CpuSplit[], commands: [] as RedisCommands[] },
+    raw: {
+      pids: rawWorkers.map((child) => child.pid!),
+      trial: (trial: number) => rawTrial(queue, trial),
+      rates: [] as number[],
+      cpu: [] as CpuSplit[],
+      commands: [] as RedisCommands[],
+    },
+    engine: {
+      pids: engineWorkers.map((worker) => worker.pid),
+      trial: (trial: number) => engineTrial(client, trial),
+      rates: [] as number[],
+      cpu: [] as CpuSplit[],
+      commands: [] as RedisCommands[],
+    },
     floor: { pids: floorWorkers.map((child) => child.pid!), trial: () => floor.trial(), rates: [] as number[], cpu: [] as CpuSplit[], commands: [] as RedisCommands[] },
   };
   try {
@@ -68,7 +80,11 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
         arm.commands.push(measured.commands);
       }
     }
-    const toRaw = (rates: readonly number[]) => percentile(rates.map((rate, trial) => rate / arms.raw.rates[trial]!), 50);
+    const toRaw = (rates: readonly number[]) =>
+      percentile(
+        rates.map((rate, trial) => rate / arms.raw.rates[trial]!),
+        50,
+      );
     return {
       engine: percentile(arms.engine.rates, 50),
       raw: percentile(arms.raw.rates, 50),
@@ -161,12 +177,30 @@ async function rawTrial(queue: Queue, trial: number): Promise<number> {
 
 function medianSplit(splits: readonly CpuSplit[]): CpuSplit {
   return {
-    redis: percentile(splits.map((split) => split.redis), 50),
-    workers: percentile(splits.map((split) => split.workers), 50),
-    client: percentile(splits.map((split) => split.client), 50),
+    redis: percentile(
+      splits.map((split) => split.redis),
+      50,
+    ),
+    workers: percentile(
+      splits.map((split) => split.workers),
+      50,
+    ),
+    client: percentile(
+      splits.map((split) => split.client),
+      50,
+    ),
   };
 }
 
 function medianCommands(counts: readonly RedisCommands[]): RedisCommands {
-  return { all: percentile(counts.map((count) => count.all), 50), scripts: percentile(counts.map((count) => count.scripts), 50) };
+  return {
+    all: percentile(
+      counts.map((count) => count.all),
+      50,
+    ),
+    scripts: percentile(
+      counts.map((count) => count.scripts),
+      50,
+    ),
+  };
 }

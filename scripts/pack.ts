@@ -106,6 +106,9 @@ for (const dir of PACKAGES) {
     writeFileSync(join(staged, 'bin/arcflow.js'), ARCFLOW_BIN, { mode: 0o755 });
   }
   writeFileSync(join(staged, 'package.json'), `${JSON.stringify(publishedManifest(source, dir), null, 2)}\n`);
-  const tarball = run('npm', ['pack', '--silent', '--pack-destination', join(BUILD, 'tarballs')], staged).trim().split('\n').at(-1)!;
+  const tarball = run('npm', ['pack', '--silent', '--pack-destination', join(BUILD, 'tarballs')], staged)
+    .trim()
+    .split('\n')
+    .at(-1)!;
   process.stderr.write(`pack: ${tarball}\n`);
 }

@@ -43,7 +43,12 @@ interface Arm {
 
 /** `NAME=value NAME2=value2` as an environment object. */
 function parseEnv(text: string): Record<string, string> {
-  return Object.fromEntries(text.split(' ').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    text
+      .split(' ')
+      .filter(Boolean)
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
 }
 
 function nextMessage(child: ChildProcess): Promise<Record<string, unknown>> {

@@ -33,7 +33,15 @@ const client = createClient({ redis: redisUrl, prefix });
 process.on('message', async (message: { trial?: number; stop?: true }) => {
   if (message.stop) {
     await client.close();
-    await Promise.all(children.map((child) => new Promise((done) => { child.once('exit', done); child.kill('SIGTERM'); })));
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise((done) => {
+            child.once('exit', done);
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
     await cleanupPrefix(prefix, redisUrl);
     process.send!({ stopped: true }, () => process.exit(0));
     return;

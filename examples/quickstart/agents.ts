@@ -6,8 +6,8 @@ export const getWeather = tool({
   description: 'Current weather for a city',
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   timeout_ms: 10_000, // ctx.signal aborts after this
-  concurrency: 4,     // at most 4 running across every worker
-  retries: 2,         // extra attempts for handler errors
+  concurrency: 4, // at most 4 running across every worker
+  retries: 2, // extra attempts for handler errors
   handler: async ({ city }, ctx) => `18°C in ${city}`, // ctx.idempotency_key is stable across retries
 });
 

@@ -13,7 +13,9 @@ export const roundKey = (step_id: string, iteration: number) => `${step_id}|${it
  * the valid ones start, and those run in parallel.
  */
 export async function readCallOrder(options: { redis?: string; prefix?: string }, run_id: string, events: readonly TraceEvent[]): Promise<CallOrder> {
-  const rounds = events.flatMap((event) => (event.kind === 'ProviderResponseReceived' && event.tool_calls_count > 0 ? [{ step_id: event.step_id, iteration: event.iteration }] : []));
+  const rounds = events.flatMap((event) =>
+    event.kind === 'ProviderResponseReceived' && event.tool_calls_count > 0 ? [{ step_id: event.step_id, iteration: event.iteration }] : [],
+  );
   if (rounds.length === 0) return new Map();
   const connection = resolveConnection(options);
   const redis = new Redis(connection.redis, { maxRetriesPerRequest: 2 });

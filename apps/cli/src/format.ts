@@ -57,5 +57,14 @@ export function formatRunList(runs: readonly RunRecord[]): string {
   ]);
   const header = ['RUN', 'STATUS', 'AGENT', 'CREATED (UTC)', 'DURATION', 'ITER', 'TOKENS'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  return [header, ...rows].map((row) => printable(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd())).join('\n');
+  return [header, ...rows]
+    .map((row) =>
+      printable(
+        row
+          .map((cell, column) => cell.padEnd(widths[column]!))
+          .join('  ')
+          .trimEnd(),
+      ),
+    )
+    .join('\n');
 }

@@ -58,13 +58,16 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
         stepOf(event.step_id).header = `step ${event.step_id}  agent ${event.agent_name}  ${event.mode}  max_iterations ${event.max_iterations}`;
         break;
       case 'ProviderResponseReceived':
-        iterationOf(event.step_id, event.iteration).chat = `chat ${event.model_id} (${event.provider_id})  ${event.latency_ms} ms  tokens ${tokens(event.tokens)}  ${event.finish_reason}, ${event.tool_calls_count} tool call(s)`;
+        iterationOf(event.step_id, event.iteration).chat =
+          `chat ${event.model_id} (${event.provider_id})  ${event.latency_ms} ms  tokens ${tokens(event.tokens)}  ${event.finish_reason}, ${event.tool_calls_count} tool call(s)`;
         break;
       case 'ProviderRateLimited':
         stepOf(event.step_id).footer.push(`iteration ${event.iteration}: rate limited, waited ${event.retry_after_seconds} s (attempt ${event.attempt})`);
         break;
       case 'ProviderError':
-        stepOf(event.step_id).footer.push(`iteration ${event.iteration}: provider error ${event.error_code}${event.status ? ` HTTP ${event.status}` : ''} (attempt ${event.attempt}${event.retryable ? ', retried' : ''})`);
+        stepOf(event.step_id).footer.push(
+          `iteration ${event.iteration}: provider error ${event.error_code}${event.status ? ` HTTP ${event.status}` : ''} (attempt ${event.attempt}${event.retryable ? ', retried' : ''})`,
+        );
         break;
       case 'ToolCallStarted':
         callOf(event).attempts = Math.max(callOf(event).attempts, event.attempt);
@@ -97,7 +100,9 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
     lines.push(`${lastStep ? '└─' : '├─'} ${step.header}`);
     const pad = lastStep ? '   ' : '│  ';
     const children = [
-      ...[...step.iterations.values()].sort((a, b) => a.iteration - b.iteration).map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: inOrder(node.calls, callOrder.get(roundKey(stepId, node.iteration))) })),
+      ...[...step.iterations.values()]
+        .sort((a, b) => a.iteration - b.iteration)
+        .map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: inOrder(node.calls, callOrder.get(roundKey(stepId, node.iteration))) })),
       ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),
     ];
     children.forEach((child, index) => {

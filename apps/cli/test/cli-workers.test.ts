@@ -63,7 +63,10 @@ describe('arcflow worker roles and run control', () => {
     const cancelled = await arcflow('cancel', run_id);
     expect(cancelled.stdout.trim()).toBe(`cancelled ${run_id}`);
     expect(await followerDone).toBe(0);
-    const lines = followed.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = followed
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     // Followed in batches read from offsets, the log still numbers 1..n.
     expect(lines.map((event) => event.seq)).toEqual(lines.map((_, index) => index + 1));
     const kinds = lines.map((event) => event.kind);
@@ -104,7 +107,7 @@ describe('arcflow worker roles and run control', () => {
     // An ES-module .ts file where the nearest package.json is CommonJS (no "type": "module").
     const cjsPackage = mkdtempSync(join(tmpdir(), 'arcflow-cjs-'));
     writeFileSync(join(cjsPackage, 'package.json'), '{"name": "cjs-app"}');
-    writeFileSync(join(cjsPackage, 'agents.ts'), "export const answer = 42;\n");
+    writeFileSync(join(cjsPackage, 'agents.ts'), 'export const answer = 42;\n');
     const commonJs = await arcflow('worker', '--module', join(cjsPackage, 'agents.ts'));
     rmSync(cjsPackage, { recursive: true });
     expect(commonJs.code).toBe(1);

@@ -46,7 +46,10 @@ describe('arcflow CLI', () => {
     expect(got.stdout).toContain('status     completed');
 
     const events = await arcflow('events', record.run_id, '--json');
-    const lines = events.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines.map((event) => event.seq)).toEqual(lines.map((_, index) => index + 1));
     expect(lines.at(-1)).toMatchObject({ kind: 'RunCompleted' });
 

@@ -26,9 +26,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   const telemetry = startTelemetry(env.otel);
   const loaded = await loadModule(options.module);
   const roles = options.roles ?? ['provider', 'tools'];
-  const provider: ModelProvider | undefined = env.openai
-    ? openaiProvider({ ...env.openai, model: env.model })
-    : loaded.provider;
+  const provider: ModelProvider | undefined = env.openai ? openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
   if (roles.includes('provider') && !provider) {
     throw new ConfigError('no model provider: set OPENAI_API_KEY or OPENAI_BASE_URL, or export `provider` from the module');
   }

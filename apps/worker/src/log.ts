@@ -17,9 +17,11 @@ export function workerLogger(worker_id: string): ToolLogger {
     },
     pino.destination({ fd: 2, sync: true }),
   );
-  const write = (level: 'info' | 'warn' | 'error') => (message: string, fields: Record<string, unknown> = {}) => {
-    const error = fields.error;
-    log[level](error instanceof Error ? { ...fields, error: describeError(error) } : fields, message);
-  };
+  const write =
+    (level: 'info' | 'warn' | 'error') =>
+    (message: string, fields: Record<string, unknown> = {}) => {
+      const error = fields.error;
+      log[level](error instanceof Error ? { ...fields, error: describeError(error) } : fields, message);
+    };
   return { info: write('info'), warn: write('warn'), error: write('error') };
 }

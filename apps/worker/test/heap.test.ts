@@ -26,7 +26,10 @@ describe('the worker heap bound', () => {
 
 describe('the worker young generation', () => {
   /** The Node flags a running process was started with, from its command line (Linux). */
-  const nodeFlagsOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg.startsWith('--max-semi-space-size'));
+  const nodeFlagsOf = (pid: number) =>
+    readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((arg) => arg.startsWith('--max-semi-space-size'));
 
   it('the arcflow command carries the worker flags in its shebang', () => {
     const shebang = readFileSync(ARCFLOW_BIN, 'utf8').split('\n')[0];

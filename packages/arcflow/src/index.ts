@@ -35,4 +35,14 @@ export {
   type JsonSchema,
 } from '@arcflow/core';
 export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
-export { createClient, startWorker, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ListQuery, type ArcflowWorker, type WorkerOptions, type WorkerRole } from '@arcflow/queue';
+export {
+  createClient,
+  startWorker,
+  type ArcflowClient,
+  type ClientOptions,
+  type EnqueueRequest,
+  type ListQuery,
+  type ArcflowWorker,
+  type WorkerOptions,
+  type WorkerRole,
+} from '@arcflow/queue';

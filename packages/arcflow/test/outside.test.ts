@@ -69,7 +69,12 @@ async function arcflowIn(cwd: string, env: Record<string, string>, ...args: stri
 
 /** Starts `npx arcflow worker` in `cwd` and resolves once it says it is ready. */
 function startWorker(cwd: string, module: string, env: Record<string, string>) {
-  const child = spawn('npx', ['--no-install', 'arcflow', 'worker', '--module', module], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npx', ['--no-install', 'arcflow', 'worker', '--module', module], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   const ready = new Promise<void>((resolveReady, reject) => {
     const timer = setTimeout(() => reject(new Error(`worker not ready:\n${output}`)), 60_000);
@@ -109,7 +114,7 @@ afterAll(async () => {
 });
 
 describe('arcflow installed from its packages, outside the repository', () => {
-  it('type-checks a user\'s TypeScript agent and client under strict NodeNext', async () => {
+  it("type-checks a user's TypeScript agent and client under strict NodeNext", async () => {
     const { stdout } = await run('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json'], { cwd: project }).catch((error: { stdout: string }) => error);
     expect(stdout).toBe('');
   });
@@ -118,7 +123,10 @@ describe('arcflow installed from its packages, outside the repository', () => {
     const prefix = testPrefix('outside');
     prefixes.push(prefix);
     const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'k' };
-    for (const [module, agent] of [['agents.js', 'shouter_js'], ['agents.ts', 'shouter_ts']] as const) {
+    for (const [module, agent] of [
+      ['agents.js', 'shouter_js'],
+      ['agents.ts', 'shouter_ts'],
+    ] as const) {
       const worker = startWorker(project, module, env);
       try {
         await worker.ready;

@@ -13,8 +13,27 @@ export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
 export * from './run-record.ts';
 export { type StepState, initialStepState } from './loop/state.ts';
-export { type ResponseDecision, FINAL_ANSWER_NOTE, buildRequest, requestSentEvent, responseEvents, decideResponse, applyToolRound, applyFinalAnswerNote, usageWith } from './loop/decide.ts';
-export { type PlannedCall, type ExecuteCall, type RejectCall, type RepeatCall, type ParsedArguments, MAX_ARGUMENT_DEPTH, parseArguments, unrepresentableArguments } from './loop/plan.ts';
+export {
+  type ResponseDecision,
+  FINAL_ANSWER_NOTE,
+  buildRequest,
+  requestSentEvent,
+  responseEvents,
+  decideResponse,
+  applyToolRound,
+  applyFinalAnswerNote,
+  usageWith,
+} from './loop/decide.ts';
+export {
+  type PlannedCall,
+  type ExecuteCall,
+  type RejectCall,
+  type RepeatCall,
+  type ParsedArguments,
+  MAX_ARGUMENT_DEPTH,
+  parseArguments,
+  unrepresentableArguments,
+} from './loop/plan.ts';
 export { MAX_TOKENS_PER_CALL, normalizeResponse } from './loop/normalize.ts';
 export { NamePattern } from './names.ts';
 export { callSignature } from './loop/loop-detection.ts';

@@ -7,7 +7,12 @@ const handler = () => 'ok';
 describe('tool()', () => {
   it('hashes the canonical schema: first 16 hex chars of SHA-256, independent of key order', () => {
     const a = tool({ name: 'a', description: '', input_schema: schema, handler });
-    const b = tool({ name: 'b', description: '', input_schema: { required: ['city'], properties: { city: { type: 'string' }, units: { type: 'string', enum: ['c', 'f'] } }, type: 'object' }, handler });
+    const b = tool({
+      name: 'b',
+      description: '',
+      input_schema: { required: ['city'], properties: { city: { type: 'string' }, units: { type: 'string', enum: ['c', 'f'] } }, type: 'object' },
+      handler,
+    });
     expect(a.input_schema_hash).toMatch(/^[0-9a-f]{16}$/);
     expect(a.input_schema_hash).toBe(b.input_schema_hash);
     expect(canonicalJson(schema)).toBe('{"properties":{"city":{"type":"string"},"units":{"enum":["c","f"],"type":"string"}},"required":["city"],"type":"object"}');
@@ -59,14 +64,37 @@ describe('Agent', () => {
 describe('Workflow', () => {
   const agent = new Agent({ name: 'a' });
   it('accepts a DAG', () => {
-    const workflow = new Workflow({ name: 'w', steps: [{ id: 's1', agent }, { id: 's2', agent, depends_on: ['s1'] }] });
+    const workflow = new Workflow({
+      name: 'w',
+      steps: [
+        { id: 's1', agent },
+        { id: 's2', agent, depends_on: ['s1'] },
+      ],
+    });
     expect(workflow.steps.map((step) => step.id)).toEqual(['s1', 's2']);
   });
   it('refuses duplicate ids, unknown dependencies and cycles, naming them', () => {
-    expect(() => new Workflow({ name: 'w', steps: [{ id: 's1', agent }, { id: 's1', agent }] })).toThrow("duplicate step id 's1'");
+    expect(
+      () =>
+        new Workflow({
+          name: 'w',
+          steps: [
+            { id: 's1', agent },
+            { id: 's1', agent },
+          ],
+        }),
+    ).toThrow("duplicate step id 's1'");
     expect(() => new Workflow({ name: 'w', steps: [{ id: 's1', agent, depends_on: ['s9'] }] })).toThrow("step 's1' depends on unknown step 's9'");
-    expect(() =>
-      new Workflow({ name: 'w', steps: [{ id: 'a', agent, depends_on: ['c'] }, { id: 'b', agent, depends_on: ['a'] }, { id: 'c', agent, depends_on: ['b'] }] }),
+    expect(
+      () =>
+        new Workflow({
+          name: 'w',
+          steps: [
+            { id: 'a', agent, depends_on: ['c'] },
+            { id: 'b', agent, depends_on: ['a'] },
+            { id: 'c', agent, depends_on: ['b'] },
+          ],
+        }),
     ).toThrow('dependency cycle a -> c -> b -> a');
   });
 });

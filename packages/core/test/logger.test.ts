@@ -32,17 +32,42 @@ describe('the default log', () => {
     const lines = captureStderr();
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    const throwsBigInt = tool({ name: 'big', description: '', input_schema: { type: 'object' }, handler: () => { throw 10n; } });
-    const throwsCircular = tool({ name: 'circ', description: '', input_schema: { type: 'object' }, handler: () => { throw circular; } });
+    const throwsBigInt = tool({
+      name: 'big',
+      description: '',
+      input_schema: { type: 'object' },
+      handler: () => {
+        throw 10n;
+      },
+    });
+    const throwsCircular = tool({
+      name: 'circ',
+      description: '',
+      input_schema: { type: 'object' },
+      handler: () => {
+        throw circular;
+      },
+    });
     const returnsBigInt = tool({ name: 'ret', description: '', input_schema: { type: 'object' }, handler: () => ({ n: 1n }) });
-    const model = scriptedProvider([toolCalls([{ name: 'big', args: {} }, { name: 'circ', args: {} }, { name: 'ret', args: {} }]), reply('done')]);
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'big', args: {} },
+        { name: 'circ', args: {} },
+        { name: 'ret', args: {} },
+      ]),
+      reply('done'),
+    ]);
     const run = await runLocal(new Agent({ name: 'throwers', tools: [throwsBigInt, throwsCircular, returnsBigInt] }), 'go', { provider: model });
     expect(run.status).toBe('completed');
-    expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error', 'tool_error', 'tool_error']);
+    expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual([
+      'tool_error',
+      'tool_error',
+      'tool_error',
+    ]);
     expect(lines.filter((line) => line.includes('tool handler failed'))).toHaveLength(3);
   });
 
-  it('gives a handler a ctx.log that adds its call\'s ids to every line', async () => {
+  it("gives a handler a ctx.log that adds its call's ids to every line", async () => {
     const lines: Record<string, unknown>[] = [];
     const keep = (message: string, fields?: Record<string, unknown>) => lines.push({ message, ...fields });
     const talker = tool({ name: 'talker', description: '', input_schema: { type: 'object' }, handler: (_args, ctx) => (ctx.log.info('working', { step: 2 }), 'ok') });

@@ -27,14 +27,25 @@ const junk = fc.oneof(
 );
 /** Argument text: valid JSON with input-chosen keys, huge or non-finite numbers, or garbage. */
 const argumentsText = fc.oneof(
-  fc.dictionary(fc.string({ maxLength: 12 }).map((key) => `${CANARY}${key}`), fc.oneof(fc.integer(), fc.string({ maxLength: 8 }))).map((value) => JSON.stringify(value)),
+  fc
+    .dictionary(
+      fc.string({ maxLength: 12 }).map((key) => `${CANARY}${key}`),
+      fc.oneof(fc.integer(), fc.string({ maxLength: 8 })),
+    )
+    .map((value) => JSON.stringify(value)),
   fc.constantFrom('{"n": 1e400}', '{"n": 2.5}', '{"n": -0}', '[[[[[[', 'not json', '', '{"n": 1}', `{"${CANARY}_ssn": "x"}`),
   fc.string({ maxLength: 40 }).map((text) => `${CANARY}${text}`),
 );
-const call = fc.record({ id: junk, type: fc.constant('function'), function: fc.record({ name: fc.oneof(fc.constant('echo'), junk), arguments: fc.oneof(argumentsText, junk) }) }, { requiredKeys: [] });
+const call = fc.record(
+  { id: junk, type: fc.constant('function'), function: fc.record({ name: fc.oneof(fc.constant('echo'), junk), arguments: fc.oneof(argumentsText, junk) }) },
+  { requiredKeys: [] },
+);
 const usage = fc.record({ input: junk, output: junk, total: junk }, { requiredKeys: [] });
 const response = fc.record({
-  content: fc.oneof(fc.constant(null), fc.string({ maxLength: 20 }).map((text) => `${CANARY}${text}`)),
+  content: fc.oneof(
+    fc.constant(null),
+    fc.string({ maxLength: 20 }).map((text) => `${CANARY}${text}`),
+  ),
   tool_calls: fc.array(call, { minLength: 1, maxLength: 6 }),
   finish_reason: junk,
   model: junk,

@@ -6,14 +6,27 @@ const define = (input_schema: Record<string, unknown>, name = 'checked') => tool
 
 describe('tool input schemas', () => {
   it('never echoes a property name the input chose: only declared names and positions appear', () => {
-    const t = define({ type: 'object', properties: { items: { type: 'array', items: { type: 'object', additionalProperties: { type: 'integer' } } } }, additionalProperties: { type: 'integer' } });
+    const t = define({
+      type: 'object',
+      properties: { items: { type: 'array', items: { type: 'object', additionalProperties: { type: 'integer' } } } },
+      additionalProperties: { type: 'integer' },
+    });
     const violation = t.check({ patient_jane_doe_ssn_123456789: 'x', items: [{ another_secret_name: 'y' }] });
     expect(violation).toBe('*: expected integer; items.0.*: expected integer');
     expect(violation).not.toMatch(/jane|secret/);
   });
 
   it('enforces formats', () => {
-    const t = define({ type: 'object', properties: { email: { type: 'string', format: 'email' }, at: { type: 'string', format: 'date-time' }, id: { type: 'string', format: 'uuid' }, ip: { type: 'string', format: 'ipv4' }, site: { type: 'string', format: 'uri' } } });
+    const t = define({
+      type: 'object',
+      properties: {
+        email: { type: 'string', format: 'email' },
+        at: { type: 'string', format: 'date-time' },
+        id: { type: 'string', format: 'uuid' },
+        ip: { type: 'string', format: 'ipv4' },
+        site: { type: 'string', format: 'uri' },
+      },
+    });
     expect(t.check({ email: 'a@b.example', at: '2026-12-04T10:00:00Z', id: '123e4567-e89b-12d3-a456-426614174000', ip: '10.0.0.1', site: 'https://a.example/x' })).toBeUndefined();
     expect(t.check({ email: 'nope', at: 'yesterday', id: 'u', ip: '999.1.1.1', site: 'not a uri' })).toBe(
       'email: expected format email; at: expected format date-time; id: expected format uuid; ip: expected format ipv4; site: expected format uri',
@@ -34,7 +47,9 @@ describe('tool input schemas', () => {
   it('refuses at definition time, naming the tool, what it cannot enforce', () => {
     expect(() => define({ type: 'string', format: 'phone' }, 'phone_tool')).toThrow(/tool 'phone_tool'.*unknown format "phone"/);
     expect(() => define({ type: 'object', properites: {} }, 'typo_tool')).toThrow(/tool 'typo_tool'.*unknown keyword: "properites"/);
-    expect(() => define({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', unevaluatedProperties: false }, 'draft7_tool')).toThrow(/tool 'draft7_tool'.*unevaluatedProperties/);
+    expect(() => define({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', unevaluatedProperties: false }, 'draft7_tool')).toThrow(
+      /tool 'draft7_tool'.*unevaluatedProperties/,
+    );
     expect(() => define({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }, 'old_tool')).toThrow(ConfigError);
     expect(() => define({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }, 'old_tool')).toThrow(/tool 'old_tool'.*draft-04/);
   });

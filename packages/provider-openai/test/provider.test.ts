@@ -29,7 +29,10 @@ const fastRetry = { attempts: 3, backoff_ms: 10, max_backoff_ms: 20 };
 
 describe('OpenAI provider', () => {
   it('sends tools in the OpenAI shape, parses tool calls and usage', async () => {
-    server.reset([{ type: 'tools', calls: [{ id: 'call_a', name: 'get_weather', arguments: { city: 'Oslo' } }] }, { type: 'text', content: 'Mild.' }]);
+    server.reset([
+      { type: 'tools', calls: [{ id: 'call_a', name: 'get_weather', arguments: { city: 'Oslo' } }] },
+      { type: 'text', content: 'Mild.' },
+    ]);
     const start = server.requests.length;
     const run = await runLocal(agent, 'Weather in Oslo?', { provider: provider() });
     expect(run.output).toBe('Mild.');
@@ -51,7 +54,10 @@ describe('OpenAI provider', () => {
   });
 
   it('waits out a 429 with Retry-After: 1 and records ProviderRateLimited, then succeeds', async () => {
-    server.reset([{ type: 'status', status: 429, headers: { 'retry-after': '1' } }, { type: 'text', content: 'ok' }]);
+    server.reset([
+      { type: 'status', status: 429, headers: { 'retry-after': '1' } },
+      { type: 'text', content: 'ok' },
+    ]);
     const started = Date.now();
     const run = await runLocal(agent, 'hi', { provider: provider(), provider_retry: fastRetry });
     expect(run.status).toBe('completed');
@@ -72,7 +78,11 @@ describe('OpenAI provider', () => {
   });
 
   it('fails the run with provider_error when attempts run out', async () => {
-    server.reset([{ type: 'status', status: 503 }, { type: 'status', status: 502 }, { type: 'status', status: 500 }]);
+    server.reset([
+      { type: 'status', status: 503 },
+      { type: 'status', status: 502 },
+      { type: 'status', status: 500 },
+    ]);
     const run = await runLocal(agent, 'hi', { provider: provider(), provider_retry: fastRetry });
     expect(run.status).toBe('failed');
     expect(run.error).toMatchObject({ code: 'ProviderError', error_code: 'provider_error' });
@@ -82,12 +92,13 @@ describe('OpenAI provider', () => {
   });
 
   it('does not retry other 4xx', async () => {
-    server.reset([{ type: 'status', status: 400 }, { type: 'text', content: 'never' }]);
+    server.reset([
+      { type: 'status', status: 400 },
+      { type: 'text', content: 'never' },
+    ]);
     const run = await runLocal(agent, 'hi', { provider: provider(), provider_retry: fastRetry });
     expect(run.status).toBe('failed');
-    expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([
-      expect.objectContaining({ error_code: 'bad_request', status: 400, retryable: false }),
-    ]);
+    expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([expect.objectContaining({ error_code: 'bad_request', status: 400, retryable: false })]);
   });
 
   it('classifies a timeout as retryable', async () => {
@@ -100,7 +111,9 @@ describe('OpenAI provider', () => {
 
   it('flags a body without choices as malformed', async () => {
     server.reset([{ type: 'status', status: 200, body: { id: 'x', choices: [] } }]);
-    const error = await provider().complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] }).catch((thrown) => thrown);
+    const error = await provider()
+      .complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] })
+      .catch((thrown) => thrown);
     expect(error).toMatchObject({ error_code: 'malformed_response', message: expect.stringContaining('choices[0].message') });
   });
 

@@ -146,7 +146,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       // Subscriptions wait out a reconnect and are restored after it; `wait` also polls.
       subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
       subscriber.on('error', () => undefined);
-      subscriber.on('message', (_channel: string, run_id: string) => waiters.get(run_id)?.forEach((wake) => wake()));
+      subscriber.on('message', (_channel: string, run_id: string) => {
+        for (const wake of waiters.get(run_id) ?? []) wake();
+      });
       subscribed = subscriber.subscribe(store.keys.finishedChannel);
     }
     return subscribed;

@@ -56,5 +56,4 @@ export class Registry {
   async known(): Promise<string[]> {
     return (await this.redis.smembers(this.keys.agentNames)).sort();
   }
-
 }

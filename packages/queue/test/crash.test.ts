@@ -1,4 +1,4 @@
-import { type TraceEvent } from '@arcflow/core';
+import type { TraceEvent } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
@@ -34,7 +34,6 @@ function setup(name: string) {
   const counter = async (name: string) => Number((await redis.get(`{${prefix}}:test:exec:${name}`)) ?? 0);
   return { prefix, start, counter, client: createClient({ redis: TEST_REDIS_URL, prefix }) };
 }
-
 
 const hasEvent = (events: TraceEvent[], kind: string, tool_call_id?: string) =>
   events.some((event) => event.kind === kind && (!tool_call_id || ('tool_call_id' in event && event.tool_call_id === tool_call_id)));
@@ -97,7 +96,7 @@ describe('crashes', () => {
     }
   });
 
-  it('does not count a delivery lost to a dead worker against the tool\'s retries', async () => {
+  it("does not count a delivery lost to a dead worker against the tool's retries", async () => {
     const { start, counter, client } = setup('lost-not-retry');
     const first = await start();
     const { run_id } = await client.enqueue({ agent: 'flaky_agent', input: 'go' });
@@ -116,14 +115,28 @@ describe('crashes', () => {
       .filter(Boolean)
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find((line) => line.message === 'tool handler failed');
-    expect(failure).toMatchObject({ level: 'error', worker_id: second.id, run_id, step_id: 's1', iteration: 1, tool_call_id: 'call_1', tool: 'crash_then_flaky', error: { name: 'Error', message: 'flaky' } });
+    expect(failure).toMatchObject({
+      level: 'error',
+      worker_id: second.id,
+      run_id,
+      step_id: 's1',
+      iteration: 1,
+      tool_call_id: 'call_1',
+      tool: 'crash_then_flaky',
+      error: { name: 'Error', message: 'flaky' },
+    });
     expect(String((failure!.error as { stack: string }).stack)).toContain('crash-agents.ts');
     expect(Date.parse(String(failure!.time))).not.toBeNaN();
     await client.close();
   });
 
   it('does not call the model again for a response recorded before the worker died', async () => {
-    const server = await startFakeOpenAI({ turns: [{ type: 'tools', calls: [{ id: 'call_b', name: 'block', arguments: {} }] }, { type: 'text', content: 'finished' }] });
+    const server = await startFakeOpenAI({
+      turns: [
+        { type: 'tools', calls: [{ id: 'call_b', name: 'block', arguments: {} }] },
+        { type: 'text', content: 'finished' },
+      ],
+    });
     try {
       const { start, counter, client } = setup('kill-provider');
       const openai = { OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test' };

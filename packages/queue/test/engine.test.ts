@@ -19,7 +19,6 @@ async function engine(name: string, agents: Agent[], provider: ModelProvider = s
   return { prefix, worker, client, start };
 }
 
-
 /** A tool whose handler waits for its signal: which calls started, and which were aborted. */
 function untilAborted(name: string, options: { concurrency?: number } = {}) {
   const executions: string[] = [];
@@ -58,7 +57,14 @@ describe('queue engine', () => {
   it('runs the calls of one turn truly at once (a barrier that opens only when all three started)', async () => {
     const wait = barrier(3);
     const meet = tool({ name: 'meet', description: 'meets', input_schema: { type: 'object' }, handler: () => wait() });
-    const model = scriptedProvider([toolCalls([{ name: 'meet', args: { a: 1 } }, { name: 'meet', args: { a: 2 } }, { name: 'meet', args: { a: 3 } }]), reply('met')]);
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'meet', args: { a: 1 } },
+        { name: 'meet', args: { a: 2 } },
+        { name: 'meet', args: { a: 3 } },
+      ]),
+      reply('met'),
+    ]);
     const { client } = await engine('barrier', [new Agent({ name: 'meeting', tools: [meet] })], model);
     const { run_id } = await client.enqueue({ agent: 'meeting', input: 'go' });
     const run = await client.wait(run_id, { timeout_ms: 20_000 });
@@ -66,7 +72,7 @@ describe('queue engine', () => {
     expect(model.requests[1]?.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['all met', 'all met', 'all met']);
   });
 
-  it('runs a dozen calls of one run at once in one worker without a listener warning (they share the run\'s cancel signal)', async () => {
+  it("runs a dozen calls of one run at once in one worker without a listener warning (they share the run's cancel signal)", async () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
     process.on('warning', onWarning);
@@ -111,7 +117,12 @@ describe('queue engine', () => {
   });
 
   it('pauses the provider queue on 429 for retry_after_seconds without spending an attempt', async () => {
-    const server = await startFakeOpenAI({ turns: [{ type: 'status', status: 429, headers: { 'retry-after': '1' } }, { type: 'text', content: 'after the wait' }] });
+    const server = await startFakeOpenAI({
+      turns: [
+        { type: 'status', status: 429, headers: { 'retry-after': '1' } },
+        { type: 'text', content: 'after the wait' },
+      ],
+    });
     open.push(server);
     const { client } = await engine('ratelimit', [new Agent({ name: 'limited' })], openaiProvider({ base_url: server.url, api_key: 'k' }), { provider_attempts: 1 });
     const { run_id } = await client.enqueue({ agent: 'limited', input: 'hi' });
@@ -119,9 +130,7 @@ describe('queue engine', () => {
     expect(run.status).toBe('completed');
     expect(run.output).toBe('after the wait');
     const events = await collect(client, run_id);
-    expect(events.filter((event) => event.kind === 'ProviderRateLimited')).toEqual([
-      expect.objectContaining({ provider_id: 'openai', retry_after_seconds: 1, attempt: 1 }),
-    ]);
+    expect(events.filter((event) => event.kind === 'ProviderRateLimited')).toEqual([expect.objectContaining({ provider_id: 'openai', retry_after_seconds: 1, attempt: 1 })]);
     const [limitedAt, retriedAt] = events.filter((event) => event.kind === 'ProviderRequestSent').map((event) => event.ts);
     expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(900);
   });
@@ -137,7 +146,12 @@ describe('queue engine', () => {
         calls += 1;
         if (calls === 1) await answered;
         return calls === 1
-          ? { content: null, finish_reason: 'tool_calls', usage: { input: 1, output: 1, total: 2 }, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'echo', arguments: '{}' } }] }
+          ? {
+              content: null,
+              finish_reason: 'tool_calls',
+              usage: { input: 1, output: 1, total: 2 },
+              tool_calls: [{ id: 'c1', type: 'function', function: { name: 'echo', arguments: '{}' } }],
+            }
           : { content: 'done', finish_reason: 'stop', usage: { input: 1, output: 1, total: 2 }, tool_calls: [] };
       },
     };
@@ -213,7 +227,10 @@ describe('queue engine', () => {
     // Round 2 repeats round 1's call (answered at once by loop detection, no job) and fans out one that waits.
     const model = scriptedProvider([
       toolCall('echo', { n: 1 }, 'e1'),
-      toolCalls([{ name: 'echo', args: { n: 1 }, id: 'e2' }, { name: 'waiting', args: {}, id: 'w1' }]),
+      toolCalls([
+        { name: 'echo', args: { n: 1 }, id: 'e2' },
+        { name: 'waiting', args: {}, id: 'w1' },
+      ]),
       reply('never'),
     ]);
     const agent = new Agent({ name: 'mixed', tools: [echo, waiting.tool], loop_detection: { window: 3, threshold: 2, action: 'inject' } });
@@ -233,7 +250,13 @@ describe('queue engine', () => {
   it("cancel removes the run's queued tool jobs: a call waiting behind the tool's concurrency cap never runs", async () => {
     const single = untilAborted('single', { concurrency: 1 });
     const executions = single.executions;
-    const model = scriptedProvider([toolCalls([{ name: 'single', args: { n: 1 }, id: 'a' }, { name: 'single', args: { n: 2 }, id: 'b' }]), reply('never')]);
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'single', args: { n: 1 }, id: 'a' },
+        { name: 'single', args: { n: 2 }, id: 'b' },
+      ]),
+      reply('never'),
+    ]);
     const { client, prefix } = await engine('cancel-queued', [new Agent({ name: 'queued', tools: [single.tool] })], model);
     const { run_id } = await client.enqueue({ agent: 'queued', input: 'go' });
     await single.running;
@@ -254,9 +277,20 @@ describe('queue engine', () => {
   it('tool jobs first delivered after their run ended unheard of write nothing: a waiting handler is aborted, an instant one is discarded', async () => {
     const late = untilAborted('late');
     const instantRuns: string[] = [];
-    const instant = tool({ name: 'instant', description: 'answers at once', input_schema: { type: 'object' }, handler: (_args, ctx) => (instantRuns.push(ctx.tool_call_id), 'done') });
+    const instant = tool({
+      name: 'instant',
+      description: 'answers at once',
+      input_schema: { type: 'object' },
+      handler: (_args, ctx) => (instantRuns.push(ctx.tool_call_id), 'done'),
+    });
     const agent = new Agent({ name: 'unheard', tools: [late.tool, instant] });
-    const model = scriptedProvider([toolCalls([{ name: 'late', args: {}, id: 'l1' }, { name: 'instant', args: {}, id: 'i1' }]), reply('never')]);
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'late', args: {}, id: 'l1' },
+        { name: 'instant', args: {}, id: 'i1' },
+      ]),
+      reply('never'),
+    ]);
     const { prefix, client } = await engine('cancel-unheard', [agent], model, { roles: ['provider'] });
     const { run_id } = await client.enqueue({ agent: 'unheard', input: 'go' });
     const store = new RunStore(redis, prefix, 60);
@@ -267,7 +301,10 @@ describe('queue engine', () => {
     const tools = await startWorker({ agents: [agent], roles: ['tools'], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
     open.push(tools);
     // Both attempts finish their jobs (and write whatever they would write).
-    for (const [name, id] of [['late', 'l1'], ['instant', 'i1']] as const) {
+    for (const [name, id] of [
+      ['late', 'l1'],
+      ['instant', 'i1'],
+    ] as const) {
       const queue = new Queue(QueueName.tool(name), { connection: redis, prefix: keysFor(prefix).tag });
       open.push(queue);
       await until(async () => (await queue.getJobState(JobId.tool(run_id, 's1', 1, id))) === 'completed');
@@ -310,14 +347,22 @@ describe('queue engine', () => {
   it('expires every key of a finished run after the retention period', async () => {
     const echo = tool({ name: 'echo', description: 'echoes', input_schema: { type: 'object' }, handler: () => 'echoed' });
     // One executed call and one rejected (unknown tool) in round 1, then the answer.
-    const model = scriptedProvider([toolCalls([{ name: 'echo', args: {} }, { name: 'nope', args: {} }]), reply('done')]);
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'echo', args: {} },
+        { name: 'nope', args: {} },
+      ]),
+      reply('done'),
+    ]);
     const { client, prefix } = await engine('retention', [new Agent({ name: 'brief', tools: [echo] })], model, { retention_seconds: 3600 });
     const { run_id } = await client.enqueue({ agent: 'brief', input: 'hi' });
     expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     const keys = keysFor(prefix).run(run_id);
     const stored = await redis.keys(`${keys.record}*`);
     // The record, its events, dedupe ids and index, the state, both responses, round 1's results and open count.
-    expect(stored).toEqual(expect.arrayContaining([keys.record, keys.events, keys.state('s1'), keys.response('s1', 1), keys.response('s1', 2), keys.results('s1', 1), keys.pending]));
+    expect(stored).toEqual(
+      expect.arrayContaining([keys.record, keys.events, keys.state('s1'), keys.response('s1', 1), keys.response('s1', 2), keys.results('s1', 1), keys.pending]),
+    );
     for (const key of stored) {
       const ttl = await redis.ttl(key);
       expect(ttl, key).toBeGreaterThan(3500);
@@ -345,7 +390,12 @@ describe('queue engine', () => {
   it('refuses a worker whose tools share a name but not a definition', async () => {
     const make = (): ToolDefinition => tool({ name: 'same', description: '', input_schema: { type: 'object' }, handler: () => '' });
     await expect(
-      startWorker({ agents: [new Agent({ name: 'a1', tools: [make()] }), new Agent({ name: 'a2', tools: [make()] })], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix: testPrefix('dup') }),
+      startWorker({
+        agents: [new Agent({ name: 'a1', tools: [make()] }), new Agent({ name: 'a2', tools: [make()] })],
+        provider: scriptedProvider([]),
+        redis: TEST_REDIS_URL,
+        prefix: testPrefix('dup'),
+      }),
     ).rejects.toThrow("two different tools are named 'same'");
   });
 });

@@ -29,13 +29,29 @@ afterAll(async () => {
 
 const keysUnder = async () => (await redis.keys(`{${prefix}}*`)).sort();
 
-describe('a model\'s malformed ids, once a run is cancelled', () => {
+describe("a model's malformed ids, once a run is cancelled", () => {
   it('cancels a run whose call id held a lone surrogate, closing the call once', async () => {
     let release!: () => void;
-    const blocker = tool({ name: 'blocker', description: 'waits', input_schema: { type: 'object' }, handler: (_args, ctx) => new Promise((resolve) => { release = () => resolve('late'); ctx.signal.addEventListener('abort', () => resolve('aborted')); }) });
+    const blocker = tool({
+      name: 'blocker',
+      description: 'waits',
+      input_schema: { type: 'object' },
+      handler: (_args, ctx) =>
+        new Promise((resolve) => {
+          release = () => resolve('late');
+          ctx.signal.addEventListener('abort', () => resolve('aborted'));
+        }),
+    });
     const own = testPrefix('hostile-cancel');
     const model = scriptedProvider([rawCalls([['id\ud800x', 'blocker', '{}']]), reply('done')]);
-    const blockWorker = await startWorker({ agents: [new Agent({ name: 'blocked', tools: [blocker] })], provider: model, redis: TEST_REDIS_URL, prefix: own, logger: silentLogger, ...FAST });
+    const blockWorker = await startWorker({
+      agents: [new Agent({ name: 'blocked', tools: [blocker] })],
+      provider: model,
+      redis: TEST_REDIS_URL,
+      prefix: own,
+      logger: silentLogger,
+      ...FAST,
+    });
     const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
     try {
       const { run_id } = await ownClient.enqueue({ agent: 'blocked', input: 'go' });
@@ -75,7 +91,9 @@ describe('requests from outside are checked before any Redis command', () => {
     await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config: huge })).rejects.toMatchObject({ code: 'payload_too_large' });
     let deep: unknown = 'leaf';
     for (let level = 0; level < 100_000; level += 1) deep = [deep];
-    await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config: { test: { steps: { s1: { output: 'x' } } }, extra: deep } })).rejects.toThrow(/exec_config is nested more than 32 levels deep/);
+    await expect(client.enqueue({ agent: 'guarded', input: 'hi', exec_config: { test: { steps: { s1: { output: 'x' } } }, extra: deep } })).rejects.toThrow(
+      /exec_config is nested more than 32 levels deep/,
+    );
     await expect(client.enqueue({ agent: 'guarded', input: 'hi', config: { model: 'm', x: 1n } })).rejects.toThrow(/config holds a value of type bigint/);
     await expect(client.wait('run_abc', { timeout_ms: Number.NaN })).rejects.toMatchObject({ code: 'invalid_request' });
     expect(await keysUnder()).toEqual(before);
@@ -89,7 +107,17 @@ describe('requests from outside are checked before any Redis command', () => {
 
   it('never runs a handler on a tool job whose arguments no schema checked', async () => {
     const queue = new Queue(QueueName.tool('strict_tool'), { connection: redis, prefix: keysFor(prefix).tag });
-    const forged = { run_id: 'run_forged', step_id: 's1', iteration: 1, index: 0, tool_call_id: 'c1', tool_name: 'strict_tool', input_size_bytes: 2, trace: {}, join: { queue: QueueName.provider('scripted'), attempts: 1 } };
+    const forged = {
+      run_id: 'run_forged',
+      step_id: 's1',
+      iteration: 1,
+      index: 0,
+      tool_call_id: 'c1',
+      tool_name: 'strict_tool',
+      input_size_bytes: 2,
+      trace: {},
+      join: { queue: QueueName.provider('scripted'), attempts: 1 },
+    };
     const bad = await queue.add('strict_tool', { ...forged, args: { city: 42, extra: true } });
     const malformed = await queue.add('strict_tool', { ...forged, run_id: 'run:x', args: { city: 'Oslo' } });
     const deadline = Date.now() + 10_000;
@@ -101,4 +129,3 @@ describe('requests from outside are checked before any Redis command', () => {
     await queue.close();
   });
 });
-

@@ -12,7 +12,14 @@ describe('listing runs', () => {
     prefixes.push(prefix);
     const alpha = new Agent({ name: 'alpha' });
     const beta = new Agent({ name: 'beta' });
-    const worker = await startWorker({ agents: [alpha, beta], provider: scriptedProvider([reply('ok')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    const worker = await startWorker({
+      agents: [alpha, beta],
+      provider: scriptedProvider([reply('ok')], { repeat: true }),
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: silentLogger,
+      ...FAST,
+    });
     open.push(worker);
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
@@ -63,7 +70,14 @@ describe('listing runs', () => {
   it('lists the registered agents with their tools and live workers, and suggests the nearest name for an unknown one', async () => {
     const prefix = testPrefix('agents');
     prefixes.push(prefix);
-    const worker = await startWorker({ agents: [new Agent({ name: 'researcher' })], provider: scriptedProvider([reply('ok')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    const worker = await startWorker({
+      agents: [new Agent({ name: 'researcher' })],
+      provider: scriptedProvider([reply('ok')], { repeat: true }),
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: silentLogger,
+      ...FAST,
+    });
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     expect(await client.agents()).toEqual([{ name: 'researcher', kind: 'agent', tools: [], live_workers: 1 }]);

@@ -36,14 +36,25 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
     expect(await twice(() => store.createRun(spec, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'a' }))).toEqual({ created: false, run_id });
     const state = { step_id: 's1', iterations: 0, usage: { input: 0, output: 0, total: 0 }, messages: [], history: [], last_results: {}, tools_disabled: false };
     const invoked = { event: { kind: 'AgentInvoked', step_id: 's1', agent_name: 'a', mode: 'llm_select', max_iterations: 8 } as const, once: 'invoked|s1' };
-    const sent = { event: { kind: 'ProviderRequestSent', step_id: 's1', iteration: 1, provider_id: 'p', model_id: 'm', prompt_size_bytes: 1, tools_count: 1 } as const, once: 'sent|s1|1|1' };
+    const sent = {
+      event: { kind: 'ProviderRequestSent', step_id: 's1', iteration: 1, provider_id: 'p', model_id: 'm', prompt_size_bytes: 1, tools_count: 1 } as const,
+      once: 'sent|s1|1|1',
+    };
     expect(await twice(() => store.saveState(run_id, state as never, -1, [invoked, sent], true))).toBe('stale');
     await twice(() => store.append(run_id, [sent]));
-    const response = { content: null, finish_reason: 'tool_calls', usage: { input: 3, output: 4, total: 7 }, tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 't', arguments: '{}' } }] };
+    const response = {
+      content: null,
+      finish_reason: 'tool_calls',
+      usage: { input: 3, output: 4, total: 7 },
+      tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 't', arguments: '{}' } }],
+    };
     const received = { event: { kind: 'TokensConsumed', step_id: 's1', iteration: 1, tokens: response.usage, cumulative: response.usage } as const };
     const call = { step_id: 's1', iteration: 1, tool_call_id: 'c1', tool_name: 't', fanned_out: true };
     await twice(() => store.recordResponse(run_id, 's1', 1, response, [received], [call]));
-    const started = { event: { kind: 'ToolCallStarted', step_id: 's1', iteration: 1, tool_name: 't', tool_call_id: 'c1', input_schema_hash: 'h', input_size_bytes: 2, attempt: 1 } as const, ts: Date.now() };
+    const started = {
+      event: { kind: 'ToolCallStarted', step_id: 's1', iteration: 1, tool_name: 't', tool_call_id: 'c1', input_schema_hash: 'h', input_size_bytes: 2, attempt: 1 } as const,
+      ts: Date.now(),
+    };
     expect(await twice(() => store.startToolCall(run_id, call, started, 'start|s1|1|c1|1'))).toEqual({ status: 'run' });
     const terminal = { kind: 'ToolCallCompleted', step_id: 's1', iteration: 1, tool_name: 't', tool_call_id: 'c1', duration_ms: 1, output_size_bytes: 2 } as const;
     expect(await twice(() => store.recordToolResult(run_id, call, { content: 'ok', terminal }))).toEqual({ content: 'ok', openInRound: 0 });

@@ -10,7 +10,6 @@ import { FAST, collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
 
-
 const echo = tool({ name: 'wd_echo', description: 'echo', input_schema: { type: 'object' }, handler: () => 'echoed' });
 const agent = new Agent({ name: 'watched', tools: [echo] });
 
@@ -35,7 +34,7 @@ async function runWithOpenRound(name: string, watchdog_ms = 600_000) {
 }
 
 describe('the watchdog', () => {
-  it('re-adds a run\'s in-flight tool job deleted by hand, and the run completes', async () => {
+  it("re-adds a run's in-flight tool job deleted by hand, and the run completes", async () => {
     const { prefix, logger, client, run_id, toolQueue, toolJobId } = await runWithOpenRound('wd-repair', 400);
     await toolQueue.remove(toolJobId);
     expect(await toolQueue.getJobState(toolJobId)).toBe('unknown');
@@ -54,7 +53,15 @@ describe('the watchdog', () => {
     const prefix = testPrefix('wd-provider');
     prefixes.push(prefix);
     // Registers the agent, then goes away: the run waits in its queue.
-    const first = await startWorker({ agents: [agent], provider: scriptedProvider([reply('hello')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, watchdog_ms: 400 });
+    const first = await startWorker({
+      agents: [agent],
+      provider: scriptedProvider([reply('hello')], { repeat: true }),
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: silentLogger,
+      ...FAST,
+      watchdog_ms: 400,
+    });
     await first.close();
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
@@ -62,7 +69,15 @@ describe('the watchdog', () => {
     const providerQueue = new Queue(QueueName.provider('scripted'), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(providerQueue);
     expect(await providerQueue.remove(JobId.provider(run_id, 's1', 1))).toBe(1);
-    const worker = await startWorker({ agents: [agent], provider: scriptedProvider([reply('hello')], { repeat: true }), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, watchdog_ms: 400 });
+    const worker = await startWorker({
+      agents: [agent],
+      provider: scriptedProvider([reply('hello')], { repeat: true }),
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: silentLogger,
+      ...FAST,
+      watchdog_ms: 400,
+    });
     open.push(worker);
     const run = await client.wait(run_id, { timeout_ms: 10_000 });
     expect(run).toMatchObject({ status: 'completed', output: 'hello' });

@@ -12,7 +12,9 @@ interface Slot {
 }
 
 const KEY = Symbol.for('arcflow.telemetry.slot');
-const slot: Slot = ((globalThis as Record<symbol, Slot>)[KEY] ??= { enabled: false });
+const slots = globalThis as Record<symbol, Slot>;
+slots[KEY] ??= { enabled: false };
+const slot: Slot = slots[KEY];
 
 export function withForcedIds<T>(traceId: string, spanId: string, start: () => T): T {
   slot.traceId = traceId;

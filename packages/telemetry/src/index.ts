@@ -38,9 +38,7 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
       generateTraceId: () => takeForcedTraceId() ?? random.generateTraceId(),
       generateSpanId: () => takeForcedSpanId() ?? random.generateSpanId(),
     },
-    spanProcessors: [
-      new BatchSpanProcessor(new AllowlistExporter(exporter), options.scheduledDelayMs === undefined ? {} : { scheduledDelayMillis: options.scheduledDelayMs }),
-    ],
+    spanProcessors: [new BatchSpanProcessor(new AllowlistExporter(exporter), options.scheduledDelayMs === undefined ? {} : { scheduledDelayMillis: options.scheduledDelayMs })],
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [],

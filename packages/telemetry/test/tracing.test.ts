@@ -83,14 +83,19 @@ describe('one trace per run, across two worker processes', () => {
     expect(new Set(spans.filter((span) => span.name !== 'POST /trips').map((span) => span.serviceName))).toEqual(new Set(['arcflow-test-worker']));
   });
 
-  it('puts every span of the run in the run\'s trace, under its invoke_agent root', () => {
+  it("puts every span of the run in the run's trace, under its invoke_agent root", () => {
     const [, traceId, rootSpanId] = runTraceparent.split('-');
     expect(new Set(spans.filter((span) => span.attributes['arcflow.run_id'] === run_id).map((span) => span.traceId))).toEqual(new Set([traceId]));
     expect(new Set(spans.map((span) => span.traceId)).size).toBe(2);
     const [root] = named('invoke_agent');
     expect(named('invoke_agent')).toHaveLength(1);
     expect(root).toMatchObject({ name: 'invoke_agent traced_agent', kind: INTERNAL, spanId: rootSpanId, parentSpanId: undefined });
-    expect(root!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'traced_agent', 'arcflow.run_id': run_id, 'gen_ai.usage.input_tokens': 33 });
+    expect(root!.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': 'traced_agent',
+      'arcflow.run_id': run_id,
+      'gen_ai.usage.input_tokens': 33,
+    });
     expect(root!.links.map((link) => link.spanId)).toContain(requestSpanId);
     const jobs = named('process ');
     expect(jobs.every((span) => span.kind === CONSUMER && span.parentSpanId === rootSpanId)).toBe(true);
@@ -127,7 +132,9 @@ describe('one trace per run, across two worker processes', () => {
   it('shows the parallel tools as overlapping siblings, and links the join to them', () => {
     const round1 = named('execute_tool ').filter((span) => span.attributes['arcflow.iteration'] === 1);
     expect(round1).toHaveLength(3);
+    // biome-ignore lint/complexity/useMathMinMax: the times are BigInts, which Math.max does not take
     const latestStart = round1.reduce((max, span) => (span.startNs > max ? span.startNs : max), 0n);
+    // biome-ignore lint/complexity/useMathMinMax: the times are BigInts, which Math.min does not take
     const earliestEnd = round1.reduce((min, span) => (span.endNs < min ? span.endNs : min), round1[0]!.endNs);
     expect(latestStart).toBeLessThan(earliestEnd);
     // The run's own join: the cancelled run has a provider job for iteration 2 too (it finds the run ended).

@@ -72,22 +72,31 @@ function serve(res: ServerResponse, turn: FakeTurn, model: string, seq: number, 
   };
   switch (turn.type) {
     case 'text':
-      return json(200, completion(model, seq, { role: 'assistant', content: turn.content }, 'stop', turn.usage));
+      json(200, completion(model, seq, { role: 'assistant', content: turn.content }, 'stop', turn.usage));
+      return;
     case 'tools':
-      return json(
+      json(
         200,
-        completion(model, seq, {
-          role: 'assistant',
-          content: null,
-          tool_calls: turn.calls.map((call, index) => ({
-            id: call.id ?? `call_${seq}_${index + 1}`,
-            type: 'function',
-            function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
-          })),
-        }, 'tool_calls', turn.usage),
+        completion(
+          model,
+          seq,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: turn.calls.map((call, index) => ({
+              id: call.id ?? `call_${seq}_${index + 1}`,
+              type: 'function',
+              function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+            })),
+          },
+          'tool_calls',
+          turn.usage,
+        ),
       );
+      return;
     case 'status':
-      return json(turn.status, turn.body ?? { error: { message: `fake status ${turn.status}` } }, turn.headers);
+      json(turn.status, turn.body ?? { error: { message: `fake status ${turn.status}` } }, turn.headers);
+      return;
     case 'malformed':
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"id": "chatcmpl-broken", "choices": [');
       return;

@@ -82,7 +82,13 @@ export function defineHostileOutputScenarios(name: string, runner: ScenarioRunne
       const seen: unknown[] = [];
       // A schema that admits any object: only the loop's own check stands between 1e400 and the handler.
       const free = tool({ name: 'free', description: 'any object', input_schema: { type: 'object' }, handler: (args: unknown) => (seen.push(args), 'ok') });
-      const model = scriptedProvider([rawCalls([['big', 'free', '{"n": 1e400}'], ['ok', 'free', '{"n": 3}']]), reply('done')]);
+      const model = scriptedProvider([
+        rawCalls([
+          ['big', 'free', '{"n": 1e400}'],
+          ['ok', 'free', '{"n": 3}'],
+        ]),
+        reply('done'),
+      ]);
       const result = await run(new Agent({ name: 'finite', tools: [free] }), 'go', { provider: model });
       expect(result.status).toBe('completed');
       expect(seen).toEqual([{ n: 3 }]);
@@ -93,7 +99,14 @@ export function defineHostileOutputScenarios(name: string, runner: ScenarioRunne
       const { echo, seen } = counter();
       const huge = 'x'.repeat(200_000);
       const model = scriptedProvider([
-        rawCalls([['a', `echo\n\u001b[31mFORGED`, '{}'], ['b', huge, '{}'], ['c', 'echo', '{}']], { finish_reason: huge, model: `m\n${huge}` }),
+        rawCalls(
+          [
+            ['a', `echo\n\u001b[31mFORGED`, '{}'],
+            ['b', huge, '{}'],
+            ['c', 'echo', '{}'],
+          ],
+          { finish_reason: huge, model: `m\n${huge}` },
+        ),
         reply('done'),
       ]);
       const result = await run(new Agent({ name: 'bounded', tools: [echo] }), 'go', { provider: model });

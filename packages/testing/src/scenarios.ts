@@ -18,8 +18,7 @@ const weatherSchema = {
 };
 
 const kinds = (run: LocalRun) => run.events.map((event) => event.kind);
-const ofKind = <K extends TraceEvent['kind']>(run: LocalRun, kind: K) =>
-  run.events.filter((event): event is Extract<TraceEvent, { kind: K }> => event.kind === kind);
+const ofKind = <K extends TraceEvent['kind']>(run: LocalRun, kind: K) => run.events.filter((event): event is Extract<TraceEvent, { kind: K }> => event.kind === kind);
 const toolMessages = (request: { messages: readonly { role: string }[] } | undefined) =>
   (request?.messages ?? []).filter((message) => message.role === 'tool') as { role: 'tool'; tool_call_id: string; content: string }[];
 
@@ -27,11 +26,7 @@ const toolMessages = (request: { messages: readonly { role: string }[] } | undef
  * The loop's scenarios of SPEC §3, written once and run against every runner. Each scenario
  * checks the log's invariants too.
  */
-export function defineLoopScenarios(
-  name: string,
-  runner: ScenarioRunner,
-  scriptedProvider: (turns: readonly ScriptedTurn[]) => ScriptedProvider = localScriptedProvider,
-): void {
+export function defineLoopScenarios(name: string, runner: ScenarioRunner, scriptedProvider: (turns: readonly ScriptedTurn[]) => ScriptedProvider = localScriptedProvider): void {
   const run = async (...args: Parameters<ScenarioRunner>) => {
     const result = await runner(...args);
     assertEventInvariants(result.events);
@@ -47,15 +42,7 @@ export function defineLoopScenarios(
       expect(result.output).toBe('Hello.');
       expect(result.iterations).toBe(1);
       expect(result.usage).toEqual({ input: 10, output: 5, total: 15 });
-      expect(kinds(result)).toEqual([
-        'RunEnqueued',
-        'AgentInvoked',
-        'ProviderRequestSent',
-        'ProviderResponseReceived',
-        'TokensConsumed',
-        'AgentResponseReceived',
-        'RunCompleted',
-      ]);
+      expect(kinds(result)).toEqual(['RunEnqueued', 'AgentInvoked', 'ProviderRequestSent', 'ProviderResponseReceived', 'TokensConsumed', 'AgentResponseReceived', 'RunCompleted']);
       expect(result.events.every((event) => event.run_id === result.run_id && event.step_id === 's1')).toBe(true);
       expect(ofKind(result, 'ProviderRequestSent')[0]).toMatchObject({ provider_id: 'scripted', model_id: 'scripted-model', iteration: 1, tools_count: 0 });
     });
@@ -91,7 +78,12 @@ export function defineLoopScenarios(
 
     it('answers a schema violation to the model while its siblings still run', async () => {
       let executions = 0;
-      const weather = tool({ name: 'get_weather', description: 'weather', input_schema: weatherSchema, handler: ({ city }: { city: string }) => (executions++, `mild in ${city}`) });
+      const weather = tool({
+        name: 'get_weather',
+        description: 'weather',
+        input_schema: weatherSchema,
+        handler: ({ city }: { city: string }) => (executions++, `mild in ${city}`),
+      });
       const model = scriptedProvider([
         toolCalls([
           { name: 'get_weather', args: { city: 42 }, id: 'bad' },
@@ -128,9 +120,7 @@ export function defineLoopScenarios(
         'Error: invalid arguments — arguments are not valid JSON',
       ]);
       expect(ofKind(result, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'u1', error_code: 'unknown_tool', tool_name: 'launch_rockets' })]);
-      expect(ofKind(result, 'ToolInputValidationFailed')).toEqual([
-        expect.objectContaining({ tool_call_id: 'j1', violation_description: 'arguments are not valid JSON' }),
-      ]);
+      expect(ofKind(result, 'ToolInputValidationFailed')).toEqual([expect.objectContaining({ tool_call_id: 'j1', violation_description: 'arguments are not valid JSON' })]);
     });
 
     it('answers arguments over the size limit as invalid without running the tool', async () => {
@@ -140,12 +130,22 @@ export function defineLoopScenarios(
       const result = await run(new Agent({ name: 'flooded', tools: [weather] }), 'go', { provider: model });
       expect(executions).toBe(0);
       expect(toolMessages(model.requests[1])[0]?.content).toBe('Error: invalid arguments — arguments are too large (300011 bytes; the limit is 262144)');
-      expect(ofKind(result, 'ToolInputValidationFailed')[0]).toMatchObject({ tool_call_id: 'huge', violation_description: 'arguments are too large (300011 bytes; the limit is 262144)' });
+      expect(ofKind(result, 'ToolInputValidationFailed')[0]).toMatchObject({
+        tool_call_id: 'huge',
+        violation_description: 'arguments are too large (300011 bytes; the limit is 262144)',
+      });
     });
 
     it('hides a plain handler error from the model and the events, and logs it for the worker', async () => {
       const secret = 'db password is hunter2';
-      const broken = tool({ name: 'broken', description: 'fails', input_schema: { type: 'object' }, handler: () => { throw new Error(secret); } });
+      const broken = tool({
+        name: 'broken',
+        description: 'fails',
+        input_schema: { type: 'object' },
+        handler: () => {
+          throw new Error(secret);
+        },
+      });
       const logger = capturingLogger();
       const model = scriptedProvider([toolCall('broken', {}, 'b1'), reply('sorry')]);
       const result = await run(new Agent({ name: 'unlucky', tools: [broken] }), 'go', { provider: model, logger });
@@ -162,7 +162,9 @@ export function defineLoopScenarios(
         name: 'picky',
         description: 'picky',
         input_schema: weatherSchema,
-        handler: () => { throw new ToolArgumentError('city must be a real place'); },
+        handler: () => {
+          throw new ToolArgumentError('city must be a real place');
+        },
       });
       const model = scriptedProvider([toolCall('picky', { city: 'Atlantis' }, 'p1'), reply('ok')]);
       const result = await run(new Agent({ name: 'picky-agent', tools: [picky] }), 'go', { provider: model });
@@ -179,7 +181,12 @@ export function defineLoopScenarios(
         input_schema: { type: 'object' },
         timeout_ms: 150,
         handler: (_args, ctx) =>
-          new Promise((resolve) => ctx.signal.addEventListener('abort', () => { aborted = true; resolve('late'); })),
+          new Promise((resolve) =>
+            ctx.signal.addEventListener('abort', () => {
+              aborted = true;
+              resolve('late');
+            }),
+          ),
       });
       const model = scriptedProvider([toolCall('slow', {}, 's1c'), reply('gave up')]);
       const result = await run(new Agent({ name: 'patient', tools: [slow] }), 'go', { provider: model });
@@ -219,7 +226,7 @@ export function defineLoopScenarios(
       expect(ofKind(result, 'ToolCallCompleted')[0]?.output_size_bytes).toBe(Buffer.byteLength(content));
     });
 
-    it('fails the step at max_iterations without executing the last turn\'s calls', async () => {
+    it("fails the step at max_iterations without executing the last turn's calls", async () => {
       let executions = 0;
       const counter = tool({ name: 'count', description: 'count', input_schema: { type: 'object' }, handler: () => String(++executions) });
       const model = scriptedProvider([toolCall('count', { n: 1 }), toolCall('count', { n: 2 }), reply('never')]);
@@ -294,7 +301,13 @@ export function defineLoopScenarios(
           return `done ${n}`;
         },
       });
-      const model = scriptedProvider([toolCalls([{ name: 'step', args: { n: 1 } }, { name: 'step', args: { n: 2 } }]), reply('ok')]);
+      const model = scriptedProvider([
+        toolCalls([
+          { name: 'step', args: { n: 1 } },
+          { name: 'step', args: { n: 2 } },
+        ]),
+        reply('ok'),
+      ]);
       const agent = new Agent({ name: 'eager', tools: [step], tool_execution: { mode: 'legacy_eager' } });
       const result = await run(agent, 'go', { provider: model });
       expect(log).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
@@ -320,7 +333,17 @@ export function defineLoopScenarios(
         exec_config: {
           test: {
             steps: {
-              s1: { responses: [{ tool_calls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }, { name: 'get_weather', arguments: { city: 7 } }] }, { output: 'It is mild in Oslo.' }] },
+              s1: {
+                responses: [
+                  {
+                    tool_calls: [
+                      { name: 'get_weather', arguments: { city: 'Oslo' } },
+                      { name: 'get_weather', arguments: { city: 7 } },
+                    ],
+                  },
+                  { output: 'It is mild in Oslo.' },
+                ],
+              },
             },
           },
         },

@@ -1,10 +1,4 @@
-import {
-  type ModelProvider,
-  ProviderFailure,
-  type ProviderRequest,
-  type ProviderResponse,
-  type Tokens,
-} from '@arcflow/core';
+import { type ModelProvider, ProviderFailure, type ProviderRequest, type ProviderResponse, type Tokens } from '@arcflow/core';
 
 /** One scripted model turn: a response, a failure to throw, or a function of the request. */
 export type ScriptedTurn = ProviderResponse | ProviderFailure | ((request: ProviderRequest) => ProviderResponse | Promise<ProviderResponse>);

@@ -31,7 +31,9 @@ export async function demoCommand(flags: { runs?: string }): Promise<number> {
   const workers: WorkerProcess[] = [];
   const client = createClient({ redis: redis.url, prefix });
   try {
-    console.log(`arcflow demo — Redis: ${redis.origin}; model: ${env.hasOpenAI ? 'OpenAI-compatible endpoint from the environment' : 'offline scripted model (no API key needed)'}`);
+    console.log(
+      `arcflow demo — Redis: ${redis.origin}; model: ${env.hasOpenAI ? 'OpenAI-compatible endpoint from the environment' : 'offline scripted model (no API key needed)'}`,
+    );
     const workerEnv = { REDIS_URL: redis.url, ARCFLOW_PREFIX: prefix };
     workers.push(...(await Promise.all([spawnWorker(EXAMPLE, { env: workerEnv }), spawnWorker(EXAMPLE, { env: workerEnv })])));
     console.log(`started 2 worker processes: ${workers.map((worker) => `${worker.id} (pid ${worker.pid})`).join(', ')}`);

@@ -123,7 +123,8 @@ export async function runsCommand(flags: RunsFlags): Promise<number> {
       return 0;
     }
     console.log(formatRunList(page.runs));
-    if (page.next_cursor) console.log(`more: arcflow runs --cursor ${page.next_cursor}${flags.status ? ` --status ${flags.status}` : ''}${flags.agent ? ` --agent ${flags.agent}` : ''}`);
+    if (page.next_cursor)
+      console.log(`more: arcflow runs --cursor ${page.next_cursor}${flags.status ? ` --status ${flags.status}` : ''}${flags.agent ? ` --agent ${flags.agent}` : ''}`);
     return 0;
   });
 }

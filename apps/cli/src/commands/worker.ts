@@ -2,7 +2,11 @@ import { runWorkerProcess } from '@arcflow/worker';
 import { ConfigError } from '@arcflow/core';
 import type { WorkerRole } from '@arcflow/queue';
 
-const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter(Boolean);
+const list = (value: string | undefined) =>
+  value
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 /** `arcflow worker`: runs until SIGTERM/SIGINT (returns -1: do not exit). */
 export async function workerCommand(flags: { module?: string; roles?: string; tools?: string; concurrency?: string }): Promise<number> {

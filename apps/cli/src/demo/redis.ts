@@ -40,8 +40,7 @@ export async function ensureRedis(envUrl: string | undefined): Promise<DemoRedis
   if (await redisAnswers(local)) return { url: local, origin: 'local Redis on 127.0.0.1:6379', private: false, stop: none };
   if (!hasCommand('redis-server')) {
     throw new ConfigError(
-      'no Redis found on 127.0.0.1:6379 and redis-server is not installed.\n' +
-        'Start one with `docker compose up -d redis` (or install redis-server), or set REDIS_URL.',
+      'no Redis found on 127.0.0.1:6379 and redis-server is not installed.\n' + 'Start one with `docker compose up -d redis` (or install redis-server), or set REDIS_URL.',
     );
   }
   const port = await freePort();

@@ -43,10 +43,7 @@ export class Agent {
       if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
       byName.set(definition.name, definition);
     }
-    const own = checkRunConfig(
-      { tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model },
-      `agent '${name}'`,
-    );
+    const own = checkRunConfig({ tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model }, `agent '${name}'`);
     this.name = name;
     this.role = config.role;
     this.instructions = config.instructions;
@@ -68,9 +65,6 @@ export class Agent {
     // Most runs bring no config: the agent's own settings, resolved once.
     if (config === undefined || config === null) return this.settings;
     const override = checkRunConfig(config);
-    return resolveSettings(
-      { tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model },
-      override,
-    );
+    return resolveSettings({ tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model }, override);
   }
 }

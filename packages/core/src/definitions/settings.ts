@@ -73,9 +73,7 @@ export function resolveSettings(agent: RunConfig, override: RunConfig = {}, wher
     throw new ConfigError(`${where}.tool_execution.max_iterations must be an integer >= 1, got ${JSON.stringify(max_iterations)}`);
   }
   if (on_max_iterations !== 'fail' && on_max_iterations !== 'final_answer') {
-    throw new ConfigError(
-      `${where}.tool_execution.on_max_iterations must be 'fail' or 'final_answer', got ${JSON.stringify(on_max_iterations)}`,
-    );
+    throw new ConfigError(`${where}.tool_execution.on_max_iterations must be 'fail' or 'final_answer', got ${JSON.stringify(on_max_iterations)}`);
   }
   const loopConfig = override.loop_detection !== undefined ? override.loop_detection : agent.loop_detection;
   return Object.freeze({
@@ -96,9 +94,7 @@ function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, w
     throw new ConfigError(`${where}.loop_detection.window must be an integer >= 1, got ${JSON.stringify(window)}`);
   }
   if (!Number.isInteger(threshold) || threshold < 2 || threshold > window) {
-    throw new ConfigError(
-      `${where}.loop_detection.threshold must be an integer from 2 to window (${window}), got ${JSON.stringify(threshold)}`,
-    );
+    throw new ConfigError(`${where}.loop_detection.threshold must be an integer from 2 to window (${window}), got ${JSON.stringify(threshold)}`);
   }
   if (action !== 'inject' && action !== 'terminate') {
     throw new ConfigError(`${where}.loop_detection.action must be 'inject' or 'terminate', got ${JSON.stringify(action)}`);

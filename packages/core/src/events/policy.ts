@@ -28,9 +28,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
 });
 
 /** Every field each kind may carry: the common ones, then its own (built once). */
-const KEPT_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(
-  Object.entries(EVENT_FIELDS).map(([kind, fields]) => [kind, [...COMMON, ...fields]]),
-);
+const KEPT_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(Object.entries(EVENT_FIELDS).map(([kind, fields]) => [kind, [...COMMON, ...fields]]));
 
 /**
  * Keeps only the fields the policy allows for the event's kind, so nothing a caller slipped in

@@ -21,7 +21,11 @@ interface InIteration extends Base {
   readonly iteration: number;
 }
 
-export interface RunEnqueued extends Base { readonly kind: 'RunEnqueued'; readonly agent?: string; readonly workflow?: string }
+export interface RunEnqueued extends Base {
+  readonly kind: 'RunEnqueued';
+  readonly agent?: string;
+  readonly workflow?: string;
+}
 export interface AgentInvoked extends Base {
   readonly kind: 'AgentInvoked';
   readonly agent_name: string;
@@ -44,7 +48,11 @@ export interface ProviderResponseReceived extends InIteration {
   readonly finish_reason: string;
   readonly tool_calls_count: number;
 }
-export interface TokensConsumed extends InIteration { readonly kind: 'TokensConsumed'; readonly tokens: Tokens; readonly cumulative: Tokens }
+export interface TokensConsumed extends InIteration {
+  readonly kind: 'TokensConsumed';
+  readonly tokens: Tokens;
+  readonly cumulative: Tokens;
+}
 export interface ProviderRateLimited extends InIteration {
   readonly kind: 'ProviderRateLimited';
   readonly provider_id: string;
@@ -101,10 +109,24 @@ export interface AgentResponseReceived extends Base {
   readonly output_size_bytes: number;
   readonly iterations: number;
 }
-export interface StepExecutionFailed extends Base { readonly kind: 'StepExecutionFailed'; readonly error_code: string; readonly message: string }
-export interface RunCompleted extends Base { readonly kind: 'RunCompleted'; readonly usage: Tokens }
-export interface RunFailed extends Base { readonly kind: 'RunFailed'; readonly usage: Tokens; readonly error_code: string }
-export interface RunCancelled extends Base { readonly kind: 'RunCancelled'; readonly usage: Tokens }
+export interface StepExecutionFailed extends Base {
+  readonly kind: 'StepExecutionFailed';
+  readonly error_code: string;
+  readonly message: string;
+}
+export interface RunCompleted extends Base {
+  readonly kind: 'RunCompleted';
+  readonly usage: Tokens;
+}
+export interface RunFailed extends Base {
+  readonly kind: 'RunFailed';
+  readonly usage: Tokens;
+  readonly error_code: string;
+}
+export interface RunCancelled extends Base {
+  readonly kind: 'RunCancelled';
+  readonly usage: Tokens;
+}
 
 /** Every trace event, as one discriminated union on `kind`. */
 export type TraceEvent =
@@ -134,11 +156,6 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 export type EventDraft = DistributiveOmit<TraceEvent, 'run_id' | 'seq' | 'ts'>;
 
 /** Events that end a tool call; each call gets exactly one. */
-export const TOOL_TERMINAL_KINDS: ReadonlySet<EventKind> = new Set([
-  'ToolCallCompleted',
-  'ToolCallFailed',
-  'ToolInputValidationFailed',
-  'LoopDetected',
-]);
+export const TOOL_TERMINAL_KINDS: ReadonlySet<EventKind> = new Set(['ToolCallCompleted', 'ToolCallFailed', 'ToolInputValidationFailed', 'LoopDetected']);
 
 export const RUN_TERMINAL_KINDS: ReadonlySet<EventKind> = new Set(['RunCompleted', 'RunFailed', 'RunCancelled']);

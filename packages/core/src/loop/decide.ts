@@ -16,14 +16,11 @@ export type ResponseDecision =
   | { readonly type: 'tools'; readonly calls: readonly PlannedCall[] };
 
 /** The note that precedes the final-answer call, when the tool budget is spent. */
-export const FINAL_ANSWER_NOTE =
-  'The tool budget for this task is spent: no more tools can be called. Answer now with what you have.';
+export const FINAL_ANSWER_NOTE = 'The tool budget for this task is spent: no more tools can be called. Answer now with what you have.';
 
 /** The request for the step's next provider call. */
 export function buildRequest(agent: Agent, state: StepState, settings: StepSettings, defaultModel: string): ProviderRequest {
-  const tools = state.tools_disabled
-    ? []
-    : agent.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.input_schema }));
+  const tools = state.tools_disabled ? [] : agent.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.input_schema }));
   return { model: settings.model ?? defaultModel, messages: state.messages, tools };
 }
 
@@ -41,13 +38,7 @@ export function requestSentEvent(step_id: string, iteration: number, provider_id
 }
 
 /** `ProviderResponseReceived` and `TokensConsumed` for a response. */
-export function responseEvents(
-  state: StepState,
-  provider_id: string,
-  model_id: string,
-  response: ProviderResponse,
-  latency_ms: number,
-): EventDraft[] {
+export function responseEvents(state: StepState, provider_id: string, model_id: string, response: ProviderResponse, latency_ms: number): EventDraft[] {
   const place = { step_id: state.step_id, iteration: state.iterations + 1 };
   return [
     {
@@ -70,10 +61,7 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
   if (response.tool_calls.length === 0) return { type: 'complete', output: response.content ?? '' };
   if (state.tools_disabled || iteration >= settings.max_iterations) {
     if (!state.tools_disabled && settings.on_max_iterations === 'final_answer') return { type: 'final_answer' };
-    return stepFailure(
-      ErrorCode.MaxIterationsExceeded,
-      `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`,
-    );
+    return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);
   }
   const round = planToolRound(agent, state, settings, response);
   if (round.type === 'round') return { type: 'tools', calls: round.calls };
@@ -114,10 +102,7 @@ export function applyToolRound(
   const last_results: Record<string, string> = { ...state.last_results };
   const toolMessages: ChatMessage[] = [];
   for (const planned of calls) {
-    const content =
-      planned.action === 'repeat'
-        ? ToolResultText.repeated(last_results[planned.signature] ?? '(no result recorded)')
-        : contents.get(planned.index);
+    const content = planned.action === 'repeat' ? ToolResultText.repeated(last_results[planned.signature] ?? '(no result recorded)') : contents.get(planned.index);
     if (content === undefined) throw new Error(`no result for tool call ${planned.call.id}`);
     if (planned.action !== 'repeat') last_results[planned.signature] = content;
     toolMessages.push({ role: 'tool', tool_call_id: planned.call.id, content });

@@ -99,7 +99,10 @@ function toolName(name: unknown): string {
   if (typeof name === 'string' && TOOL_NAME.test(name)) return name;
   if (typeof name !== 'string' || name === '') return '?';
   const chars = [...name];
-  const shown = chars.slice(0, SHOWN_NAME_CHARS).map((char) => (/^[A-Za-z0-9_-]$/.test(char) ? char : '?')).join('');
+  const shown = chars
+    .slice(0, SHOWN_NAME_CHARS)
+    .map((char) => (/^[A-Za-z0-9_-]$/.test(char) ? char : '?'))
+    .join('');
   return chars.length > SHOWN_NAME_CHARS ? `${shown}…` : shown;
 }
 

@@ -71,14 +71,7 @@ export function planToolRound(
   return { type: 'round', calls: planned };
 }
 
-function planOne(
-  agent: Agent,
-  index: number,
-  call: RequestedToolCall,
-  signature: string,
-  parsed: ParsedArguments,
-  input_size_bytes: number,
-): PlannedCall {
+function planOne(agent: Agent, index: number, call: RequestedToolCall, signature: string, parsed: ParsedArguments, input_size_bytes: number): PlannedCall {
   const tool = agent.findTool(call.function.name);
   if (!tool) {
     return { action: 'reject', index, call, signature, content: ToolResultText.unknownTool(call.function.name), reason: { type: 'unknown_tool' } };

@@ -27,14 +27,7 @@ export function runFinishedEvent(step_id: string, usage: Tokens, error?: RunErro
 }
 
 /** `ProviderRateLimited` or `ProviderError` for one failed attempt. */
-export function providerFailureEvent(
-  step_id: string,
-  iteration: number,
-  provider_id: string,
-  failure: ProviderFailure,
-  attempt: number,
-  retry_after_seconds: number,
-): EventDraft {
+export function providerFailureEvent(step_id: string, iteration: number, provider_id: string, failure: ProviderFailure, attempt: number, retry_after_seconds: number): EventDraft {
   if (failure.rateLimited) return { kind: 'ProviderRateLimited', step_id, iteration, provider_id, retry_after_seconds, attempt };
   return {
     kind: 'ProviderError',

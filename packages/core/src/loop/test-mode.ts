@@ -4,9 +4,7 @@ import { NamePattern } from '../names.ts';
 import { type ProviderResponse, ProviderFailure, ZERO_TOKENS } from '../provider.ts';
 
 /** One scripted turn of test mode: text, or tool calls. */
-export type TestTurn =
-  | { readonly output: string }
-  | { readonly tool_calls: readonly { readonly name: string; readonly arguments: unknown; readonly id?: string }[] };
+export type TestTurn = { readonly output: string } | { readonly tool_calls: readonly { readonly name: string; readonly arguments: unknown; readonly id?: string }[] };
 
 /** Test mode for one step: a fixed output with no provider call, or scripted turns. */
 export type TestStep = { readonly output: string } | { readonly responses: readonly TestTurn[] };

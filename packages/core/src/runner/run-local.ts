@@ -8,27 +8,11 @@ import { MAX_INPUT_BYTES, PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError, RequestError } from '../errors.ts';
 import type { TraceEvent } from '../events/types.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
-import {
-  applyFinalAnswerNote,
-  applyToolRound,
-  buildRequest,
-  decideResponse,
-  requestSentEvent,
-  responseEvents,
-  usageWith,
-} from '../loop/decide.ts';
+import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
 import { normalizeResponse } from '../loop/normalize.ts';
 import { type StepState, initialStepState } from '../loop/state.ts';
-import {
-  agentInvokedEvent,
-  agentRespondedEvent,
-  providerFailureEvent,
-  providerRunError,
-  runFinishedEvent,
-  stepFailedEvent,
-  stepRunError,
-} from '../loop/step-events.ts';
+import { agentInvokedEvent, agentRespondedEvent, providerFailureEvent, providerRunError, runFinishedEvent, stepFailedEvent, stepRunError } from '../loop/step-events.ts';
 import { type ExecConfig, TEST_PROVIDER_ID, checkExecConfig, testResponse, testStepFor } from '../loop/test-mode.ts';
 import { type CallPlace, cancelledCall, plannedCallEvents, settleExecution, shouldRetryTool, toolStartedEvent } from '../loop/tool-events.ts';
 import { type ModelProvider, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
@@ -164,10 +148,7 @@ class LocalStep {
   }
 
   /** One provider call, retried with backoff; a 429 waits `retry_after_seconds` without spending an attempt. */
-  private async callProvider(
-    state: StepState,
-    test: Parameters<typeof testResponse>[0] | undefined,
-  ): Promise<{ response: ProviderResponse } | { error: RunError }> {
+  private async callProvider(state: StepState, test: Parameters<typeof testResponse>[0] | undefined): Promise<{ response: ProviderResponse } | { error: RunError }> {
     const { agent, settings, log, step_id, options } = this;
     const provider = test ? undefined : options.provider;
     if (!test && !provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
@@ -208,9 +189,7 @@ class LocalStep {
     if (this.settings.mode === 'legacy_eager') {
       for (const planned of executable) contents.set(planned.index, await this.execute(planned, place));
     } else {
-      await Promise.all(
-        executable.map(async (planned) => contents.set(planned.index, await this.limitRun(() => limitFor(planned.tool)(() => this.execute(planned, place))))),
-      );
+      await Promise.all(executable.map(async (planned) => contents.set(planned.index, await this.limitRun(() => limitFor(planned.tool)(() => this.execute(planned, place))))));
     }
     return contents;
   }

@@ -6,7 +6,6 @@ import { compileSchema, type JsonSchema } from './schema.ts';
 
 export type { JsonSchema } from './schema.ts';
 
-
 /** What a handler may log; the worker decides where it goes (never into traces). */
 export interface ToolLogger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -29,7 +28,7 @@ export interface ToolContext {
   readonly log: ToolLogger;
 }
 
-// biome-ignore lint: handlers receive whatever the schema admits
+/** A tool's handler. `Args` defaults to `any`: a handler receives whatever its schema admits. */
 export type ToolHandler<Args = any> = (args: Args, ctx: ToolContext) => unknown | Promise<unknown>;
 
 /** A tool as the user writes it (snake_case keys, like a JSON config). */

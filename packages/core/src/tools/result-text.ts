@@ -8,8 +8,7 @@ export const ToolResultText = {
   timedOut: () => 'Error: tool timed out — try again or use a different approach',
   unavailable: () => 'Error: tool temporarily unavailable',
   cancelled: () => 'Error: tool call cancelled',
-  repeated: (previous: string) =>
-    `You already called this tool with these arguments: the result was ${previous}. Please proceed to the next step.`,
+  repeated: (previous: string) => `You already called this tool with these arguments: the result was ${previous}. Please proceed to the next step.`,
 } as const;
 
 /** Serialises a handler's return value: strings as they are, anything else as JSON. */

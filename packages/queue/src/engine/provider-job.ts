@@ -54,7 +54,6 @@ export interface ProviderJobDeps extends ToolRuntime {
   readonly queues: QueuePool;
 }
 
-
 /** A state ready for a provider call, with what must be saved before the call. */
 interface PendingState {
   readonly state: StepState;
@@ -213,7 +212,10 @@ export class ProviderJobProcessor {
         // Not expected: the round joins only once every call is closed with a result (a tool job that
         // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
         // result missing still answers the model instead of failing the run.
-        const lost = planned.action === 'reject' ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! } : lostCall(planned, { step_id, iteration: previous });
+        const lost =
+          planned.action === 'reject'
+            ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! }
+            : lostCall(planned, { step_id, iteration: previous });
         content = (await store.recordToolResult(run_id, roundCall(planned, { step_id, iteration: previous }, fansOut(planned, context.settings)), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
@@ -225,12 +227,7 @@ export class ProviderJobProcessor {
    * Call `n` to the model, its response recorded once (an earlier delivery's response wins). The
    * calls it fans out are marked open in the same write.
    */
-  private async callProvider(
-    context: StepContext,
-    state: StepState,
-    call: PreparedCall,
-    job: Job<ProviderJobData>,
-  ): Promise<CalledProvider | undefined> {
+  private async callProvider(context: StepContext, state: StepState, call: PreparedCall, job: Job<ProviderJobData>): Promise<CalledProvider | undefined> {
     const { store, options, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const { provider_id, request, test } = call;
@@ -297,7 +294,16 @@ export class ProviderJobProcessor {
     const maxAttempts = attemptsOf(job);
     const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
     // Status and code only: a provider's error text may echo the prompt.
-    this.deps.logger.warn('provider call failed', { run_id, step_id, iteration, provider: provider_id, error_code: failure.error_code, status: failure.status, retryable: failure.retryable, attempt });
+    this.deps.logger.warn('provider call failed', {
+      run_id,
+      step_id,
+      iteration,
+      provider: provider_id,
+      error_code: failure.error_code,
+      status: failure.status,
+      retryable: failure.retryable,
+      attempt,
+    });
     const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
     await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
@@ -338,10 +344,16 @@ export class ProviderJobProcessor {
       const events = plannedCallEvents(planned, place);
       const once = (index: number) => `plan|${step_id}|${iteration}|${planned.call.id}|${index}`;
       if (planned.action === 'repeat') {
-        await store.append(run_id, events.map((event, index) => ({ event, once: once(index) })));
+        await store.append(
+          run_id,
+          events.map((event, index) => ({ event, once: once(index) })),
+        );
         continue;
       }
-      await store.append(run_id, events.slice(0, -1).map((event, index) => ({ event, once: once(index) })));
+      await store.append(
+        run_id,
+        events.slice(0, -1).map((event, index) => ({ event, once: once(index) })),
+      );
       await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');

@@ -1,13 +1,4 @@
-import {
-  type CallPlace,
-  type ExecuteCall,
-  type PlannedCall,
-  type ToolDefinition,
-  type ToolLogger,
-  runHandler,
-  settleExecution,
-  toolStartedEvent,
-} from '@arcflow/core';
+import { type CallPlace, type ExecuteCall, type PlannedCall, type ToolDefinition, type ToolLogger, runHandler, settleExecution, toolStartedEvent } from '@arcflow/core';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
@@ -103,12 +94,29 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
       [Attr.iteration]: place.iteration,
     },
   }));
-  const handlerCall = { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, attempt: attempt.number, args: planned.args, cancel, log: logger };
+  const handlerCall = {
+    run_id,
+    step_id: place.step_id,
+    iteration: place.iteration,
+    tool_call_id: planned.call.id,
+    attempt: attempt.number,
+    args: planned.args,
+    cancel,
+    log: logger,
+  };
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
     const outcome = await withActiveSpan(span, () => runHandler(planned.tool, handlerCall));
     if (outcome.status === 'error') {
-      logger.error('tool handler failed', { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool: planned.tool.name, attempt: attempt.number, error: outcome.error });
+      logger.error('tool handler failed', {
+        run_id,
+        step_id: place.step_id,
+        iteration: place.iteration,
+        tool_call_id: planned.call.id,
+        tool: planned.tool.name,
+        attempt: attempt.number,
+        error: outcome.error,
+      });
     }
     // `last` counts handler failures only (BullMQ's attemptsMade, or the inline loop's count), so a
     // delivery lost to a dead worker never uses up a retry.

@@ -32,8 +32,22 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     // What runs is what a schema checked, whoever added the job.
     const violation = argumentViolation(tool, data.args);
     if (violation !== undefined) {
-      deps.logger.error('tool job refused: its arguments fail the schema', { run_id: data.run_id, step_id: data.step_id, iteration: data.iteration, tool_call_id: data.tool_call_id, tool: tool.name });
-      const [started, terminal] = plannedCallEvents({ ...planned, action: 'reject', content: ToolResultText.invalidArguments(violation), reason: { type: 'invalid_arguments', tool, violation, input_size_bytes: data.input_size_bytes } }, place);
+      deps.logger.error('tool job refused: its arguments fail the schema', {
+        run_id: data.run_id,
+        step_id: data.step_id,
+        iteration: data.iteration,
+        tool_call_id: data.tool_call_id,
+        tool: tool.name,
+      });
+      const [started, terminal] = plannedCallEvents(
+        {
+          ...planned,
+          action: 'reject',
+          content: ToolResultText.invalidArguments(violation),
+          reason: { type: 'invalid_arguments', tool, violation, input_size_bytes: data.input_size_bytes },
+        },
+        place,
+      );
       const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), {
         content: ToolResultText.invalidArguments(violation),
         terminal: terminal!,
@@ -45,13 +59,12 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
-    const { retry, roundSettled } = await attemptToolCall(
-      deps,
-      data.run_id,
-      planned,
-      place,
-      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true },
-    );
+    const { retry, roundSettled } = await attemptToolCall(deps, data.run_id, planned, place, {
+      number: attempt,
+      last: job.attemptsMade + 1 >= attempts,
+      firstDelivery: attempt === 1,
+      fannedOut: true,
+    });
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
     return 'recorded';

@@ -148,5 +148,5 @@ export class Watchdog {
 /** Removes a job that finished (completed or failed), so a job with its id can be added again. */
 async function removeFinished(queue: Queue, id: string): Promise<void> {
   const job: Job | undefined = await queue.getJob(id);
-  if (job && (await job.isCompleted() || await job.isFailed())) await job.remove();
+  if (job && ((await job.isCompleted()) || (await job.isFailed()))) await job.remove();
 }

@@ -93,10 +93,15 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       const queue = queues.get(queueName);
       if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
       else await queue.removeGlobalConcurrency();
-      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), { ...common, concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY) });
+      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), {
+        ...common,
+        concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY),
+      });
       worker.on('failed', (job, error) => {
         if (!job || !failedForGood(job, error?.message)) return;
-        settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) => options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }));
+        settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) =>
+          options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }),
+        );
       });
       worker.on('error', logWorkerError('tool worker error', { tool: tool.name }));
       workers.push(worker);
@@ -152,9 +157,7 @@ async function failRunIfFinal(store: RunStore, job: Job<ProviderJobData> | undef
   if (!job || !failedForGood(job, reason)) return;
   const { run_id, step_id, iteration } = job.data;
   const error = stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`);
-  await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id }).catch(
-    () => undefined,
-  );
+  await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id }).catch(() => undefined);
 }
 
 function collectAgents(definitions: WorkerOptions['agents']): Map<string, Agent> {

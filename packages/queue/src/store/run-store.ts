@@ -112,11 +112,7 @@ export class RunStore {
   }
 
   /** Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that run's id. */
-  async createRun(
-    spec: Omit<RunSpec, 'status'>,
-    idempotency_key: string | undefined,
-    enqueued: EventDraft,
-  ): Promise<{ created: boolean; run_id: string }> {
+  async createRun(spec: Omit<RunSpec, 'status'>, idempotency_key: string | undefined, enqueued: EventDraft): Promise<{ created: boolean; run_id: string }> {
     const now = Date.now();
     const fields: Record<string, string> = {
       run_id: spec.run_id,
@@ -240,13 +236,7 @@ export class RunStore {
    * Saves a step's state if it is still at `expectedIterations` (-1: no state yet), appending
    * `events` in the same step. `saved` is false when another delivery got there first.
    */
-  async saveState(
-    run_id: string,
-    state: StepState,
-    expectedIterations: number,
-    events: readonly PendingEvent[] = [],
-    markRunning = false,
-  ): Promise<'saved' | 'stale' | 'ended'> {
+  async saveState(run_id: string, state: StepState, expectedIterations: number, events: readonly PendingEvent[] = [], markRunning = false): Promise<'saved' | 'stale' | 'ended'> {
     const outcome = await this.scripts.saveState([this.keys.record(run_id)], {
       step_id: state.step_id,
       expected: expectedIterations,
@@ -296,16 +286,19 @@ export class RunStore {
    * `undefined` when the run ended before anything was recorded.
    */
   async recordToolResult(run_id: string, call: RoundCall, result: ToolResult): Promise<RecordedResult | undefined> {
-    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult([this.keys.record(run_id)], [
-      call.step_id,
-      call.iteration,
-      call.tool_call_id,
-      result.content,
-      call.fanned_out ? '1' : '0',
-      this.eventJson(result.terminal),
-      result.spanTraceparent ?? '',
-      result.started ? this.eventJson(result.started.event, result.started.ts) : '',
-    ])) as [number, string?, number?];
+    const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
+      [this.keys.record(run_id)],
+      [
+        call.step_id,
+        call.iteration,
+        call.tool_call_id,
+        result.content,
+        call.fanned_out ? '1' : '0',
+        this.eventJson(result.terminal),
+        result.spanTraceparent ?? '',
+        result.started ? this.eventJson(result.started.event, result.started.ts) : '',
+      ],
+    )) as [number, string?, number?];
     if (outcome === -1) return undefined;
     return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0 };
   }
@@ -315,13 +308,10 @@ export class RunStore {
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
   async startToolCall(run_id: string, call: RoundCall, started: TimedEvent, once: string): Promise<CallStart> {
-    const [outcome, openInRound] = (await this.scripts.startToolCall([this.keys.record(run_id)], [
-      call.step_id,
-      call.iteration,
-      call.tool_call_id,
-      once,
-      this.eventJson(started.event, started.ts),
-    ])) as [number, number?];
+    const [outcome, openInRound] = (await this.scripts.startToolCall(
+      [this.keys.record(run_id)],
+      [call.step_id, call.iteration, call.tool_call_id, once, this.eventJson(started.event, started.ts)],
+    )) as [number, number?];
     if (outcome === 1) return { status: 'run' };
     return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0 } : { status: 'ended' };
   }
@@ -332,7 +322,14 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep([this.keys.record(run_id)], [step_id, iteration])) as [(string | null)[], string | null, string | null, string | null, string[], string[]];
+    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep([this.keys.record(run_id)], [step_id, iteration])) as [
+      (string | null)[],
+      string | null,
+      string | null,
+      string | null,
+      string[],
+      string[],
+    ];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));

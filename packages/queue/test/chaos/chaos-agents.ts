@@ -37,7 +37,11 @@ export const provider: ModelProvider = {
       content: null,
       finish_reason: 'tool_calls',
       usage,
-      tool_calls: delays.map((delay_ms, index) => ({ id: `c${rounds + 1}_${index + 1}`, type: 'function', function: { name: 'chaos_step', arguments: JSON.stringify({ n: index, delay_ms }) } })),
+      tool_calls: delays.map((delay_ms, index) => ({
+        id: `c${rounds + 1}_${index + 1}`,
+        type: 'function',
+        function: { name: 'chaos_step', arguments: JSON.stringify({ n: index, delay_ms }) },
+      })),
     };
   },
 };
