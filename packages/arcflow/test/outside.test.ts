@@ -101,6 +101,7 @@ beforeAll(async () => {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
   writeFileSync(join(project, 'agents.ts'), AGENT_TS);
   writeFileSync(join(project, 'agents.js'), AGENT_JS);
+  writeFileSync(join(project, 'agents.mjs'), AGENT_JS.replace("'shouter_js'", "'shouter_mjs'"));
   writeFileSync(join(project, 'tsconfig.json'), TSCONFIG);
   const { stdout } = await run('sh', ['-c', `ls ${join(ROOT, 'build/tarballs')}/*.tgz`]);
   await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@20.19.43'], { cwd: project, timeout: 300_000 });
@@ -119,7 +120,7 @@ describe('arcflow installed from its packages, outside the repository', () => {
     expect(stdout).toBe('');
   });
 
-  it('serves a plain .js module and a .ts module with `npx arcflow worker`, against an OpenAI-compatible server', async () => {
+  it('serves a .js, an .mjs and a .ts module with `npx arcflow worker`, against an OpenAI-compatible server', async () => {
     const prefix = testPrefix('outside');
     prefixes.push(prefix);
     const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'k' };
