@@ -120,7 +120,8 @@ export function keysFor(prefix: string): Keys {
 
 /** Queue names (BullMQ forbids `:` in them). */
 export const QueueName = {
-  provider: (provider_id: string) => `provider-${provider_id}`,
+  /** An agent's provider jobs: only workers serving the agent take them. */
+  agent: (agent: string) => `agent-${agent}`,
   tool: (tool_name: string) => `tool-${tool_name}`,
 } as const;
 

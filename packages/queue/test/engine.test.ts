@@ -341,7 +341,7 @@ describe('queue engine', () => {
     await expect(client.enqueue({ agent: 'known', input: 'x'.repeat(300_000) })).rejects.toThrow(/input is 300000 bytes/);
     await expect(client.enqueue({ agent: 'known', input: 'hi', exec_config: { test: { steps: { s1: {} } } } })).rejects.toThrow(/exec_config/);
     expect(await redis.keys(`{${prefix}}:run:*`)).toEqual(keysBefore);
-    expect(await redis.keys(`{${prefix}}:provider-*:run_*`)).toEqual([]);
+    expect(await redis.keys(`{${prefix}}:agent-*:run_*`)).toEqual([]);
   });
 
   it('expires every key of a finished run after the retention period', async () => {

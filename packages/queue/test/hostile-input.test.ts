@@ -116,7 +116,7 @@ describe('requests from outside are checked before any Redis command', () => {
       tool_name: 'strict_tool',
       input_size_bytes: 2,
       trace: {},
-      join: { queue: QueueName.provider('scripted'), attempts: 1 },
+      join: { queue: QueueName.agent('guarded'), attempts: 1 },
     };
     const bad = await queue.add('strict_tool', { ...forged, args: { city: 42, extra: true } });
     const malformed = await queue.add('strict_tool', { ...forged, run_id: 'run:x', args: { city: 'Oslo' } });

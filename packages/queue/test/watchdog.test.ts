@@ -26,7 +26,7 @@ async function runWithOpenRound(name: string, watchdog_ms = 600_000) {
   const { run_id } = await client.enqueue({ agent: 'watched', input: 'go' });
   const tag = keysFor(prefix).tag;
   const toolQueue = new Queue(QueueName.tool('wd_echo'), { connection: redis, prefix: tag });
-  const providerQueue = new Queue(QueueName.provider('scripted'), { connection: redis, prefix: tag });
+  const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: tag });
   open.push(toolQueue, providerQueue);
   const toolJobId = JobId.tool(run_id, 's1', 1, 'c1');
   await until(async () => (await toolQueue.getJobState(toolJobId)) === 'waiting');
@@ -66,7 +66,7 @@ describe('the watchdog', () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     const { run_id } = await client.enqueue({ agent: 'watched', input: 'go' });
-    const providerQueue = new Queue(QueueName.provider('scripted'), { connection: redis, prefix: keysFor(prefix).tag });
+    const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(providerQueue);
     expect(await providerQueue.remove(JobId.provider(run_id, 's1', 1))).toBe(1);
     const worker = await startWorker({

@@ -99,7 +99,7 @@ describe('one trace per run, across two worker processes', () => {
     expect(root!.links.map((link) => link.spanId)).toContain(requestSpanId);
     const jobs = named('process ');
     expect(jobs.every((span) => span.kind === CONSUMER && span.parentSpanId === rootSpanId)).toBe(true);
-    expect(jobs.filter((span) => span.name === 'process provider-fixture')).toHaveLength(3);
+    expect(jobs.filter((span) => span.name === 'process agent-traced_agent')).toHaveLength(3);
     expect(jobs.filter((span) => span.name === 'process tool-probe')).toHaveLength(6);
     const jobIds = new Set(jobs.map((span) => span.spanId));
     expect([...named('chat '), ...named('execute_tool ')].every((span) => jobIds.has(span.parentSpanId!))).toBe(true);
@@ -138,7 +138,7 @@ describe('one trace per run, across two worker processes', () => {
     const earliestEnd = round1.reduce((min, span) => (span.endNs < min ? span.endNs : min), round1[0]!.endNs);
     expect(latestStart).toBeLessThan(earliestEnd);
     // The run's own join: the cancelled run has a provider job for iteration 2 too (it finds the run ended).
-    const join = runSpans().find((span) => span.name === 'process provider-fixture' && span.attributes['arcflow.iteration'] === 2)!;
+    const join = runSpans().find((span) => span.name === 'process agent-traced_agent' && span.attributes['arcflow.iteration'] === 2)!;
     expect(join.links.map((link) => link.spanId)).toEqual(expect.arrayContaining(round1.map((span) => span.spanId)));
   });
 

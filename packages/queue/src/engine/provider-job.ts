@@ -37,7 +37,7 @@ import {
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import { type Job, type Queue, Worker } from 'bullmq';
+import { type Job, Worker } from 'bullmq';
 import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
@@ -50,7 +50,6 @@ import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.t
 export interface ProviderJobDeps extends ToolRuntime {
   readonly agents: ReadonlyMap<string, Agent>;
   readonly options: ResolvedWorkerOptions;
-  readonly providerQueue: Queue;
   readonly queues: QueuePool;
 }
 
@@ -287,7 +286,9 @@ export class ProviderJobProcessor {
    * errors go back to BullMQ's backoff; the last attempt or a permanent error fails the run.
    */
   private async providerFailed(context: StepContext, job: Job<ProviderJobData>, provider_id: string, thrown: unknown): Promise<undefined> {
-    const { store, options, providerQueue } = this.deps;
+    const { store, options, queues } = this.deps;
+    // The agent's own queue: a 429 pauses it for every worker.
+    const providerQueue = queues.get(job.queueName);
     const { run_id, step_id, iteration } = context.data;
     const failure = asProviderFailure(thrown);
     const attempt = job.attemptsMade + 1;
@@ -380,10 +381,10 @@ export class ProviderJobProcessor {
    * provider job adds nothing twice.
    */
   private async enqueueNext(context: StepContext, calls: readonly ExecuteCall[]): Promise<void> {
-    const { options, queues, providerQueue } = this.deps;
+    const { options, queues } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const trace = childCarrier(context.data.trace, context.span);
-    const join: JoinTarget = { queue: providerQueue.name, attempts: options.provider_attempts };
+    const join: JoinTarget = { queue: QueueName.agent(context.agent.name), attempts: options.provider_attempts };
     if (calls.length === 0) {
       await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
       return;

@@ -68,20 +68,22 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const registrations = new Map<string, AgentRegistration>();
 
   if (options.roles.includes('provider')) {
-    const providerQueueName = QueueName.provider(options.provider!.id);
-    const providerQueue = queues.get(providerQueueName);
-    const processor = new ProviderJobProcessor({ ...runtime, agents, options, providerQueue, queues });
-    const worker = new Worker<ProviderJobData>(providerQueueName, (job) => inJobSpan(providerQueueName, job, (span) => processor.process(job, span)), {
-      ...common,
-      concurrency: options.provider_concurrency,
-      limiter: PROVIDER_WORKER_LIMITER,
-      settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
-    });
-    worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
-    worker.on('error', logWorkerError('provider worker error', {}));
-    workers.push(worker);
+    const processor = new ProviderJobProcessor({ ...runtime, agents, options, queues });
+    // One provider queue per agent: a worker only ever takes the jobs of agents it serves, so
+    // workers running different modules share a prefix, and a run whose agent has no live worker
+    // waits in its queue.
     for (const agent of agents.values()) {
-      registrations.set(agent.name, { provider_queue: providerQueueName, tools: agent.tools.map((tool) => tool.name), provider_attempts: options.provider_attempts });
+      const queueName = QueueName.agent(agent.name);
+      const worker = new Worker<ProviderJobData>(queueName, (job) => inJobSpan(queueName, job, (span) => processor.process(job, span)), {
+        ...common,
+        concurrency: options.provider_concurrency,
+        limiter: PROVIDER_WORKER_LIMITER,
+        settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+      });
+      worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
+      worker.on('error', logWorkerError('provider worker error', { agent: agent.name }));
+      workers.push(worker);
+      registrations.set(agent.name, { provider_queue: queueName, tools: agent.tools.map((tool) => tool.name), provider_attempts: options.provider_attempts });
     }
   }
 
