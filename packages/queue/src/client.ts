@@ -182,7 +182,15 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
           );
         }
         const { run_id } = await store.createRun(
-          { run_id: minted, agent: request.agent, input: request.input, config: request.config, exec_config: request.exec_config, trace },
+          {
+            run_id: minted,
+            agent: request.agent,
+            input: request.input,
+            config: request.config,
+            exec_config: request.exec_config,
+            trace,
+            definition_hash: registration.definition_hash ?? '',
+          },
           request.idempotency_key,
           { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
         );

@@ -7,6 +7,8 @@ export interface AgentRegistration {
   readonly tools: readonly string[];
   /** Attempts per provider call, as the serving workers are configured. */
   readonly provider_attempts: number;
+  /** The agent's definition hash in the worker that registered it last. */
+  readonly definition_hash?: string;
 }
 
 /**

@@ -66,3 +66,41 @@ describe('mixed fleets on one prefix', () => {
     expect(await client.wait(run_id, { timeout_ms: 15_000 })).toMatchObject({ status: 'completed', output: 'done' });
   });
 });
+
+describe('a rolling deploy', () => {
+  it('continues runs in flight on workers whose agent changed (a new tool, a new max_iterations), each run saying so once', async () => {
+    const prefix = testPrefix('rolling');
+    prefixes.push(prefix);
+    const slow = tool({
+      name: 'rolling_slow',
+      description: 'slow',
+      input_schema: { type: 'object' },
+      handler: () => new Promise((resolve) => setTimeout(() => resolve('slow done'), 300)),
+    });
+    const v1 = new Agent({ name: 'rolling', instructions: 'v1', tools: [slow], tool_execution: { max_iterations: 4 } });
+    const v2 = new Agent({ name: 'rolling', instructions: 'v1', tools: [slow, echo('rolling_new')], tool_execution: { max_iterations: 6 } });
+    expect(v2.definition_hash).not.toBe(v1.definition_hash);
+    const first = await startWorker({ agents: [v1], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const ids = (await Promise.all(Array.from({ length: 10 }, (_, index) => client.enqueue({ agent: 'rolling', input: `run ${index}` })))).map(({ run_id }) => run_id);
+    // Every run has started its first round on the old worker; then the worker is replaced.
+    for (const run_id of ids) {
+      for (let tries = 0; tries < 200; tries += 1) {
+        const kinds = [];
+        for await (const event of client.events(run_id)) kinds.push(event.kind);
+        if (kinds.includes('ToolCallStarted')) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    open.push(await startWorker({ agents: [v2], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST }));
+    await first.close();
+    const runs = await Promise.all(ids.map((run_id) => client.wait(run_id, { timeout_ms: 20_000 })));
+    expect(runs.map((run) => run.status)).toEqual(ids.map(() => 'completed'));
+    for (const run_id of ids) {
+      const changes = [];
+      for await (const event of client.events(run_id)) if (event.kind === 'DefinitionChanged') changes.push(event);
+      expect(changes).toEqual([expect.objectContaining({ previous_hash: v1.definition_hash, current_hash: v2.definition_hash })]);
+    }
+  });
+});

@@ -14,7 +14,7 @@ afterAll(async () => {
 describe('the run store on a Redis that lost its scripts', () => {
   it('loads a script again when Redis answers NOSCRIPT (restarted or flushed server)', async () => {
     const store = new RunStore(redis, prefix, 60);
-    const spec = { run_id: 'run_scripts-1', agent: 'a', input: 'hi', config: null, exec_config: null, trace: {} };
+    const spec = { run_id: 'run_scripts-1', agent: 'a', input: 'hi', config: null, exec_config: null, trace: {}, definition_hash: '' };
     const enqueued = { kind: 'RunEnqueued', step_id: 's1', agent: 'a' } as const;
     expect(await store.createRun(spec, undefined, enqueued)).toEqual({ created: true, run_id: 'run_scripts-1' });
     // What a restarted Redis looks like to a long-running worker: its script cache is empty.
@@ -32,7 +32,7 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
       await write();
       return write();
     };
-    const spec = { run_id, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {} };
+    const spec = { run_id, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {}, definition_hash: '' };
     expect(await twice(() => store.createRun(spec, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'a' }))).toEqual({ created: false, run_id });
     const state = { step_id: 's1', iterations: 0, usage: { input: 0, output: 0, total: 0 }, messages: [], history: [], last_results: {}, tools_disabled: false };
     const invoked = { event: { kind: 'AgentInvoked', step_id: 's1', agent_name: 'a', mode: 'llm_select', max_iterations: 8 } as const, once: 'invoked|s1' };
@@ -67,7 +67,11 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
   it('refuses a write whose numbers are not whole before it changes anything', async () => {
     const store = new RunStore(redis, prefix, 60);
     const run_id = 'run_refused-1';
-    await store.createRun({ run_id, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {} }, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'a' });
+    await store.createRun({ run_id, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {}, definition_hash: '' }, undefined, {
+      kind: 'RunEnqueued',
+      step_id: 's1',
+      agent: 'a',
+    });
     const response = { content: null, finish_reason: 'tool_calls', usage: { input: 2.5, output: 1, total: 3.5 }, tool_calls: [] };
     await expect(store.recordResponse(run_id, 's1', 1, response, [])).rejects.toThrow(/arcflow: usage.input must be a whole number >= 0/);
     expect((await store.events(run_id)).map((event) => event.kind)).toEqual(['RunEnqueued']);

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.ts';
+import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkRunConfig, resolveSettings } from './settings.ts';
@@ -29,6 +30,12 @@ export class Agent {
   readonly loop_detection: LoopDetectionConfig | false | undefined;
   /** Settings with every default applied. */
   readonly settings: StepSettings;
+  /**
+   * 16 hex characters over what decides the agent's runs: its instructions, role and model, each
+   * tool's name, schema hash and limits, and its resolved settings. Recorded with each run at
+   * enqueue; a worker whose hash differs still continues the run and says so (`DefinitionChanged`).
+   */
+  readonly definition_hash: string;
   readonly #toolsByName: ReadonlyMap<string, ToolDefinition>;
 
   constructor(config: AgentConfig) {
@@ -53,6 +60,21 @@ export class Agent {
     this.loop_detection = config.loop_detection;
     this.settings = resolveSettings(own);
     this.#toolsByName = byName;
+    this.definition_hash = shortHash({
+      name,
+      role: config.role ?? null,
+      instructions: config.instructions ?? null,
+      model: config.model ?? null,
+      tools: this.tools.map((item) => ({
+        name: item.name,
+        input_schema_hash: item.input_schema_hash,
+        timeout_ms: item.timeout_ms,
+        retries: item.retries,
+        concurrency: item.concurrency ?? null,
+        max_result_bytes: item.max_result_bytes,
+      })),
+      settings: this.settings,
+    });
   }
 
   /** The tool of that name, if the agent has it. */

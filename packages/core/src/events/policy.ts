@@ -25,6 +25,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   RunCompleted: ['usage'],
   RunFailed: ['usage', 'error_code'],
   RunCancelled: ['usage'],
+  DefinitionChanged: ['previous_hash', 'current_hash'],
 });
 
 /** Every field each kind may carry: the common ones, then its own (built once). */

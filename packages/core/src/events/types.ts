@@ -127,6 +127,12 @@ export interface RunCancelled extends Base {
   readonly kind: 'RunCancelled';
   readonly usage: Tokens;
 }
+/** The worker that continued the run has another definition of its agent than the one it was enqueued with. */
+export interface DefinitionChanged extends Base {
+  readonly kind: 'DefinitionChanged';
+  readonly previous_hash: string;
+  readonly current_hash: string;
+}
 
 /** Every trace event, as one discriminated union on `kind`. */
 export type TraceEvent =
@@ -146,7 +152,8 @@ export type TraceEvent =
   | StepExecutionFailed
   | RunCompleted
   | RunFailed
-  | RunCancelled;
+  | RunCancelled
+  | DefinitionChanged;
 
 export type EventKind = TraceEvent['kind'];
 

@@ -110,6 +110,11 @@ export class ProviderJobProcessor {
       await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id });
       return 'unknown-agent';
     }
+    if (spec.definition_hash !== '' && spec.definition_hash !== agent.definition_hash) {
+      // A deploy changed the agent since the run was enqueued: the run goes on, and says so once per change.
+      const changed = { kind: 'DefinitionChanged', step_id, iteration, previous_hash: spec.definition_hash, current_hash: agent.definition_hash } as const;
+      await store.append(run_id, [{ event: changed, once: `definition|${spec.definition_hash}|${agent.definition_hash}` }]);
+    }
     const context: StepContext = {
       spec,
       agent,

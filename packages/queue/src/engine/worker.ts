@@ -83,7 +83,12 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
       worker.on('error', logWorkerError('provider worker error', { agent: agent.name }));
       workers.push(worker);
-      registrations.set(agent.name, { provider_queue: queueName, tools: agent.tools.map((tool) => tool.name), provider_attempts: options.provider_attempts });
+      registrations.set(agent.name, {
+        provider_queue: queueName,
+        tools: agent.tools.map((tool) => tool.name),
+        provider_attempts: options.provider_attempts,
+        definition_hash: agent.definition_hash,
+      });
     }
   }
 

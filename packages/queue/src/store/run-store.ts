@@ -30,6 +30,8 @@ export interface RunSpec {
   readonly exec_config: unknown;
   /** The run's trace: its root span (`traceparent`) and the span enqueue was called in (`request`). */
   readonly trace: { readonly traceparent?: string; readonly request?: string };
+  /** The agent's definition hash in the registry when the run was enqueued ('' if unknown). */
+  readonly definition_hash: string;
 }
 
 /** A call's recorded result, and how many calls of its round are still open (0: the round is settled). */
@@ -122,6 +124,7 @@ export class RunStore {
       config: JSON.stringify(spec.config ?? null),
       exec_config: JSON.stringify(spec.exec_config ?? null),
       trace: JSON.stringify(spec.trace),
+      definition_hash: spec.definition_hash,
       created_at: String(now),
       usage_input: '0',
       usage_output: '0',
@@ -143,7 +146,7 @@ export class RunStore {
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
-    return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), 'status', 'agent', 'input', 'config', 'exec_config', 'trace'));
+    return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), ...SPEC_FIELDS));
   }
 
   async status(run_id: string): Promise<RunStatus | undefined> {
@@ -490,8 +493,11 @@ function pairsToRecord(flat: readonly string[]): Record<string, string> {
   return record;
 }
 
+/** The record fields a run's spec is read from, in order (`loadStep.lua` reads the same). */
+const SPEC_FIELDS = ['status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash'] as const;
+
 function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {
-  const [status, agent, input, config, exec_config, trace] = fields;
+  const [status, agent, input, config, exec_config, trace, definition_hash] = fields;
   if (!status || agent == null || input == null) return undefined;
   return {
     run_id,
@@ -501,5 +507,6 @@ function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefine
     config: JSON.parse(config ?? 'null'),
     exec_config: JSON.parse(exec_config ?? 'null'),
     trace: JSON.parse(trace ?? '{}'),
+    definition_hash: definition_hash ?? '',
   };
 }
