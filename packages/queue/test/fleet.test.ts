@@ -1,10 +1,11 @@
 import { Agent, silentLogger, tool } from '@arcflow/core';
-import { createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, type ScriptedProvider, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
+import { JobId, QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Queue } from 'bullmq';
+import { TEST_REDIS_URL, type ScriptedProvider, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { FAST, testResources } from './harness.ts';
 
-const { prefixes, open } = testResources();
+const { prefixes, open, redis } = testResources();
 
 const echo = (name: string) => tool({ name, description: name, input_schema: { type: 'object' }, handler: () => `${name} done` });
 const research = new Agent({ name: 'fleet_research', instructions: 'research', tools: [echo('fleet_search')] });
@@ -102,5 +103,68 @@ describe('a rolling deploy', () => {
       for await (const event of client.events(run_id)) if (event.kind === 'DefinitionChanged') changes.push(event);
       expect(changes).toEqual([expect.objectContaining({ previous_hash: v1.definition_hash, current_hash: v2.definition_hash })]);
     }
+  });
+});
+
+describe('decisions recorded with the response', () => {
+  it('folds a round as it was decided, even when the new definition would decide it otherwise (max_iterations lowered to 1)', async () => {
+    const prefix = testPrefix('recorded-plan');
+    prefixes.push(prefix);
+    const gate = { open: false };
+    const held = tool({
+      name: 'held',
+      description: 'waits for the gate',
+      input_schema: { type: 'object' },
+      handler: async () => {
+        while (!gate.open) await new Promise((resolve) => setTimeout(resolve, 10));
+        return 'released';
+      },
+    });
+    const before = new Agent({ name: 'replanned', tools: [held], tool_execution: { max_iterations: 4 } });
+    const after = new Agent({ name: 'replanned', tools: [held], tool_execution: { max_iterations: 1 } });
+    const first = await startWorker({ agents: [before], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'replanned', input: 'go' });
+    for (let tries = 0; tries < 200; tries += 1) {
+      const kinds = [];
+      for await (const event of client.events(run_id)) kinds.push(event.kind);
+      if (kinds.includes('ToolCallStarted')) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The join runs on the new definition, whose max_iterations would have refused round 1.
+    open.push(await startWorker({ agents: [after], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, roles: ['provider'] }));
+    const closing = first.close();
+    gate.open = true;
+    await closing;
+    open.push(await startWorker({ agents: [after], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, roles: ['tools'] }));
+    expect(await client.wait(run_id, { timeout_ms: 15_000 })).toMatchObject({ status: 'completed', output: 'done', iterations: 2 });
+  });
+});
+
+describe('stored formats', () => {
+  it('refuses a run stored in a format this worker cannot read, with a clear error and no write, leaving its job for another worker', async () => {
+    const prefix = testPrefix('format');
+    prefixes.push(prefix);
+    await (await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
+    // What a newer arcflow might have left: a step state of format 99.
+    await redis.hset(`${keysFor(prefix).record(run_id)}:s1:state`, 'iterations', 0, 'json', JSON.stringify({ v: 99, state: {} }));
+    const logger = capturingLogger();
+    open.push(await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger, ...FAST }));
+    const queue = new Queue(QueueName.agent('fleet_billing'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(queue);
+    for (let tries = 0; tries < 200 && (await queue.getJobState(JobId.provider(run_id, 's1', 1))) !== 'delayed'; tries += 1)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await queue.getJobState(JobId.provider(run_id, 's1', 1))).toBe('delayed');
+    expect(logger.lines.find((line) => line.startsWith('run stored in a format this worker cannot read'))).toContain(
+      'state of ' + run_id + '/s1 is stored in format 99; this worker reads format 2',
+    );
+    const kinds = [];
+    for await (const event of client.events(run_id)) kinds.push(event.kind);
+    expect(kinds).toEqual(['RunEnqueued']);
+    expect(await client.get(run_id)).toMatchObject({ status: 'queued' });
   });
 });

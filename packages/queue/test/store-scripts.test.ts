@@ -50,7 +50,16 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
     };
     const received = { event: { kind: 'TokensConsumed', step_id: 's1', iteration: 1, tokens: response.usage, cumulative: response.usage } as const };
     const call = { step_id: 's1', iteration: 1, tool_call_id: 'c1', tool_name: 't', fanned_out: true };
-    await twice(() => store.recordResponse(run_id, 's1', 1, response, [received], [call]));
+    await twice(() =>
+      store.recordResponse(
+        run_id,
+        's1',
+        1,
+        { response, plan: { type: 'tools', calls: [{ index: 0, action: 'execute', signature: 'sig', fanned_out: true }] } },
+        [received],
+        [call],
+      ),
+    );
     const started = {
       event: { kind: 'ToolCallStarted', step_id: 's1', iteration: 1, tool_name: 't', tool_call_id: 'c1', input_schema_hash: 'h', input_size_bytes: 2, attempt: 1 } as const,
       ts: Date.now(),
@@ -73,7 +82,7 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
       agent: 'a',
     });
     const response = { content: null, finish_reason: 'tool_calls', usage: { input: 2.5, output: 1, total: 3.5 }, tool_calls: [] };
-    await expect(store.recordResponse(run_id, 's1', 1, response, [])).rejects.toThrow(/arcflow: usage.input must be a whole number >= 0/);
+    await expect(store.recordResponse(run_id, 's1', 1, { response, plan: { type: 'complete' } }, [])).rejects.toThrow(/arcflow: usage.input must be a whole number >= 0/);
     expect((await store.events(run_id)).map((event) => event.kind)).toEqual(['RunEnqueued']);
     expect(await redis.exists(`${store.keys.record(run_id)}:s1:response:1`)).toBe(0);
     expect(await store.getRun(run_id)).toMatchObject({ status: 'queued', usage: { input: 0, output: 0, total: 0 }, iterations: 0 });

@@ -37,9 +37,10 @@ import {
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import { type Job, Worker } from 'bullmq';
+import { DelayedError, type Job, Worker } from 'bullmq';
 import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
+import { StoredFormatError, planOf } from '../store/formats.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
@@ -52,6 +53,9 @@ export interface ProviderJobDeps extends ToolRuntime {
   readonly options: ResolvedWorkerOptions;
   readonly queues: QueuePool;
 }
+
+/** How long a job of a run this worker cannot read waits before it is offered again. */
+const UNREADABLE_RETRY_MS = 30_000;
 
 /** A state ready for a provider call, with what must be saved before the call. */
 interface PendingState {
@@ -96,10 +100,16 @@ interface StepContext {
 export class ProviderJobProcessor {
   constructor(private readonly deps: ProviderJobDeps) {}
 
-  async process(job: Job<ProviderJobData>, span: Span): Promise<string> {
+  async process(job: Job<ProviderJobData>, span: Span, token?: string): Promise<string> {
     const { store, agents } = this.deps;
     const { run_id, step_id, iteration } = job.data;
-    const snapshot = await store.loadStep(run_id, step_id, iteration);
+    let snapshot: StepSnapshot;
+    try {
+      snapshot = await store.loadStep(run_id, step_id, iteration);
+    } catch (error) {
+      if (error instanceof StoredFormatError) return this.unreadable(job, token, error);
+      throw error;
+    }
     // The join: this job gathers round n-1, so it links to that round's tool spans.
     linkSpans(span, Object.values(snapshot.previousSpans));
     const spec = snapshot.spec;
@@ -142,11 +152,23 @@ export class ProviderJobProcessor {
     // One per delivery: a write sent again after a lost reply adds it once.
     const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent, once: `sent|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (!state) return 'stale';
-    const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response } : await this.callProvider(context, state, call, job);
+    const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response.response } : await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
     if (called.ended) return 'step-done';
     await this.act(context, called.decision ?? decideResponse(agent, state, context.settings, called.response));
     return 'ok';
+  }
+
+  /**
+   * A run stored in a format this worker cannot read (another arcflow version wrote it): nothing is
+   * written, the error is logged, and the job goes back to wait for a worker that can read it (the
+   * watchdog leaves a delayed job alone).
+   */
+  private async unreadable(job: Job<ProviderJobData>, token: string | undefined, error: StoredFormatError): Promise<never> {
+    const { run_id, step_id, iteration } = job.data;
+    this.deps.logger.error('run stored in a format this worker cannot read; leaving it for a worker that can', { run_id, step_id, iteration, error: error.message });
+    await job.moveToDelayed(Date.now() + UNREADABLE_RETRY_MS, token);
+    throw new DelayedError();
   }
 
   /**
@@ -198,33 +220,36 @@ export class ProviderJobProcessor {
     };
   }
 
-  /** Round `n-1`, recomputed from its recorded response, with the recorded results in call order. */
+  /**
+   * Round `n-1` folded in from its recorded response and the plan recorded with it (never decided
+   * again: a deploy between two jobs must not change what was fanned out), with the recorded
+   * results in call order.
+   */
   private async foldRound(context: StepContext, state: StepState, snapshot: StepSnapshot): Promise<StepState> {
     const { store } = this.deps;
     const { run_id, step_id } = context.data;
     const previous = state.iterations + 1;
-    const response = snapshot.previousResponse;
-    if (!response) throw new Error(`response ${previous} of ${run_id}/${step_id} is missing`);
-    const decision = decideResponse(context.agent, state, context.settings, response);
-    if (decision.type === 'final_answer') return applyFinalAnswerNote(state, response);
-    if (decision.type !== 'tools') throw new Error(`round ${previous} of ${run_id}/${step_id} did not ask for tools`);
+    const recorded = snapshot.previousResponse;
+    if (!recorded) throw new Error(`response ${previous} of ${run_id}/${step_id} is missing`);
+    const { response, plan } = recorded;
+    if (plan.type === 'final_answer') return applyFinalAnswerNote(state, response);
+    if (plan.type !== 'tools') throw new Error(`round ${previous} of ${run_id}/${step_id} did not ask for tools`);
+    const place = { step_id, iteration: previous };
+    const calls = plan.calls.map((entry) => ({ ...entry, call: response.tool_calls[entry.index]! }) as unknown as PlannedCall);
     const contents = new Map<number, string>();
-    for (const planned of decision.calls) {
+    for (const [position, planned] of calls.entries()) {
       if (planned.action === 'repeat') continue;
       let content = snapshot.previousResults[planned.call.id];
       if (content === undefined) {
         // Not expected: the round joins only once every call is closed with a result (a tool job that
         // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
         // result missing still answers the model instead of failing the run.
-        const lost =
-          planned.action === 'reject'
-            ? { content: planned.content, terminal: plannedCallEvents(planned, { step_id, iteration: previous }).at(-1)! }
-            : lostCall(planned, { step_id, iteration: previous });
-        content = (await store.recordToolResult(run_id, roundCall(planned, { step_id, iteration: previous }, fansOut(planned, context.settings)), lost))?.content ?? lost.content;
+        const lost = lostCall(planned, place);
+        content = (await store.recordToolResult(run_id, roundCall(planned, place, plan.calls[position]!.fanned_out), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }
-    return applyToolRound(state, context.settings, response, decision.calls, contents);
+    return applyToolRound(state, context.settings, response, calls, contents);
   }
 
   /**
@@ -274,14 +299,14 @@ export class ProviderJobProcessor {
       run_id,
       step_id,
       iteration,
-      response,
+      { response, plan: planOf(decision, (planned) => fansOut(planned, context.settings)) },
       events.map((event) => ({ event })),
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
     );
     if (!recorded) return undefined;
     // An earlier delivery's response stands: decide on that one instead.
-    if (!recorded.recordedNow) return { response: recorded.response };
+    if (!recorded.recordedNow) return { response: recorded.recorded.response };
     if (ending) await emitRunSpanOnce(store, run_id);
     return { response, decision, ended: ending !== undefined };
   }

@@ -74,7 +74,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     // waits in its queue.
     for (const agent of agents.values()) {
       const queueName = QueueName.agent(agent.name);
-      const worker = new Worker<ProviderJobData>(queueName, (job) => inJobSpan(queueName, job, (span) => processor.process(job, span)), {
+      const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processor.process(job, span, token)), {
         ...common,
         concurrency: options.provider_concurrency,
         limiter: PROVIDER_WORKER_LIMITER,

@@ -1,17 +1,7 @@
-import {
-  type CallPlace,
-  type EventDraft,
-  type ProviderResponse,
-  type RunError,
-  type RunRecord,
-  type RunStatus,
-  type StepState,
-  type TraceEvent,
-  ToolResultText,
-  applyTracePolicy,
-} from '@arcflow/core';
+import { type CallPlace, type EventDraft, type RunError, type RunRecord, type RunStatus, type StepState, type TraceEvent, ToolResultText, applyTracePolicy } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor, roundKey, stateKey } from '../keys.ts';
+import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
@@ -232,7 +222,7 @@ export class RunStore {
 
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
     const json = await this.redis.hget(this.runKeys(run_id).state(step_id), 'json');
-    return json ? (JSON.parse(json) as StepState) : undefined;
+    return json ? readState(json, `state of ${run_id}/${step_id}`) : undefined;
   }
 
   /**
@@ -244,7 +234,7 @@ export class RunStore {
       step_id: state.step_id,
       expected: expectedIterations,
       iterations: state.iterations,
-      json: JSON.stringify(state),
+      json: writeState(state),
       mark_running: markRunning,
       events: this.pairs(events),
     });
@@ -262,15 +252,16 @@ export class RunStore {
     run_id: string,
     step_id: string,
     iteration: number,
-    response: ProviderResponse,
+    recorded: RecordedResponse,
     events: readonly PendingEvent[],
     open: readonly RoundCall[] = [],
     end?: RunEnding,
-  ): Promise<{ response: ProviderResponse; recordedNow: boolean } | undefined> {
+  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean } | undefined> {
+    const { response } = recorded;
     const [outcome, stored] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
       step_id,
       iteration,
-      response: JSON.stringify(response),
+      response: writeResponse(recorded),
       usage: response.usage,
       has_calls: response.tool_calls.length > 0,
       events: this.pairs(events),
@@ -279,7 +270,7 @@ export class RunStore {
       ending: end ? this.ending(end) : undefined,
     })) as [number, string?];
     if (outcome === -1) return undefined;
-    return outcome === 0 && stored ? { response: JSON.parse(stored) as ProviderResponse, recordedNow: false } : { response, recordedNow: true };
+    return outcome === 0 && stored ? { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false } : { recorded, recordedNow: true };
   }
 
   /**
@@ -335,12 +326,12 @@ export class RunStore {
     ];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
-    const parse = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));
+    const where = `${run_id}/${step_id}`;
     return {
       spec: specFrom(run_id, fields),
-      state: parse<StepState>(state),
-      previousResponse: parse<ProviderResponse>(previousResponse),
-      response: parse<ProviderResponse>(response),
+      state: state === null ? undefined : readState(state, `state of ${where}`),
+      previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
+      response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
       previousResults,
       previousSpans,
     };
@@ -354,7 +345,7 @@ export class RunStore {
     if (responses.length === 0) return [];
     const keys = this.runKeys(run_id);
     const stored = await this.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
-    return stored.map((json) => (json === null ? undefined : (JSON.parse(json) as ProviderResponse).tool_calls.map((call) => call.id)));
+    return stored.map((json) => (json === null ? undefined : readResponse(json, `a response of ${run_id}`).response.tool_calls.map((call) => call.id)));
   }
 
   /** Runs not ended whose last progress is older than `ageMs` (by the Redis server's clock), oldest first; and that clock. */
@@ -479,8 +470,8 @@ export interface StepFrontier {
 export interface StepSnapshot {
   readonly spec: RunSpec | undefined;
   readonly state: StepState | undefined;
-  readonly previousResponse: ProviderResponse | undefined;
-  readonly response: ProviderResponse | undefined;
+  readonly previousResponse: RecordedResponse | undefined;
+  readonly response: RecordedResponse | undefined;
   readonly previousResults: Readonly<Record<string, string>>;
   /** traceparents of round `iteration - 1`'s `execute_tool` spans. */
   readonly previousSpans: Readonly<Record<string, string>>;

@@ -1,0 +1,71 @@
+import type { PlannedCall, ProviderResponse, ResponseDecision, StepState } from '@arcflow/core';
+
+/**
+ * The format of what the store keeps per step (its state, its recorded responses). Written into
+ * every stored value and checked when read: a worker never acts on a value it cannot read.
+ */
+export const STORE_FORMAT = 2;
+
+/** A stored value of a format this worker cannot read (a newer or an older arcflow wrote it). */
+export class StoredFormatError extends Error {
+  override readonly name = 'StoredFormatError';
+  constructor(
+    readonly what: string,
+    readonly found: unknown,
+  ) {
+    super(`${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads format ${STORE_FORMAT}`);
+  }
+}
+
+/** One call of a recorded round: how the loop answered it, as decided when the response came. */
+export interface RecordedCall {
+  readonly index: number;
+  readonly action: PlannedCall['action'];
+  readonly signature: string;
+  /** Ran as its own tool job, counted among the round's open calls. */
+  readonly fanned_out: boolean;
+}
+
+/** What the loop decided on a response: recorded with it, so a later job never decides again. */
+export type RecordedPlan = { readonly type: 'complete' | 'fail' | 'final_answer' } | { readonly type: 'tools'; readonly calls: readonly RecordedCall[] };
+
+/** A response as the store keeps it: the model's answer and the decision taken on it. */
+export interface RecordedResponse {
+  readonly response: ProviderResponse;
+  readonly plan: RecordedPlan;
+}
+
+/** The plan to record for a decision; `fansOut` says which calls became tool jobs. */
+export function planOf(decision: ResponseDecision, fansOut: (planned: PlannedCall) => boolean): RecordedPlan {
+  if (decision.type !== 'tools') return { type: decision.type };
+  return { type: 'tools', calls: decision.calls.map((planned) => ({ index: planned.index, action: planned.action, signature: planned.signature, fanned_out: fansOut(planned) })) };
+}
+
+export function writeState(state: StepState): string {
+  return JSON.stringify({ v: STORE_FORMAT, state });
+}
+
+export function readState(json: string, what: string): StepState {
+  return unwrap(json, what).state as StepState;
+}
+
+export function writeResponse(recorded: RecordedResponse): string {
+  return JSON.stringify({ v: STORE_FORMAT, ...recorded });
+}
+
+export function readResponse(json: string, what: string): RecordedResponse {
+  const value = unwrap(json, what);
+  return { response: value.response as ProviderResponse, plan: value.plan as RecordedPlan };
+}
+
+function unwrap(json: string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new StoredFormatError(what, 'unparseable');
+  }
+  const format = (value as { v?: unknown } | null)?.v;
+  if (format !== STORE_FORMAT) throw new StoredFormatError(what, format);
+  return value as Record<string, unknown>;
+}
