@@ -52,16 +52,18 @@ describe('the watchdog', () => {
   it('re-adds a provider job deleted before any worker took it', async () => {
     const prefix = testPrefix('wd-provider');
     prefixes.push(prefix);
+    const startWatched = () =>
+      startWorker({
+        agents: [agent],
+        provider: scriptedProvider([reply('hello')], { repeat: true }),
+        redis: TEST_REDIS_URL,
+        prefix,
+        logger: silentLogger,
+        ...FAST,
+        watchdog_ms: 400,
+      });
     // Registers the agent, then goes away: the run waits in its queue.
-    const first = await startWorker({
-      agents: [agent],
-      provider: scriptedProvider([reply('hello')], { repeat: true }),
-      redis: TEST_REDIS_URL,
-      prefix,
-      logger: silentLogger,
-      ...FAST,
-      watchdog_ms: 400,
-    });
+    const first = await startWatched();
     await first.close();
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
@@ -69,15 +71,7 @@ describe('the watchdog', () => {
     const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(providerQueue);
     expect(await providerQueue.remove(JobId.provider(run_id, 's1', 1))).toBe(1);
-    const worker = await startWorker({
-      agents: [agent],
-      provider: scriptedProvider([reply('hello')], { repeat: true }),
-      redis: TEST_REDIS_URL,
-      prefix,
-      logger: silentLogger,
-      ...FAST,
-      watchdog_ms: 400,
-    });
+    const worker = await startWatched();
     open.push(worker);
     const run = await client.wait(run_id, { timeout_ms: 10_000 });
     expect(run).toMatchObject({ status: 'completed', output: 'hello' });
