@@ -125,6 +125,24 @@ describe('the watchdog', () => {
   });
 });
 
+describe('the watchdog keeping the listing indexes', () => {
+  it("trims entries older than the retention period from the global and the agents' indexes", async () => {
+    const prefix = testPrefix('wd-trim');
+    prefixes.push(prefix);
+    const keys = keysFor(prefix);
+    await redis.sadd(keys.agentNames, 'watched');
+    const now = Date.now();
+    for (const index of [keys.runsIndex, keys.agentRunsIndex('watched')]) {
+      await redis.zadd(index, now - 3 * 86_400_000, 'run_old', now, 'run_new');
+    }
+    // The standalone store keeps runs 60 s: entries older than that and a day go.
+    await standaloneWatchdog(prefix).dog.scanOnce();
+    for (const index of [keys.runsIndex, keys.agentRunsIndex('watched')]) {
+      expect(await redis.zrange(index, 0, -1)).toEqual(['run_new']);
+    }
+  });
+});
+
 function standaloneWatchdog(prefix: string) {
   const store = new RunStore(redis, prefix, 60);
   const queues = new QueuePool(redis, store.keys.tag);

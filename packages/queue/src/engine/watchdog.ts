@@ -42,6 +42,7 @@ export type WatchdogVerdict = 'ended' | 'moving' | 'repaired' | 'failed';
  * with Redis data, removed by hand, or failed without settling its run); after
  * {@link MAX_WATCHDOG_REPAIRS} repairs that did not help, the run fails with `stalled`, closing
  * its open calls as `worker_lost`. Every worker runs one; a lock lets one of them scan at a time.
+ * Each scan also trims the run listing indexes to the retention period.
  */
 export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
@@ -73,6 +74,8 @@ export class Watchdog {
     if (locked !== 'OK') return;
     const { run_ids, nowMs } = await store.staleRuns(watchdog_ms, SCAN_BATCH);
     for (const run_id of run_ids) await this.check(run_id, nowMs);
+    // The listing indexes would grow with every run if only listings trimmed them.
+    await store.trimRunIndexes(await this.deps.registry.known());
   }
 
   /** Looks at one quiet run and acts on it. */

@@ -167,7 +167,7 @@ export class RunStore {
    */
   async listRuns(query: RunListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }> {
     const index = query.agent === undefined ? this.keys.runsIndex : this.keys.agentRunsIndex(query.agent);
-    await this.redis.zremrangebyscore(index, '-inf', Date.now() - this.retentionSeconds * 1000 - 86_400_000);
+    await this.trimRunIndex(index);
     let after = query.cursor;
     const runs: RunRecord[] = [];
     // Reads a page more than asked for at a time, so a status filter rarely needs a second read.
@@ -188,6 +188,18 @@ export class RunStore {
       }
     }
     return after === undefined || runs.length === 0 ? { runs } : { runs, next_cursor: after };
+  }
+
+  /**
+   * Drops listing-index entries of runs created longer ago than the retention period and a day
+   * (their records have expired, or will have once they end): the global index and each agent's.
+   */
+  async trimRunIndexes(agents: readonly string[]): Promise<void> {
+    await Promise.all([this.keys.runsIndex, ...agents.map((agent) => this.keys.agentRunsIndex(agent))].map((index) => this.trimRunIndex(index)));
+  }
+
+  private trimRunIndex(index: string): Promise<number> {
+    return this.redis.zremrangebyscore(index, '-inf', Date.now() - this.retentionSeconds * 1000 - 86_400_000);
   }
 
   /** Index entries after `cursor` (`<created_at>:<run_id>`), newest first. */
