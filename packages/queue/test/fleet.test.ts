@@ -1,5 +1,5 @@
-import { Agent, silentLogger, tool } from '@arcflow/core';
-import { JobId, QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Agent, initialStepState, silentLogger, tool } from '@arcflow/core';
+import { JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Queue } from 'bullmq';
 import { TEST_REDIS_URL, type ScriptedProvider, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
@@ -139,6 +139,33 @@ describe('decisions recorded with the response', () => {
     await closing;
     open.push(await startWorker({ agents: [after], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, roles: ['tools'] }));
     expect(await client.wait(run_id, { timeout_ms: 15_000 })).toMatchObject({ status: 'completed', output: 'done', iterations: 2 });
+  });
+});
+
+describe('a re-delivered provider job after a deploy', () => {
+  it('follows the plan recorded with the response: a call rejected then but runnable now is closed, not fanned out, and the round joins', async () => {
+    const prefix = testPrefix('redelivered');
+    prefixes.push(prefix);
+    // Now the agent has the tool; when the response was recorded, it did not (the call was answered as unknown).
+    const grown = new Agent({ name: 'grown', tools: [echo('added_later')] });
+    await (await startWorker({ agents: [grown], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'grown', input: 'go' });
+    // What the first delivery of provider job 1 left before its worker died: state, and response 1 with its plan.
+    const store = new RunStore(redis, prefix, 60);
+    expect(await store.saveState(run_id, initialStepState(grown, 'go', 's1'), -1, [], true)).toBe('saved');
+    const response = toolCall('added_later', {}, 'late1');
+    const recorded = { response, plan: { type: 'tools' as const, calls: [{ index: 0, action: 'reject' as const, signature: 'x', fanned_out: false }] } };
+    expect(await store.recordResponse(run_id, 's1', 1, recorded, [])).toMatchObject({ recordedNow: true });
+    const logger = capturingLogger();
+    open.push(await startWorker({ agents: [grown], provider: model(), redis: TEST_REDIS_URL, prefix, logger, ...FAST }));
+    expect(await client.wait(run_id, { timeout_ms: 10_000 })).toMatchObject({ status: 'completed', output: 'done' });
+    const events = [];
+    for await (const event of client.events(run_id)) events.push(event);
+    expect(events.filter((event) => event.kind === 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'late1', error_code: 'tool_error' })]);
+    expect(events.some((event) => event.kind === 'ToolCallStarted')).toBe(false);
+    expect(logger.lines.some((line) => line.startsWith('this worker decides a recorded response differently'))).toBe(true);
   });
 });
 

@@ -40,7 +40,7 @@ import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { DelayedError, type Job, Worker } from 'bullmq';
 import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
-import { StoredFormatError, planOf } from '../store/formats.ts';
+import { type RecordedResponse, StoredFormatError, planOf, samePlan } from '../store/formats.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
@@ -66,13 +66,11 @@ interface PendingState {
 }
 
 /** A response that stands for call `n` (its round was opened when it was recorded). */
-interface CalledProvider {
-  readonly response: ProviderResponse;
-  /** The decision, when it was already made on this response. */
-  readonly decision?: ResponseDecision;
-  /** The run was ended together with recording the response. */
-  readonly ended?: boolean;
-}
+type CalledProvider =
+  /** Recorded now, with the decision taken on it; `ended` when the run ended in the same write. */
+  | { readonly response: ProviderResponse; readonly decision: ResponseDecision; readonly ended: boolean }
+  /** An earlier delivery's response (and plan) stands. */
+  | { readonly recorded: RecordedResponse };
 
 interface PreparedCall {
   readonly provider_id: string;
@@ -152,11 +150,52 @@ export class ProviderJobProcessor {
     // One per delivery: a write sent again after a lost reply adds it once.
     const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent, once: `sent|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (!state) return 'stale';
-    const called: CalledProvider | undefined = snapshot.response ? { response: snapshot.response.response } : await this.callProvider(context, state, call, job);
+    if (snapshot.response) {
+      // A re-delivery: the response and the plan decided on it are recorded already.
+      await this.actOnRecorded(context, state, snapshot.response);
+      return 'ok';
+    }
+    const called = await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
-    if (called.ended) return 'step-done';
-    await this.act(context, called.decision ?? decideResponse(agent, state, context.settings, called.response));
+    if ('recorded' in called) await this.actOnRecorded(context, state, called.recorded);
+    else if (called.ended) return 'step-done';
+    else await this.act(context, called.decision);
     return 'ok';
+  }
+
+  /**
+   * Acts again on a recorded response, as its plan says. This worker decides too; where its
+   * decision differs from the plan (its agent changed since), the plan wins: a call decided
+   * otherwise before is closed with a failure result (counted down if it was fanned out), so the
+   * round's open count stays true and the round still joins.
+   */
+  private async actOnRecorded(context: StepContext, state: StepState, recorded: RecordedResponse): Promise<void> {
+    const { agent, settings } = context;
+    const decision = decideResponse(agent, state, settings, recorded.response);
+    const fanned = (planned: PlannedCall) => fansOut(planned, settings);
+    const { plan } = recorded;
+    if (samePlan(planOf(decision, fanned), plan)) return this.act(context, decision);
+    const { run_id, step_id, iteration } = context.data;
+    this.deps.logger.warn('this worker decides a recorded response differently (its agent changed); following the recorded plan', { run_id, step_id, iteration });
+    if (plan.type === 'final_answer') return this.enqueueNext(context, []);
+    // A response that completed or failed the step ended the run in the same write.
+    if (plan.type !== 'tools') return;
+    const mine = new Map(decision.type === 'tools' ? decision.calls.map((planned) => [planned.index, planned]) : []);
+    const kept: PlannedCall[] = [];
+    for (const entry of plan.calls) {
+      const planned = mine.get(entry.index);
+      if (planned && planned.action === entry.action && fanned(planned) === entry.fanned_out) {
+        kept.push(planned);
+        continue;
+      }
+      // A repeat is answered from earlier results when the round is folded.
+      if (entry.action === 'repeat') continue;
+      const call = recorded.response.tool_calls[entry.index]!;
+      const place = { step_id, iteration };
+      const lost = lostCall({ call } as PlannedCall, place);
+      await this.deps.store.recordToolResult(run_id, { ...place, tool_call_id: call.id, tool_name: call.function.name, fanned_out: entry.fanned_out }, lost);
+    }
+    await this.runRound(context, kept);
   }
 
   /**
@@ -305,8 +344,8 @@ export class ProviderJobProcessor {
       ending,
     );
     if (!recorded) return undefined;
-    // An earlier delivery's response stands: decide on that one instead.
-    if (!recorded.recordedNow) return { response: recorded.recorded.response };
+    // An earlier delivery's response stands: act on that one, as it was decided.
+    if (!recorded.recordedNow) return { recorded: recorded.recorded };
     if (ending) await emitRunSpanOnce(store, run_id);
     return { response, decision, ended: ending !== undefined };
   }

@@ -41,6 +41,19 @@ export function planOf(decision: ResponseDecision, fansOut: (planned: PlannedCal
   return { type: 'tools', calls: decision.calls.map((planned) => ({ index: planned.index, action: planned.action, signature: planned.signature, fanned_out: fansOut(planned) })) };
 }
 
+/** Whether two plans answer every call the same way (signatures aside). */
+export function samePlan(a: RecordedPlan, b: RecordedPlan): boolean {
+  if (a.type !== b.type) return false;
+  if (a.type !== 'tools' || b.type !== 'tools') return true;
+  return (
+    a.calls.length === b.calls.length &&
+    a.calls.every((call, position) => {
+      const other = b.calls[position]!;
+      return call.index === other.index && call.action === other.action && call.fanned_out === other.fanned_out;
+    })
+  );
+}
+
 export function writeState(state: StepState): string {
   return JSON.stringify({ v: STORE_FORMAT, state });
 }
