@@ -1,6 +1,27 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/** The workspace packages, run from their sources in tests (their exports point at dist/, which is built for publishing). */
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+const SOURCES: Record<string, string> = {
+  arcflow: './packages/arcflow/src/index.ts',
+  'arcflow/testing': './packages/arcflow/src/testing.ts',
+  '@arcflow/core': './packages/core/src/index.ts',
+  '@arcflow/queue': './packages/queue/src/index.ts',
+  '@arcflow/provider-openai': './packages/provider-openai/src/index.ts',
+  '@arcflow/telemetry': './packages/telemetry/src/index.ts',
+  '@arcflow/telemetry/ids': './packages/telemetry/src/ids.ts',
+  '@arcflow/telemetry/semconv': './packages/telemetry/src/semconv.ts',
+  '@arcflow/testing': './packages/testing/src/index.ts',
+  '@arcflow/testing/scenarios': './packages/testing/src/scenarios-entry.ts',
+  '@arcflow/worker': './apps/worker/src/index.ts',
+  '@arcflow/cli': './apps/cli/src/main.ts',
+};
+
 export default defineConfig({
+  resolve: {
+    alias: Object.entries(SOURCES).map(([name, path]) => ({ find: new RegExp(`^${name.replace('/', '\\/')}$`), replacement: source(path) })),
+  },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
     testTimeout: 60_000,

@@ -1,0 +1,20 @@
+// `npm run build`: every package built to its dist/ (TypeScript project references: JavaScript,
+// .d.ts and source maps), with what the built code reads at run time beside it: the store's Lua
+// scripts, the demo's example agent, and the license (and, for `arcflow`, the README) each package ships. Each package's
+// `prepack` runs this, so `npm pack` in any package packs built code.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PACKAGES } from './packages.ts';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+// --force: dist/ may have been removed while the build info (beside it, outside what is packed) stayed.
+execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-b', '--force', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+cpSync(join(root, 'packages/queue/src/store/commands'), join(root, 'packages/queue/dist/store/commands'), { recursive: true });
+mkdirSync(join(root, 'apps/cli/examples'), { recursive: true });
+cpSync(join(root, 'examples/weather-agent.ts'), join(root, 'apps/cli/examples/weather-agent.ts'));
+for (const dir of PACKAGES) cpSync(join(root, 'LICENSE'), join(root, dir, 'LICENSE'));
+// The package users install shows the project's README.
+cpSync(join(root, 'README.md'), join(root, 'packages/arcflow/README.md'));

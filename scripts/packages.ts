@@ -1,0 +1,11 @@
+/** Every published package, in build order. */
+export const PACKAGES = [
+  'packages/core',
+  'packages/telemetry',
+  'packages/provider-openai',
+  'packages/queue',
+  'packages/testing',
+  'apps/worker',
+  'apps/cli',
+  'packages/arcflow',
+] as const;
