@@ -24,6 +24,10 @@ import { RunStore } from './store/run-store.ts';
 import { JobId, QueueName } from './keys.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { watchConnection, withRedis } from './connection.ts';
+import { type ListQuery, checkListQuery } from './list-query.ts';
+import { nearestName } from './nearest-name.ts';
+
+export type { ListQuery } from './list-query.ts';
 
 export interface EnqueueRequest {
   agent: string;
@@ -39,7 +43,7 @@ export interface ClientOptions extends ConnectionOptions {
   redis_timeout_ms?: number;
 }
 
-export const CLIENT_DEFAULTS = Object.freeze({ redis_timeout_ms: 5_000, list_limit: 50 });
+export const CLIENT_DEFAULTS = Object.freeze({ redis_timeout_ms: 5_000 });
 
 /** An agent as the registry knows it (SPEC §8, `GET /v1/agents`). */
 export interface AgentInfo {
@@ -47,34 +51,6 @@ export interface AgentInfo {
   readonly kind: 'agent';
   readonly tools: readonly string[];
   readonly live_workers: number;
-}
-
-/** A listing's filters and page (SPEC §5). */
-export interface ListQuery {
-  status?: RunRecord['status'];
-  agent?: string;
-  /** At most this many runs (1–1000, default 50). */
-  limit?: number;
-  /** `next_cursor` of the page before. */
-  cursor?: string;
-}
-
-const RUN_STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled']);
-const LIST_CURSOR = /^\d{1,16}:[A-Za-z0-9_-]{1,100}$/;
-
-/** A listing's query checked and resolved, or a clear error naming what is wrong. */
-function checkListQuery(query: ListQuery = {}): { status?: RunRecord['status']; agent?: string; limit: number; cursor?: string } {
-  const { status, agent, cursor } = query;
-  const limit = query.limit ?? CLIENT_DEFAULTS.list_limit;
-  if (status !== undefined && !RUN_STATUSES.has(status)) {
-    throw new RequestError('invalid_request', `status must be one of ${[...RUN_STATUSES].join(', ')}, got ${JSON.stringify(status)?.slice(0, 60)}`);
-  }
-  if (agent !== undefined && (typeof agent !== 'string' || !NamePattern.agent.test(agent))) {
-    throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(agent)?.slice(0, 120)}`);
-  }
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new RequestError('invalid_request', `limit must be an integer from 1 to 1000, got ${JSON.stringify(limit)}`);
-  if (cursor !== undefined && (typeof cursor !== 'string' || !LIST_CURSOR.test(cursor))) throw new RequestError('invalid_request', 'cursor is not one a listing returned');
-  return { status, agent, limit, cursor };
 }
 
 export interface ArcflowClient {
@@ -297,24 +273,4 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
   };
   return client;
-}
-
-/** The known name closest to `name` by edit distance, if it is close (at most a third of its length, and 3). */
-export function nearestName(name: string, known: readonly string[]): string | undefined {
-  let best: { name: string; distance: number } | undefined;
-  for (const candidate of known) {
-    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
-    if (!best || distance < best.distance) best = { name: candidate, distance };
-  }
-  return best && best.distance <= Math.min(3, Math.ceil(name.length / 3)) ? best.name : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
 }
