@@ -116,7 +116,7 @@ describe('queue engine', () => {
     expect(peak).toBe(1);
   });
 
-  it('pauses the provider queue on 429 for retry_after_seconds without spending an attempt', async () => {
+  it('pauses the queues of every agent the worker serves on 429, for retry_after_seconds, without spending an attempt', async () => {
     const server = await startFakeOpenAI({
       turns: [
         { type: 'status', status: 429, headers: { 'retry-after': '1' } },
@@ -124,8 +124,22 @@ describe('queue engine', () => {
       ],
     });
     open.push(server);
-    const { client } = await engine('ratelimit', [new Agent({ name: 'limited' })], openaiProvider({ base_url: server.url, api_key: 'k' }), { provider_attempts: 1 });
+    const { client, prefix } = await engine(
+      'ratelimit',
+      [new Agent({ name: 'limited' }), new Agent({ name: 'neighbour' })],
+      openaiProvider({ base_url: server.url, api_key: 'k' }),
+      { provider_attempts: 1 },
+    );
     const { run_id } = await client.enqueue({ agent: 'limited', input: 'hi' });
+    // The other agent this worker serves calls the same provider: its queue waits too.
+    const neighbour = new Queue(QueueName.agent('neighbour'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(neighbour);
+    let neighbourWaited = 0;
+    for (let tries = 0; tries < 100 && neighbourWaited <= 0; tries += 1) {
+      neighbourWaited = await neighbour.getRateLimitTtl();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(neighbourWaited).toBeGreaterThan(0);
     const run = await client.wait(run_id, { timeout_ms: 20_000 });
     expect(run.status).toBe('completed');
     expect(run.output).toBe('after the wait');

@@ -356,8 +356,6 @@ export class ProviderJobProcessor {
    */
   private async providerFailed(context: StepContext, job: Job<ProviderJobData>, provider_id: string, thrown: unknown): Promise<undefined> {
     const { store, options, queues } = this.deps;
-    // The agent's own queue: a 429 pauses it for every worker.
-    const providerQueue = queues.get(job.queueName);
     const { run_id, step_id, iteration } = context.data;
     const failure = asProviderFailure(thrown);
     const attempt = job.attemptsMade + 1;
@@ -377,7 +375,8 @@ export class ProviderJobProcessor {
     const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
     await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
-      await providerQueue.rateLimit(waitMs);
+      // The provider said to wait: every agent this worker serves calls it, so each agent's queue waits.
+      await Promise.all([...this.deps.agents.keys()].map((name) => queues.get(QueueName.agent(name)).rateLimit(waitMs)));
       throw Worker.RateLimitError();
     }
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
