@@ -190,10 +190,9 @@ export class ProviderJobProcessor {
       }
       // A repeat is answered from earlier results when the round is folded.
       if (entry.action === 'repeat') continue;
-      const call = recorded.response.tool_calls[entry.index]!;
+      const decidedBefore = { call: recorded.response.tool_calls[entry.index]! } as PlannedCall;
       const place = { step_id, iteration };
-      const lost = lostCall({ call } as PlannedCall, place);
-      await this.deps.store.recordToolResult(run_id, { ...place, tool_call_id: call.id, tool_name: call.function.name, fanned_out: entry.fanned_out }, lost);
+      await this.deps.store.recordToolResult(run_id, roundCall(decidedBefore, place, entry.fanned_out), lostCall(decidedBefore, place));
     }
     await this.runRound(context, kept);
   }
@@ -277,6 +276,7 @@ export class ProviderJobProcessor {
     const calls = plan.calls.map((entry) => ({ ...entry, call: response.tool_calls[entry.index]! }) as unknown as PlannedCall);
     const contents = new Map<number, string>();
     for (const [position, planned] of calls.entries()) {
+      const { fanned_out } = plan.calls[position]!;
       if (planned.action === 'repeat') continue;
       let content = snapshot.previousResults[planned.call.id];
       if (content === undefined) {
@@ -284,7 +284,7 @@ export class ProviderJobProcessor {
         // failed for good is settled by the worker's `failed` handler). Kept so a join that finds a
         // result missing still answers the model instead of failing the run.
         const lost = lostCall(planned, place);
-        content = (await store.recordToolResult(run_id, roundCall(planned, place, plan.calls[position]!.fanned_out), lost))?.content ?? lost.content;
+        content = (await store.recordToolResult(run_id, roundCall(planned, place, fanned_out), lost))?.content ?? lost.content;
       }
       contents.set(planned.index, content);
     }

@@ -39,17 +39,15 @@ export function toolJobProcessor(deps: ToolJobDeps) {
         tool_call_id: data.tool_call_id,
         tool: tool.name,
       });
-      const [started, terminal] = plannedCallEvents(
-        {
-          ...planned,
-          action: 'reject',
-          content: ToolResultText.invalidArguments(violation),
-          reason: { type: 'invalid_arguments', tool, violation, input_size_bytes: data.input_size_bytes },
-        },
-        place,
-      );
-      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), {
+      const rejected = {
+        ...planned,
+        action: 'reject' as const,
         content: ToolResultText.invalidArguments(violation),
+        reason: { type: 'invalid_arguments' as const, tool, violation, input_size_bytes: data.input_size_bytes },
+      };
+      const [started, terminal] = plannedCallEvents(rejected, place);
+      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), {
+        content: rejected.content,
         terminal: terminal!,
         started: { event: started!, ts: Date.now() },
       });
