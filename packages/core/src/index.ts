@@ -6,7 +6,20 @@ export { tool, type ToolConfig, type ToolDefinition, type ToolContext, type Tool
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
 export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';
-export { Workflow, type WorkflowConfig, type WorkflowStepConfig } from './definitions/workflow.ts';
+export {
+  Workflow,
+  type WorkflowConfig,
+  type WorkflowStepConfig,
+  type WorkflowStep,
+  type AgentStepConfig,
+  type ToolStepConfig,
+  type StepInputs,
+  type StepFailurePolicy,
+} from './definitions/workflow.ts';
+export * from './workflow/graph.ts';
+export * from './workflow/request.ts';
+export * from './workflow/step-events.ts';
+export * from './workflow/step-inputs.ts';
 export { checkRunConfig, resolveSettings, type RunConfig, type StepSettings, type ToolExecutionConfig, type LoopDetectionConfig } from './definitions/settings.ts';
 export * from './events/types.ts';
 export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
@@ -29,6 +42,7 @@ export {
   type ExecuteCall,
   type RejectCall,
   type RepeatCall,
+  planCall,
   type ParsedArguments,
   MAX_ARGUMENT_DEPTH,
   parseArguments,

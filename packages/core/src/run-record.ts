@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Tokens } from './events/types.ts';
+import type { StepStatus } from './workflow/graph.ts';
 
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 
@@ -16,6 +17,10 @@ export interface RunRecord {
   readonly status: RunStatus;
   /** The agent (or workflow) the run was enqueued for. */
   readonly agent?: string;
+  /** A workflow run's workflow (the same name as `agent`). */
+  readonly workflow?: string;
+  /** A workflow run's steps, by step id. */
+  readonly steps?: Readonly<Record<string, StepRecord>>;
   readonly output?: string;
   readonly error?: RunError;
   readonly usage: Tokens;
@@ -23,6 +28,13 @@ export interface RunRecord {
   readonly iterations: number;
   readonly created_at: number;
   readonly finished_at?: number;
+}
+
+/** One step of a workflow run, as its record shows it. */
+export interface StepRecord {
+  readonly status: StepStatus;
+  readonly output?: string;
+  readonly error?: RunError;
 }
 
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);

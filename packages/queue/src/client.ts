@@ -11,17 +11,26 @@ import {
   byteSize,
   checkExecConfig,
   checkRunConfig,
+  checkWorkflowConfig,
+  checkWorkflowExecConfig,
   newRunId,
+  RUN_STEP_ID,
+  rootSteps,
+  sinkSteps,
+  stepStartedEvent,
+  type WorkflowGraph,
+  workflowEnqueuedEvent,
+  workflowOutput,
 } from '@arcflow/core';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { endRun } from './engine/end-run.ts';
-import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
+import { endRun, stopClosedWork } from './engine/end-run.ts';
+import { enqueueJoin } from './engine/join.ts';
+import { stepCarrier } from './engine/workflow-scheduler.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
-import { RunStore } from './store/run-store.ts';
-import { JobId, QueueName } from './keys.ts';
+import { type InitialSteps, type RunEnding, RunStore } from './store/run-store.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
@@ -48,7 +57,7 @@ export const CLIENT_DEFAULTS = Object.freeze({ redis_timeout_ms: 5_000 });
 /** An agent as the registry knows it (SPEC §8, `GET /v1/agents`). */
 export interface AgentInfo {
   readonly name: string;
-  readonly kind: 'agent';
+  readonly kind: 'agent' | 'workflow';
   readonly tools: readonly string[];
   readonly live_workers: number;
 }
@@ -130,6 +139,17 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     return subscribed;
   };
 
+  /** A workflow run's cancel: its running steps are cancelled, the rest skipped; its completed sinks are its output. */
+  const cancelledWorkflow = async (run_id: string, workflow: string): Promise<RunEnding> => {
+    const graph = (await lookup(workflow))?.workflow;
+    const output = graph ? workflowOutput(graph, await store.workflows.outputs(run_id, sinkSteps(graph))) : undefined;
+    return {
+      outcome: { status: 'cancelled', ...(output !== undefined ? { output } : {}) },
+      step_id: RUN_STEP_ID,
+      steps: { running: 'cancelled', skip_reason: 'cancelled' },
+    };
+  };
+
   const client: ArcflowClient = {
     async enqueue(request) {
       if (typeof request?.agent !== 'string' || !NamePattern.agent.test(request.agent)) {
@@ -141,7 +161,11 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
         throw new RequestError('invalid_request', 'idempotency_key must be 1-200 characters of letters, digits, _ . -');
       }
-      checkRunConfig(request.config);
+      // An agent run's config is checked here; a workflow run's once its graph is known (below).
+      const plainChecks = () => {
+        checkRunConfig(request.config);
+        checkExecConfig(request.exec_config);
+      };
       checkExecConfig(request.exec_config);
       // Minted once per call: every retry below creates this same run, or finds it created.
       const minted = newRunId();
@@ -157,6 +181,12 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
             `unknown agent '${request.agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
           );
         }
+        const graph = registration.workflow;
+        if (graph) {
+          checkWorkflowConfig(graph, request.config);
+          checkWorkflowExecConfig(graph, request.exec_config);
+        } else plainChecks();
+        const roots = graph ? rootSteps(graph) : [];
         const { run_id } = await store.createRun(
           {
             run_id: minted,
@@ -168,15 +198,21 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
             definition_hash: registration.definition_hash ?? '',
           },
           request.idempotency_key,
-          { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+          graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+          graph ? initialSteps(graph, roots) : undefined,
         );
         const created = run_id === minted;
         // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
         const spec = created ? undefined : await store.getSpec(run_id);
         if (created || spec?.status === 'queued') {
           const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
-          const data: ProviderJobData = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
-          await queueFor(registration.provider_queue).add(PROVIDER_JOB, data, providerJobOptions(data, registration.provider_attempts));
+          const target = { queue: registration.provider_queue, attempts: registration.provider_attempts };
+          if (graph) {
+            const steps = graph.steps.filter((step) => roots.includes(step.id));
+            await Promise.all(steps.map((step) => enqueueJoin({ get: queueFor }, target, { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+          } else {
+            await enqueueJoin({ get: queueFor }, target, { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+          }
         }
         return { run_id, created };
       });
@@ -186,7 +222,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       reach(async () => {
         const names = await registry.known();
         const found = await Promise.all(names.map(async (name) => ({ name, registration: await registry.registration(name), live_workers: await registry.liveWorkers(name) })));
-        return found.flatMap(({ name, registration, live_workers }) => (registration ? [{ name, kind: 'agent' as const, tools: registration.tools, live_workers }] : []));
+        return found.flatMap(({ name, registration, live_workers }) =>
+          registration ? [{ name, kind: registration.workflow ? ('workflow' as const) : ('agent' as const), tools: registration.tools, live_workers }] : [],
+        );
       }),
 
     list: async (query) => {
@@ -253,15 +291,11 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     async cancel(run_id) {
       checkRunId(run_id);
       return reach(async () => {
-        const status = await store.status(run_id);
+        const [status, workflow] = (await redis.hmget(store.keys.record(run_id), 'status', 'workflow')) as [RunRecord['status'] | null, string | null];
         if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-        const { ended, closed } = await endRun(store, run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
-        if (ended) {
-          await redis.publish(store.keys.cancelChannel, run_id);
-          // The closed calls' jobs still queued would only find the run ended: remove them (a job
-          // already running is locked, stays, and is told by the publish above).
-          await Promise.all(closed.map((call) => queueFor(QueueName.tool(call.tool_name)).remove(JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
-        }
+        const ending = workflow ? await cancelledWorkflow(run_id, workflow) : { outcome: { status: 'cancelled' as const }, step_id: 's1' };
+        const { ended, closed } = await endRun(store, run_id, ending);
+        if (ended) await stopClosedWork(redis, store, (queue, id) => queueFor(queue).remove(id), run_id, closed);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };
       });
     },
@@ -273,4 +307,12 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
   };
   return client;
+}
+
+/** A new workflow run's steps: its roots running (with their `StepStarted`), the rest pending. */
+function initialSteps(graph: WorkflowGraph, roots: readonly string[]): InitialSteps {
+  return {
+    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : 'pending'] as const),
+    started: graph.steps.filter((step) => roots.includes(step.id)).map(stepStartedEvent),
+  };
 }

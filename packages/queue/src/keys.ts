@@ -44,10 +44,19 @@ export const RUNS_INDEX_SUFFIX = ':runs';
 /**
  * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
  * of events written exactly once, the pending rounds, the index of every key of the run (so
- * retention expires them together) and the root-span claim. The store's Lua scripts name them the
+ * retention expires them together), the root-span claim, and a workflow run's steps (status and
+ * start time per step) and their outputs and errors. The store's Lua scripts name them the
  * same way from the record key (`store/commands/includes/prelude.lua`), so each is sent one key.
  */
-export const RUN_KEY_SUFFIX = Object.freeze({ events: ':events', dedupe: ':dedupe', pending: ':pending', index: ':keys', rootSpan: ':root-span' });
+export const RUN_KEY_SUFFIX = Object.freeze({
+  events: ':events',
+  dedupe: ':dedupe',
+  pending: ':pending',
+  index: ':keys',
+  rootSpan: ':root-span',
+  steps: ':steps',
+  outputs: ':outputs',
+});
 
 /** A step's state key: `<record>:<step>:state`. */
 export function stateKey(record: string, step_id: string): string {
@@ -71,12 +80,18 @@ export class RunKeys {
   readonly pending: string;
   /** Claimed by the one process that emits the run's root span. */
   readonly rootSpan: string;
+  /** A workflow run's steps: `<step_id>` → status, `<step_id>|t0` → start (ms), `|first_failed` → the step that failed first. */
+  readonly steps: string;
+  /** A workflow run's step outputs: `<step_id>` → output, `<step_id>|error` → error JSON. */
+  readonly outputs: string;
 
   constructor(private readonly base: string) {
     this.record = base;
     this.events = base + RUN_KEY_SUFFIX.events;
     this.pending = base + RUN_KEY_SUFFIX.pending;
     this.rootSpan = base + RUN_KEY_SUFFIX.rootSpan;
+    this.steps = base + RUN_KEY_SUFFIX.steps;
+    this.outputs = base + RUN_KEY_SUFFIX.outputs;
   }
 
   state(step_id: string): string {

@@ -1,7 +1,8 @@
+import type { WorkflowGraph } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import type { Keys } from './keys.ts';
 
-/** What the registry knows of an agent: where its provider jobs go and which tools it uses. */
+/** What the registry knows of an agent (or workflow): where its provider jobs go and which tools it uses. */
 export interface AgentRegistration {
   readonly provider_queue: string;
   readonly tools: readonly string[];
@@ -9,6 +10,8 @@ export interface AgentRegistration {
   readonly provider_attempts: number;
   /** The agent's definition hash in the worker that registered it last. */
   readonly definition_hash?: string;
+  /** Set for a workflow: its graph, from which clients start its first steps and check requests. */
+  readonly workflow?: WorkflowGraph;
 }
 
 /**

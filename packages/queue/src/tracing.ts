@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   type Context,
   INVALID_SPAN_CONTEXT,
@@ -145,25 +145,27 @@ export function linkSpans(span: Span, traceparents: Iterable<string>): void {
 }
 
 /**
- * Emits the run's root `invoke_agent {agent}` span with the ids minted at enqueue, from its
- * creation to now. Called once, by the process whose write ended the run.
+ * Emits the run's root span with the ids minted at enqueue, from its creation to now:
+ * `invoke_agent {agent}`, or `invoke_workflow {workflow}` for a workflow run. Called once, by the
+ * process whose write ended the run.
  */
 export function emitRunSpan(
   runTrace: RunTrace,
-  run: { run_id: string; agent: string; created_at: number; status: string; usage: { input: number; output: number }; error_code?: string },
+  run: { run_id: string; agent: string; workflow?: string; created_at: number; status: string; usage: { input: number; output: number }; error_code?: string },
 ): void {
   if (!tracingEnabled()) return;
   const root = parseTraceparent(runTrace.traceparent);
   if (!root) return;
+  const operation = run.workflow ? 'invoke_workflow' : 'invoke_agent';
   const span = withForcedIds(root.traceId, root.spanId, () =>
-    tracer().startSpan(SpanName.invokeAgent(run.agent), {
+    tracer().startSpan(run.workflow ? SpanName.invokeWorkflow(run.workflow) : SpanName.invokeAgent(run.agent), {
       root: true,
       kind: SpanKind.INTERNAL,
       startTime: run.created_at,
       links: linkTo(runTrace.request),
       attributes: {
-        [Attr.operationName]: 'invoke_agent',
-        [Attr.agentName]: run.agent,
+        [Attr.operationName]: operation,
+        ...(run.workflow ? { [Attr.workflowName]: run.workflow } : { [Attr.agentName]: run.agent }),
         [Attr.runId]: run.run_id,
         [Attr.runStatus]: run.status,
         [Attr.inputTokens]: run.usage.input,
@@ -173,6 +175,38 @@ export function emitRunSpan(
   );
   if (run.error_code) failSpan(span, run.error_code);
   else if (run.status === 'cancelled') failSpan(span, 'cancelled');
+  span.end();
+}
+
+/**
+ * A workflow agent step's span id, derived from the run's root and the step id: every process
+ * names the same span without storing it, so the step's jobs nest under it before it is emitted.
+ */
+export function stepTraceparent(runTraceparent: string | undefined, step_id: string): string | undefined {
+  const root = parseTraceparent(runTraceparent);
+  if (!root) return undefined;
+  const spanId = createHash('sha256').update(`${root.spanId}/${step_id}`).digest('hex').slice(0, 16);
+  return `00-${root.traceId}-${spanId}-0${root.traceFlags & TraceFlags.SAMPLED}`;
+}
+
+/** Emits a workflow agent step's `invoke_agent {agent}` span (ids from {@link stepTraceparent}), child of the run's root. */
+export function emitStepSpan(runTraceparent: string | undefined, step: { run_id: string; step_id: string; agent: string; started_at: number; error_code?: string }): void {
+  if (!tracingEnabled()) return;
+  const own = parseTraceparent(stepTraceparent(runTraceparent, step.step_id));
+  const root = parseTraceparent(runTraceparent);
+  if (!own || !root) return;
+  const span = withForcedIds(own.traceId, own.spanId, () =>
+    tracer().startSpan(
+      SpanName.invokeAgent(step.agent),
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: step.started_at,
+        attributes: { [Attr.operationName]: 'invoke_agent', [Attr.agentName]: step.agent, [Attr.runId]: step.run_id, [Attr.stepId]: step.step_id },
+      },
+      trace.setSpanContext(ROOT_CONTEXT, root),
+    ),
+  );
+  if (step.error_code) failSpan(span, step.error_code);
   span.end();
 }
 

@@ -5,6 +5,7 @@ import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { QueuePool } from '../src/engine/join.ts';
 import { Watchdog } from '../src/engine/watchdog.ts';
+import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
 import { Registry } from '../src/registry.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
 
@@ -147,6 +148,7 @@ function standaloneWatchdog(prefix: string) {
   const store = new RunStore(redis, prefix, 60);
   const queues = new QueuePool(redis, store.keys.tag);
   open.push(queues);
-  const dog = new Watchdog({ store, redis, queues, registry: new Registry(redis, store.keys, 20_000), logger: silentLogger, worker_id: 'test', watchdog_ms: 1 });
+  const scheduler = new WorkflowScheduler({ store, queues, redis, logger: silentLogger });
+  const dog = new Watchdog({ store, redis, queues, registry: new Registry(redis, store.keys, 20_000), scheduler, logger: silentLogger, worker_id: 'test', watchdog_ms: 1 });
   return { store, dog };
 }

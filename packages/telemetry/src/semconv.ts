@@ -4,6 +4,7 @@
  */
 export const SpanName = {
   invokeAgent: (agent: string) => `invoke_agent ${agent}`,
+  invokeWorkflow: (workflow: string) => `invoke_workflow ${workflow}`,
   chat: (model: string) => `chat ${model}`,
   executeTool: (tool: string) => `execute_tool ${tool}`,
   process: (queue: string) => `process ${queue}`,
@@ -13,6 +14,7 @@ export const Attr = {
   operationName: 'gen_ai.operation.name',
   providerName: 'gen_ai.provider.name',
   agentName: 'gen_ai.agent.name',
+  workflowName: 'arcflow.workflow.name',
   requestModel: 'gen_ai.request.model',
   responseModel: 'gen_ai.response.model',
   finishReasons: 'gen_ai.response.finish_reasons',

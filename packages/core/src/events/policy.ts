@@ -8,7 +8,7 @@ const TOOL = ['tool_name', 'tool_call_id'] as const;
  * hashes, sizes, codes, timings and token counts; never arguments, results, prompts or error text.
  */
 export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Object.freeze({
-  RunEnqueued: ['agent', 'workflow'],
+  RunEnqueued: ['agent', 'workflow', 'steps_count'],
   AgentInvoked: ['agent_name', 'mode', 'max_iterations'],
   ProviderRequestSent: ['provider_id', 'model_id', 'prompt_size_bytes', 'tools_count'],
   ProviderResponseReceived: ['provider_id', 'model_id', 'tokens', 'latency_ms', 'finish_reason', 'tool_calls_count'],
@@ -22,6 +22,9 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   LoopDetected: [...TOOL, 'repeats', 'window', 'action'],
   AgentResponseReceived: ['output_size_bytes', 'iterations'],
   StepExecutionFailed: ['error_code', 'message'],
+  StepStarted: ['step_type', 'depends_on'],
+  StepCompleted: ['output_size_bytes', 'duration_ms'],
+  StepSkipped: ['reason', 'failed_dependency'],
   RunCompleted: ['usage'],
   RunFailed: ['usage', 'error_code'],
   RunCancelled: ['usage'],

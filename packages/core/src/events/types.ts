@@ -25,6 +25,25 @@ export interface RunEnqueued extends Base {
   readonly kind: 'RunEnqueued';
   readonly agent?: string;
   readonly workflow?: string;
+  /** A workflow run's number of steps. */
+  readonly steps_count?: number;
+}
+/** A workflow step's dependencies have all completed; its own events follow. */
+export interface StepStarted extends Base {
+  readonly kind: 'StepStarted';
+  readonly step_type: 'agent' | 'tool';
+  readonly depends_on: readonly string[];
+}
+export interface StepCompleted extends Base {
+  readonly kind: 'StepCompleted';
+  readonly output_size_bytes: number;
+  readonly duration_ms: number;
+}
+/** A workflow step that will not run. */
+export interface StepSkipped extends Base {
+  readonly kind: 'StepSkipped';
+  readonly reason: 'dependency_failed' | 'run_failed' | 'cancelled';
+  readonly failed_dependency?: string;
 }
 export interface AgentInvoked extends Base {
   readonly kind: 'AgentInvoked';
@@ -150,6 +169,9 @@ export type TraceEvent =
   | LoopDetected
   | AgentResponseReceived
   | StepExecutionFailed
+  | StepStarted
+  | StepCompleted
+  | StepSkipped
   | RunCompleted
   | RunFailed
   | RunCancelled

@@ -66,13 +66,20 @@ export function planToolRound(
       planned.push(repeat);
       continue;
     }
-    planned.push(planOne(agent, index, call, signature, parsed, oversize ?? byteSize(raw)));
+    planned.push(planCall(agent.findTool(call.function.name), index, call, signature, parsed, oversize ?? byteSize(raw)));
   }
   return { type: 'round', calls: planned };
 }
 
-function planOne(agent: Agent, index: number, call: RequestedToolCall, signature: string, parsed: ParsedArguments, input_size_bytes: number): PlannedCall {
-  const tool = agent.findTool(call.function.name);
+/** One call planned: rejected (unknown tool, arguments that fail the schema) or ready to execute. */
+export function planCall(
+  tool: ToolDefinition | undefined,
+  index: number,
+  call: RequestedToolCall,
+  signature: string,
+  parsed: ParsedArguments,
+  input_size_bytes: number,
+): ExecuteCall | RejectCall {
   if (!tool) {
     return { action: 'reject', index, call, signature, content: ToolResultText.unknownTool(call.function.name), reason: { type: 'unknown_tool' } };
   }

@@ -1,26 +1,19 @@
 import { newRunId } from '../run-record.ts';
 import { NamePattern } from '../names.ts';
-import pLimit, { type LimitFunction } from 'p-limit';
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
-import type { StepSettings } from '../definitions/settings.ts';
-import { MAX_INPUT_BYTES, PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
-import { ConfigError, RequestError } from '../errors.ts';
+import { Workflow } from '../definitions/workflow.ts';
+import { MAX_INPUT_BYTES } from '../defaults.ts';
+import { RequestError } from '../errors.ts';
 import type { TraceEvent } from '../events/types.ts';
-import { silentLogger, stderrLogger } from '../logger.ts';
-import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
-import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
-import { normalizeResponse } from '../loop/normalize.ts';
-import { type StepState, initialStepState } from '../loop/state.ts';
-import { agentInvokedEvent, agentRespondedEvent, providerFailureEvent, providerRunError, runFinishedEvent, stepFailedEvent, stepRunError } from '../loop/step-events.ts';
-import { type ExecConfig, TEST_PROVIDER_ID, checkExecConfig, testResponse, testStepFor } from '../loop/test-mode.ts';
-import { type CallPlace, cancelledCall, plannedCallEvents, settleExecution, shouldRetryTool, toolStartedEvent } from '../loop/tool-events.ts';
-import { type ModelProvider, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
-import type { RunError, RunRecord } from '../run-record.ts';
-import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
-import { runHandler, watchSignal } from '../tools/run-handler.ts';
-import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
+import { runFinishedEvent } from '../loop/step-events.ts';
+import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
+import type { ModelProvider } from '../provider.ts';
+import type { RunRecord } from '../run-record.ts';
+import type { ToolLogger } from '../tools/define.ts';
 import { LocalEventLog } from './event-log.ts';
+import { LocalStep, LocalTools } from './local-step.ts';
+import { runLocalWorkflow } from './run-local-workflow.ts';
 
 export interface RunLocalOptions {
   /** The model backend. Not needed when test mode scripts every step. */
@@ -47,27 +40,27 @@ export interface RunLocalOptions {
 /** A finished local run: the run record plus its trace events, in order. */
 export type LocalRun = RunRecord & { readonly events: readonly TraceEvent[] };
 
-const toolLimits = new WeakMap<ToolDefinition, LimitFunction>();
-
 /**
- * Runs an agent to its end in this process, with the semantics and events of the queue engine.
+ * Runs an agent (or a workflow) to its end in this process, with the semantics and events of the queue engine.
  * The reference for the loop's behaviour, and the baseline for the benchmarks.
  */
-export async function runLocal(agent: Agent, input: string, options: RunLocalOptions = {}): Promise<LocalRun> {
+export async function runLocal(definition: Agent | Workflow, input: string, options: RunLocalOptions = {}): Promise<LocalRun> {
   if (typeof input !== 'string') throw new RequestError('invalid_input', 'input must be a string');
   if (byteSize(input) > MAX_INPUT_BYTES) {
     throw new RequestError('input_too_large', `input is ${byteSize(input)} bytes; the limit is ${MAX_INPUT_BYTES}`);
   }
-  const settings = agent.settingsFor(options.config);
-  const exec = checkExecConfig(options.exec_config);
   const run_id = options.run_id ?? newRunId();
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
+  if (definition instanceof Workflow) return runLocalWorkflow(definition, input, run_id, options);
+  const agent = definition;
+  const settings = agent.settingsFor(options.config);
+  const exec = checkExecConfig(options.exec_config);
   const created_at = Date.now();
   const log = new LocalEventLog(run_id, options.onEvent);
   const step_id = 's1';
   log.append({ kind: 'RunEnqueued', step_id, agent: agent.name });
 
-  const step = new LocalStep(agent, settings, exec, step_id, log, options);
+  const step = new LocalStep(agent, settings, exec, step_id, log, options, new LocalTools(log, options));
   const outcome = await step.run(input);
   const cancelled = options.signal?.aborted === true;
   log.append(runFinishedEvent(step_id, outcome.usage, cancelled ? undefined : outcome.error, cancelled));
@@ -85,156 +78,3 @@ export async function runLocal(agent: Agent, input: string, options: RunLocalOpt
   };
 }
 
-interface StepOutcome {
-  output?: string;
-  error?: RunError;
-  usage: RunRecord['usage'];
-  iterations: number;
-}
-
-class LocalStep {
-  private readonly logger: ToolLogger;
-  private readonly limitRun: LimitFunction;
-
-  constructor(
-    private readonly agent: Agent,
-    private readonly settings: StepSettings,
-    private readonly exec: ExecConfig,
-    private readonly step_id: string,
-    private readonly log: LocalEventLog,
-    private readonly options: RunLocalOptions,
-  ) {
-    this.logger = options.logger === false ? silentLogger : (options.logger ?? stderrLogger('arcflow.local'));
-    this.limitRun = pLimit(options.tool_concurrency ?? 16);
-  }
-
-  async run(input: string): Promise<StepOutcome> {
-    const { agent, settings, step_id, log } = this;
-    log.append(agentInvokedEvent(agent, settings, step_id));
-    const test = testStepFor(this.exec, step_id);
-    if (test && 'output' in test) {
-      log.append(agentRespondedEvent(step_id, test.output, 0));
-      return { output: test.output, usage: ZERO_TOKENS, iterations: 0 };
-    }
-    let state = initialStepState(agent, input, step_id);
-    for (;;) {
-      if (this.options.signal?.aborted) return { usage: state.usage, iterations: state.iterations };
-      const called = await this.callProvider(state, test && 'responses' in test ? test : undefined);
-      if ('error' in called) return this.fail(state.usage, state.iterations + 1, called.error);
-      const response = called.response;
-      const iteration = state.iterations + 1;
-      const decision = decideResponse(agent, state, settings, response);
-      switch (decision.type) {
-        case 'complete':
-          log.append(agentRespondedEvent(step_id, decision.output, iteration));
-          return { output: decision.output, usage: usageWith(state, response), iterations: iteration };
-        case 'fail':
-          log.append(...decision.events);
-          return this.fail(usageWith(state, response), iteration, stepRunError(decision.error_code, decision.message));
-        case 'final_answer':
-          state = applyFinalAnswerNote(state, response);
-          break;
-        case 'tools': {
-          const contents = await this.runTools(decision.calls, { step_id, iteration });
-          state = applyToolRound(state, settings, response, decision.calls, contents);
-        }
-      }
-    }
-  }
-
-  private fail(usage: RunRecord['usage'], iterations: number, error: RunError): StepOutcome {
-    this.log.append(stepFailedEvent(this.step_id, error));
-    return { error, usage, iterations };
-  }
-
-  /** One provider call, retried with backoff; a 429 waits `retry_after_seconds` without spending an attempt. */
-  private async callProvider(state: StepState, test: Parameters<typeof testResponse>[0] | undefined): Promise<{ response: ProviderResponse } | { error: RunError }> {
-    const { agent, settings, log, step_id, options } = this;
-    const provider = test ? undefined : options.provider;
-    if (!test && !provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
-    const provider_id = provider?.id ?? TEST_PROVIDER_ID;
-    const request = buildRequest(agent, state, settings, options.default_model ?? provider?.defaultModel ?? 'default');
-    const iteration = state.iterations + 1;
-    const attempts = options.provider_retry?.attempts ?? PROVIDER_RETRY_DEFAULTS.attempts;
-    const baseMs = options.provider_retry?.backoff_ms ?? PROVIDER_RETRY_DEFAULTS.backoff_ms;
-    const maxMs = options.provider_retry?.max_backoff_ms ?? PROVIDER_RETRY_DEFAULTS.max_backoff_ms;
-    let attempt = 1;
-    for (let rateLimitWaits = 0; ; ) {
-      log.append(requestSentEvent(step_id, iteration, provider_id, request));
-      const started = performance.now();
-      try {
-        const response = normalizeResponse(test ? testResponse(test, iteration) : await provider!.complete(request, { signal: options.signal }), iteration);
-        log.append(...responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started)));
-        return { response };
-      } catch (thrown) {
-        const failure = asProviderFailure(thrown);
-        const waitMs = providerRetryDelayMs(failure, failure.rateLimited ? rateLimitWaits + 1 : attempt, baseMs, maxMs);
-        log.append(providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)));
-        const retry = failure.rateLimited ? ++rateLimitWaits <= PROVIDER_RETRY_DEFAULTS.rate_limit_waits : failure.retryable && attempt < attempts;
-        if (!retry || options.signal?.aborted) return { error: providerRunError(failure, attempt) };
-        if (!failure.rateLimited) attempt += 1;
-        await sleep(waitMs, options.signal);
-      }
-    }
-  }
-
-  /** Runs a round: rejections answer at once; valid calls run in parallel (or in order, legacy_eager). */
-  private async runTools(calls: readonly PlannedCall[], place: CallPlace): Promise<Map<number, string>> {
-    const contents = new Map<number, string>();
-    for (const planned of calls) {
-      this.log.append(...plannedCallEvents(planned, place));
-      if (planned.action === 'reject') contents.set(planned.index, planned.content);
-    }
-    const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
-    if (this.settings.mode === 'legacy_eager') {
-      for (const planned of executable) contents.set(planned.index, await this.execute(planned, place));
-    } else {
-      await Promise.all(executable.map(async (planned) => contents.set(planned.index, await this.limitRun(() => limitFor(planned.tool)(() => this.execute(planned, place))))));
-    }
-    return contents;
-  }
-
-  private async execute(planned: ExecuteCall, place: CallPlace): Promise<string> {
-    const started = performance.now();
-    for (let attempt = 1; ; attempt += 1) {
-      if (this.options.signal?.aborted) return this.record(cancelledCall(planned, place, elapsed(started)));
-      this.log.append(toolStartedEvent(planned, place, attempt));
-      const outcome = await runHandler(planned.tool, {
-        run_id: this.log.run_id,
-        ...place,
-        tool_call_id: planned.call.id,
-        attempt,
-        args: planned.args,
-        ...(this.options.signal ? { cancel: watchSignal(this.options.signal) } : {}),
-        log: this.logger,
-      });
-      if (outcome.status === 'error') {
-        this.logger.error('tool handler failed', { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, attempt, error: outcome.error });
-      }
-      if (shouldRetryTool(outcome, attempt, planned.tool.retries)) {
-        await sleep(backoffMs(attempt, this.options.tool_retry_backoff_ms ?? 200, 10_000), this.options.signal);
-        continue;
-      }
-      return this.record(settleExecution(planned, place, outcome, elapsed(started)));
-    }
-  }
-
-  private record(settled: { content: string; terminal: Parameters<LocalEventLog['append']>[0] }): string {
-    this.log.append(settled.terminal);
-    return settled.content;
-  }
-}
-
-function elapsed(started: number): number {
-  return Math.round(performance.now() - started);
-}
-
-/** A tool's `concurrency` caps its executions in this process across local runs. */
-function limitFor(tool: ToolDefinition): LimitFunction {
-  let limit = toolLimits.get(tool);
-  if (!limit) {
-    limit = pLimit(tool.concurrency ?? Number.POSITIVE_INFINITY);
-    toolLimits.set(tool, limit);
-  }
-  return limit;
-}

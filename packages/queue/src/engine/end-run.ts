@@ -1,5 +1,7 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
-import type { RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
+import type { Redis } from 'ioredis';
+import { JobId, QueueName } from '../keys.ts';
+import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
 import { type RunTrace, emitRunSpan } from '../tracing.ts';
 
 /**
@@ -23,9 +25,26 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
   emitRunSpan(spec.trace as RunTrace, {
     run_id,
     agent: spec.agent,
+    ...(run.workflow ? { workflow: run.workflow } : {}),
     created_at: run.created_at,
     status: run.status,
     usage: run.usage,
     error_code: run.error?.error_code,
   });
+}
+
+/**
+ * After a run was ended with calls still running (a cancel; a `fail_fast` failure): every worker
+ * is told, so in-flight handlers and provider calls stop, and the closed calls' jobs still queued
+ * are removed (a job already running is locked, stays, and is told by the publish).
+ */
+export async function stopClosedWork(
+  redis: Redis,
+  store: RunStore,
+  removeJob: (queue: string, job_id: string) => Promise<unknown>,
+  run_id: string,
+  closed: readonly RoundCall[],
+): Promise<void> {
+  await redis.publish(store.keys.cancelChannel, run_id);
+  await Promise.all(closed.map((call) => removeJob(QueueName.tool(call.tool_name), JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
 }

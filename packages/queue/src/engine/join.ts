@@ -30,6 +30,6 @@ export class QueuePool {
  * settled (a tool job, a re-delivery of one, the provider job when nothing fanned out) may call
  * this: BullMQ adds the job once.
  */
-export async function enqueueJoin(queues: QueuePool, target: JoinTarget, data: ProviderJobData): Promise<void> {
+export async function enqueueJoin(queues: Pick<QueuePool, 'get'>, target: JoinTarget, data: ProviderJobData): Promise<void> {
   await queues.get(target.queue).add(PROVIDER_JOB, data, providerJobOptions(data, target.attempts));
 }

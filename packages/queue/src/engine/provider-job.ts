@@ -1,5 +1,11 @@
 import {
   type Agent,
+  type RunError,
+  type Workflow,
+  type WorkflowRunConfig,
+  type WorkflowStep,
+  buildAgentStepInput,
+  stepRunConfig,
   type ExecuteCall,
   type PlannedCall,
   type ProviderRequest,
@@ -47,9 +53,15 @@ import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, attemptsOf, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
+import type { ToolStepProcessor } from './tool-step.ts';
+import { type WorkflowRun, type WorkflowScheduler, settleAgentStep } from './workflow-scheduler.ts';
 
 export interface ProviderJobDeps extends ToolRuntime {
   readonly agents: ReadonlyMap<string, Agent>;
+  readonly workflows: ReadonlyMap<string, Workflow>;
+  readonly scheduler: WorkflowScheduler;
+  /** Runs a workflow's tool steps (their jobs are on the workflow's provider queue too). */
+  readonly toolSteps: ToolStepProcessor;
   readonly options: ResolvedWorkerOptions;
   readonly queues: QueuePool;
 }
@@ -81,6 +93,8 @@ interface PreparedCall {
 interface StepContext {
   readonly spec: RunSpec;
   readonly agent: Agent;
+  /** Set when the step is one of a workflow run's: its end settles the step instead of ending the run. */
+  readonly workflow: WorkflowRun | undefined;
   readonly settings: StepSettings;
   readonly test: TestStep | undefined;
   readonly data: ProviderJobData;
@@ -99,7 +113,7 @@ export class ProviderJobProcessor {
   constructor(private readonly deps: ProviderJobDeps) {}
 
   async process(job: Job<ProviderJobData>, span: Span, token?: string): Promise<string> {
-    const { store, agents } = this.deps;
+    const { store } = this.deps;
     const { run_id, step_id, iteration } = job.data;
     let snapshot: StepSnapshot;
     try {
@@ -112,27 +126,29 @@ export class ProviderJobProcessor {
     linkSpans(span, Object.values(snapshot.previousSpans));
     const spec = snapshot.spec;
     if (!spec || TERMINAL_STATUSES.has(spec.status)) return 'run-ended';
-    const agent = agents.get(spec.agent);
-    if (!agent) {
-      const error = stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`);
-      await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id });
-      return 'unknown-agent';
+    const target = this.resolve(spec, step_id);
+    if ('error' in target) {
+      await endRun(store, run_id, { outcome: { status: 'failed', error: target.error }, step_id });
+      return target.error.error_code;
     }
-    if (spec.definition_hash !== '' && spec.definition_hash !== agent.definition_hash) {
-      // A deploy changed the agent since the run was enqueued: the run goes on, and says so once per change.
-      const changed = { kind: 'DefinitionChanged', step_id, iteration, previous_hash: spec.definition_hash, current_hash: agent.definition_hash } as const;
-      await store.append(run_id, [{ event: changed, once: `definition|${spec.definition_hash}|${agent.definition_hash}` }]);
+    if (target.type === 'tool') return this.deps.toolSteps.process(job, span, spec, target.run, target.step);
+    const { agent, definition_hash } = target;
+    if (spec.definition_hash !== '' && spec.definition_hash !== definition_hash) {
+      // A deploy changed the agent (or workflow) since the run was enqueued: the run goes on, and says so once per change.
+      const changed = { kind: 'DefinitionChanged', step_id, iteration, previous_hash: spec.definition_hash, current_hash: definition_hash } as const;
+      await store.append(run_id, [{ event: changed, once: `definition|${spec.definition_hash}|${definition_hash}` }]);
     }
     const context: StepContext = {
       spec,
       agent,
-      settings: agent.settingsFor(spec.config),
+      workflow: target.run,
+      settings: agent.settingsFor(target.config),
       test: testStepFor(checkExecConfig(spec.exec_config), step_id),
       data: job.data,
       span,
     };
     if (iteration === 1 && context.test && 'output' in context.test) {
-      await endRun(store, run_id, {
+      await this.endStep(context, {
         outcome: { status: 'completed', output: context.test.output },
         step_id,
         events: [
@@ -143,6 +159,7 @@ export class ProviderJobProcessor {
       return 'step-done';
     }
     const ready = await this.readyState(context, snapshot);
+    if (ready === 'step-ended') return 'step-done';
     if (!ready) return 'stale';
     // Folding is deterministic, so the request built from this state is the one any delivery would send.
     const call = this.prepareCall(context, ready.state);
@@ -161,6 +178,39 @@ export class ProviderJobProcessor {
     else if (called.ended) return 'step-done';
     else await this.act(context, called.decision);
     return 'ok';
+  }
+
+  /**
+   * What the job's step runs: an agent run's agent, or a workflow step (an agent step with its
+   * config, or a tool step); an error when this worker does not serve it.
+   */
+  private resolve(spec: RunSpec, step_id: string): StepTarget {
+    const workflow = this.deps.workflows.get(spec.agent);
+    if (!workflow) {
+      const agent = this.deps.agents.get(spec.agent);
+      if (!agent) return { error: stepRunError('unknown_agent', `this worker does not serve agent '${spec.agent}'`) };
+      return { type: 'agent', agent, definition_hash: agent.definition_hash, config: spec.config, run: undefined };
+    }
+    const step = workflow.step(step_id);
+    if (!step) return { error: stepRunError('unknown_step', `workflow '${workflow.name}' has no step '${step_id}'`) };
+    const run: WorkflowRun = {
+      run_id: spec.run_id,
+      graph: workflow.graph,
+      queue: { queue: QueueName.agent(workflow.name), attempts: this.deps.options.provider_attempts },
+      trace: spec.trace,
+    };
+    if (step.type === 'tool') return { type: 'tool', step, run };
+    return { type: 'agent', agent: step.agent, definition_hash: workflow.definition_hash, config: stepRunConfig(spec.config as WorkflowRunConfig, step_id), run, step };
+  }
+
+  /** The step has ended: an agent run ends with it; a workflow step is settled and its run moves on. */
+  private async endStep(context: StepContext, ending: RunEnding): Promise<void> {
+    const { run_id } = context.data;
+    if (!context.workflow) {
+      await endRun(this.deps.store, run_id, ending);
+      return;
+    }
+    await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending);
   }
 
   /**
@@ -211,20 +261,38 @@ export class ProviderJobProcessor {
 
   /**
    * The state ready for call `n`, and what must be saved first: the step's first state (with
-   * `AgentInvoked`), or round `n-1` folded in. Undefined when this job is stale.
+   * `AgentInvoked`), or round `n-1` folded in. Undefined when this job is stale; `step-ended` when
+   * a workflow step's input could not be built (the step failed).
    */
-  private async readyState(context: StepContext, snapshot: StepSnapshot): Promise<PendingState | undefined> {
+  private async readyState(context: StepContext, snapshot: StepSnapshot): Promise<PendingState | 'step-ended' | undefined> {
     const { spec, agent, settings, data } = context;
     const stored = snapshot.state;
     if (!stored && data.iteration === 1) {
+      const input = context.workflow ? await this.workflowStepInput(context) : spec.input;
+      if (input === undefined) return 'step-ended';
       return {
-        state: initialStepState(agent, spec.input, data.step_id),
+        state: initialStepState(agent, input, data.step_id),
         expected: -1,
         events: [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }],
       };
     }
     if (stored?.iterations === data.iteration - 1) return { state: stored, expected: undefined, events: [] };
     if (stored?.iterations === data.iteration - 2) return { state: await this.foldRound(context, stored, snapshot), expected: stored.iterations, events: [] };
+    return undefined;
+  }
+
+  /**
+   * A workflow agent step's input, from the run input and its dependencies' outputs as stored;
+   * undefined when its input function failed (the step is failed with `input_error`).
+   */
+  private async workflowStepInput(context: StepContext): Promise<string | undefined> {
+    const { spec, data } = context;
+    const step = this.deps.workflows.get(spec.agent)!.step(data.step_id) as Extract<WorkflowStep, { type: 'agent' }>;
+    const outputs = await this.deps.store.workflows.outputs(spec.run_id, step.depends_on);
+    const built = buildAgentStepInput(step, { input: spec.input, outputs: outputs as Record<string, string> });
+    if (built.ok) return built.value;
+    this.deps.logger.error('workflow step input failed', { run_id: spec.run_id, step_id: data.step_id, error: built.thrown ?? built.error.message });
+    await this.endStep(context, { outcome: { status: 'failed', error: built.error }, step_id: data.step_id, events: [{ event: stepFailedEvent(data.step_id, built.error) }] });
     return undefined;
   }
 
@@ -333,7 +401,7 @@ export class ProviderJobProcessor {
     const decision = decideResponse(context.agent, state, context.settings, response);
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
-    const ending = endingFor(step_id, iteration, decision);
+    const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
     const recorded = await store.recordResponse(
       run_id,
       step_id,
@@ -381,7 +449,7 @@ export class ProviderJobProcessor {
     }
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
     const error = providerRunError(failure, attempt);
-    await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
+    await this.endStep(context, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
     return undefined;
   }
 
@@ -392,7 +460,7 @@ export class ProviderJobProcessor {
     switch (decision.type) {
       case 'complete':
       case 'fail': {
-        await endRun(store, run_id, endingFor(step_id, iteration, decision)!);
+        await this.endStep(context, endingFor(step_id, iteration, decision)!);
         return;
       }
       case 'final_answer':
@@ -478,6 +546,12 @@ export class ProviderJobProcessor {
     );
   }
 }
+
+/** What a provider job's step runs (see `ProviderJobProcessor.resolve`). */
+type StepTarget =
+  | { readonly type: 'agent'; readonly agent: Agent; readonly definition_hash: string; readonly config: unknown; readonly run: WorkflowRun | undefined; readonly step?: WorkflowStep }
+  | { readonly type: 'tool'; readonly step: Extract<WorkflowStep, { type: 'tool' }>; readonly run: WorkflowRun }
+  | { readonly error: RunError };
 
 /** A call that runs as its own tool job, counted among its round's open calls (not under legacy_eager). */
 function fansOut(planned: PlannedCall, settings: StepSettings): boolean {

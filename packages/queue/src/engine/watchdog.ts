@@ -1,4 +1,4 @@
-import { ErrorCode, type RunError, type ToolLogger, ToolResultText, stepFailedEvent } from '@arcflow/core';
+import { ErrorCode, RUN_STEP_ID, type RunError, type ToolLogger, ToolResultText, stepFailedEvent } from '@arcflow/core';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, QueueName } from '../keys.ts';
@@ -8,6 +8,7 @@ import { type RunTrace, firstJobCarrier } from '../tracing.ts';
 import { endRun } from './end-run.ts';
 import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.ts';
 import type { QueuePool } from './join.ts';
+import type { WorkflowScheduler } from './workflow-scheduler.ts';
 
 /** BullMQ states in which a job will still run: it can move its run. */
 const LIVE_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
@@ -29,6 +30,7 @@ export interface WatchdogDeps {
   readonly worker_id: string;
   /** A run quiet for this long, with nothing queued or running that could move it, is repaired or failed. */
   readonly watchdog_ms: number;
+  readonly scheduler: WorkflowScheduler;
 }
 
 /** What the watchdog did with a quiet run. */
@@ -81,15 +83,20 @@ export class Watchdog {
   /** Looks at one quiet run and acts on it. */
   async check(run_id: string, nowMs: number): Promise<WatchdogVerdict> {
     const { store } = this.deps;
-    const frontier = await store.frontier(run_id, STEP_ID);
-    if (!frontier || frontier.status === 'completed' || frontier.status === 'failed' || frontier.status === 'cancelled') {
+    const head = await store.frontier(run_id, STEP_ID);
+    if (!head || head.status === 'completed' || head.status === 'failed' || head.status === 'cancelled') {
       await store.forgetActive(run_id);
       return 'ended';
     }
-    const registration = await this.deps.registry.registration(frontier.agent);
-    if (!registration) return this.fail(run_id, frontier, `no worker has registered agent '${frontier.agent}' under this prefix`);
+    const registration = await this.deps.registry.registration(head.agent);
+    if (!registration) return this.fail(run_id, head, [STEP_ID], `no worker has registered agent '${head.agent}' under this prefix`);
     const providerQueue = this.deps.queues.get(registration.provider_queue);
-    const jobs = this.candidates(run_id, frontier, providerQueue);
+    const graph = registration.workflow;
+    const view = graph ? await store.workflows.view(run_id) : undefined;
+    // An agent run's one step, or a workflow run's running steps.
+    const steps = view ? Object.keys(view.statuses).filter((id) => view.statuses[id] === 'running') : [STEP_ID];
+    const frontiers = await Promise.all(steps.map(async (step_id) => ({ step_id, frontier: step_id === STEP_ID ? head : await store.frontier(run_id, step_id) })));
+    const jobs = frontiers.flatMap(({ step_id, frontier }) => (frontier ? this.candidates(run_id, step_id, frontier, providerQueue) : []));
     const states = await Promise.all(jobs.map(({ queue, id }) => queue.getJobState(id)));
     if (states.some((state) => LIVE_STATES.has(state))) {
       await store.markChecked(run_id, nowMs);
@@ -97,53 +104,63 @@ export class Watchdog {
     }
     const repairs = await store.countRepair(run_id);
     if (repairs > MAX_WATCHDOG_REPAIRS) {
-      return this.fail(run_id, frontier, `run '${run_id}' made no progress for ${this.deps.watchdog_ms} ms with nothing queued to move it, after ${MAX_WATCHDOG_REPAIRS} repairs`);
+      return this.fail(run_id, head, steps, `run '${run_id}' made no progress for ${this.deps.watchdog_ms} ms with nothing queued to move it, after ${MAX_WATCHDOG_REPAIRS} repairs`);
     }
-    await this.repair(run_id, frontier, providerQueue, registration.provider_attempts);
+    for (const { step_id, frontier } of frontiers) {
+      if (!frontier) continue;
+      await this.repair(run_id, step_id, frontier, providerQueue, registration.provider_attempts);
+      this.deps.logger.warn('watchdog re-added the next job of a run that had stopped', { run_id, step_id, iteration: frontier.next, repair: repairs });
+    }
+    if (graph && view) {
+      // Steps that could start (or a run that could end) after a step was settled by a process that died before moving the run on.
+      const queue = { queue: registration.provider_queue, attempts: registration.provider_attempts };
+      await this.deps.scheduler.advance({ run_id, graph, queue, trace: head.trace }, view);
+    }
     await store.markChecked(run_id, nowMs);
-    this.deps.logger.warn('watchdog re-added the next job of a run that had stopped', { run_id, step_id: STEP_ID, iteration: frontier.next, repair: repairs });
     return 'repaired';
   }
 
   /**
-   * The jobs that could move the run: the provider job for `next` and the one after it (the join
+   * The jobs that could move a step: the provider job for `next` and the one after it (the join
    * of round `next`), and the tool jobs of round `next`'s open calls.
    */
-  private candidates(run_id: string, frontier: StepFrontier, providerQueue: Queue): { queue: Queue; id: string }[] {
-    const provider = [frontier.next, frontier.next + 1].map((n) => ({ queue: providerQueue, id: JobId.provider(run_id, STEP_ID, n) }));
+  private candidates(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue): { queue: Queue; id: string }[] {
+    const provider = [frontier.next, frontier.next + 1].map((n) => ({ queue: providerQueue, id: JobId.provider(run_id, step_id, n) }));
     const tools = frontier.open.map((call) => ({
       queue: this.deps.queues.get(QueueName.tool(call.tool_name)),
-      id: JobId.tool(run_id, STEP_ID, frontier.next, call.tool_call_id),
+      id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id),
     }));
     return [...provider, ...tools];
   }
 
   /**
-   * Adds again the provider job the loop needs: job `next` while round `next` has open calls (it
+   * Adds again the provider job a step needs: job `next` while round `next` has open calls (it
    * fans out what is missing; dead tool jobs are removed first so their ids can be used again)
    * or has no response yet (it makes the call); else job `next + 1`, which joins the round.
    */
-  private async repair(run_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
+  private async repair(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
     const { queues } = this.deps;
     const rerunsNext = !frontier.responded || frontier.open.length > 0;
     for (const call of frontier.open) {
-      await removeFinished(queues.get(QueueName.tool(call.tool_name)), JobId.tool(run_id, STEP_ID, frontier.next, call.tool_call_id));
+      await removeFinished(queues.get(QueueName.tool(call.tool_name)), JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
     }
     const iteration = rerunsNext ? frontier.next : frontier.next + 1;
-    const data: ProviderJobData = { run_id, step_id: STEP_ID, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
-    await removeFinished(providerQueue, JobId.provider(run_id, STEP_ID, iteration));
+    const data: ProviderJobData = { run_id, step_id, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
+    await removeFinished(providerQueue, JobId.provider(run_id, step_id, iteration));
     await providerQueue.add(PROVIDER_JOB, data, providerJobOptions(data, attempts));
   }
 
-  private async fail(run_id: string, frontier: StepFrontier, message: string): Promise<WatchdogVerdict> {
+  private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {
     const error: RunError = { code: 'RunStalled', error_code: ErrorCode.Stalled, message };
+    const workflow = frontier.workflow !== undefined;
     const { ended } = await endRun(this.deps.store, run_id, {
       outcome: { status: 'failed', error },
-      step_id: STEP_ID,
-      events: [{ event: stepFailedEvent(STEP_ID, error) }],
+      step_id: workflow ? RUN_STEP_ID : STEP_ID,
+      events: steps.map((step_id) => ({ event: stepFailedEvent(step_id, error) })),
       closing: { content: ToolResultText.unavailable(), code: ErrorCode.WorkerLost },
+      ...(workflow ? { steps: { running: 'failed' as const, skip_reason: 'run_failed' as const } } : {}),
     });
-    if (ended) this.deps.logger.error('watchdog failed a run that made no progress', { run_id, step_id: STEP_ID, iteration: frontier.next, error_code: ErrorCode.Stalled });
+    if (ended) this.deps.logger.error('watchdog failed a run that made no progress', { run_id, steps, error_code: ErrorCode.Stalled });
     return 'failed';
   }
 }

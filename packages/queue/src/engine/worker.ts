@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Agent, ConfigError, type ToolDefinition, Workflow, backoffMs, stepRunError } from '@arcflow/core';
+import { type Agent, ConfigError, type ToolDefinition, Workflow, backoffMs, stepFailedEvent, stepRunError } from '@arcflow/core';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
@@ -15,7 +15,9 @@ import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './opt
 import { ProviderJobProcessor } from './provider-job.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
+import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
+import { WorkflowScheduler } from './workflow-scheduler.ts';
 
 /** A running worker process's engine. */
 export interface ArcflowWorker {
@@ -33,8 +35,8 @@ export interface ArcflowWorker {
  */
 export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> {
   const options = resolveWorkerOptions(input);
-  const agents = collectAgents(input.agents);
-  const tools = collectTools(agents, options.tools);
+  const { agents, workflows } = collectDefinitions(input.agents);
+  const tools = collectTools(agents, workflows, options.tools);
   const id = input.worker_id ?? newWorkerId();
   // One connection for BullMQ and the store; each tick's commands go out in one socket write
   // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
@@ -67,27 +69,31 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   };
   const registrations = new Map<string, AgentRegistration>();
 
+  const scheduler = new WorkflowScheduler({ store, queues, redis: connection, logger: options.logger });
   if (options.roles.includes('provider')) {
-    const processor = new ProviderJobProcessor({ ...runtime, agents, options, queues });
-    // One provider queue per agent: a worker only ever takes the jobs of agents it serves, so
-    // workers running different modules share a prefix, and a run whose agent has no live worker
-    // waits in its queue.
-    for (const agent of agents.values()) {
-      const queueName = QueueName.agent(agent.name);
+    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues };
+    const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
+    const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => void failStepIfFinal(stepDeps, job, error?.message);
+    // One provider queue per agent and per workflow: a worker only ever takes the jobs of what it
+    // serves, so workers running different modules share a prefix, and a run whose agent has no
+    // live worker waits in its queue.
+    for (const definition of [...agents.values(), ...workflows.values()]) {
+      const queueName = QueueName.agent(definition.name);
       const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processor.process(job, span, token)), {
         ...common,
         concurrency: options.provider_concurrency,
         limiter: PROVIDER_WORKER_LIMITER,
         settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
       });
-      worker.on('failed', (job, error) => void failRunIfFinal(store, job, error?.message));
-      worker.on('error', logWorkerError('provider worker error', { agent: agent.name }));
+      worker.on('failed', onFailed);
+      worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
       workers.push(worker);
-      registrations.set(agent.name, {
+      registrations.set(definition.name, {
         provider_queue: queueName,
-        tools: agent.tools.map((tool) => tool.name),
+        tools: definition.tools.map((tool) => tool.name),
         provider_attempts: options.provider_attempts,
-        definition_hash: agent.definition_hash,
+        definition_hash: definition.definition_hash,
+        ...(definition instanceof Workflow ? { workflow: definition.graph } : {}),
       });
     }
   }
@@ -115,7 +121,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     }
   }
 
-  const watchdog = new Watchdog({ store, redis: connection, queues, registry, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
+  const watchdog = new Watchdog({ store, redis: connection, queues, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
   await registry.announce(id, registrations);
   watchdog.start();
   const heartbeat = setInterval(() => {
@@ -127,7 +133,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   let closing: Promise<void> | undefined;
   return {
     id,
-    agents: [...agents.keys()],
+    agents: [...agents.keys(), ...workflows.keys()],
     queues: workers.map((worker) => worker.name),
     close: () => {
       closing ??= (async () => {
@@ -159,37 +165,61 @@ function stalledOut(reason: string | undefined): boolean {
   return reason?.includes('stalled more than allowable limit') === true;
 }
 
-/** A provider job that BullMQ failed for good fails its run. */
-async function failRunIfFinal(store: RunStore, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
+/**
+ * A provider job that BullMQ failed for good fails its step: an agent run with it, a workflow
+ * step on its own (the run moves on as its `on_step_failure` says).
+ */
+async function failStepIfFinal(deps: { store: RunStore; workflows: ReadonlyMap<string, Workflow>; scheduler: WorkflowScheduler; options: { provider_attempts: number } }, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
   if (!job || !failedForGood(job, reason)) return;
   const { run_id, step_id, iteration } = job.data;
   const error = stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`);
-  await endRun(store, run_id, { outcome: { status: 'failed', error }, step_id }).catch(() => undefined);
-}
-
-function collectAgents(definitions: WorkerOptions['agents']): Map<string, Agent> {
-  const agents = new Map<string, Agent>();
-  for (const definition of definitions) {
-    const list = definition instanceof Workflow ? definition.steps.map((step) => step.agent) : [definition];
-    for (const agent of list) {
-      const existing = agents.get(agent.name);
-      if (existing && existing !== agent) throw new ConfigError(`two different agents are named '${agent.name}'`);
-      agents.set(agent.name, agent);
+  const ending = { outcome: { status: 'failed' as const, error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] };
+  try {
+    const spec = await deps.store.getSpec(run_id);
+    const workflow = spec ? deps.workflows.get(spec.agent) : undefined;
+    if (!spec || !workflow) {
+      await endRun(deps.store, run_id, ending);
+      return;
     }
+    const run = { run_id, graph: workflow.graph, queue: { queue: QueueName.agent(workflow.name), attempts: deps.options.provider_attempts }, trace: spec.trace };
+    await deps.scheduler.settle(run, ending);
+  } catch {
+    // The watchdog finds the run if this write was lost.
   }
-  if (agents.size === 0) throw new ConfigError('a worker needs at least one agent');
-  return agents;
 }
 
-/** Tool names are queue names, so one name must mean one definition across the served agents. */
-function collectTools(agents: ReadonlyMap<string, Agent>, only: readonly string[] | undefined): Map<string, ToolDefinition> {
+/** Agents (with every workflow's agents) and workflows by name; one name means one definition. */
+function collectDefinitions(definitions: WorkerOptions['agents']): { agents: Map<string, Agent>; workflows: Map<string, Workflow> } {
+  const agents = new Map<string, Agent>();
+  const workflows = new Map<string, Workflow>();
+  const addAgent = (agent: Agent) => {
+    const existing = agents.get(agent.name);
+    if (existing && existing !== agent) throw new ConfigError(`two different agents are named '${agent.name}'`);
+    agents.set(agent.name, agent);
+  };
+  for (const definition of definitions) {
+    if (definition instanceof Workflow) {
+      const existing = workflows.get(definition.name);
+      if (existing && existing !== definition) throw new ConfigError(`two different workflows are named '${definition.name}'`);
+      workflows.set(definition.name, definition);
+      definition.agents.forEach(addAgent);
+    } else addAgent(definition);
+  }
+  for (const name of workflows.keys()) {
+    if (agents.has(name)) throw new ConfigError(`'${name}' names both an agent and a workflow; agents and workflows share one namespace`);
+  }
+  if (agents.size === 0 && workflows.size === 0) throw new ConfigError('a worker needs at least one agent');
+  return { agents, workflows };
+}
+
+/** Tool names are queue names, so one name must mean one definition across the served agents and tool steps. */
+function collectTools(agents: ReadonlyMap<string, Agent>, workflows: ReadonlyMap<string, Workflow>, only: readonly string[] | undefined): Map<string, ToolDefinition> {
   const tools = new Map<string, ToolDefinition>();
-  for (const agent of agents.values()) {
-    for (const tool of agent.tools) {
-      const existing = tools.get(tool.name);
-      if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (agents share tool queues by name)`);
-      tools.set(tool.name, tool);
-    }
+  const all = [...[...agents.values()].flatMap((agent) => agent.tools), ...[...workflows.values()].flatMap((workflow) => workflow.tools)];
+  for (const tool of all) {
+    const existing = tools.get(tool.name);
+    if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (agents share tool queues by name)`);
+    tools.set(tool.name, tool);
   }
   if (only) {
     const unknown = only.filter((name) => !tools.has(name));

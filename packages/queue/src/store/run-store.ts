@@ -1,8 +1,9 @@
-import { type CallPlace, type EventDraft, type RunError, type RunRecord, type RunStatus, type StepState, type TraceEvent, ToolResultText, applyTracePolicy } from '@arcflow/core';
+import { type CallPlace, type EventDraft, type SkipReason, type RunError, type RunRecord, type RunStatus, type StepState, type TraceEvent, ToolResultText, applyTracePolicy } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor, roundKey, stateKey } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
+import { WorkflowStore } from './workflow-store.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
 export interface PendingEvent {
@@ -34,7 +35,7 @@ export interface RecordedResult {
 export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status: 'recorded'; readonly openInRound: number };
 
 /** How a run ends. */
-export type RunOutcome = { status: 'completed'; output: string } | { status: 'failed'; error: RunError } | { status: 'cancelled' };
+export type RunOutcome = { status: 'completed'; output: string } | { status: 'failed'; error: RunError; output?: string } | { status: 'cancelled'; output?: string };
 
 /** A run's end as the store writes it: the outcome, the step it ends in, and that step's last events (if any). */
 export interface RunEnding {
@@ -47,6 +48,14 @@ export interface RunEnding {
    * them unless they say (a run failed because it stalled closes them as `worker_lost`).
    */
   readonly closing?: { readonly content: string; readonly code: string };
+  /** A workflow run's steps still open: running ones end as `running`, those not started are skipped with `skip_reason`. */
+  readonly steps?: { readonly running: 'cancelled' | 'failed'; readonly skip_reason: SkipReason };
+}
+
+/** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
+export interface InitialSteps {
+  readonly statuses: readonly (readonly [string, 'pending' | 'running'])[];
+  readonly started: readonly EventDraft[];
 }
 
 /** An event with the time it happened, for an event written some time after (its `ts`). */
@@ -88,6 +97,8 @@ export interface RoundCall {
  */
 export class RunStore {
   readonly keys: Keys;
+  /** A workflow run's steps. */
+  readonly workflows: WorkflowStore;
   private readonly scripts: StoreScripts;
 
   constructor(
@@ -97,6 +108,7 @@ export class RunStore {
   ) {
     this.keys = keysFor(prefix);
     this.scripts = storeScripts(redis);
+    this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -104,7 +116,12 @@ export class RunStore {
   }
 
   /** Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that run's id. */
-  async createRun(spec: Omit<RunSpec, 'status'>, idempotency_key: string | undefined, enqueued: EventDraft): Promise<{ created: boolean; run_id: string }> {
+  async createRun(
+    spec: Omit<RunSpec, 'status'>,
+    idempotency_key: string | undefined,
+    enqueued: EventDraft,
+    steps?: InitialSteps,
+  ): Promise<{ created: boolean; run_id: string }> {
     const now = Date.now();
     const fields: Record<string, string> = {
       run_id: spec.run_id,
@@ -120,12 +137,14 @@ export class RunStore {
       usage_output: '0',
       usage_total: '0',
       iterations: '0',
+      ...(steps ? { workflow: spec.agent } : {}),
     };
     const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id)], {
       run_id: spec.run_id,
       use_idempotency: idempotency_key !== undefined,
       fields,
       enqueued: this.eventJson(enqueued, now),
+      ...(steps ? { steps: steps.statuses, started: this.pairs(steps.started.map((event) => ({ event }))) } : {}),
     })) as [number, string];
     return { created: created === 1, run_id };
   }
@@ -147,10 +166,12 @@ export class RunStore {
   async getRun(run_id: string): Promise<RunRecord | undefined> {
     const record = await this.redis.hgetall(this.keys.record(run_id));
     if (!record.status) return undefined;
+    const steps = record.workflow ? await this.workflows.stepRecords(run_id) : undefined;
     return {
       run_id,
       status: record.status as RunStatus,
       agent: record.agent ?? '',
+      ...(record.workflow ? { workflow: record.workflow, steps } : {}),
       ...(record.output !== undefined ? { output: record.output } : {}),
       ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
       usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
@@ -303,6 +324,7 @@ export class RunStore {
         this.eventJson(result.terminal),
         result.spanTraceparent ?? '',
         result.started ? this.eventJson(result.started.event, result.started.ts) : '',
+        failureCode(result.terminal),
       ],
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;
@@ -390,7 +412,7 @@ export class RunStore {
    */
   async frontier(run_id: string, step_id: string): Promise<StepFrontier | undefined> {
     const record = this.keys.record(run_id);
-    const [status, agent, trace] = await this.redis.hmget(record, 'status', 'agent', 'trace');
+    const [status, agent, trace, workflow] = await this.redis.hmget(record, 'status', 'agent', 'trace', 'workflow');
     if (!status || agent == null) return undefined;
     const stored = await this.redis.hget(stateKey(record, step_id), 'iterations');
     const iterations = stored === null ? -1 : Number(stored);
@@ -406,6 +428,7 @@ export class RunStore {
     return {
       status: status as RunStatus,
       agent,
+      ...(workflow ? { workflow } : {}),
       trace: JSON.parse(trace ?? '{}') as RunSpec['trace'],
       next,
       responded: response === 1,
@@ -429,17 +452,19 @@ export class RunStore {
       status: outcome.status,
       step_id,
       ts: Date.now(),
-      output: outcome.status === 'completed' ? outcome.output : undefined,
+      output: outcome.output,
       error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : undefined,
       error_code: outcome.status === 'failed' ? outcome.error.error_code : undefined,
       channel: this.keys.finishedChannel,
       closing: ending.closing ?? (outcome.status === 'cancelled' ? CANCEL_CLOSING : undefined),
       retention_seconds: this.retentionSeconds,
       events: this.pairs(events),
+      steps: ending.steps,
     };
   }
 
-  private pairs(events: readonly PendingEvent[]): [string, string][] {
+  /** Events as the scripts take them: `{dedupeId, json}` pairs. */
+  pairs(events: readonly PendingEvent[]): [string, string][] {
     return events.map(({ event, once }) => [once ?? '', this.eventJson(event)]);
   }
 
@@ -448,14 +473,28 @@ export class RunStore {
    * `run_id` (the log's run), which `events` adds back. Every byte here is sent, parsed and kept
    * for each of a run's events.
    */
-  private eventJson(event: EventDraft, ts = Date.now()): string {
+  eventJson(event: EventDraft, ts = Date.now()): string {
     const stored: Record<string, unknown> = applyTracePolicy(event);
     stored.ts = ts;
     return JSON.stringify(stored);
   }
 }
 
-const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), code: 'cancelled' });
+/** A terminal event's failure code, kept beside the call's result (a tool step's outcome); '' when it completed. */
+function failureCode(terminal: EventDraft): string {
+  switch (terminal.kind) {
+    case 'ToolCallCompleted':
+      return '';
+    case 'ToolCallFailed':
+      return terminal.error_code;
+    case 'LoopDetected':
+      return 'loop_detected';
+    default:
+      return 'invalid_arguments';
+  }
+}
+
+export const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), code: 'cancelled' });
 
 /** What to list (see {@link RunStore.listRuns}). */
 export interface RunListQuery {
@@ -469,6 +508,8 @@ export interface RunListQuery {
 export interface StepFrontier {
   readonly status: RunStatus;
   readonly agent: string;
+  /** Set for a workflow run (its workflow's name). */
+  readonly workflow?: string;
   readonly trace: RunSpec['trace'];
   /** The iteration whose provider job comes next, or whose response is recorded and being acted on. */
   readonly next: number;

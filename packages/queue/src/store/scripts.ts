@@ -32,6 +32,8 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.dedupe': RUN_KEY_SUFFIX.dedupe,
   'RUN_KEY_SUFFIX.pending': RUN_KEY_SUFFIX.pending,
   'RUN_KEY_SUFFIX.index': RUN_KEY_SUFFIX.index,
+  'RUN_KEY_SUFFIX.steps': RUN_KEY_SUFFIX.steps,
+  'RUN_KEY_SUFFIX.outputs': RUN_KEY_SUFFIX.outputs,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
 };
@@ -59,5 +61,8 @@ export const SCRIPTS = {
   recordToolResult: script('recordToolResult'),
   saveState: script('saveState'),
   finishRun: script('finishRun'),
+  settleStep: script('settleStep'),
+  startSteps: script('startSteps'),
+  openToolStep: script('openToolStep'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

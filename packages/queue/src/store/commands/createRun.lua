@@ -3,7 +3,8 @@
   in the listing indexes (every run, and the agent's runs), scored by creation time.
   KEYS[1] record   KEYS[2] idempotency key
   ARGV[1] msgpack map: run_id, use_idempotency (boolean), fields (map of the record's fields),
-          enqueued (event JSON)
+          enqueued (event JSON); a workflow run adds steps ({step_id, status} pairs in graph
+          order, the roots 'running') and started ({dedupeId, json} pairs: the roots' StepStarted)
   Returns {1, run_id} when created now; {0, run_id} when the run exists (a resend of this call)
   or the idempotency key names an earlier run (that run's id).
   Safe to run twice.
@@ -18,6 +19,13 @@ for field, value in pairs(args.fields) do
 end
 needText('enqueued', args.enqueued)
 needText('fields.agent', args.fields.agent)
+if args.steps ~= nil then
+  if type(args.steps) ~= 'table' then refuse('createRun: steps must be a list') end
+  for _, pair in ipairs(args.steps) do
+    if type(pair) ~= 'table' or not isText(pair[1]) or not isText(pair[2]) then refuse('createRun: steps must hold {step_id, status} pairs') end
+  end
+  needEvents('started', args.started)
+end
 
 if redis.call('EXISTS', record) == 1 then return {0, run_id} end
 if args.use_idempotency then
@@ -32,6 +40,15 @@ redis.call('HSET', record, unpack(fields))
 redis.call('SADD', index, record, events, dedupe, index)
 append('', args.enqueued)
 local now = serverMs()
+if args.steps then
+  local created = args.fields.created_at
+  for _, pair in ipairs(args.steps) do
+    redis.call('HSET', steps, pair[1], pair[2])
+    if pair[2] == 'running' then redis.call('HSET', steps, pair[1] .. '|t0', created) end
+  end
+  redis.call('SADD', index, steps, outputs)
+  appendAll(args.started)
+end
 redis.call('ZADD', active, now, run_id)
 local created = tonumber(args.fields.created_at) or now
 redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}', created, run_id)

@@ -8,13 +8,15 @@
   ARGV[5] fanned_out ('1' or '0')          ARGV[6] terminal (event JSON)
   ARGV[7] span (traceparent of the call's execute_tool span; '' when not traced)
   ARGV[8] started (ToolCallStarted JSON; '' when written already)
+  ARGV[9] failure (the terminal event's error code, kept as field '<tool_call_id>|error' of the
+          results; '' when the call completed)
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
 ]]
 --- @include "prelude"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
-local fanned_out, terminal, span, started = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8]
-if #ARGV ~= 8 then refuse('recordToolResult takes 8 arguments') end
+local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+if #ARGV ~= 9 then refuse('recordToolResult takes 9 arguments') end
 if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
 local results = roundKey(step_id, 'results', iteration)
@@ -28,6 +30,7 @@ end
 if redis.call('HSETNX', results, tool_call_id, content) == 0 then
   return {0, redis.call('HGET', results, tool_call_id), openInRound(round)}
 end
+if failure ~= '' then redis.call('HSET', results, tool_call_id .. '|error', failure) end
 local open
 if fanned_out then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
 if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), tool_call_id, span) end

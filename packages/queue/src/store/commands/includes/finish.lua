@@ -8,6 +8,8 @@
     closing?          {content, code}: close every fanned-out call still open with this result
                       and a ToolCallFailed of this code (a cancel; a run failed as stalled)
     retention_seconds every key of the run expires this long after
+    steps?            a workflow run's steps still open: {running = status they end in,
+                      skip_reason = StepSkipped reason for those not started}
     events            the step's last events, {dedupeId, json} pairs
   Then the run's terminal event, with the usage summed in Redis. Returns the closed calls (JSON).
 ]]
@@ -28,6 +30,27 @@ local function checkEnding(ending)
     needText('closing.code', ending.closing.code)
   end
   needEvents('events', ending.events)
+  if ending.steps ~= nil then
+    if type(ending.steps) ~= 'table' then refuse('steps must be a map') end
+    needText('steps.running', ending.steps.running)
+    needText('steps.skip_reason', ending.steps.skip_reason)
+  end
+end
+
+-- A workflow's steps still running end as told; those not started are skipped, with their StepSkipped.
+local function closeSteps(how, ts)
+  local fields = redis.call('HGETALL', steps)
+  for i = 1, #fields, 2 do
+    local id, status = fields[i], fields[i + 1]
+    if not string.find(id, '|', 1, true) then
+      if status == 'running' then
+        redis.call('HSET', steps, id, how.running)
+      elseif status == 'pending' then
+        redis.call('HSET', steps, id, 'skipped')
+        append('skipped|' .. id, cjson.encode({kind = 'StepSkipped', step_id = id, ts = ts, reason = how.skip_reason}))
+      end
+    end
+  end
 end
 
 local function finish(ending)
@@ -50,6 +73,7 @@ local function finish(ending)
       end
     end
   end
+  if ending.steps then closeSteps(ending.steps, ending.ts) end
   appendAll(ending.events)
   local usage = redis.call('HMGET', record, 'usage_input', 'usage_output', 'usage_total')
   local kinds = {completed = 'RunCompleted', failed = 'RunFailed', cancelled = 'RunCancelled'}

@@ -7,6 +7,8 @@
 local record = KEYS[1]
 local events, dedupe = record .. '{{RUN_KEY_SUFFIX.events}}', record .. '{{RUN_KEY_SUFFIX.dedupe}}'
 local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_KEY_SUFFIX.index}}'
+-- A workflow run's steps (status, start time) and their outputs and errors.
+local steps, outputs = record .. '{{RUN_KEY_SUFFIX.steps}}', record .. '{{RUN_KEY_SUFFIX.outputs}}'
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
 -- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
 -- by the scripts that need them (a pattern match costs about as much as a Redis call).
@@ -69,6 +71,10 @@ end
 local function runStatus()
   local status = redis.call('HGET', record, 'status')
   return status, (not status) or isTerminal(status)
+end
+-- A queued run is running from its first step's first write.
+local function markRunning(status)
+  if status == 'queued' then redis.call('HSET', record, 'status', 'running') end
 end
 -- Calls of a round not settled yet (0 once all are, or when the round fanned nothing out).
 local function openInRound(round)

@@ -1,0 +1,198 @@
+import pLimit, { type LimitFunction } from 'p-limit';
+import type { Agent } from '../definitions/agent.ts';
+import type { StepSettings } from '../definitions/settings.ts';
+import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
+import { ConfigError } from '../errors.ts';
+import type { EventDraft } from '../events/types.ts';
+import { silentLogger, stderrLogger } from '../logger.ts';
+import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
+import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
+import { normalizeResponse } from '../loop/normalize.ts';
+import { type StepState, initialStepState } from '../loop/state.ts';
+import { agentInvokedEvent, agentRespondedEvent, providerFailureEvent, providerRunError, stepFailedEvent, stepRunError } from '../loop/step-events.ts';
+import { type ExecConfig, TEST_PROVIDER_ID, testResponse, testStepFor } from '../loop/test-mode.ts';
+import { type CallPlace, type SettledCall, cancelledCall, plannedCallEvents, settleExecution, shouldRetryTool, toolStartedEvent } from '../loop/tool-events.ts';
+import { type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
+import type { RunError, RunRecord } from '../run-record.ts';
+import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
+import { runHandler, watchSignal } from '../tools/run-handler.ts';
+import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
+import type { LocalEventLog } from './event-log.ts';
+import type { RunLocalOptions } from './run-local.ts';
+
+const toolLimits = new WeakMap<ToolDefinition, LimitFunction>();
+
+export interface StepOutcome {
+  output?: string;
+  error?: RunError;
+  usage: RunRecord['usage'];
+  iterations: number;
+}
+
+/** An agent step's loop in this process: provider calls and tool rounds until text, failure or cancellation. */
+export class LocalStep {
+  constructor(
+    private readonly agent: Agent,
+    private readonly settings: StepSettings,
+    private readonly exec: ExecConfig,
+    private readonly step_id: string,
+    private readonly log: LocalEventLog,
+    private readonly options: RunLocalOptions,
+    private readonly tools: LocalTools,
+  ) {}
+
+  async run(input: string): Promise<StepOutcome> {
+    const { agent, settings, step_id, log } = this;
+    log.append(agentInvokedEvent(agent, settings, step_id));
+    const test = testStepFor(this.exec, step_id);
+    if (test && 'output' in test) {
+      log.append(agentRespondedEvent(step_id, test.output, 0));
+      return { output: test.output, usage: ZERO_TOKENS, iterations: 0 };
+    }
+    let state = initialStepState(agent, input, step_id);
+    for (;;) {
+      if (this.options.signal?.aborted) return { usage: state.usage, iterations: state.iterations };
+      const called = await this.callProvider(state, test && 'responses' in test ? test : undefined);
+      if ('error' in called) return this.fail(state.usage, state.iterations + 1, called.error);
+      const response = called.response;
+      const iteration = state.iterations + 1;
+      const decision = decideResponse(agent, state, settings, response);
+      switch (decision.type) {
+        case 'complete':
+          log.append(agentRespondedEvent(step_id, decision.output, iteration));
+          return { output: decision.output, usage: usageWith(state, response), iterations: iteration };
+        case 'fail':
+          log.append(...decision.events);
+          return this.fail(usageWith(state, response), iteration, stepRunError(decision.error_code, decision.message));
+        case 'final_answer':
+          state = applyFinalAnswerNote(state, response);
+          break;
+        case 'tools': {
+          const contents = await this.runTools(decision.calls, { step_id, iteration });
+          state = applyToolRound(state, settings, response, decision.calls, contents);
+        }
+      }
+    }
+  }
+
+  private fail(usage: RunRecord['usage'], iterations: number, error: RunError): StepOutcome {
+    this.log.append(stepFailedEvent(this.step_id, error));
+    return { error, usage, iterations };
+  }
+
+  /** One provider call, retried with backoff; a 429 waits `retry_after_seconds` without spending an attempt. */
+  private async callProvider(state: StepState, test: Parameters<typeof testResponse>[0] | undefined): Promise<{ response: ProviderResponse } | { error: RunError }> {
+    const { agent, settings, log, step_id, options } = this;
+    const provider = test ? undefined : options.provider;
+    if (!test && !provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
+    const provider_id = provider?.id ?? TEST_PROVIDER_ID;
+    const request = buildRequest(agent, state, settings, options.default_model ?? provider?.defaultModel ?? 'default');
+    const iteration = state.iterations + 1;
+    const attempts = options.provider_retry?.attempts ?? PROVIDER_RETRY_DEFAULTS.attempts;
+    const baseMs = options.provider_retry?.backoff_ms ?? PROVIDER_RETRY_DEFAULTS.backoff_ms;
+    const maxMs = options.provider_retry?.max_backoff_ms ?? PROVIDER_RETRY_DEFAULTS.max_backoff_ms;
+    let attempt = 1;
+    for (let rateLimitWaits = 0; ; ) {
+      log.append(requestSentEvent(step_id, iteration, provider_id, request));
+      const started = performance.now();
+      try {
+        const response = normalizeResponse(test ? testResponse(test, iteration) : await provider!.complete(request, { signal: options.signal }), iteration);
+        log.append(...responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started)));
+        return { response };
+      } catch (thrown) {
+        const failure = asProviderFailure(thrown);
+        const waitMs = providerRetryDelayMs(failure, failure.rateLimited ? rateLimitWaits + 1 : attempt, baseMs, maxMs);
+        log.append(providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)));
+        const retry = failure.rateLimited ? ++rateLimitWaits <= PROVIDER_RETRY_DEFAULTS.rate_limit_waits : failure.retryable && attempt < attempts;
+        if (!retry || options.signal?.aborted) return { error: providerRunError(failure, attempt) };
+        if (!failure.rateLimited) attempt += 1;
+        await sleep(waitMs, options.signal);
+      }
+    }
+  }
+
+  /** Runs a round: rejections answer at once; valid calls run in parallel (or in order, legacy_eager). */
+  private async runTools(calls: readonly PlannedCall[], place: CallPlace): Promise<Map<number, string>> {
+    const contents = new Map<number, string>();
+    for (const planned of calls) {
+      this.log.append(...plannedCallEvents(planned, place));
+      if (planned.action === 'reject') contents.set(planned.index, planned.content);
+    }
+    const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
+    if (this.settings.mode === 'legacy_eager') {
+      for (const planned of executable) contents.set(planned.index, await this.tools.execute(planned, place, this.options.signal));
+    } else {
+      await Promise.all(executable.map(async (planned) => contents.set(planned.index, await this.tools.limited(planned, place, this.options.signal))));
+    }
+    return contents;
+  }
+}
+
+/** Tool executions of a local run: retries, timeouts, cancellation and the run's and each tool's concurrency caps. */
+export class LocalTools {
+  private readonly limitRun: LimitFunction;
+  readonly logger: ToolLogger;
+
+  constructor(
+    private readonly log: LocalEventLog,
+    private readonly options: RunLocalOptions,
+  ) {
+    this.logger = options.logger === false ? silentLogger : (options.logger ?? stderrLogger('arcflow.local'));
+    this.limitRun = pLimit(options.tool_concurrency ?? 16);
+  }
+
+  /** Runs the call under the run's and the tool's concurrency caps; resolves with what the model sees. */
+  limited(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<string> {
+    return this.limitRun(() => limitFor(planned.tool)(() => this.execute(planned, place, signal)));
+  }
+
+  /** Runs the call to its terminal event (retrying under the tool's `retries`); resolves with what the model sees. */
+  async execute(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<string> {
+    return (await this.settle(planned, place, signal)).content;
+  }
+
+  /** As {@link execute}, with the terminal event too. */
+  async settle(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall> {
+    const started = performance.now();
+    for (let attempt = 1; ; attempt += 1) {
+      if (signal?.aborted) return this.record(cancelledCall(planned, place, elapsed(started)));
+      this.log.append(toolStartedEvent(planned, place, attempt));
+      const outcome = await runHandler(planned.tool, {
+        run_id: this.log.run_id,
+        ...place,
+        tool_call_id: planned.call.id,
+        attempt,
+        args: planned.args,
+        ...(signal ? { cancel: watchSignal(signal) } : {}),
+        log: this.logger,
+      });
+      if (outcome.status === 'error') {
+        this.logger.error('tool handler failed', { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, attempt, error: outcome.error });
+      }
+      if (shouldRetryTool(outcome, attempt, planned.tool.retries)) {
+        await sleep(backoffMs(attempt, this.options.tool_retry_backoff_ms ?? 200, 10_000), signal);
+        continue;
+      }
+      return this.record(settleExecution(planned, place, outcome, elapsed(started)));
+    }
+  }
+
+  private record(settled: SettledCall): SettledCall {
+    this.log.append(settled.terminal);
+    return settled;
+  }
+}
+
+function elapsed(started: number): number {
+  return Math.round(performance.now() - started);
+}
+
+/** A tool's `concurrency` caps its executions in this process across local runs. */
+function limitFor(tool: ToolDefinition): LimitFunction {
+  let limit = toolLimits.get(tool);
+  if (!limit) {
+    limit = pLimit(tool.concurrency ?? Number.POSITIVE_INFINITY);
+    toolLimits.set(tool, limit);
+  }
+  return limit;
+}

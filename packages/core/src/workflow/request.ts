@@ -1,0 +1,58 @@
+import { type RunConfig, checkRunConfig } from '../definitions/settings.ts';
+import { ConfigError } from '../errors.ts';
+import { checkRequestJson } from '../json-limits.ts';
+import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
+import type { WorkflowGraph } from './graph.ts';
+
+/** A workflow run's config: keys for every agent step, and `steps.<step_id>` for one. */
+export interface WorkflowRunConfig extends RunConfig {
+  steps?: Readonly<Record<string, RunConfig>>;
+}
+
+/**
+ * Checks a workflow run's `config`: the top-level keys of an agent run's config, plus `steps`,
+ * whose keys must be agent steps of the workflow. Throws a {@link ConfigError} naming the problem.
+ */
+export function checkWorkflowConfig(graph: WorkflowGraph, config: unknown): WorkflowRunConfig {
+  if (config === undefined || config === null) return {};
+  checkRequestJson('config', config);
+  if (typeof config !== 'object' || Array.isArray(config)) throw new ConfigError('config must be an object');
+  const { steps, ...shared } = config as Record<string, unknown>;
+  checkRunConfig(shared);
+  if (steps === undefined) return config as WorkflowRunConfig;
+  if (steps === null || typeof steps !== 'object' || Array.isArray(steps)) throw new ConfigError('config.steps must be an object');
+  for (const [step_id, stepConfig] of Object.entries(steps)) {
+    const step = graph.steps.find((candidate) => candidate.id === step_id);
+    if (!step) throw new ConfigError(`config.steps.${step_id}: workflow '${graph.name}' has no step '${step_id}' (steps: ${graph.steps.map((each) => each.id).join(', ')})`);
+    if (step.type !== 'agent') throw new ConfigError(`config.steps.${step_id}: '${step_id}' is a tool step; config applies to agent steps`);
+    checkRunConfig(stepConfig, `config.steps.${step_id}`);
+  }
+  return config as WorkflowRunConfig;
+}
+
+/** One agent step's config: the step's own keys over the run's shared ones, key by key. */
+export function stepRunConfig(config: WorkflowRunConfig | undefined, step_id: string): RunConfig | undefined {
+  if (!config) return undefined;
+  const { steps, ...shared } = config;
+  const own = steps?.[step_id];
+  if (!own) return Object.keys(shared).length > 0 ? shared : undefined;
+  return {
+    ...shared,
+    ...own,
+    ...(shared.tool_execution || own.tool_execution ? { tool_execution: { ...shared.tool_execution, ...own.tool_execution } } : {}),
+  };
+}
+
+/**
+ * Checks a workflow run's `exec_config`: every test step must be a step of the workflow, and a
+ * tool step can only be given an `output`.
+ */
+export function checkWorkflowExecConfig(graph: WorkflowGraph, exec_config: unknown): ExecConfig {
+  const exec = checkExecConfig(exec_config);
+  for (const [step_id, test] of Object.entries(exec.test?.steps ?? {})) {
+    const step = graph.steps.find((candidate) => candidate.id === step_id);
+    if (!step) throw new ConfigError(`exec_config.test.steps.${step_id}: workflow '${graph.name}' has no step '${step_id}' (steps: ${graph.steps.map((each) => each.id).join(', ')})`);
+    if (step.type === 'tool' && !('output' in test)) throw new ConfigError(`exec_config.test.steps.${step_id}: '${step_id}' is a tool step; test mode gives it an 'output', not 'responses'`);
+  }
+  return exec;
+}

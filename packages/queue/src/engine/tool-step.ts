@@ -1,0 +1,101 @@
+import {
+  type RunError,
+  type WorkflowStep,
+  checkExecConfig,
+  plannedCallEvents,
+  planToolStep,
+  stepCompletedEvent,
+  stepFailedEvent,
+  testStepFor,
+} from '@arcflow/core';
+import type { Span } from '@opentelemetry/api';
+import type { Job } from 'bullmq';
+import { QueueName } from '../keys.ts';
+import type { RunSpec } from '../store/run-store.ts';
+import type { StepEnding } from '../store/workflow-store.ts';
+import { childCarrier } from '../tracing.ts';
+import { type ProviderJobData, type ToolJobData, toolJobOptions } from './jobs.ts';
+import { enqueueJoin } from './join.ts';
+import type { ProviderJobDeps } from './provider-job.ts';
+import type { WorkflowRun } from './workflow-scheduler.ts';
+
+type ToolStep = Extract<WorkflowStep, { type: 'tool' }>;
+
+/**
+ * A workflow's tool step, on the workflow's provider queue: job 1 builds the call's arguments from
+ * the run input and its dependencies' outputs, validates them, and opens the call as round 1 of
+ * the step (tool_call_id = the step id) with one tool job, like any call a model asked for; the
+ * tool job that settles it enqueues job 2, which settles the step from the recorded result.
+ */
+export class ToolStepProcessor {
+  constructor(private readonly deps: Omit<ProviderJobDeps, 'toolSteps'>) {}
+
+  async process(job: Job<ProviderJobData>, span: Span, spec: RunSpec, run: WorkflowRun, step: ToolStep): Promise<string> {
+    return job.data.iteration === 1 ? this.start(job, span, spec, run, step) : this.finish(run, step);
+  }
+
+  private async start(job: Job<ProviderJobData>, span: Span, spec: RunSpec, run: WorkflowRun, step: ToolStep): Promise<string> {
+    const { store, logger, options, queues } = this.deps;
+    const { run_id } = spec;
+    const test = testStepFor(checkExecConfig(spec.exec_config), step.id);
+    if (test && 'output' in test) return this.settle(run, { step_id: step.id, outcome: { status: 'completed', output: test.output }, completed: stepCompletedEvent(step.id, test.output, 0) });
+    const outputs = await store.workflows.outputs(run_id, step.depends_on);
+    const built = planToolStep(step, { input: spec.input, outputs: outputs as Record<string, string> });
+    if (!built.ok) {
+      logger.error('workflow step input failed', { run_id, step_id: step.id, error: built.thrown ?? built.error.message });
+      return this.fail(run, step.id, built.error);
+    }
+    const planned = built.value;
+    const place = { step_id: step.id, iteration: 1 };
+    if (planned.action !== 'execute') {
+      const error: RunError = { code: 'StepExecutionFailed', error_code: 'invalid_arguments', message: `step '${step.id}': its arguments fail the schema of tool '${step.tool.name}'` };
+      return this.fail(run, step.id, error, plannedCallEvents(planned, place));
+    }
+    const opened = await store.workflows.openToolStep(run_id, step.id, step.tool.name);
+    if (!opened) return 'run-ended';
+    const trace = childCarrier(job.data.trace, span);
+    if (opened.open === 0) {
+      // Settled already (a re-delivery after the call's job finished): on to the join.
+      await enqueueJoin(queues, run.queue, { run_id, step_id: step.id, iteration: 2, trace });
+      return 'joined';
+    }
+    const data: ToolJobData = {
+      run_id,
+      step_id: step.id,
+      iteration: 1,
+      index: 0,
+      tool_call_id: step.id,
+      tool_name: step.tool.name,
+      args: planned.args,
+      input_size_bytes: planned.input_size_bytes,
+      trace,
+      join: run.queue,
+    };
+    await queues.get(QueueName.tool(step.tool.name)).add(step.tool.name, data, toolJobOptions(data, step.tool, options.tool_backoff_ms));
+    return 'fanned-out';
+  }
+
+  /** Job 2: the call is settled; the step completes with its result, or fails with its code. */
+  private async finish(run: WorkflowRun, step: ToolStep): Promise<string> {
+    const result = await this.deps.store.workflows.toolStepResult(run.run_id, step.id);
+    if (!result) {
+      const error: RunError = { code: 'StepExecutionFailed', error_code: 'tool_error', message: `step '${step.id}': the result of tool '${step.tool.name}' is missing` };
+      return this.fail(run, step.id, error);
+    }
+    if (result.failure !== '') {
+      const error: RunError = { code: 'StepExecutionFailed', error_code: result.failure, message: `step '${step.id}': tool '${step.tool.name}' failed (${result.failure})` };
+      return this.fail(run, step.id, error);
+    }
+    return this.settle(run, { step_id: step.id, outcome: { status: 'completed', output: result.content }, completed: stepCompletedEvent(step.id, result.content, 0) });
+  }
+
+  private fail(run: WorkflowRun, step_id: string, error: RunError, before: readonly ReturnType<typeof stepFailedEvent>[] = []): Promise<string> {
+    const events = [...before, stepFailedEvent(step_id, error)].map((event) => ({ event }));
+    return this.settle(run, { step_id, outcome: { status: 'failed', error }, events });
+  }
+
+  private async settle(run: WorkflowRun, ending: StepEnding): Promise<string> {
+    const settled = await this.deps.scheduler.settle(run, ending);
+    return settled ? 'step-done' : 'run-ended';
+  }
+}

@@ -1,0 +1,40 @@
+--[[
+  Ends one step of a workflow run, once: its status, its output or error, its last events, then
+  its StepCompleted (with duration_ms from the step's start) when it completed. The first step
+  to fail is remembered as '|first_failed'.
+  KEYS[1] record
+  ARGV[1] msgpack map: step_id, status ('completed' | 'failed'), output?, error? (JSON), ts,
+        events ({dedupeId, json} pairs), completed? (StepCompleted JSON without duration_ms)
+  Returns {1, steps} when this call ended the step, {0, steps} when it had ended already (steps:
+  the steps hash as field/value pairs, after the write), {-1} when the run has ended.
+  Safe to run twice.
+]]
+--- @include "prelude"
+local args = cmsgpack.unpack(ARGV[1])
+local step = args.step_id
+needText('step_id', step)
+if args.status ~= 'completed' and args.status ~= 'failed' then refuse('settleStep: status must be completed or failed') end
+needWhole('ts', args.ts)
+needEvents('events', args.events)
+if args.output ~= nil then needText('output', args.output) end
+if args.error ~= nil then needText('error', args.error) end
+if args.completed ~= nil then needText('completed', args.completed) end
+
+local status, ended = runStatus()
+if ended then return {-1} end
+if redis.call('HGET', steps, step) ~= 'running' then return {0, redis.call('HGETALL', steps)} end
+redis.call('HSET', steps, step, args.status)
+if args.output then redis.call('HSET', outputs, step, args.output) end
+if args.error then
+  redis.call('HSET', outputs, step .. '|error', args.error)
+  redis.call('HSETNX', steps, '|first_failed', step)
+end
+markRunning(status)
+appendAll(args.events)
+if args.completed then
+  local event = cjson.decode(args.completed)
+  event.duration_ms = math.max(0, args.ts - tonumber(redis.call('HGET', steps, step .. '|t0') or args.ts))
+  append('completed|' .. step, cjson.encode(event))
+end
+touch()
+return {1, redis.call('HGETALL', steps)}
