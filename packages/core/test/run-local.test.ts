@@ -1,7 +1,8 @@
 import { runLocal } from '@arcflow/core';
-import { type ScenarioRunner, defineHostileOutputScenarios, defineLoopScenarios } from '@arcflow/testing/scenarios';
+import { type ScenarioRunner, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 
 const local: ScenarioRunner = (agent, input, options) => runLocal(agent, input, { ...options, exec_config: options.exec_config as never, logger: options.logger ?? false });
 
 defineLoopScenarios('runLocal', local);
 defineHostileOutputScenarios('runLocal', local);
+defineWorkflowScenarios('runLocal', local);

@@ -1,5 +1,5 @@
 import { cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { defineHostileOutputScenarios, defineLoopScenarios } from '@arcflow/testing/scenarios';
+import { defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { afterAll } from 'vitest';
 import { engineRunner } from './harness.ts';
 
@@ -15,3 +15,4 @@ afterAll(async () => {
 
 defineLoopScenarios('queue engine', engineRunner(nextPrefix));
 defineHostileOutputScenarios('queue engine', engineRunner(nextPrefix));
+defineWorkflowScenarios('queue engine', engineRunner(nextPrefix));

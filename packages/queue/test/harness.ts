@@ -1,4 +1,4 @@
-import { type Agent, type ModelProvider, type TraceEvent, silentLogger } from '@arcflow/core';
+import { type Agent, type ModelProvider, type TraceEvent, type Workflow, silentLogger } from '@arcflow/core';
 import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, cleanupPrefix, scriptedProvider } from '@arcflow/testing';
 import type { ScenarioRunner } from '@arcflow/testing/scenarios';
@@ -16,7 +16,7 @@ export async function collect(client: ArcflowClient, run_id: string): Promise<Tr
 
 /** A scenario runner on the queue engine: a fresh in-process worker and client per run, under `prefix`. */
 export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptions> = {}): ScenarioRunner {
-  return async (agent: Agent, input, { provider, exec_config, config, logger }) => {
+  return async (agent: Agent | Workflow, input, { provider, exec_config, config, logger }) => {
     const prefix = prefixFor();
     const worker = await startWorker({
       agents: [agent],

@@ -1,3 +1,4 @@
 /** The shared scenario suites (they define vitest tests): run against every runner. */
 export { defineLoopScenarios, type ScenarioRunner } from './scenarios.ts';
 export { defineHostileOutputScenarios } from './hostile-scenarios.ts';
+export { defineWorkflowScenarios } from './workflow-scenarios.ts';

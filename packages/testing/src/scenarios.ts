@@ -1,12 +1,12 @@
-import { Agent, type LocalRun, type ModelProvider, type ToolLogger, ToolArgumentError, type TraceEvent, tool } from '@arcflow/core';
+import { Agent, type LocalRun, type Workflow, type ModelProvider, type ToolLogger, ToolArgumentError, type TraceEvent, tool } from '@arcflow/core';
 import { describe, expect, it } from 'vitest';
 import { capturingLogger } from './capturing-logger.ts';
 import { assertEventInvariants } from './invariants.ts';
 import { type ScriptedProvider, type ScriptedTurn, reply, scriptedProvider as localScriptedProvider, toolCall, toolCalls } from './scripted-provider.ts';
 
-/** Runs one agent to its end: `runLocal`, or enqueue-and-wait on the queue engine. */
+/** Runs one agent (or workflow) to its end: `runLocal`, or enqueue-and-wait on the queue engine. */
 export type ScenarioRunner = (
-  agent: Agent,
+  agent: Agent | Workflow,
   input: string,
   options: { provider?: ModelProvider; exec_config?: unknown; config?: unknown; logger?: ToolLogger },
 ) => Promise<LocalRun>;

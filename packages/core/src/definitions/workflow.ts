@@ -94,7 +94,12 @@ export class Workflow {
       steps: this.steps.map((step) =>
         step.type === 'agent'
           ? { id: step.id, depends_on: step.depends_on, agent: step.agent.definition_hash, input: step.input?.toString() ?? null }
-          : { id: step.id, depends_on: step.depends_on, tool: [step.tool.name, step.tool.input_schema_hash, step.tool.timeout_ms, step.tool.retries], args: step.args?.toString() ?? null },
+          : {
+              id: step.id,
+              depends_on: step.depends_on,
+              tool: [step.tool.name, step.tool.input_schema_hash, step.tool.timeout_ms, step.tool.retries],
+              args: step.args?.toString() ?? null,
+            },
       ),
     });
   }

@@ -158,7 +158,11 @@ class LocalWorkflowRun {
       const place = { step_id: step.id, iteration: 1 };
       if (planned.action !== 'execute') {
         this.log.append(...plannedCallEvents(planned, place));
-        return this.failed(step.id, { code: 'StepExecutionFailed', error_code: 'invalid_arguments', message: `step '${step.id}': its arguments fail the schema of tool '${step.tool.name}'` });
+        return this.failed(step.id, {
+          code: 'StepExecutionFailed',
+          error_code: 'invalid_arguments',
+          message: `step '${step.id}': its arguments fail the schema of tool '${step.tool.name}'`,
+        });
       }
       const settled = await this.tools.settle(planned, place, signal);
       if (signal.aborted) return { status: 'cancelled' };

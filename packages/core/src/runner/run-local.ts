@@ -77,4 +77,3 @@ export async function runLocal(definition: Agent | Workflow, input: string, opti
     events: log.events,
   };
 }
-

@@ -51,8 +51,10 @@ export function checkWorkflowExecConfig(graph: WorkflowGraph, exec_config: unkno
   const exec = checkExecConfig(exec_config);
   for (const [step_id, test] of Object.entries(exec.test?.steps ?? {})) {
     const step = graph.steps.find((candidate) => candidate.id === step_id);
-    if (!step) throw new ConfigError(`exec_config.test.steps.${step_id}: workflow '${graph.name}' has no step '${step_id}' (steps: ${graph.steps.map((each) => each.id).join(', ')})`);
-    if (step.type === 'tool' && !('output' in test)) throw new ConfigError(`exec_config.test.steps.${step_id}: '${step_id}' is a tool step; test mode gives it an 'output', not 'responses'`);
+    if (!step)
+      throw new ConfigError(`exec_config.test.steps.${step_id}: workflow '${graph.name}' has no step '${step_id}' (steps: ${graph.steps.map((each) => each.id).join(', ')})`);
+    if (step.type === 'tool' && !('output' in test))
+      throw new ConfigError(`exec_config.test.steps.${step_id}: '${step_id}' is a tool step; test mode gives it an 'output', not 'responses'`);
   }
   return exec;
 }

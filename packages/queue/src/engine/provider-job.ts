@@ -549,7 +549,14 @@ export class ProviderJobProcessor {
 
 /** What a provider job's step runs (see `ProviderJobProcessor.resolve`). */
 type StepTarget =
-  | { readonly type: 'agent'; readonly agent: Agent; readonly definition_hash: string; readonly config: unknown; readonly run: WorkflowRun | undefined; readonly step?: WorkflowStep }
+  | {
+      readonly type: 'agent';
+      readonly agent: Agent;
+      readonly definition_hash: string;
+      readonly config: unknown;
+      readonly run: WorkflowRun | undefined;
+      readonly step?: WorkflowStep;
+    }
   | { readonly type: 'tool'; readonly step: Extract<WorkflowStep, { type: 'tool' }>; readonly run: WorkflowRun }
   | { readonly error: RunError };
 

@@ -1,13 +1,4 @@
-import {
-  type RunError,
-  type WorkflowStep,
-  checkExecConfig,
-  plannedCallEvents,
-  planToolStep,
-  stepCompletedEvent,
-  stepFailedEvent,
-  testStepFor,
-} from '@arcflow/core';
+import { type RunError, type WorkflowStep, checkExecConfig, plannedCallEvents, planToolStep, stepCompletedEvent, stepFailedEvent, testStepFor } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { QueueName } from '../keys.ts';
@@ -38,7 +29,8 @@ export class ToolStepProcessor {
     const { store, logger, options, queues } = this.deps;
     const { run_id } = spec;
     const test = testStepFor(checkExecConfig(spec.exec_config), step.id);
-    if (test && 'output' in test) return this.settle(run, { step_id: step.id, outcome: { status: 'completed', output: test.output }, completed: stepCompletedEvent(step.id, test.output, 0) });
+    if (test && 'output' in test)
+      return this.settle(run, { step_id: step.id, outcome: { status: 'completed', output: test.output }, completed: stepCompletedEvent(step.id, test.output, 0) });
     const outputs = await store.workflows.outputs(run_id, step.depends_on);
     const built = planToolStep(step, { input: spec.input, outputs: outputs as Record<string, string> });
     if (!built.ok) {
@@ -48,7 +40,11 @@ export class ToolStepProcessor {
     const planned = built.value;
     const place = { step_id: step.id, iteration: 1 };
     if (planned.action !== 'execute') {
-      const error: RunError = { code: 'StepExecutionFailed', error_code: 'invalid_arguments', message: `step '${step.id}': its arguments fail the schema of tool '${step.tool.name}'` };
+      const error: RunError = {
+        code: 'StepExecutionFailed',
+        error_code: 'invalid_arguments',
+        message: `step '${step.id}': its arguments fail the schema of tool '${step.tool.name}'`,
+      };
       return this.fail(run, step.id, error, plannedCallEvents(planned, place));
     }
     const opened = await store.workflows.openToolStep(run_id, step.id, step.tool.name);

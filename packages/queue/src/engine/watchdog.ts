@@ -104,7 +104,12 @@ export class Watchdog {
     }
     const repairs = await store.countRepair(run_id);
     if (repairs > MAX_WATCHDOG_REPAIRS) {
-      return this.fail(run_id, head, steps, `run '${run_id}' made no progress for ${this.deps.watchdog_ms} ms with nothing queued to move it, after ${MAX_WATCHDOG_REPAIRS} repairs`);
+      return this.fail(
+        run_id,
+        head,
+        steps,
+        `run '${run_id}' made no progress for ${this.deps.watchdog_ms} ms with nothing queued to move it, after ${MAX_WATCHDOG_REPAIRS} repairs`,
+      );
     }
     for (const { step_id, frontier } of frontiers) {
       if (!frontier) continue;

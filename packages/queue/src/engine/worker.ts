@@ -169,7 +169,11 @@ function stalledOut(reason: string | undefined): boolean {
  * A provider job that BullMQ failed for good fails its step: an agent run with it, a workflow
  * step on its own (the run moves on as its `on_step_failure` says).
  */
-async function failStepIfFinal(deps: { store: RunStore; workflows: ReadonlyMap<string, Workflow>; scheduler: WorkflowScheduler; options: { provider_attempts: number } }, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
+async function failStepIfFinal(
+  deps: { store: RunStore; workflows: ReadonlyMap<string, Workflow>; scheduler: WorkflowScheduler; options: { provider_attempts: number } },
+  job: Job<ProviderJobData> | undefined,
+  reason: string | undefined,
+): Promise<void> {
   if (!job || !failedForGood(job, reason)) return;
   const { run_id, step_id, iteration } = job.data;
   const error = stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`);

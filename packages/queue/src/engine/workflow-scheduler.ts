@@ -90,7 +90,11 @@ export class WorkflowScheduler {
       end.status === 'completed'
         ? { outcome: { status: 'completed', output: output ?? '' }, step_id: RUN_STEP_ID }
         : {
-            outcome: { status: 'failed', error: workflowRunError(end.failed_step, await store.workflows.stepError(run.run_id, end.failed_step)), ...(output !== undefined ? { output } : {}) },
+            outcome: {
+              status: 'failed',
+              error: workflowRunError(end.failed_step, await store.workflows.stepError(run.run_id, end.failed_step)),
+              ...(output !== undefined ? { output } : {}),
+            },
             step_id: RUN_STEP_ID,
             steps: { running: 'cancelled', skip_reason: 'run_failed' },
             closing: CANCEL_CLOSING,
@@ -124,6 +128,12 @@ export async function settleAgentStep(scheduler: WorkflowScheduler, run: Workflo
     ...(outcome.status === 'completed' ? { completed: stepCompletedEvent(step_id, outcome.output, 0) } : {}),
   });
   if (settled?.settledNow && settled.started_at !== undefined) {
-    emitStepSpan(run.trace.traceparent, { run_id: run.run_id, step_id, agent, started_at: settled.started_at, ...(outcome.status === 'failed' ? { error_code: outcome.error.error_code } : {}) });
+    emitStepSpan(run.trace.traceparent, {
+      run_id: run.run_id,
+      step_id,
+      agent,
+      started_at: settled.started_at,
+      ...(outcome.status === 'failed' ? { error_code: outcome.error.error_code } : {}),
+    });
   }
 }

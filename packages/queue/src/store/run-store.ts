@@ -1,4 +1,15 @@
-import { type CallPlace, type EventDraft, type SkipReason, type RunError, type RunRecord, type RunStatus, type StepState, type TraceEvent, ToolResultText, applyTracePolicy } from '@arcflow/core';
+import {
+  type CallPlace,
+  type EventDraft,
+  type SkipReason,
+  type RunError,
+  type RunRecord,
+  type RunStatus,
+  type StepState,
+  type TraceEvent,
+  ToolResultText,
+  applyTracePolicy,
+} from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor, roundKey, stateKey } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
@@ -116,12 +127,7 @@ export class RunStore {
   }
 
   /** Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that run's id. */
-  async createRun(
-    spec: Omit<RunSpec, 'status'>,
-    idempotency_key: string | undefined,
-    enqueued: EventDraft,
-    steps?: InitialSteps,
-  ): Promise<{ created: boolean; run_id: string }> {
+  async createRun(spec: Omit<RunSpec, 'status'>, idempotency_key: string | undefined, enqueued: EventDraft, steps?: InitialSteps): Promise<{ created: boolean; run_id: string }> {
     const now = Date.now();
     const fields: Record<string, string> = {
       run_id: spec.run_id,
