@@ -455,8 +455,7 @@ export class ProviderJobProcessor {
 
   /** Acts on the decision for response `n`. */
   private async act(context: StepContext, decision: ResponseDecision): Promise<void> {
-    const { store } = this.deps;
-    const { run_id, step_id, iteration } = context.data;
+    const { step_id, iteration } = context.data;
     switch (decision.type) {
       case 'complete':
       case 'fail': {
