@@ -1,6 +1,6 @@
-import { Agent, type ModelProvider, type ProviderRequest, type ProviderResponse, ToolArgumentError, tool } from 'arcflow';
+import { Agent, type ModelProvider, type ProviderRequest, type ProviderResponse, ToolArgumentError, Workflow, tool } from 'arcflow';
 
-/** The example agent the demo runs: a travel researcher with three tools. */
+/** The examples the demo runs: a travel researcher agent with three tools, and a city briefing workflow. */
 export const getWeather = tool({
   name: 'get_weather',
   description: 'Current weather for a city',
@@ -55,7 +55,28 @@ export const travelResearcher = new Agent({
   tool_execution: { mode: 'llm_select', max_iterations: 5 },
 });
 
-export default [travelResearcher];
+const CURRENCIES: Record<string, string> = { Oslo: 'NOK', Lisbon: 'EUR', Tokyo: 'JPY', Lima: 'PEN' };
+
+/**
+ * A briefing on a city (the run input is the city's name): weather and local time researched in
+ * parallel by two agents, 100 EUR converted by a tool step with no model call, and a writer that
+ * starts once all three are done and gets their outputs under `[weather]`, `[local_time]` and `[fx]`.
+ */
+export const cityBriefing = new Workflow({
+  name: 'city_briefing',
+  steps: [
+    { id: 'weather', agent: new Agent({ name: 'weather_researcher', instructions: 'Report the weather in the city you are given.', tools: [getWeather] }) },
+    { id: 'local_time', agent: new Agent({ name: 'time_researcher', instructions: 'Report the local time offset of the city.', tools: [getLocalTime] }) },
+    { id: 'fx', tool: convertCurrency, args: ({ input }) => ({ amount: 100, from: 'EUR', to: CURRENCIES[input.trim()] ?? 'USD' }) },
+    {
+      id: 'report',
+      agent: new Agent({ name: 'briefing_writer', instructions: 'Write a three-line briefing from the research you are given.' }),
+      depends_on: ['weather', 'local_time', 'fx'],
+    },
+  ],
+});
+
+export default [travelResearcher, cityBriefing];
 
 /**
  * An offline stand-in for a model, so the demo needs no API key: first turn, it asks for
@@ -68,9 +89,13 @@ export function offlineTravelModel(): ModelProvider {
     defaultModel: 'offline-travel-model',
     async complete(request: ProviderRequest): Promise<ProviderResponse> {
       await sleep(40);
-      const city = /Oslo|Lisbon|Tokyo|Lima/.exec(String(request.messages.find((m) => m.role === 'user')?.content))?.[0] ?? 'Oslo';
+      const input = String(request.messages.find((m) => m.role === 'user')?.content);
+      const city = /Oslo|Lisbon|Tokyo|Lima/.exec(input)?.[0] ?? 'Oslo';
       const rounds = request.messages.filter((m) => m.role === 'assistant').length;
       const usage = { input: 120 + rounds * 60, output: 30, total: 150 + rounds * 60 };
+      const offered = request.tools.map((spec) => spec.name);
+      // The briefing's steps: one tool each, or none for the writer.
+      if (offered.length <= 1) return briefingTurn(offered[0], city, input, request, usage);
       if (rounds === 0) {
         return calls(usage, [
           ['get_weather', { city }],
@@ -88,6 +113,25 @@ export function offlineTravelModel(): ModelProvider {
       };
     },
   };
+}
+
+/** A turn of a briefing step: call its one tool, then report what it returned; the writer sums up the research. */
+function briefingTurn(tool: string | undefined, city: string, input: string, request: ProviderRequest, usage: ProviderResponse['usage']): ProviderResponse {
+  const result = request.messages.find((m) => m.role === 'tool')?.content;
+  if (tool && result === undefined) return calls(usage, [[tool, { city }]]);
+  return { content: briefingText(tool, String(result), input), tool_calls: [], finish_reason: 'stop', usage };
+}
+
+function briefingText(tool: string | undefined, result: string, input: string): string {
+  if (tool === 'get_weather') return `Weather: ${result}.`;
+  if (tool === 'get_local_time') {
+    const offset = Number(JSON.parse(result).utc_offset_hours);
+    return `Local time: UTC${offset >= 0 ? '+' : ''}${offset}.`;
+  }
+  // The writer's input: the city, then each step's output after a blank line and its `[step]` label.
+  const [city, ...sections] = input.split('\n\n');
+  const research = sections.map((section) => section.slice(section.indexOf('\n') + 1));
+  return `Briefing for ${city}: ${research.join(' ')}`;
 }
 
 function calls(usage: ProviderResponse['usage'], list: [string, unknown][]): ProviderResponse {

@@ -24,12 +24,15 @@ interface IterationNode {
  */
 export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[], callOrder: CallOrder = new Map()): string {
   const duration = run.finished_at ? `${run.finished_at - run.created_at} ms` : 'running';
-  const lines = [`run ${run.run_id}  ${run.status}  ${duration}  tokens ${tokens(run.usage)}${run.error ? `  ${run.error.code}(${run.error.error_code})` : ''}`];
-  const steps = new Map<string, { header: string; iterations: Map<number, IterationNode>; footer: string[] }>();
+  const kind = run.workflow ? `workflow ${run.workflow}  ` : '';
+  const lines = [`run ${run.run_id}  ${kind}${run.status}  ${duration}  tokens ${tokens(run.usage)}${run.error ? `  ${run.error.code}(${run.error.error_code})` : ''}`];
+  const steps = new Map<string, StepNode>();
+  // A workflow's steps in graph order (the record lists them so), including those that never started.
+  for (const id of Object.keys(run.steps ?? {})) steps.set(id, newStep());
   const stepOf = (id: string) => {
     let step = steps.get(id);
     if (!step) {
-      step = { header: `step ${id}`, iterations: new Map(), footer: [] };
+      step = newStep();
       steps.set(id, step);
     }
     return step;
@@ -53,9 +56,22 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
     return call;
   };
   for (const event of events) {
+    if (event.step_id === 'run' && run.workflow) continue;
     switch (event.kind) {
+      case 'StepStarted':
+        Object.assign(stepOf(event.step_id), { type: event.step_type, after: event.depends_on });
+        break;
+      case 'StepCompleted':
+        stepOf(event.step_id).outcome = `${event.duration_ms} ms  ${event.output_size_bytes} B out`;
+        break;
+      case 'StepSkipped':
+        stepOf(event.step_id).outcome = `${event.reason}${event.failed_dependency ? ` (${event.failed_dependency})` : ''}`;
+        break;
+      case 'TokensConsumed':
+        stepOf(event.step_id).tokens = event.cumulative;
+        break;
       case 'AgentInvoked':
-        stepOf(event.step_id).header = `step ${event.step_id}  agent ${event.agent_name}  ${event.mode}  max_iterations ${event.max_iterations}`;
+        stepOf(event.step_id).agent = `agent ${event.agent_name}  ${event.mode}  max_iterations ${event.max_iterations}`;
         break;
       case 'ProviderResponseReceived':
         iterationOf(event.step_id, event.iteration).chat =
@@ -97,31 +113,64 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
   const stepList = [...steps.entries()];
   stepList.forEach(([stepId, step], stepIndex) => {
     const lastStep = stepIndex === stepList.length - 1;
-    lines.push(`${lastStep ? '└─' : '├─'} ${step.header}`);
+    lines.push(`${lastStep ? '└─' : '├─'} ${stepHeader(stepId, step, run.steps?.[stepId]?.status)}`);
     const pad = lastStep ? '   ' : '│  ';
-    const children = [
-      ...[...step.iterations.values()]
-        .sort((a, b) => a.iteration - b.iteration)
-        .map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: inOrder(node.calls, callOrder.get(roundKey(stepId, node.iteration))) })),
-      ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),
-    ];
+    const iterations = [...step.iterations.values()].sort((a, b) => a.iteration - b.iteration);
+    // A tool step is one call, shown under the step itself.
+    const children =
+      step.type === 'tool'
+        ? [...iterations.flatMap((node) => [...node.calls.values()]).map((call) => ({ text: callLine(call), calls: [] as CallNode[] })), ...step.footer.map((text) => ({ text, calls: [] as CallNode[] }))]
+        : [
+            ...iterations.map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: inOrder(node.calls, callOrder.get(roundKey(stepId, node.iteration))) })),
+            ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),
+          ];
     children.forEach((child, index) => {
       const last = index === children.length - 1;
       lines.push(`${pad}${last ? '└─' : '├─'} ${child.text}`);
       child.calls.forEach((call, callIndex) => {
         const lastCall = callIndex === child.calls.length - 1;
-        const attempts = call.attempts > 1 ? `  attempts ${call.attempts}` : '';
-        lines.push(`${pad}${last ? '   ' : '│  '}${lastCall ? '└─' : '├─'} ${call.name} ${call.id}  ${call.outcome}  ${call.detail}${attempts}`.trimEnd());
+        lines.push(`${pad}${last ? '   ' : '│  '}${lastCall ? '└─' : '├─'} ${callLine(call)}`);
       });
     });
   });
   return lines.map(printable).join('\n');
 }
 
+interface StepNode {
+  type?: 'agent' | 'tool';
+  after?: readonly string[];
+  agent?: string;
+  outcome?: string;
+  tokens?: { input: number; output: number; total: number };
+  iterations: Map<number, IterationNode>;
+  footer: string[];
+}
+
+function newStep(): StepNode {
+  return { iterations: new Map(), footer: [] };
+}
+
+/** A step's line: its id, and for a workflow step its type, status, duration or reason, tokens and dependencies. */
+function stepHeader(id: string, step: StepNode, status: string | undefined): string {
+  const parts = [`step ${id}`];
+  if (step.type === 'tool') parts.push('tool');
+  if (status) parts.push(status);
+  if (step.outcome) parts.push(step.outcome);
+  if (step.tokens && status) parts.push(`tokens ${tokens(step.tokens)}`);
+  if (step.agent) parts.push(step.agent);
+  if (step.after && step.after.length > 0) parts.push(`after ${step.after.join(', ')}`);
+  return parts.join('  ');
+}
+
 /** A round's calls in the given order of ids; calls it does not list keep their place after those. */
 function inOrder(calls: ReadonlyMap<string, CallNode>, order: readonly string[] = []): CallNode[] {
   const position = new Map(order.map((id, index) => [id, index]));
   return [...calls.values()].sort((a, b) => (position.get(a.id) ?? order.length) - (position.get(b.id) ?? order.length));
+}
+
+function callLine(call: CallNode): string {
+  const attempts = call.attempts > 1 ? `  attempts ${call.attempts}` : '';
+  return `${call.name} ${call.id}  ${call.outcome}  ${call.detail}${attempts}`.trimEnd();
 }
 
 function tokens(value: { input: number; output: number; total: number }): string {

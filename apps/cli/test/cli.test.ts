@@ -146,7 +146,10 @@ describe('arcflow CLI', () => {
     });
     expect(demo.stdout).toContain('started 2 worker processes');
     expect(demo.stdout).toContain('RunCompleted');
-    expect(demo.stdout).toContain('progress: 4/4 runs finished');
-    expect(demo.stdout).toMatch(/runs\s+4 \(4 completed, 0 not\)/);
+    expect(demo.stdout).toContain('progress: 8/8 runs finished');
+    expect(demo.stdout).toMatch(/runs\s+8 \(8 completed, 0 not; 4 of them workflows\)/);
+    expect(demo.stdout).toMatch(/workflow city_briefing {2}completed/);
+    expect(demo.stdout).toMatch(/step report {2}completed .* after weather, local_time, fx/);
+    expect(demo.stdout).toMatch(/step fx {2}tool {2}completed/);
   });
 });

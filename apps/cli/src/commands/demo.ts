@@ -18,9 +18,9 @@ const CITIES = ['Oslo', 'Lisbon', 'Tokyo', 'Lima'];
 const DEMO_PREFIX = 'arcflow-demo';
 
 /**
- * `arcflow demo`: two worker processes, a batch of runs of the example agent (offline model
- * unless OpenAI settings are set), the first run's events live, progress, then one run's tree
- * and a summary.
+ * `arcflow demo`: two worker processes, a batch of runs of the example agent and of the example
+ * workflow (offline model unless OpenAI settings are set), the first run's events live,
+ * progress, then the trees of one agent run and one workflow run, and a summary.
  */
 export async function demoCommand(flags: { runs?: string }): Promise<number> {
   const runs = Number(flags.runs ?? 12);
@@ -45,7 +45,10 @@ export async function demoCommand(flags: { runs?: string }): Promise<number> {
       const { run_id } = await client.enqueue({ agent: 'travel_researcher', input: `Planning a trip to ${city}: weather, local time, and 100 EUR in local money?` });
       ids.push(run_id);
     }
-    console.log(`enqueued ${runs} runs of travel_researcher\n\nevents of ${ids[0]} as they happen:`);
+    // The briefing workflow, one run per city: research steps in parallel, a tool step, then the writer.
+    const briefings = CITIES.slice(0, Math.min(CITIES.length, runs));
+    for (const city of briefings) ids.push((await client.enqueue({ agent: 'city_briefing', input: city })).run_id);
+    console.log(`enqueued ${runs} runs of travel_researcher and ${briefings.length} of the city_briefing workflow\n\nevents of ${ids[0]} as they happen:`);
     for await (const event of client.events(ids[0]!, { follow: true })) console.log(formatEvent(event));
 
     const records = await waitAll(client, ids);
@@ -56,10 +59,13 @@ export async function demoCommand(flags: { runs?: string }): Promise<number> {
       for await (const event of client.events(id)) list.push(event);
       events.set(id, list);
     }
-    const shown = events.get(ids[0]!)!;
-    console.log(`\n${renderInspectTree(records[0]!, shown, await readCallOrder({ redis: redis.url, prefix }, ids[0]!, shown))}\n`);
+    for (const index of [0, runs]) {
+      const shown = events.get(ids[index]!)!;
+      console.log(`\n${renderInspectTree(records[index]!, shown, await readCallOrder({ redis: redis.url, prefix }, ids[index]!, shown))}`);
+    }
+    console.log('');
     console.log(summary(records, [...events.values()], elapsedMs));
-    if (!redis.private) console.log(`\nlook again: ARCFLOW_PREFIX=${prefix} npx arcflow inspect ${ids[0]}`);
+    if (!redis.private) console.log(`\nlook again: ARCFLOW_PREFIX=${prefix} npx arcflow inspect ${ids[0]} (the agent run), ${ids[runs]} (a workflow run)`);
     return records.every((run) => run.status === 'completed') ? 0 : 1;
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
@@ -90,7 +96,7 @@ function summary(records: RunRecord[], events: TraceEvent[][], elapsedMs: number
   const tokens = records.reduce((sum, run) => sum + run.usage.total, 0);
   return [
     'summary',
-    `  runs        ${records.length} (${completed} completed, ${records.length - completed} not)`,
+    `  runs        ${records.length} (${completed} completed, ${records.length - completed} not; ${records.filter((run) => run.workflow).length} of them workflows)`,
     `  tool calls  ${toolCalls}`,
     `  tokens      ${tokens}`,
     `  p50 run     ${p50} ms`,
