@@ -18,6 +18,8 @@ let spans: ReceivedSpan[];
 let receivedBeforeStop: number;
 let run_id: string;
 let cancelledRunId: string;
+let flowRunId: string;
+let flowTraceparent: string;
 let runTraceparent: string;
 let requestSpanId: string;
 let exitCodes: (number | string)[];
@@ -46,7 +48,9 @@ beforeAll(async () => {
   request.end();
   const run = await client.wait(run_id, { timeout_ms: 30_000 });
   expect(run.status).toBe('completed');
-  // A second run, cancelled from this process (which does not export spans): a worker emits its root.
+  ({ run_id: flowRunId } = await client.enqueue({ agent: 'traced_flow', input: `${CANARY}-flow-input` }));
+  expect((await client.wait(flowRunId, { timeout_ms: 30_000 })).status).toBe('completed');
+  // A run cancelled from this process (which does not export spans): a worker emits its root.
   ({ run_id: cancelledRunId } = await client.enqueue({ agent: 'stalling_agent', input: 'wait' }));
   for (let tries = 0; tries < 200; tries += 1) {
     const events = [];
@@ -59,6 +63,7 @@ beforeAll(async () => {
   await client.close();
   const redis = new Redis(TEST_REDIS_URL);
   runTraceparent = JSON.parse((await redis.hget(keysFor(prefix).run(run_id).record, 'trace'))!).traceparent;
+  flowTraceparent = JSON.parse((await redis.hget(keysFor(prefix).run(flowRunId).record, 'trace'))!).traceparent;
   await redis.quit();
   receivedBeforeStop = receiver.spans().length;
   exitCodes = await Promise.all(workers.map((worker) => worker.stop()));
@@ -86,7 +91,7 @@ describe('one trace per run, across two worker processes', () => {
   it("puts every span of the run in the run's trace, under its invoke_agent root", () => {
     const [, traceId, rootSpanId] = runTraceparent.split('-');
     expect(new Set(spans.filter((span) => span.attributes['arcflow.run_id'] === run_id).map((span) => span.traceId))).toEqual(new Set([traceId]));
-    expect(new Set(spans.map((span) => span.traceId)).size).toBe(2);
+    expect(new Set(spans.map((span) => span.traceId)).size).toBe(3);
     const [root] = named('invoke_agent');
     expect(named('invoke_agent')).toHaveLength(1);
     expect(root).toMatchObject({ name: 'invoke_agent traced_agent', kind: INTERNAL, spanId: rootSpanId, parentSpanId: undefined });
@@ -150,6 +155,24 @@ describe('one trace per run, across two worker processes', () => {
     const toolSpan = spans.find((span) => span.name === 'execute_tool stall');
     expect(toolSpan?.attributes['error.type']).toBe('cancelled');
     expect(toolSpan?.traceId).toBe(roots[0]!.traceId);
+  });
+
+  it('traces a workflow run under invoke_workflow, with an invoke_agent span per agent step and execute_tool for its tool step', () => {
+    const [, traceId, rootSpanId] = flowTraceparent.split('-');
+    const flow = spans.filter((span) => span.traceId === traceId);
+    const root = flow.find((span) => span.name === 'invoke_workflow traced_flow');
+    expect(root).toMatchObject({ spanId: rootSpanId, parentSpanId: undefined });
+    expect(root!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_workflow', 'arcflow.run_id': flowRunId, 'arcflow.run.status': 'completed' });
+    const step = flow.find((span) => span.name === 'invoke_agent flow_writer');
+    expect(step).toMatchObject({ parentSpanId: rootSpanId });
+    expect(step!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'arcflow.step_id': 'research' });
+    const stepJobs = flow.filter((span) => span.name === 'process agent-traced_flow' && span.attributes['arcflow.step_id'] === 'research');
+    expect(stepJobs.length).toBeGreaterThan(0);
+    expect(stepJobs.every((span) => span.parentSpanId === step!.spanId)).toBe(true);
+    const chat = flow.find((span) => span.name === 'chat fixture-model');
+    expect(stepJobs.map((span) => span.spanId)).toContain(chat?.parentSpanId);
+    const toolSpan = flow.find((span) => span.name === 'execute_tool probe');
+    expect(toolSpan?.attributes).toMatchObject({ 'arcflow.step_id': 'probe_step', 'gen_ai.tool.call.id': 'probe_step' });
   });
 
   it('exports no canary and no content attribute, even from a leaky instrumentation', () => {
