@@ -5,6 +5,7 @@ import { REDIS_URL, type Row, commandsText, cpuText, cpuTotal, ms, printTable } 
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
+import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -53,6 +54,19 @@ try {
       ratio: `${(engine / local).toFixed(1)}x`,
       target: 'info',
       verdict: '-',
+    });
+  }
+  if (wanted('workflow')) {
+    progress(`workflow of ${LAYERS.join('+')} no-op tool steps`);
+    const raw = p50(await rawLayeredFlowTimes(prefix('raw-layers')));
+    const engine = p50(await workflowRunTimes(prefix('layers')));
+    rows.push({
+      measure: `workflow run p50, ${LAYERS.reduce((sum, size) => sum + size, 0)} no-op tool steps in ${LAYERS.length} layers (vs raw BullMQ flows)`,
+      arcflow: ms(engine),
+      baseline: ms(raw),
+      ratio: `${(engine / raw).toFixed(2)}x`,
+      target: '<= 2x raw',
+      verdict: verdict(engine <= 2 * raw),
     });
   }
   if (wanted('throughput')) {
