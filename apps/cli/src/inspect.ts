@@ -119,7 +119,10 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
     // A tool step is one call, shown under the step itself.
     const children =
       step.type === 'tool'
-        ? [...iterations.flatMap((node) => [...node.calls.values()]).map((call) => ({ text: callLine(call), calls: [] as CallNode[] })), ...step.footer.map((text) => ({ text, calls: [] as CallNode[] }))]
+        ? [
+            ...iterations.flatMap((node) => [...node.calls.values()]).map((call) => ({ text: callLine(call), calls: [] as CallNode[] })),
+            ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),
+          ]
         : [
             ...iterations.map((node) => ({ text: `iteration ${node.iteration}  ${node.chat}`, calls: inOrder(node.calls, callOrder.get(roundKey(stepId, node.iteration))) })),
             ...step.footer.map((text) => ({ text, calls: [] as CallNode[] })),

@@ -38,6 +38,8 @@ export interface ToolJobData {
   readonly input_size_bytes: number;
   readonly trace: TraceCarrier;
   readonly join: JoinTarget;
+  /** Set for a workflow's tool step: the job that settles the call settles the step and moves the workflow on. */
+  readonly workflow?: string;
 }
 
 /** The join of a tool job's round: provider job `n+1`, created by the same span as the tool job. */

@@ -3,10 +3,15 @@ import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
+import { toolStepEnding } from './tool-step.ts';
+import type { WorkflowDirectory, WorkflowScheduler } from './workflow-scheduler.ts';
 
 export interface ToolJobDeps extends ToolRuntime {
   readonly tools: ReadonlyMap<string, ToolDefinition>;
   readonly queues: QueuePool;
+  readonly scheduler: WorkflowScheduler;
+  /** Workflows as registered: a tool step's job settles its step with the graph found there. */
+  readonly workflows: WorkflowDirectory;
 }
 
 /**
@@ -85,9 +90,16 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   if (recorded?.openInRound === 0) await joinRound(deps, data);
 }
 
-/** The round of this tool job is settled: on to its join, provider job `n+1`. */
-function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
-  return enqueueJoin(deps.queues, data.join, joinJobData(data));
+/**
+ * The round of this tool job is settled: on to its join, provider job `n+1`. A workflow's tool
+ * step is its own join: the step is settled here and the workflow moves on (its job 2 does it
+ * instead if the workflow is not registered).
+ */
+async function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
+  const run = data.workflow ? await deps.workflows.run(data.workflow, data.run_id, data.trace) : undefined;
+  if (!run) return enqueueJoin(deps.queues, data.join, joinJobData(data));
+  const result = await deps.store.workflows.toolStepResult(data.run_id, data.step_id);
+  await deps.scheduler.settle(run, toolStepEnding(data.step_id, data.tool_name, result));
 }
 
 /** Why a job's arguments may not reach the handler: not plain JSON, or not what the tool's schema admits. */

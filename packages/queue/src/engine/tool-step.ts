@@ -1,4 +1,14 @@
-import { type RunError, type WorkflowStep, checkExecConfig, plannedCallEvents, planToolStep, stepCompletedEvent, stepFailedEvent, testStepFor } from '@arcflow/core';
+import {
+  type EventDraft,
+  type RunError,
+  type WorkflowStep,
+  checkExecConfig,
+  plannedCallEvents,
+  planToolStep,
+  stepCompletedEvent,
+  stepFailedEvent,
+  testStepFor,
+} from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { QueueName } from '../keys.ts';
@@ -66,26 +76,19 @@ export class ToolStepProcessor {
       input_size_bytes: planned.input_size_bytes,
       trace,
       join: run.queue,
+      workflow: spec.agent,
     };
     await queues.get(QueueName.tool(step.tool.name)).add(step.tool.name, data, toolJobOptions(data, step.tool, options.tool_backoff_ms));
     return 'fanned-out';
   }
 
-  /** Job 2: the call is settled; the step completes with its result, or fails with its code. */
+  /** Job 2 (when the call's own job did not settle the step): the step completes with the call's result, or fails with its code. */
   private async finish(run: WorkflowRun, step: ToolStep): Promise<string> {
-    const result = await this.deps.store.workflows.toolStepResult(run.run_id, step.id);
-    if (!result) {
-      const error: RunError = { code: 'StepExecutionFailed', error_code: 'tool_error', message: `step '${step.id}': the result of tool '${step.tool.name}' is missing` };
-      return this.fail(run, step.id, error);
-    }
-    if (result.failure !== '') {
-      const error: RunError = { code: 'StepExecutionFailed', error_code: result.failure, message: `step '${step.id}': tool '${step.tool.name}' failed (${result.failure})` };
-      return this.fail(run, step.id, error);
-    }
-    return this.settle(run, { step_id: step.id, outcome: { status: 'completed', output: result.content }, completed: stepCompletedEvent(step.id, result.content, 0) });
+    const settled = await this.deps.scheduler.settle(run, toolStepEnding(step.id, step.tool.name, await this.deps.store.workflows.toolStepResult(run.run_id, step.id)));
+    return settled ? 'step-done' : 'run-ended';
   }
 
-  private fail(run: WorkflowRun, step_id: string, error: RunError, before: readonly ReturnType<typeof stepFailedEvent>[] = []): Promise<string> {
+  private fail(run: WorkflowRun, step_id: string, error: RunError, before: readonly EventDraft[] = []): Promise<string> {
     const events = [...before, stepFailedEvent(step_id, error)].map((event) => ({ event }));
     return this.settle(run, { step_id, outcome: { status: 'failed', error }, events });
   }
@@ -94,4 +97,15 @@ export class ToolStepProcessor {
     const settled = await this.deps.scheduler.settle(run, ending);
     return settled ? 'step-done' : 'run-ended';
   }
+}
+
+/** A tool step's end from its call's recorded result: completed with the result, or failed with the call's code. */
+export function toolStepEnding(step_id: string, tool_name: string, result: { content: string; failure: string } | undefined): StepEnding {
+  if (result && result.failure === '') {
+    return { step_id, outcome: { status: 'completed', output: result.content }, completed: stepCompletedEvent(step_id, result.content, 0) };
+  }
+  const code = result?.failure ?? 'tool_error';
+  const why = result ? `tool '${tool_name}' failed (${code})` : `the result of tool '${tool_name}' is missing`;
+  const error: RunError = { code: 'StepExecutionFailed', error_code: code, message: `step '${step_id}': ${why}` };
+  return { step_id, outcome: { status: 'failed', error }, events: [{ event: stepFailedEvent(step_id, error) }] };
 }

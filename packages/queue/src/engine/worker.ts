@@ -17,7 +17,7 @@ import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
-import { WorkflowScheduler } from './workflow-scheduler.ts';
+import { WorkflowDirectory, WorkflowScheduler } from './workflow-scheduler.ts';
 
 /** A running worker process's engine. */
 export interface ArcflowWorker {
@@ -99,7 +99,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   }
 
   if (options.roles.includes('tools')) {
-    const toolDeps = { ...runtime, tools, queues };
+    const toolDeps = { ...runtime, tools, queues, scheduler, workflows: new WorkflowDirectory(registry) };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name);

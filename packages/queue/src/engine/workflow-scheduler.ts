@@ -11,6 +11,7 @@ import {
   workflowRunError,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import type { AgentRegistration, Registry } from '../registry.ts';
 import { CANCEL_CLOSING, type RunEnding, type RunStore } from '../store/run-store.ts';
 import type { StepEnding, StepsView } from '../store/workflow-store.ts';
 import { emitStepSpan, firstJobCarrier, stepTraceparent } from '../tracing.ts';
@@ -46,10 +47,19 @@ export interface SchedulerDeps {
 export class WorkflowScheduler {
   constructor(private readonly deps: SchedulerDeps) {}
 
-  /** A step ended: it is settled once, then the run moves on. Returns whether this call settled it. */
+  /**
+   * A step ended: it is settled once, then the run moves on. Settled before (a re-delivery), its
+   * dependents already started get their first jobs again, in case the process that started them
+   * died before adding them (the ids make this add nothing otherwise). Returns whether this call
+   * settled it.
+   */
   async settle(run: WorkflowRun, ending: StepEnding): Promise<{ settledNow: boolean; started_at?: number } | undefined> {
     const settled = await this.deps.store.workflows.settleStep(run.run_id, ending);
     if (!settled) return undefined;
+    if (!settled.settledNow) {
+      const started = run.graph.steps.filter((step) => step.depends_on.includes(ending.step_id) && settled.view.statuses[step.id] === 'running');
+      await this.enqueueFirstJobs(run, started);
+    }
     await this.advance(run, settled.view);
     return { settledNow: settled.settledNow, started_at: settled.view.started[ending.step_id] };
   }
@@ -103,6 +113,33 @@ export class WorkflowScheduler {
     if (ended && end.status === 'failed' && run.graph.on_step_failure === 'fail_fast') {
       await stopClosedWork(this.deps.redis, store, (queue, id) => this.deps.queues.get(queue).remove(id), run.run_id, closed);
     }
+  }
+}
+
+/** How long a workflow's registration is reused before it is read again. */
+const DIRECTORY_CACHE_MS = 5_000;
+
+/** Workflows as workers registered them (graph, provider queue), read from the registry and kept a few seconds. */
+export class WorkflowDirectory {
+  private readonly cache = new Map<string, { registration: AgentRegistration | undefined; at: number }>();
+
+  constructor(private readonly registry: Registry) {}
+
+  /** The scheduler's view of a run of `workflow`, or undefined when no worker registered it as a workflow. */
+  async run(workflow: string, run_id: string, trace: TraceCarrier): Promise<WorkflowRun | undefined> {
+    let cached = this.cache.get(workflow);
+    if (!cached || Date.now() - cached.at > DIRECTORY_CACHE_MS) {
+      cached = { registration: await this.registry.registration(workflow), at: Date.now() };
+      this.cache.set(workflow, cached);
+    }
+    const registration = cached.registration;
+    if (!registration?.workflow) return undefined;
+    return {
+      run_id,
+      graph: registration.workflow,
+      queue: { queue: registration.provider_queue, attempts: registration.provider_attempts },
+      trace: trace.traceparent ? { traceparent: trace.traceparent } : {},
+    };
   }
 }
 
