@@ -32,7 +32,7 @@ afterAll(async () => {
 describe("the README's snippets", () => {
   it('are the files in examples/quickstart, word for word', () => {
     const readme = readFileSync(`${ROOT}README.md`, 'utf8');
-    for (const file of ['agents.ts', 'backend.ts', 'local.ts']) {
+    for (const file of ['agents.ts', 'backend.ts', 'local.ts', 'workflow.ts']) {
       expect(readme, file).toContain(`\`\`\`ts\n${readFileSync(`${QUICKSTART}${file}`, 'utf8')}\`\`\``);
     }
   });
