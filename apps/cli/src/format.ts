@@ -33,6 +33,7 @@ function compact(value: unknown): string {
 export function formatRun(run: RunRecord): string {
   const lines = [
     `run        ${run.run_id}`,
+    ...(run.workflow ? [`workflow   ${run.workflow}`] : []),
     `status     ${run.status}`,
     `iterations ${run.iterations}`,
     `tokens     ${run.usage.input} in / ${run.usage.output} out / ${run.usage.total} total`,
@@ -40,6 +41,7 @@ export function formatRun(run: RunRecord): string {
   if (run.finished_at) lines.push(`duration   ${run.finished_at - run.created_at} ms`);
   if (run.output !== undefined) lines.push(`output     ${run.output}`);
   if (run.error) lines.push(`error      ${run.error.code} (${run.error.error_code}): ${run.error.message}`);
+  for (const [id, step] of Object.entries(run.steps ?? {})) lines.push(`step       ${id}  ${step.status}${step.error ? `  ${step.error.error_code}` : ''}`);
   return lines.map(printable).join('\n');
 }
 

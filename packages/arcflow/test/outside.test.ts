@@ -14,7 +14,7 @@ let clone: string;
 let model: FakeOpenAIServer;
 
 /** What a user writes: an agent with a tool, as TypeScript (strict, NodeNext) and as plain JavaScript. */
-const AGENT_TS = `import { Agent, tool, createClient, type RunRecord } from 'arcflow';
+const AGENT_TS = `import { Agent, Workflow, tool, createClient, type RunRecord } from 'arcflow';
 
 export const shout = tool({
   name: 'shout',
@@ -24,6 +24,14 @@ export const shout = tool({
 });
 
 export const shouter = new Agent({ name: 'shouter_ts', instructions: 'Shout.', tools: [shout] });
+
+export const shoutTwice = new Workflow({
+  name: 'shout_flow_ts',
+  steps: [
+    { id: 'asked', agent: shouter },
+    { id: 'again', tool: shout, depends_on: ['asked'], args: ({ outputs }) => ({ word: outputs.asked ?? '' }) },
+  ],
+});
 
 export async function shoutOnce(input: string): Promise<RunRecord> {
   const client = createClient({ redis: process.env.REDIS_URL, prefix: process.env.ARCFLOW_PREFIX });
@@ -134,6 +142,10 @@ describe('arcflow installed from its packages, outside the repository', () => {
         const enqueued = await arcflowIn(project, env, 'enqueue', agent, 'say hello', '--wait', '--json');
         expect(enqueued.stderr).toBe('');
         expect(JSON.parse(enqueued.stdout)).toMatchObject({ status: 'completed', output: 'they said HELLO', iterations: 2 });
+        if (module === 'agents.ts') {
+          const flow = await arcflowIn(project, env, 'enqueue', 'shout_flow_ts', 'say hello', '--wait', '--json');
+          expect(JSON.parse(flow.stdout)).toMatchObject({ status: 'completed', output: 'THEY SAID HELLO', workflow: 'shout_flow_ts', iterations: 2 });
+        }
       } finally {
         worker.stop();
       }
@@ -154,6 +166,8 @@ describe('arcflow installed from its packages, outside the repository', () => {
       await worker.ready;
       const enqueued = await arcflowIn(clone, env, 'enqueue', 'travel_researcher', 'Trip to Oslo?', '--wait', '--json');
       expect(JSON.parse(enqueued.stdout)).toMatchObject({ status: 'completed' });
+      const briefing = await arcflowIn(clone, env, 'enqueue', 'city_briefing', 'Oslo', '--wait', '--json');
+      expect(JSON.parse(briefing.stdout)).toMatchObject({ status: 'completed', output: expect.stringContaining('Briefing for Oslo') });
     } finally {
       worker.stop();
     }

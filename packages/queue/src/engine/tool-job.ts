@@ -118,5 +118,6 @@ function malformedJobData(data: ToolJobData): string | undefined {
   if (typeof data.tool_name !== 'string' || !NamePattern.tool.test(data.tool_name)) return 'tool_name';
   if (!Number.isSafeInteger(data.input_size_bytes) || data.input_size_bytes < 0) return 'input_size_bytes';
   if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
+  if (data.workflow !== undefined && (typeof data.workflow !== 'string' || !NamePattern.agent.test(data.workflow))) return 'workflow';
   return undefined;
 }
