@@ -16,3 +16,4 @@ afterAll(async () => {
 defineLoopScenarios('queue engine', engineRunner(nextPrefix));
 defineHostileOutputScenarios('queue engine', engineRunner(nextPrefix));
 defineWorkflowScenarios('queue engine', engineRunner(nextPrefix));
+defineWorkflowScenarios('queue engine, two workers', engineRunner(nextPrefix, {}, 2));

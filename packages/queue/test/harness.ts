@@ -14,19 +14,24 @@ export async function collect(client: ArcflowClient, run_id: string): Promise<Tr
   return events;
 }
 
-/** A scenario runner on the queue engine: a fresh in-process worker and client per run, under `prefix`. */
-export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptions> = {}): ScenarioRunner {
+/** A scenario runner on the queue engine: fresh in-process workers (one unless told) and a client per run, under `prefix`. */
+export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptions> = {}, workers = 1): ScenarioRunner {
   return async (agent: Agent | Workflow, input, { provider, exec_config, config, logger }) => {
     const prefix = prefixFor();
-    const worker = await startWorker({
-      agents: [agent],
-      provider: provider ?? (scriptedProvider([]) as ModelProvider),
-      redis: TEST_REDIS_URL,
-      prefix,
-      logger: logger ?? silentLogger,
-      ...FAST,
-      ...extra,
-    });
+    const started = await Promise.all(
+      Array.from({ length: workers }, () =>
+        startWorker({
+          agents: [agent],
+          provider: provider ?? (scriptedProvider([]) as ModelProvider),
+          redis: TEST_REDIS_URL,
+          prefix,
+          logger: logger ?? silentLogger,
+          ...FAST,
+          ...extra,
+        }),
+      ),
+    );
+    const worker = { close: () => Promise.all(started.map((each) => each.close())) };
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     try {
       const { run_id } = await client.enqueue({ agent: agent.name, input, config, exec_config });
