@@ -16,6 +16,7 @@ const SOURCES: Record<string, string> = {
   '@arcflow/testing/scenarios': './packages/testing/src/scenarios-entry.ts',
   '@arcflow/worker': './apps/worker/src/index.ts',
   '@arcflow/cli': './apps/cli/src/main.ts',
+  '@arcflow/server': './apps/server/src/index.ts',
 };
 
 export default defineConfig({

@@ -6,6 +6,7 @@ export const PACKAGES = [
   'packages/queue',
   'packages/testing',
   'apps/worker',
+  'apps/server',
   'apps/cli',
   'packages/arcflow',
 ] as const;

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, RequestError } from '@arcflow/core';
 import { demoCommand } from './commands/demo.ts';
 import { cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand, runsCommand } from './commands/runs.ts';
+import { serveCommand } from './commands/serve.ts';
 import { workerCommand } from './commands/worker.ts';
 
 const USAGE = `usage: arcflow <command> [options]
@@ -14,11 +15,13 @@ const USAGE = `usage: arcflow <command> [options]
   inspect <run_id>
   cancel <run_id>
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
+  serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json) and the web console (/)
   demo [--runs N]
   help                 this text
   --version            the version
 
-environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL, ARCFLOW_WATCHDOG_MS`;
+environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL, ARCFLOW_WATCHDOG_MS;
+  serve: ARCFLOW_API_KEYS (name:secret:scope,…), ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL`;
 
 /** This package's version (the same for every arcflow package). */
 const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -35,6 +38,8 @@ const OPTIONS = {
   'idempotency-key': { type: 'string' },
   'timeout-ms': { type: 'string' },
   runs: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
   status: { type: 'string' },
   agent: { type: 'string' },
   limit: { type: 'string' },
@@ -49,7 +54,7 @@ const OPTIONS = {
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [command, ...args] = positionals;
-  onClosedStdout(command === 'worker' ? 'keep-serving' : 'exit');
+  onClosedStdout(command === 'worker' || command === 'serve' ? 'keep-serving' : 'exit');
   const need = (count: number, names: string) => {
     if (args.length !== count) throw new UsageError(`${command} takes ${names}`);
   };
@@ -83,6 +88,9 @@ async function main(argv: string[]): Promise<number> {
     case 'runs':
       need(0, 'only options');
       return runsCommand(values);
+    case 'serve':
+      need(0, 'no arguments');
+      return serveCommand({ port: values.port, host: values.host });
     case 'demo':
       need(0, 'no arguments');
       return demoCommand({ runs: values.runs });

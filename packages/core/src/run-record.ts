@@ -28,6 +28,8 @@ export interface RunRecord {
   readonly iterations: number;
   readonly created_at: number;
   readonly finished_at?: number;
+  /** The run's OpenTelemetry trace id (32 hex characters), when it has one. */
+  readonly trace_id?: string;
 }
 
 /** One step of a workflow run, as its record shows it. */

@@ -31,6 +31,7 @@ import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
 import { type InitialSteps, type RunEnding, RunStore } from './store/run-store.ts';
+import { QueueName } from './keys.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
@@ -60,6 +61,18 @@ export interface AgentInfo {
   readonly kind: 'agent' | 'workflow';
   readonly tools: readonly string[];
   readonly live_workers: number;
+  /** A workflow's steps: id, type and dependencies, in definition order. */
+  readonly steps?: readonly { readonly id: string; readonly type: 'agent' | 'tool'; readonly depends_on: readonly string[] }[];
+}
+
+/** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
+export interface QueueInfo {
+  readonly name: string;
+  readonly waiting: number;
+  readonly active: number;
+  readonly delayed: number;
+  readonly failed: number;
+  readonly workers: number;
 }
 
 export interface ArcflowClient {
@@ -67,6 +80,8 @@ export interface ArcflowClient {
   get(run_id: string): Promise<RunRecord | undefined>;
   /** The agents registered under the prefix: their tools and how many live workers serve them now. */
   agents(): Promise<AgentInfo[]>;
+  /** Every queue of the registered agents, workflows and tools: its depth and live workers. */
+  queues(): Promise<QueueInfo[]>;
   /** Runs newest first, by status and agent; `next_cursor` continues the listing. */
   list(query?: ListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }>;
   /** Resolves when the run ends, or at the timeout with the run as it stands. */
@@ -223,7 +238,33 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         const names = await registry.known();
         const found = await Promise.all(names.map(async (name) => ({ name, registration: await registry.registration(name), live_workers: await registry.liveWorkers(name) })));
         return found.flatMap(({ name, registration, live_workers }) =>
-          registration ? [{ name, kind: registration.workflow ? ('workflow' as const) : ('agent' as const), tools: registration.tools, live_workers }] : [],
+          registration
+            ? [
+                registration.workflow
+                  ? { name, kind: 'workflow' as const, tools: registration.tools, live_workers, steps: registration.workflow.steps }
+                  : { name, kind: 'agent' as const, tools: registration.tools, live_workers },
+              ]
+            : [],
+        );
+      }),
+
+    queues: () =>
+      reach(async () => {
+        const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
+        const names = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
+        return Promise.all(
+          names.map(async (name) => {
+            const queue = queueFor(name);
+            const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
+            return {
+              name,
+              waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+              active: counts.active ?? 0,
+              delayed: counts.delayed ?? 0,
+              failed: counts.failed ?? 0,
+              workers,
+            };
+          }),
         );
       }),
 

@@ -1,4 +1,4 @@
-export { createClient, CLIENT_DEFAULTS, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ListQuery, type AgentInfo } from './client.ts';
+export { createClient, CLIENT_DEFAULTS, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ListQuery, type AgentInfo, type QueueInfo } from './client.ts';
 export { startWorker, newWorkerId, type ArcflowWorker } from './engine/worker.ts';
 export { type WorkerOptions, type WorkerRole, type ConnectionOptions, CONNECTION_DEFAULTS, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 export { RunStore } from './store/run-store.ts';

@@ -45,7 +45,8 @@ export const RUNS_INDEX_SUFFIX = ':runs';
  * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
  * of events written exactly once, the pending rounds, the index of every key of the run (so
  * retention expires them together), the root-span claim, and a workflow run's steps (status and
- * start time per step) and their outputs and errors. The store's Lua scripts name them the
+ * start time per step) and their outputs and errors, and `tail`: the pub/sub channel told (with
+ * no message) each time events are appended, which event followers (`arcflow serve`) subscribe to. The store's Lua scripts name them the
  * same way from the record key (`store/commands/includes/prelude.lua`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({
@@ -56,6 +57,7 @@ export const RUN_KEY_SUFFIX = Object.freeze({
   rootSpan: ':root-span',
   steps: ':steps',
   outputs: ':outputs',
+  tail: ':tail',
 });
 
 /** A step's state key: `<record>:<step>:state`. */
@@ -84,6 +86,8 @@ export class RunKeys {
   readonly steps: string;
   /** A workflow run's step outputs: `<step_id>` → output, `<step_id>|error` → error JSON. */
   readonly outputs: string;
+  /** The channel published to when the run's events grow (one message per script that appends). */
+  readonly tail: string;
 
   constructor(private readonly base: string) {
     this.record = base;
@@ -92,6 +96,7 @@ export class RunKeys {
     this.rootSpan = base + RUN_KEY_SUFFIX.rootSpan;
     this.steps = base + RUN_KEY_SUFFIX.steps;
     this.outputs = base + RUN_KEY_SUFFIX.outputs;
+    this.tail = base + RUN_KEY_SUFFIX.tail;
   }
 
   state(step_id: string): string {

@@ -3,7 +3,6 @@ import type { Agent } from '../definitions/agent.ts';
 import type { StepSettings } from '../definitions/settings.ts';
 import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
-import type { EventDraft } from '../events/types.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
 import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';

@@ -184,6 +184,7 @@ export class RunStore {
       iterations: Number(record.iterations ?? 0),
       created_at: Number(record.created_at),
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
+      ...traceIdOf(record.trace),
     };
   }
 
@@ -534,6 +535,12 @@ export interface StepSnapshot {
   readonly previousResults: Readonly<Record<string, string>>;
   /** traceparents of round `iteration - 1`'s `execute_tool` spans. */
   readonly previousSpans: Readonly<Record<string, string>>;
+}
+
+/** The trace id of a run's stored trace (`{traceparent}`), as a record field. */
+function traceIdOf(trace: string | undefined): { trace_id?: string } {
+  const match = /"traceparent":"00-([0-9a-f]{32})-/.exec(trace ?? '');
+  return match ? { trace_id: match[1]! } : {};
 }
 
 /** A Lua script's flat `field, value, …` reply as a record. */

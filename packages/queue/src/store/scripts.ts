@@ -34,6 +34,7 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.index': RUN_KEY_SUFFIX.index,
   'RUN_KEY_SUFFIX.steps': RUN_KEY_SUFFIX.steps,
   'RUN_KEY_SUFFIX.outputs': RUN_KEY_SUFFIX.outputs,
+  'RUN_KEY_SUFFIX.tail': RUN_KEY_SUFFIX.tail,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
 };

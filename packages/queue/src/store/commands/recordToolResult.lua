@@ -35,4 +35,5 @@ local open
 if fanned_out then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
 if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), tool_call_id, span) end
 if started ~= '' then redis.call('RPUSH', events, started, terminal) else redis.call('RPUSH', events, terminal) end
+tellFollowers()
 return {1, '', open}

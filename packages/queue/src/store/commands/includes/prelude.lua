@@ -37,9 +37,18 @@ local function needEvents(name, list)
   end
 end
 
+-- Tells the run's event followers, once per script, that its events grew: a publish to the run's
+-- own channel, which costs next to nothing while nobody follows the run.
+local told = false
+local function tellFollowers()
+  if told then return end
+  told = true
+  redis.call('PUBLISH', record .. '{{RUN_KEY_SUFFIX.tail}}', '')
+end
 -- Appends an event; one with a dedupe id is written at most once per run.
 local function append(dedupeId, json)
   if dedupeId ~= '' and redis.call('SADD', dedupe, dedupeId) == 0 then return 0 end
+  tellFollowers()
   return redis.call('RPUSH', events, json)
 end
 local function appendAll(list)

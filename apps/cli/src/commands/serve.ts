@@ -1,0 +1,25 @@
+import { ConfigError } from '@arcflow/core';
+import { SERVER_DEFAULTS, serverOptionsFromEnv, startServer } from '@arcflow/server';
+
+/** `arcflow serve`: the HTTP API and console, until SIGTERM/SIGINT (returns -1: do not exit). */
+export async function serveCommand(flags: { port?: string; host?: string }): Promise<number> {
+  const port = flags.port === undefined ? SERVER_DEFAULTS.port : Number(flags.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new ConfigError(`--port must be an integer from 0 to 65535, got ${flags.port}`);
+  const options = serverOptionsFromEnv();
+  const server = await startServer({ ...options, host: flags.host ?? SERVER_DEFAULTS.host, port });
+  const keys = options.keys ?? [];
+  console.log(
+    `arcflow serve: listening on ${server.url} (API under /v1, OpenAPI at /openapi.json, console at /)${
+      keys.length === 0 ? '; no ARCFLOW_API_KEYS: loopback only, every request has the admin scope' : `; ${keys.length} API key(s)`
+    }`,
+  );
+  const stop = () => {
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  return -1;
+}

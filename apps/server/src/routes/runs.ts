@@ -1,0 +1,101 @@
+import type { TraceEvent } from '@arcflow/core';
+import type { ArcflowClient } from '@arcflow/queue';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@fastify/type-provider-typebox';
+import { allows } from '../auth.ts';
+import { type EventHub, endsRun } from '../event-hub.ts';
+import { HttpProblem } from '../problems.ts';
+import { EnqueueBody, ListQuery, RunIdParams, RunList, problems } from '../schemas.ts';
+import { openEventStream } from '../sse.ts';
+
+export interface RunRoutesOptions {
+  readonly client: ArcflowClient;
+  readonly hub: EventHub;
+  readonly heartbeat_ms: number;
+}
+
+/** `/v1/runs`: enqueue, list, read, follow and cancel runs. */
+export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app, { client, hub, heartbeat_ms }) => {
+  app.post(
+    '/v1/runs',
+    {
+      config: { scope: 'write' },
+      schema: {
+        summary: 'Enqueue a run of an agent or workflow',
+        body: EnqueueBody,
+        response: {
+          200: Type.Object({ run_id: Type.String() }, { description: 'an earlier run with this idempotency key' }),
+          201: Type.Object({ run_id: Type.String() }),
+          ...problems(400, 401, 403, 404, 413, 429, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { exec_config } = request.body;
+      if (exec_config !== undefined && exec_config !== null && !allows(request.caller!, 'admin')) {
+        throw new HttpProblem(403, 'forbidden', "test mode (exec_config) needs a key with the 'admin' scope");
+      }
+      const { run_id, created } = await client.enqueue(request.body);
+      return reply.status(created ? 201 : 200).send({ run_id });
+    },
+  );
+
+  app.get(
+    '/v1/runs',
+    { config: { scope: 'read' }, schema: { summary: 'List runs, newest first', querystring: ListQuery, response: { 200: RunList, ...problems(400, 401, 429, 503) } } },
+    async (request) => client.list(request.query as Parameters<ArcflowClient['list']>[0]),
+  );
+
+  app.get(
+    '/v1/runs/:run_id',
+    { config: { scope: 'read' }, schema: { summary: 'A run record', params: RunIdParams, response: { 200: Type.Ref('RunRecord'), ...problems(400, 401, 404, 429, 503) } } },
+    async (request) => {
+      const run = await client.get(request.params.run_id);
+      if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${request.params.run_id}'`);
+      return run;
+    },
+  );
+
+  app.get(
+    '/v1/runs/:run_id/events',
+    {
+      config: { scope: 'read' },
+      schema: {
+        summary: "A run's trace events: a JSON array, or with Accept: text/event-stream a live stream (id: seq, event: kind) that resumes after Last-Event-ID",
+        params: RunIdParams,
+        headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })) }),
+        response: { 200: Type.Array(Type.Ref('TraceEvent')), ...problems(400, 401, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { run_id } = request.params;
+      if (!(await client.get(run_id))) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
+      if (!(request.headers.accept ?? '').includes('text/event-stream')) {
+        const events: TraceEvent[] = [];
+        for await (const event of client.events(run_id)) events.push(event);
+        return events;
+      }
+      const after = Number(request.headers['last-event-id'] ?? 0);
+      const stream = openEventStream(reply, heartbeat_ms);
+      const stop = hub.follow(run_id, after, (events) => {
+        stream.send(events);
+        if (endsRun(events)) stream.end();
+      });
+      stream.onClose(stop);
+      return reply;
+    },
+  );
+
+  app.post(
+    '/v1/runs/:run_id/cancel',
+    {
+      config: { scope: 'write' },
+      schema: {
+        summary: 'Cancel a run',
+        params: RunIdParams,
+        response: { 200: Type.Object({ cancelled: Type.Boolean(), status: Type.String() }), ...problems(400, 401, 403, 404, 429, 503) },
+      },
+    },
+    async (request) => client.cancel(request.params.run_id),
+  );
+};

@@ -1,0 +1,95 @@
+import { Type } from '@fastify/type-provider-typebox';
+
+/** The request and response shapes of the API: validation and the OpenAPI document both come from these. */
+
+const open = { additionalProperties: true } as const;
+
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: "the same code as the TypeScript client's error" }),
+  },
+  { $id: 'Problem', description: 'application/problem+json (RFC 9457) with arcflow error code' },
+);
+
+export const Tokens = Type.Object({ input: Type.Integer(), output: Type.Integer(), total: Type.Integer() }, { $id: 'Tokens' });
+
+export const RunError = Type.Object({ code: Type.String(), error_code: Type.String(), message: Type.String() }, { $id: 'RunError' });
+
+export const RunRecord = Type.Object(
+  {
+    run_id: Type.String(),
+    status: Type.Union(['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'].map((status) => Type.Literal(status))),
+    agent: Type.Optional(Type.String()),
+    workflow: Type.Optional(Type.String()),
+    output: Type.Optional(Type.String()),
+    error: Type.Optional(Type.Ref('RunError')),
+    usage: Type.Ref('Tokens'),
+    iterations: Type.Integer(),
+    created_at: Type.Integer({ description: 'epoch ms' }),
+    finished_at: Type.Optional(Type.Integer({ description: 'epoch ms' })),
+    trace_id: Type.Optional(Type.String({ description: "the run's OpenTelemetry trace id" })),
+    steps: Type.Optional(
+      Type.Record(Type.String(), Type.Object({ status: Type.String(), output: Type.Optional(Type.String()), error: Type.Optional(Type.Ref('RunError')) }, open)),
+    ),
+  },
+  { $id: 'RunRecord', ...open },
+);
+
+export const TraceEvent = Type.Object(
+  { kind: Type.String(), run_id: Type.String(), step_id: Type.String(), seq: Type.Integer(), ts: Type.Integer(), iteration: Type.Optional(Type.Integer()) },
+  { $id: 'TraceEvent', description: 'a trace event (SPEC §4): the common fields, then those of its kind', ...open },
+);
+
+export const EnqueueBody = Type.Object(
+  {
+    agent: Type.String({ description: 'an agent or workflow name', minLength: 1, maxLength: 100 }),
+    input: Type.String(),
+    config: Type.Optional(Type.Unknown()),
+    exec_config: Type.Optional(Type.Unknown({ description: "test mode: needs the 'admin' scope" })),
+    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+export const RunIdParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const ListQuery = Type.Object(
+  {
+    status: Type.Optional(Type.String()),
+    agent: Type.Optional(Type.String()),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+    cursor: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+export const RunList = Type.Object({ runs: Type.Array(Type.Ref('RunRecord')), next_cursor: Type.Optional(Type.String()) });
+
+export const Agents = Type.Object({
+  agents: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      kind: Type.Union([Type.Literal('agent'), Type.Literal('workflow')]),
+      tools: Type.Array(Type.String()),
+      live_workers: Type.Integer(),
+      steps: Type.Optional(
+        Type.Array(Type.Object({ id: Type.String(), type: Type.Union([Type.Literal('agent'), Type.Literal('tool')]), depends_on: Type.Array(Type.String()) }), {
+          description: "a workflow's steps",
+        }),
+      ),
+    }),
+  ),
+});
+
+export const Queues = Type.Object({
+  queues: Type.Array(
+    Type.Object({ name: Type.String(), waiting: Type.Integer(), active: Type.Integer(), delayed: Type.Integer(), failed: Type.Integer(), workers: Type.Integer() }),
+  ),
+});
+
+/** Every route's error answers. */
+export const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));

@@ -1,0 +1,132 @@
+import { ConfigError } from '@arcflow/core';
+import { type ArcflowClient, CONNECTION_DEFAULTS, RunStore, createClient, resolveConnection } from '@arcflow/queue';
+import cookie from '@fastify/cookie';
+import cors from '@fastify/cors';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { type Caller, KeyRing, SESSION_COOKIE, allows, presentedSecret } from './auth.ts';
+import { EventHub } from './event-hub.ts';
+import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
+import { HttpProblem, problem, problemFor } from './problems.ts';
+import { consoleRoutes } from './routes/console.ts';
+import { registryRoutes } from './routes/registry.ts';
+import { runRoutes } from './routes/runs.ts';
+import { Problem, RunError, RunRecord, Tokens, TraceEvent } from './schemas.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+  interface FastifyContextConfig {
+    /** The scope a route needs; `none` for the health checks and the console's page. */
+    scope?: Scope | 'none';
+  }
+}
+
+/** The largest request body: an input at the client's limit, with config and test mode beside it. */
+const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface ArcflowServer {
+  readonly app: FastifyInstance;
+  readonly hub: EventHub;
+  /** Stops listening, ends open event streams, and disconnects. */
+  close(): Promise<void>;
+}
+
+/**
+ * The HTTP API and console (SPEC §8) on Fastify: routes declared with TypeBox schemas, which
+ * Fastify validates requests against and `@fastify/swagger` turns into the OpenAPI 3.1 document
+ * at `/openapi.json`. Holds no state of its own: any number may run beside the workers.
+ */
+export async function buildServer(options: ServerOptions = {}): Promise<ArcflowServer> {
+  const connection = resolveConnection({ ...(options.redis ? { redis: options.redis } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
+  const keys = new KeyRing(options.keys ?? []);
+  const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
+  const redis = new Redis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false });
+  redis.on('error', () => undefined); // readyz reports it
+  const subscriber = redis.duplicate({ maxRetriesPerRequest: null });
+  subscriber.on('error', () => undefined);
+  const app = Fastify({
+    logger: options.log === false ? false : { level: 'info', redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    bodyLimit: BODY_LIMIT_BYTES,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  const hub = new EventHub(new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds), subscriber, (error) =>
+    app.log.warn({ err: error }, 'event hub read failed'),
+  );
+
+  for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent]) app.addSchema(schema);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'arcflow', version: '0.2.0', description: 'Enqueue, follow and cancel runs of arcflow agents and workflows.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an ARCFLOW_API_KEYS secret' } } },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
+  });
+  await app.register(cookie);
+  if (options.cors_origins && options.cors_origins.length > 0) await app.register(cors, { origin: [...options.cors_origins], credentials: false });
+
+  // Who is calling, before the rate limit (which counts per key) and the routes (which check scope).
+  app.addHook('onRequest', async (request) => {
+    const needed = request.routeOptions.config?.scope ?? 'read';
+    if (needed === 'none') return;
+    const caller = keys.find(presentedSecret(request.headers.authorization, request.cookies[SESSION_COOKIE]));
+    if (!caller) throw new HttpProblem(401, 'unauthorized', 'send a valid API key as Authorization: Bearer <secret>');
+    if (!allows(caller, needed)) throw new HttpProblem(403, 'forbidden', `this key's scope is '${caller.scope}'; this needs '${needed}'`);
+    request.caller = caller;
+  });
+  await app.register(rateLimit, {
+    max: options.rate_per_second ?? SERVER_DEFAULTS.rate_per_second,
+    timeWindow: 1_000,
+    keyGenerator: (request) => (request.caller ? `key:${request.caller.name}` : `ip:${request.ip}`),
+    errorResponseBuilder: (_request, context) => new HttpProblem(429, 'rate_limited', `more than ${context.max} requests per second; retry after ${context.after}`),
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const body = problemFor(error);
+    if (body.status >= 500) request.log.error({ err: error }, 'request failed');
+    reply.status(body.status).type('application/problem+json').send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .status(404)
+      .type('application/problem+json')
+      .send(problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`));
+  });
+
+  await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(registryRoutes, { client, redis });
+  await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
+  app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());
+
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    close: () => {
+      closing ??= (async () => {
+        await hub.close();
+        await app.close();
+        await client.close();
+        await redis.quit().catch(() => undefined);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Builds the server and listens; refuses an address other machines can reach unless API keys are set. */
+export async function startServer(options: ServerOptions = {}): Promise<ArcflowServer & { url: string }> {
+  const host = options.host ?? SERVER_DEFAULTS.host;
+  const port = options.port ?? SERVER_DEFAULTS.port;
+  if ((options.keys ?? []).length === 0 && !isLoopback(host)) {
+    throw new ConfigError(`refusing to serve on ${host} without API keys: set ARCFLOW_API_KEYS (name:secret:scope, …) or bind 127.0.0.1`);
+  }
+  const server = await buildServer(options);
+  const address = await server.app.listen({ host, port });
+  return { ...server, url: address };
+}
