@@ -52,10 +52,18 @@ export function parseApiKeys(value: string | undefined): ApiKey[] {
   return keys;
 }
 
-/** Reads `serve`'s settings from the environment (REDIS_URL, ARCFLOW_PREFIX, ARCFLOW_API_KEYS, ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL). */
+/**
+ * Reads `serve`'s settings from the environment: REDIS_URL, ARCFLOW_PREFIX, ARCFLOW_API_KEYS,
+ * ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL, and ARCFLOW_SSE_HEARTBEAT_MS (how
+ * often an idle event stream gets a comment line; default 10 000).
+ */
 export function serverOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Omit<ServerOptions, 'host' | 'port'> {
   const rate = env.ARCFLOW_API_RATE === undefined || env.ARCFLOW_API_RATE === '' ? undefined : Number(env.ARCFLOW_API_RATE);
   if (rate !== undefined && (!Number.isInteger(rate) || rate < 1)) throw new ConfigError(`ARCFLOW_API_RATE must be an integer >= 1, got ${env.ARCFLOW_API_RATE}`);
+  const heartbeat = env.ARCFLOW_SSE_HEARTBEAT_MS ? Number(env.ARCFLOW_SSE_HEARTBEAT_MS) : undefined;
+  if (heartbeat !== undefined && (!Number.isInteger(heartbeat) || heartbeat < 100 || heartbeat > 15_000)) {
+    throw new ConfigError(`ARCFLOW_SSE_HEARTBEAT_MS must be an integer from 100 to 15000, got ${env.ARCFLOW_SSE_HEARTBEAT_MS}`);
+  }
   const origins = (env.ARCFLOW_CORS_ORIGINS ?? '')
     .split(',')
     .map((origin) => origin.trim())
@@ -70,6 +78,7 @@ export function serverOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Omit
     ...(rate !== undefined ? { rate_per_second: rate } : {}),
     cors_origins: origins,
     ...(env.ARCFLOW_TRACE_URL ? { trace_url: env.ARCFLOW_TRACE_URL } : {}),
+    ...(heartbeat !== undefined ? { heartbeat_ms: heartbeat } : {}),
   };
 }
 

@@ -1,0 +1,214 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServeProcess, readSse, spawnServe } from './harness.ts';
+
+const FIXTURE = new URL('./fixtures/api-agents.ts', import.meta.url).pathname;
+const prefix = testPrefix('api');
+const KEYS = { read: 'read-secret-0123456789', write: 'write-secret-0123456789', admin: 'admin-secret-0123456789' };
+const env = {
+  REDIS_URL: TEST_REDIS_URL,
+  ARCFLOW_PREFIX: prefix,
+  ARCFLOW_API_KEYS: `viewer:${KEYS.read}:read,backend:${KEYS.write}:write,ops:${KEYS.admin}:admin`,
+  ARCFLOW_SSE_HEARTBEAT_MS: '200',
+  ARCFLOW_API_RATE: '1000',
+};
+let serve: ServeProcess;
+let worker: WorkerProcess;
+
+beforeAll(async () => {
+  [serve, worker] = await Promise.all([spawnServe(env), spawnWorker(FIXTURE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix } })]);
+});
+afterAll(async () => {
+  await Promise.all([serve?.stop(), worker?.stop()]);
+  await cleanupPrefix(prefix);
+});
+
+const call = (path: string, init: RequestInit & { key?: keyof typeof KEYS | null } = {}) => {
+  const { key = 'admin', headers, ...rest } = init;
+  return fetch(`${serve.url}${path}`, {
+    ...rest,
+    headers: { ...(key ? { authorization: `Bearer ${KEYS[key]}` } : {}), ...(rest.body ? { 'content-type': 'application/json' } : {}), ...(headers as Record<string, string>) },
+  });
+};
+const json = async (response: Response) => ({ status: response.status, type: response.headers.get('content-type'), body: (await response.json()) as Record<string, any> });
+const enqueue = (body: unknown, key: keyof typeof KEYS = 'write') => call('/v1/runs', { method: 'POST', body: JSON.stringify(body), key }).then(json);
+
+describe('arcflow serve: the HTTP API against a real server, Redis and worker', () => {
+  it('enqueues (201), repeats an idempotency key (200, same run), reads, lists and waits for a run', async () => {
+    const created = await enqueue({ agent: 'api_agent', input: 'wait=10 first', idempotency_key: `api-${prefix}` });
+    expect(created.status).toBe(201);
+    const again = await enqueue({ agent: 'api_agent', input: 'wait=10 first', idempotency_key: `api-${prefix}` });
+    expect(again).toMatchObject({ status: 200, body: { run_id: created.body.run_id } });
+    let record: Record<string, any> = {};
+    for (let tries = 0; tries < 100 && record.status !== 'completed'; tries += 1) {
+      record = (await json(await call(`/v1/runs/${created.body.run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(record).toMatchObject({
+      run_id: created.body.run_id,
+      status: 'completed',
+      agent: 'api_agent',
+      output: 'done: wait=10 first',
+      iterations: 3,
+      trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+    const list = await json(await call('/v1/runs?status=completed&agent=api_agent&limit=5', { key: 'read' }));
+    expect(list.body.runs.map((run: { run_id: string }) => run.run_id)).toContain(created.body.run_id);
+    const events = await json(await call(`/v1/runs/${created.body.run_id}/events`, { key: 'read' }));
+    expect(events.body.map((event: { seq: number }) => event.seq)).toEqual(events.body.map((_: unknown, index: number) => index + 1));
+    expect(events.body.at(-1)).toMatchObject({ kind: 'RunCompleted' });
+  });
+
+  it('answers problems: 401 without or with a wrong key, 403 for too little scope or test mode without admin, 404, 400, 413', async () => {
+    const none = await json(await call('/v1/runs', { key: null }));
+    expect(none).toMatchObject({
+      status: 401,
+      type: expect.stringMatching(/^application\/problem\+json/),
+      body: { status: 401, code: 'unauthorized', title: 'Unauthorized', type: expect.any(String), detail: expect.any(String) },
+    });
+    const wrong = await json(await fetch(`${serve.url}/v1/runs`, { headers: { authorization: 'Bearer not-a-key-at-all-0000' } }));
+    expect(wrong.status).toBe(401);
+    expect((await enqueue({ agent: 'api_agent', input: 'x' }, 'read')).body).toMatchObject({ status: 403, code: 'forbidden' });
+    const testMode = { agent: 'api_agent', input: 'x', exec_config: { test: { steps: { s1: { output: 'fixed' } } } } };
+    expect((await enqueue(testMode, 'write')).body).toMatchObject({ status: 403, detail: expect.stringContaining("'admin' scope") });
+    expect((await enqueue(testMode, 'admin')).status).toBe(201);
+    expect((await enqueue({ agent: 'api_agnet', input: 'x' })).body).toMatchObject({
+      status: 404,
+      code: 'unknown_agent',
+      detail: expect.stringContaining("did you mean 'api_agent'"),
+    });
+    expect((await json(await call('/v1/runs/run_doesnotexist'))).body).toMatchObject({ status: 404, code: 'unknown_run' });
+    expect((await json(await call('/v1/runs/bad%20id'))).body).toMatchObject({ status: 400, code: 'invalid_run_id' });
+    expect((await enqueue({ agent: 'api_agent' })).body).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect((await enqueue({ agent: 'api_agent', input: 'x', surprise: 1 })).body).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect((await enqueue({ agent: 'api_agent', input: 'x', config: { tool_execution: { max_iterations: 0 } } })).body).toMatchObject({ status: 400, code: 'invalid_config' });
+    expect((await json(await call('/v1/runs?limit=0'))).body).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect((await enqueue({ agent: 'api_agent', input: 'x'.repeat(300 * 1024) })).body).toMatchObject({ status: 413, code: 'input_too_large' });
+    expect((await enqueue({ agent: 'api_agent', input: 'x', config: { pad: 'y'.repeat(1_100_000) } })).body).toMatchObject({ status: 413, code: 'payload_too_large' });
+    expect((await json(await call('/v2/nothing'))).body).toMatchObject({ status: 404, code: 'not_found' });
+    const badJson = await json(await call('/v1/runs', { method: 'POST', body: '{"agent":', key: 'write' }));
+    expect(badJson.body).toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
+  it('follows a run over SSE and resumes after a dropped connection with nothing lost or repeated', async () => {
+    const { body } = await enqueue({ agent: 'api_agent', input: 'wait=300 follow me' });
+    const sse = { accept: 'text/event-stream' };
+    const first = await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: sse });
+    expect(first.headers.get('content-type')).toContain('text/event-stream');
+    expect(first.headers.get('cache-control')).toBe('no-cache');
+    // Drop the connection after the first tool call started.
+    const part = await readSse(first, (message) => message.event === 'ToolCallStarted');
+    const lastId = part.messages.at(-1)!.id!;
+    const second = await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: { ...sse, 'last-event-id': lastId } });
+    const rest = await readSse(second);
+    const all = [...part.messages, ...rest.messages];
+    const seqs = all.map((message) => Number(message.id));
+    expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+    expect(all.at(-1)).toMatchObject({ event: 'RunCompleted' });
+    for (const message of all) expect(JSON.parse(message.data!)).toMatchObject({ seq: Number(message.id), kind: message.event });
+    // The tool calls take 600 ms: the idle stream got heartbeats.
+    expect(rest.comments).toBeGreaterThanOrEqual(2);
+    const array = (await json(await call(`/v1/runs/${body.run_id}/events`, { key: 'read' }))).body;
+    expect(all.map((message) => JSON.parse(message.data!))).toEqual(array);
+  });
+
+  it('cancels a run (write scope), and lists agents and queues', async () => {
+    const { body } = await enqueue({ agent: 'api_agent', input: 'wait=5000 long' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await json(await call(`/v1/runs/${body.run_id}/cancel`, { method: 'POST', key: 'read' }))).status).toBe(403);
+    const cancelled = await json(await call(`/v1/runs/${body.run_id}/cancel`, { method: 'POST', key: 'write' }));
+    expect(cancelled).toMatchObject({ status: 200, body: { cancelled: true, status: 'cancelled' } });
+    const agents = await json(await call('/v1/agents', { key: 'read' }));
+    expect(agents.body).toEqual({ agents: [{ name: 'api_agent', kind: 'agent', tools: ['api_pause'], live_workers: 1 }] });
+    const queues = await json(await call('/v1/queues', { key: 'read' }));
+    expect(queues.body.queues.map((queue: { name: string }) => queue.name)).toEqual(['agent-api_agent', 'tool-api_pause']);
+    for (const queue of queues.body.queues)
+      expect(queue).toMatchObject({ waiting: expect.any(Number), active: expect.any(Number), delayed: expect.any(Number), failed: expect.any(Number), workers: 1 });
+  });
+
+  it('answers health checks without a key, sends no CORS headers, and never logs a secret', async () => {
+    expect(await json(await fetch(`${serve.url}/healthz`))).toMatchObject({ status: 200, body: { status: 'ok' } });
+    expect(await json(await fetch(`${serve.url}/readyz`))).toMatchObject({ status: 200, body: { status: 'ready' } });
+    const response = await call('/v1/agents', { headers: { origin: 'http://evil.example' } });
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    const log = serve.output();
+    for (const secret of Object.values(KEYS)) expect(log).not.toContain(secret);
+    expect(log).toContain('"url":"/v1/agents"');
+  });
+
+  it('publishes an OpenAPI 3.1 document that validates, and every route in it answers as documented', async () => {
+    const document = (await (await fetch(`${serve.url}/openapi.json`)).json()) as Record<string, any>;
+    expect(document.openapi).toBe('3.1.0');
+    await SwaggerParser.validate(structuredClone(document) as never);
+    const { body: run } = await enqueue({ agent: 'api_agent', input: 'wait=1 doc' });
+    const paths = Object.entries(document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>);
+    expect(paths.map(([path]) => path).sort()).toEqual([
+      '/healthz',
+      '/readyz',
+      '/v1/agents',
+      '/v1/queues',
+      '/v1/runs',
+      '/v1/runs/{run_id}',
+      '/v1/runs/{run_id}/cancel',
+      '/v1/runs/{run_id}/events',
+    ]);
+    for (const [path, methods] of paths) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const url = path.replace('{run_id}', run.run_id);
+        const response = await call(url, {
+          method: method.toUpperCase(),
+          ...(method === 'post' && path === '/v1/runs' ? { body: JSON.stringify({ agent: 'api_agent', input: 'doc' }) } : {}),
+        });
+        expect(Object.keys(operation.responses), `${method} ${path}`).toContain(String(response.status));
+        await response.body?.cancel();
+      }
+    }
+  });
+});
+
+describe('arcflow serve: limits and refusals', () => {
+  it('limits each key to ARCFLOW_API_RATE requests a second, with Retry-After', async () => {
+    const limited = await spawnServe({ ...env, ARCFLOW_API_RATE: '5' });
+    try {
+      const statuses = [];
+      let retryAfter: string | null = null;
+      for (let index = 0; index < 8; index += 1) {
+        const response = await fetch(`${limited.url}/v1/agents`, { headers: { authorization: `Bearer ${KEYS.read}` } });
+        statuses.push(response.status);
+        if (response.status === 429) {
+          retryAfter = response.headers.get('retry-after');
+          expect(await response.json()).toMatchObject({ status: 429, code: 'rate_limited' });
+        }
+      }
+      expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
+      expect(statuses.slice(5)).toEqual([429, 429, 429]);
+      expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+      // Another key has its own budget.
+      expect((await fetch(`${limited.url}/v1/agents`, { headers: { authorization: `Bearer ${KEYS.write}` } })).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('allows listed CORS origins only, and refuses to bind a public address without keys', async () => {
+    const withCors = await spawnServe({ ...env, ARCFLOW_CORS_ORIGINS: 'https://console.example' });
+    try {
+      const allowed = await fetch(`${withCors.url}/v1/agents`, { headers: { authorization: `Bearer ${KEYS.read}`, origin: 'https://console.example' } });
+      expect(allowed.headers.get('access-control-allow-origin')).toBe('https://console.example');
+      const other = await fetch(`${withCors.url}/v1/agents`, { headers: { authorization: `Bearer ${KEYS.read}`, origin: 'https://other.example' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await withCors.stop();
+    }
+    await expect(spawnServe({ ...env, ARCFLOW_API_KEYS: '' }, ['--host', '0.0.0.0'])).rejects.toThrow(/refusing to serve on 0\.0\.0\.0 without API keys/);
+    const open = await spawnServe({ ...env, ARCFLOW_API_KEYS: '' });
+    try {
+      expect(open.output()).toContain('no ARCFLOW_API_KEYS: loopback only');
+      expect((await fetch(`${open.url}/v1/agents`)).status).toBe(200);
+    } finally {
+      await open.stop();
+    }
+  });
+});
