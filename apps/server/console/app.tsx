@@ -145,7 +145,7 @@ function RunsList() {
   const [agent, setAgent] = useState('');
   const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 10_000, []);
   const query = new URLSearchParams({ limit: '50', ...(status ? { status } : {}), ...(agent ? { agent } : {}) });
-  const runs = usePolled(() => api<{ runs: Run[] }>(`/v1/runs?${query}`), 2_000, [status, agent]);
+  const runs = usePolled(() => api<{ runs: Run[] }>(`/v1/runs?${query}`), 1_000, [status, agent]);
   return (
     <div class="card">
       <h2>Runs</h2>

@@ -121,9 +121,23 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     const cancelled = await json(await call(`/v1/runs/${body.run_id}/cancel`, { method: 'POST', key: 'write' }));
     expect(cancelled).toMatchObject({ status: 200, body: { cancelled: true, status: 'cancelled' } });
     const agents = await json(await call('/v1/agents', { key: 'read' }));
-    expect(agents.body).toEqual({ agents: [{ name: 'api_agent', kind: 'agent', tools: ['api_pause'], live_workers: 1 }] });
+    expect(agents.body).toEqual({
+      agents: [
+        { name: 'api_agent', kind: 'agent', tools: ['api_pause'], live_workers: 1 },
+        {
+          name: 'api_flow',
+          kind: 'workflow',
+          tools: ['api_pause'],
+          live_workers: 1,
+          steps: [
+            { id: 'prepare', type: 'tool', depends_on: [] },
+            { id: 'answer', type: 'agent', depends_on: ['prepare'] },
+          ],
+        },
+      ],
+    });
     const queues = await json(await call('/v1/queues', { key: 'read' }));
-    expect(queues.body.queues.map((queue: { name: string }) => queue.name)).toEqual(['agent-api_agent', 'tool-api_pause']);
+    expect(queues.body.queues.map((queue: { name: string }) => queue.name)).toEqual(['agent-api_agent', 'agent-api_flow', 'tool-api_pause']);
     for (const queue of queues.body.queues)
       expect(queue).toMatchObject({ waiting: expect.any(Number), active: expect.any(Number), delayed: expect.any(Number), failed: expect.any(Number), workers: 1 });
   });

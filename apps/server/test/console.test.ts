@@ -1,0 +1,115 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServeProcess, spawnServe } from './harness.ts';
+
+const FIXTURE = new URL('./fixtures/api-agents.ts', import.meta.url).pathname;
+const SCREENSHOTS = new URL('../../../docs/images/', import.meta.url).pathname;
+/** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const prefix = testPrefix('console');
+const KEY = 'console-admin-secret-0123456789';
+let serve: ServeProcess;
+let worker: WorkerProcess;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+  const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
+  [serve, worker, browser] = await Promise.all([
+    spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
+    spawnWorker(FIXTURE, { env }),
+    chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+  ]);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all([serve?.stop(), worker?.stop()]);
+  await cleanupPrefix(prefix);
+});
+
+describe('the web console, in a real Chromium', () => {
+  it('refuses a wrong key, signs in with a right one, shows a run appear and finish live, and its tool calls', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(serve.url);
+    await page.fill('input[name=key]', 'not-the-key-0000000000');
+    await page.click('button[type=submit]');
+    await page.getByText('that key is not valid').waitFor();
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('ops (admin)').waitFor();
+    const cookies = await page.context().cookies();
+    expect(cookies.find((cookie) => cookie.name === 'arcflow_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+
+    // A run enqueued from outside shows up in the open list and turns completed without a reload.
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1500 seen live' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    const row = page.locator(`tr[data-run="${run_id}"]`);
+    await row.locator('.badge', { hasText: /queued|running/ }).waitFor({ timeout: 10_000 });
+    await row.locator('.badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await page.screenshot({ path: `${SCREENSHOTS}console-runs.png` });
+
+    await row.locator('a').click();
+    await page.locator('tr[data-call="call_1"]').getByText('completed').waitFor();
+    await page.locator('tr[data-call="call_2"]').getByText('completed').waitFor();
+    await page.locator('tr[data-seq]').filter({ hasText: 'RunCompleted' }).waitFor();
+    expect(await page.locator('a[href^="http://localhost:16686/trace/"]').count()).toBe(1);
+    await page.screenshot({ path: `${SCREENSHOTS}console-run.png`, fullPage: true });
+
+    // Usable on a phone: the run page fits a narrow screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await page.close();
+  });
+
+  it("shows a workflow run's graph with each step's status", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(serve.url);
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('ops (admin)').waitFor();
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_flow', input: 'graph' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    await page.locator('.node[data-step="prepare"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await page.locator('.node[data-step="answer"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    expect(await page.locator('.node[data-step="answer"] .after').innerText()).toBe('after prepare');
+    await page.locator('[data-step-view="prepare"] tr[data-call="prepare"]').getByText('completed').waitFor();
+    await page.screenshot({ path: `${SCREENSHOTS}console-workflow.png`, fullPage: true });
+    await context.close();
+  });
+
+  it('follows a run page live while the run goes on', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(serve.url);
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('ops (admin)').waitFor();
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1500 watched' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    await page.locator('tr[data-seq]').filter({ hasText: 'ToolCallStarted' }).first().waitFor();
+    expect(await page.locator('tr[data-seq]').filter({ hasText: 'RunCompleted' }).count()).toBe(0);
+    await page.locator('tr[data-seq]').filter({ hasText: 'RunCompleted' }).waitFor({ timeout: 15_000 });
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor();
+    await context.close();
+  });
+});
