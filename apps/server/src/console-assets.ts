@@ -14,8 +14,8 @@ const SOURCES = new URL('../console/', import.meta.url);
 
 /**
  * The console's files: the built bundle when the server runs from its package; in the repository
- * (running from sources), bundled now from `apps/server/console/` with esbuild, a development
- * dependency there.
+ * (running from sources), bundled now from `apps/server/console/` with esbuild (which tsx, the
+ * command's TypeScript loader, brings).
  */
 export async function loadConsoleAssets(): Promise<ConsoleAssets> {
   if (existsSync(new URL('app.js', BUILT))) return readAssets(BUILT, readFileSync(new URL('app.js', BUILT), 'utf8'));

@@ -150,6 +150,37 @@ describe('arcflow installed from its packages, outside the repository', () => {
         worker.stop();
       }
     }
+    // The HTTP API and the console, served from the installed packages (the console's bundle is in them).
+    const serve = spawn('npx', ['--no-install', 'arcflow', 'serve', '--port', '0'], {
+      cwd: project,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    try {
+      const url = await new Promise<string>((resolveUrl, reject) => {
+        let output = '';
+        const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
+        const onData = (chunk: Buffer) => {
+          output += chunk.toString();
+          const match = /listening on (http:\/\/\S+) /.exec(output);
+          if (match) {
+            clearTimeout(timer);
+            resolveUrl(match[1]!);
+          }
+        };
+        serve.stdout!.on('data', onData);
+        serve.stderr!.on('data', onData);
+      });
+      expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready' });
+      const script = await fetch(`${url}/console/app.js`);
+      expect(script.status).toBe(200);
+      expect((await script.text()).length).toBeGreaterThan(5_000);
+      const agents = (await (await fetch(`${url}/v1/agents`)).json()) as { agents: { name: string }[] };
+      expect(agents.agents.map((agent) => agent.name)).toContain('shout_flow_ts');
+    } finally {
+      process.kill(-serve.pid!, 'SIGKILL');
+    }
     const version = await arcflowIn(project, env, '--version');
     expect(version.stdout.trim()).toBe('0.2.0');
   });
