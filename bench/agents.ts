@@ -15,6 +15,19 @@ export const nap = tool({
   handler: () => new Promise((resolve) => setTimeout(() => resolve('rested'), 250)),
 });
 
+/** Holds for a minute (or until its run is cancelled): a run that waits without touching Redis. */
+export const hold = tool({
+  name: 'hold',
+  description: 'waits a minute',
+  input_schema: { type: 'object' },
+  timeout_ms: 120_000,
+  handler: (_args, ctx) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => resolve('held'), 60_000);
+      ctx.signal.addEventListener('abort', () => (clearTimeout(timer), resolve('released')));
+    }),
+});
+
 /** Blocks on its first execution; records when each execution started. */
 export const stuck = tool({
   name: 'stuck',
@@ -33,6 +46,7 @@ const off = { loop_detection: false as const, tool_execution: { max_iterations: 
 export const benchNoop = new Agent({ name: 'bench_noop', tools: [noop], ...off });
 export const benchNap = new Agent({ name: 'bench_nap', tools: [nap], ...off });
 export const benchStuck = new Agent({ name: 'bench_stuck', tools: [stuck], ...off });
+export const benchHold = new Agent({ name: 'bench_hold', tools: [hold], ...off });
 
 export default [benchNoop, benchNap, benchStuck];
 

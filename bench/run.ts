@@ -6,6 +6,7 @@ import { engineIteration, localIteration, p50, rawFlowIteration } from './overhe
 import { TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
+import { enqueueOverHttp, followerCost } from './http.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -17,6 +18,7 @@ const prefix = (name: string) => {
 };
 const rows: Row[] = [];
 const verdict = (ok: boolean) => (ok ? 'yes' : 'NO');
+const signedMs = (value: number) => `${value >= 0 ? '+' : '-'}${Math.abs(value).toFixed(0)} ms`;
 const progress = (message: string) => process.stderr.write(`bench: ${message}\n`);
 /** A memory row: MiB after 1k and 10k runs and the growth between them, checked against `limit` % if given. */
 const growthRow = (measure: string, at1k: number, at10k: number, limit?: number): Row => {
@@ -67,6 +69,44 @@ try {
       ratio: `${(engine / raw).toFixed(2)}x`,
       target: '<= 2x raw',
       verdict: verdict(engine <= 2 * raw),
+    });
+  }
+  if (wanted('http')) {
+    progress('enqueue over HTTP against client.enqueue');
+    const { http, client } = await enqueueOverHttp(prefix('http-enqueue'));
+    rows.push({
+      measure: 'enqueue p50, POST /v1/runs (vs client.enqueue)',
+      arcflow: ms(http.p50Ms),
+      baseline: ms(client.p50Ms),
+      ratio: `${(http.p50Ms / client.p50Ms).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
+    rows.push({
+      measure: '  enqueues/s, 32 in flight (vs client.enqueue)',
+      arcflow: http.perSecond.toFixed(0),
+      baseline: client.perSecond.toFixed(0),
+      ratio: `${((http.perSecond / client.perSecond) * 100).toFixed(0)}%`,
+      target: 'info',
+      verdict: '-',
+    });
+    progress('Redis CPU with 500 event followers (about 20 s)');
+    const followers = await followerCost(prefix('http-follow'));
+    rows.push({
+      measure: 'Redis CPU per 4 s, 50 waiting runs, 500 SSE followers (vs none)',
+      arcflow: `${followers.sse.toFixed(0)} ms`,
+      baseline: `${followers.none.toFixed(0)} ms`,
+      ratio: signedMs(followers.sse - followers.none),
+      target: '< +40 ms (1% of a core)',
+      verdict: verdict(followers.sse - followers.none < 40),
+    });
+    rows.push({
+      measure: '  the same 500 followers polling every 100 ms (client.events)',
+      arcflow: `${followers.polling.toFixed(0)} ms`,
+      baseline: `${followers.none.toFixed(0)} ms`,
+      ratio: signedMs(followers.polling - followers.none),
+      target: 'info',
+      verdict: '-',
     });
   }
   if (wanted('throughput')) {
