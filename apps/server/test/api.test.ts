@@ -1,9 +1,12 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, readSse, spawnServe } from './harness.ts';
 
+const run = promisify(execFile);
 const FIXTURE = new URL('./fixtures/api-agents.ts', import.meta.url).pathname;
 const prefix = testPrefix('api');
 const KEYS = { read: 'read-secret-0123456789', write: 'write-secret-0123456789', admin: 'admin-secret-0123456789' };
@@ -179,6 +182,21 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
         await response.body?.cancel();
       }
     }
+  });
+});
+
+describe('clients in other languages', () => {
+  it('runs the Python example (standard library only): enqueue, follow the stream, print the outcome', async () => {
+    const script = new URL('../../../examples/http/follow_run.py', import.meta.url).pathname;
+    const { stdout } = await run('python3', [script, 'api_agent', 'wait=10 from python'], {
+      env: { ...process.env, ARCFLOW_URL: serve.url, ARCFLOW_KEY: KEYS.write },
+      timeout: 30_000,
+    });
+    const lines = stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^run run_/);
+    expect(lines.slice(1, -1).map((line) => Number(line.trim().split(/\s+/)[0]))).toEqual(lines.slice(1, -1).map((_, index) => index + 1));
+    expect(lines.at(-2)).toContain('RunCompleted');
+    expect(lines.at(-1)).toBe('completed: done: wait=10 from python');
   });
 });
 

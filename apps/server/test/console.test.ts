@@ -86,7 +86,7 @@ describe('the web console, in a real Chromium', () => {
     await page.goto(`${serve.url}/#/runs/${run_id}`);
     await page.locator('.node[data-step="prepare"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     await page.locator('.node[data-step="answer"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
-    expect(await page.locator('.node[data-step="answer"] .after').innerText()).toBe('after prepare');
+    expect(await page.locator('.node[data-step="answer"] .after').textContent()).toBe('after prepare');
     await page.locator('[data-step-view="prepare"] tr[data-call="prepare"]').getByText('completed').waitFor();
     await page.screenshot({ path: `${SCREENSHOTS}console-workflow.png`, fullPage: true });
     await context.close();
