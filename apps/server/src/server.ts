@@ -52,6 +52,8 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const app = Fastify({
     logger: options.log === false ? false : { level: 'info', redact: ['req.headers.authorization', 'req.headers.cookie'] },
     bodyLimit: BODY_LIMIT_BYTES,
+    // Event streams stay open until their run ends: closing the server closes them too.
+    forceCloseConnections: true,
     // An unknown field is refused, not dropped: a typo in a request should not pass unnoticed.
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();

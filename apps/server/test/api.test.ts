@@ -115,6 +115,11 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(rest.comments).toBeGreaterThanOrEqual(2);
     const array = (await json(await call(`/v1/runs/${body.run_id}/events`, { key: 'read' }))).body;
     expect(all.map((message) => JSON.parse(message.data!))).toEqual(array);
+    // A reconnect after the last event of an ended run gets nothing more, and the stream ends.
+    const late = await readSse(await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: { ...sse, 'last-event-id': String(seqs.length) } }));
+    expect(late.messages).toEqual([]);
+    const middle = await readSse(await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: { ...sse, 'last-event-id': '3' } }));
+    expect(middle.messages.map((message) => Number(message.id))).toEqual(seqs.slice(3));
   });
 
   it('cancels a run (write scope), and lists agents and queues', async () => {

@@ -1,4 +1,4 @@
-import type { TraceEvent } from '@arcflow/core';
+import { TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
@@ -69,14 +69,17 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
     },
     async (request, reply) => {
       const { run_id } = request.params;
-      if (!(await client.get(run_id))) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
-      if (!(request.headers.accept ?? '').includes('text/event-stream')) {
-        const events: TraceEvent[] = [];
-        for await (const event of client.events(run_id)) events.push(event);
-        return events;
-      }
+      const run = await client.get(run_id);
+      if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
       const after = Number(request.headers['last-event-id'] ?? 0);
+      if (!(request.headers.accept ?? '').includes('text/event-stream')) return readEvents(client, run_id, 0);
       const stream = openEventStream(reply, heartbeat_ms);
+      if (TERMINAL_STATUSES.has(run.status)) {
+        // An ended run's log is complete: what is left after Last-Event-ID, then the end of the stream.
+        stream.send(await readEvents(client, run_id, after));
+        stream.end();
+        return reply;
+      }
       const stop = hub.follow(run_id, after, (events) => {
         stream.send(events);
         if (endsRun(events)) stream.end();
@@ -99,3 +102,10 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
     async (request) => client.cancel(request.params.run_id),
   );
 };
+
+/** The run's events after seq `after`. */
+async function readEvents(client: ArcflowClient, run_id: string, after: number): Promise<TraceEvent[]> {
+  const events: TraceEvent[] = [];
+  for await (const event of client.events(run_id)) if (event.seq > after) events.push(event);
+  return events;
+}
