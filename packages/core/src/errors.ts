@@ -16,6 +16,8 @@ export const ErrorCode = {
   WorkerLost: 'worker_lost',
   /** A run that made no progress and that the watchdog could not move again. */
   Stalled: 'stalled',
+  /** A response that would take the run over its budget (tokens or tool calls). */
+  BudgetExceeded: 'budget_exceeded',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -20,7 +20,16 @@ export * from './workflow/graph.ts';
 export * from './workflow/request.ts';
 export * from './workflow/step-events.ts';
 export * from './workflow/step-inputs.ts';
-export { checkRunConfig, resolveSettings, type RunConfig, type StepSettings, type ToolExecutionConfig, type LoopDetectionConfig } from './definitions/settings.ts';
+export {
+  checkRunConfig,
+  resolveSettings,
+  type RunConfig,
+  type StepSettings,
+  type ToolExecutionConfig,
+  type LoopDetectionConfig,
+  type BudgetConfig,
+  type ResolvedBudget,
+} from './definitions/settings.ts';
 export * from './events/types.ts';
 export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
@@ -36,6 +45,9 @@ export {
   applyToolRound,
   applyFinalAnswerNote,
   usageWith,
+  type RunSpent,
+  NOTHING_SPENT,
+  executedCalls,
 } from './loop/decide.ts';
 export {
   type PlannedCall,

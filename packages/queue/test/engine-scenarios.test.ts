@@ -1,5 +1,5 @@
 import { cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
+import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { afterAll } from 'vitest';
 import { engineRunner } from './harness.ts';
 
@@ -17,3 +17,4 @@ defineLoopScenarios('queue engine', engineRunner(nextPrefix));
 defineHostileOutputScenarios('queue engine', engineRunner(nextPrefix));
 defineWorkflowScenarios('queue engine', engineRunner(nextPrefix));
 defineWorkflowScenarios('queue engine, two workers', engineRunner(nextPrefix, {}, 2));
+defineBudgetScenarios('queue engine', engineRunner(nextPrefix));

@@ -2,7 +2,7 @@ import { ConfigError } from '../errors.ts';
 import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
-import { type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkRunConfig, resolveSettings } from './settings.ts';
+import { type BudgetConfig, type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkRunConfig, resolveSettings } from './settings.ts';
 
 export interface AgentConfig {
   name: string;
@@ -14,6 +14,8 @@ export interface AgentConfig {
   tool_execution?: ToolExecutionConfig;
   /** Optional; `false` turns loop detection off. */
   loop_detection?: LoopDetectionConfig | false;
+  /** Optional caps on what a run of this agent may spend; a run's `config.budget` overrides them field by field. */
+  budget?: BudgetConfig;
 }
 
 const AGENT_NAME = NamePattern.agent;
@@ -28,6 +30,7 @@ export class Agent {
   readonly tools: readonly ToolDefinition[];
   readonly tool_execution: ToolExecutionConfig;
   readonly loop_detection: LoopDetectionConfig | false | undefined;
+  readonly budget: BudgetConfig | undefined;
   /** Settings with every default applied. */
   readonly settings: StepSettings;
   /**
@@ -50,7 +53,7 @@ export class Agent {
       if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
       byName.set(definition.name, definition);
     }
-    const own = checkRunConfig({ tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model }, `agent '${name}'`);
+    const own = checkRunConfig({ tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model, budget: config.budget }, `agent '${name}'`);
     this.name = name;
     this.role = config.role;
     this.instructions = config.instructions;
@@ -58,6 +61,7 @@ export class Agent {
     this.tools = Object.freeze([...tools]);
     this.tool_execution = Object.freeze({ ...(config.tool_execution ?? {}) });
     this.loop_detection = config.loop_detection;
+    this.budget = config.budget === undefined ? undefined : Object.freeze({ ...config.budget });
     this.settings = resolveSettings(own);
     this.#toolsByName = byName;
     this.definition_hash = shortHash({
@@ -87,6 +91,6 @@ export class Agent {
     // Most runs bring no config: the agent's own settings, resolved once.
     if (config === undefined || config === null) return this.settings;
     const override = checkRunConfig(config);
-    return resolveSettings({ tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model }, override);
+    return resolveSettings({ tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model, budget: this.budget }, override);
   }
 }

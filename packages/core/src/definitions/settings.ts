@@ -16,11 +16,25 @@ export interface LoopDetectionConfig {
   action?: 'inject' | 'terminate';
 }
 
+/** Caps on what a run may spend, counted over the whole run (SPEC §10). */
+export interface BudgetConfig {
+  max_total_tokens?: number;
+  max_tool_calls?: number;
+  on_exceeded?: 'fail' | 'final_answer';
+}
+
 /** The per-run configuration a client may pass; it overrides the agent's own, key by key. */
 export interface RunConfig {
   tool_execution?: ToolExecutionConfig;
   loop_detection?: LoopDetectionConfig | false;
   model?: string;
+  budget?: BudgetConfig;
+}
+
+export interface ResolvedBudget {
+  readonly max_total_tokens: number | undefined;
+  readonly max_tool_calls: number | undefined;
+  readonly on_exceeded: 'fail' | 'final_answer';
 }
 
 export interface ResolvedLoopDetection {
@@ -36,9 +50,12 @@ export interface StepSettings {
   readonly on_max_iterations: 'fail' | 'final_answer';
   readonly loop_detection: ResolvedLoopDetection | false;
   readonly model: string | undefined;
+  /** Absent when neither the agent nor the run sets a cap. */
+  readonly budget?: ResolvedBudget;
 }
 
-const RUN_CONFIG_KEYS = ['tool_execution', 'loop_detection', 'model'];
+const RUN_CONFIG_KEYS = ['tool_execution', 'loop_detection', 'model', 'budget'];
+const BUDGET_KEYS = ['max_total_tokens', 'max_tool_calls', 'on_exceeded'];
 const TOOL_EXECUTION_KEYS = ['mode', 'max_iterations', 'on_max_iterations'];
 const LOOP_DETECTION_KEYS = ['window', 'threshold', 'action'];
 
@@ -51,6 +68,7 @@ export function checkRunConfig(config: unknown, where = 'config'): RunConfig {
     throw new ConfigError(`${where}.model must be a non-empty string`);
   }
   if (object.tool_execution !== undefined) plainObject(object.tool_execution, `${where}.tool_execution`, TOOL_EXECUTION_KEYS);
+  if (object.budget !== undefined) plainObject(object.budget, `${where}.budget`, BUDGET_KEYS);
   if (object.loop_detection !== undefined && object.loop_detection !== false) {
     plainObject(object.loop_detection, `${where}.loop_detection`, LOOP_DETECTION_KEYS);
   }
@@ -76,13 +94,29 @@ export function resolveSettings(agent: RunConfig, override: RunConfig = {}, wher
     throw new ConfigError(`${where}.tool_execution.on_max_iterations must be 'fail' or 'final_answer', got ${JSON.stringify(on_max_iterations)}`);
   }
   const loopConfig = override.loop_detection !== undefined ? override.loop_detection : agent.loop_detection;
+  const budget = resolveBudget({ ...(agent.budget ?? {}), ...(override.budget ?? {}) }, where);
   return Object.freeze({
     mode,
     max_iterations,
     on_max_iterations,
     loop_detection: resolveLoopDetection(loopConfig, where),
     model: override.model ?? agent.model,
+    ...(budget ? { budget } : {}),
   });
+}
+
+/** A budget with its default (`on_exceeded: 'fail'`); undefined when it caps nothing. */
+function resolveBudget(config: BudgetConfig, where: string): ResolvedBudget | undefined {
+  for (const key of ['max_total_tokens', 'max_tool_calls'] as const) {
+    const value = config[key];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) throw new ConfigError(`${where}.budget.${key} must be an integer >= 0, got ${JSON.stringify(value)}`);
+  }
+  const on_exceeded = config.on_exceeded ?? 'fail';
+  if (on_exceeded !== 'fail' && on_exceeded !== 'final_answer') {
+    throw new ConfigError(`${where}.budget.on_exceeded must be 'fail' or 'final_answer', got ${JSON.stringify(on_exceeded)}`);
+  }
+  if (config.max_total_tokens === undefined && config.max_tool_calls === undefined) return undefined;
+  return Object.freeze({ max_total_tokens: config.max_total_tokens, max_tool_calls: config.max_tool_calls, on_exceeded });
 }
 
 function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, where: string): ResolvedLoopDetection | false {

@@ -55,8 +55,24 @@ export function responseEvents(state: StepState, provider_id: string, model_id: 
   ];
 }
 
-/** Decides what follows `response`, the answer to call number `state.iterations + 1`. */
-export function decideResponse(agent: Agent, state: StepState, settings: StepSettings, response: ProviderResponse): ResponseDecision {
+/** What the run had spent before a response: its tokens and its executed tool calls, over every step. */
+export interface RunSpent {
+  readonly tokens: number;
+  readonly tool_calls: number;
+}
+
+export const NOTHING_SPENT: RunSpent = Object.freeze({ tokens: 0, tool_calls: 0 });
+
+/** Calls of a decision that will be executed (what a budget's `max_tool_calls` counts). */
+export function executedCalls(decision: ResponseDecision): number {
+  return decision.type === 'tools' ? decision.calls.filter((planned) => planned.action === 'execute').length : 0;
+}
+
+/**
+ * Decides what follows `response`, the answer to call number `state.iterations + 1`, given what
+ * the run had spent before it (for the budget).
+ */
+export function decideResponse(agent: Agent, state: StepState, settings: StepSettings, response: ProviderResponse, spent: RunSpent = NOTHING_SPENT): ResponseDecision {
   const iteration = state.iterations + 1;
   if (response.tool_calls.length === 0) return { type: 'complete', output: response.content ?? '' };
   if (state.tools_disabled || iteration >= settings.max_iterations) {
@@ -64,7 +80,13 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
     return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);
   }
   const round = planToolRound(agent, state, settings, response);
-  if (round.type === 'round') return { type: 'tools', calls: round.calls };
+  if (round.type === 'round') {
+    const decision: ResponseDecision = { type: 'tools', calls: round.calls };
+    const over = overBudget(settings, spent, response, executedCalls(decision));
+    if (!over) return decision;
+    if (settings.budget?.on_exceeded === 'final_answer') return { type: 'final_answer' };
+    return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: ${over}`);
+  }
   const { call, repeats, window } = round.call;
   const event: EventDraft = {
     kind: 'LoopDetected',
@@ -81,6 +103,24 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
     `step '${state.step_id}' stopped: tool '${call.function.name}' was called ${repeats} times with the same arguments within the last ${window} calls`,
     [event],
   );
+}
+
+/**
+ * What a response would take the run over, if anything: its tokens over `max_total_tokens`, or
+ * the calls it asks to execute over `max_tool_calls` (strictly over; reaching a cap is allowed).
+ */
+function overBudget(settings: StepSettings, spent: RunSpent, response: ProviderResponse, executing: number): string | undefined {
+  const budget = settings.budget;
+  if (!budget) return undefined;
+  const tokens = spent.tokens + response.usage.total;
+  if (budget.max_total_tokens !== undefined && tokens > budget.max_total_tokens) {
+    return `the run has used ${tokens} tokens; its budget is ${budget.max_total_tokens}`;
+  }
+  const calls = spent.tool_calls + executing;
+  if (budget.max_tool_calls !== undefined && calls > budget.max_tool_calls) {
+    return `the run would make ${calls} tool calls; its budget is ${budget.max_tool_calls}`;
+  }
+  return undefined;
 }
 
 function stepFailure(error_code: string, message: string, events: EventDraft[] = []): ResponseDecision {

@@ -4,7 +4,7 @@ import type { StepSettings } from '../definitions/settings.ts';
 import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
-import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
+import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
 import { normalizeResponse } from '../loop/normalize.ts';
 import { type StepState, initialStepState } from '../loop/state.ts';
@@ -38,6 +38,8 @@ export class LocalStep {
     private readonly log: LocalEventLog,
     private readonly options: RunLocalOptions,
     private readonly tools: LocalTools,
+    /** What the whole run has spent so far (shared by a workflow's steps), for the budget. */
+    private readonly spent: { tokens: number; tool_calls: number },
   ) {}
 
   async run(input: string): Promise<StepOutcome> {
@@ -55,7 +57,9 @@ export class LocalStep {
       if ('error' in called) return this.fail(state.usage, state.iterations + 1, called.error);
       const response = called.response;
       const iteration = state.iterations + 1;
-      const decision = decideResponse(agent, state, settings, response);
+      const decision = decideResponse(agent, state, settings, response, { ...this.spent });
+      this.spent.tokens += response.usage.total;
+      this.spent.tool_calls += executedCalls(decision);
       switch (decision.type) {
         case 'complete':
           log.append(agentRespondedEvent(step_id, decision.output, iteration));

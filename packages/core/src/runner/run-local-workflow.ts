@@ -54,6 +54,8 @@ class LocalWorkflowRun {
   usage: Tokens = ZERO_TOKENS;
   iterations = 0;
   private firstFailed: string | undefined;
+  /** What every step has spent so far: one budget for the whole run. */
+  private readonly spent = { tokens: 0, tool_calls: 0 };
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private readonly tools: LocalTools;
   private settle!: (end: WorkflowEnd | { status: 'cancelled' }) => void;
@@ -177,7 +179,7 @@ class LocalWorkflowRun {
     }
     const built = buildAgentStepInput(step, inputs);
     if (!built.ok) return this.failed(step.id, built.error, built.thrown);
-    const local = new LocalStep(step.agent, settings, this.exec, step.id, this.log, { ...this.options, signal }, this.tools);
+    const local = new LocalStep(step.agent, settings, this.exec, step.id, this.log, { ...this.options, signal }, this.tools, this.spent);
     const outcome: StepOutcome = await local.run(built.value);
     this.usage = { input: this.usage.input + outcome.usage.input, output: this.usage.output + outcome.usage.output, total: this.usage.total + outcome.usage.total };
     this.iterations += outcome.iterations;

@@ -60,7 +60,7 @@ export async function runLocal(definition: Agent | Workflow, input: string, opti
   const step_id = 's1';
   log.append({ kind: 'RunEnqueued', step_id, agent: agent.name });
 
-  const step = new LocalStep(agent, settings, exec, step_id, log, options, new LocalTools(log, options));
+  const step = new LocalStep(agent, settings, exec, step_id, log, options, new LocalTools(log, options), { tokens: 0, tool_calls: 0 });
   const outcome = await step.run(input);
   const cancelled = options.signal?.aborted === true;
   log.append(runFinishedEvent(step_id, outcome.usage, cancelled ? undefined : outcome.error, cancelled));

@@ -1,6 +1,9 @@
 import {
   type Agent,
+  NOTHING_SPENT,
   type RunError,
+  type RunSpent,
+  executedCalls,
   type Workflow,
   type WorkflowRunConfig,
   type WorkflowStep,
@@ -100,6 +103,8 @@ interface StepContext {
   readonly data: ProviderJobData;
   /** This job's span: the creator of the jobs it enqueues. */
   readonly span: Span;
+  /** What the whole run had spent when this job read it: the budget's view for a response decided now. */
+  readonly spent: RunSpent;
 }
 
 /**
@@ -146,6 +151,7 @@ export class ProviderJobProcessor {
       test: testStepFor(checkExecConfig(spec.exec_config), step_id),
       data: job.data,
       span,
+      spent: snapshot.spent,
     };
     if (iteration === 1 && context.test && 'output' in context.test) {
       await this.endStep(context, {
@@ -221,7 +227,7 @@ export class ProviderJobProcessor {
    */
   private async actOnRecorded(context: StepContext, state: StepState, recorded: RecordedResponse): Promise<void> {
     const { agent, settings } = context;
-    const decision = decideResponse(agent, state, settings, recorded.response);
+    const decision = decideResponse(agent, state, settings, recorded.response, recorded.spent ?? NOTHING_SPENT);
     const fanned = (planned: PlannedCall) => fansOut(planned, settings);
     const { plan } = recorded;
     if (samePlan(planOf(decision, fanned), plan)) return this.act(context, decision);
@@ -398,7 +404,7 @@ export class ProviderJobProcessor {
     }
     const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
     // Decided before recording, so the round of calls it fans out is opened in the same write.
-    const decision = decideResponse(context.agent, state, context.settings, response);
+    const decision = decideResponse(context.agent, state, context.settings, response, context.spent);
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
     const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
@@ -406,10 +412,11 @@ export class ProviderJobProcessor {
       run_id,
       step_id,
       iteration,
-      { response, plan: planOf(decision, (planned) => fansOut(planned, context.settings)) },
+      { response, plan: planOf(decision, (planned) => fansOut(planned, context.settings)), spent: context.spent },
       events.map((event) => ({ event })),
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
+      executedCalls(decision),
     );
     if (!recorded) return undefined;
     // An earlier delivery's response stands: act on that one, as it was decided.

@@ -1,4 +1,4 @@
-import type { PlannedCall, ProviderResponse, ResponseDecision, StepState } from '@arcflow/core';
+import type { PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepState } from '@arcflow/core';
 
 /**
  * The format of what the store keeps per step (its state, its recorded responses). Written into
@@ -33,6 +33,8 @@ export type RecordedPlan = { readonly type: 'complete' | 'fail' | 'final_answer'
 export interface RecordedResponse {
   readonly response: ProviderResponse;
   readonly plan: RecordedPlan;
+  /** What the run had spent before this response (the budget's view when the plan was decided); absent when it was nothing. */
+  readonly spent?: RunSpent;
 }
 
 /** The plan to record for a decision; `fansOut` says which calls became tool jobs. */
@@ -68,7 +70,8 @@ export function writeResponse(recorded: RecordedResponse): string {
 
 export function readResponse(json: string, what: string): RecordedResponse {
   const value = unwrap(json, what);
-  return { response: value.response as ProviderResponse, plan: value.plan as RecordedPlan };
+  const spent = value.spent as RunSpent | undefined;
+  return { response: value.response as ProviderResponse, plan: value.plan as RecordedPlan, ...(spent ? { spent } : {}) };
 }
 
 function unwrap(json: string, what: string): Record<string, unknown> {

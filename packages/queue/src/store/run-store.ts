@@ -1,6 +1,7 @@
 import {
   type CallPlace,
   type EventDraft,
+  type RunSpent,
   type SkipReason,
   type RunError,
   type RunRecord,
@@ -296,6 +297,7 @@ export class RunStore {
     events: readonly PendingEvent[],
     open: readonly RoundCall[] = [],
     end?: RunEnding,
+    executing = 0,
   ): Promise<{ recorded: RecordedResponse; recordedNow: boolean } | undefined> {
     const { response } = recorded;
     const [outcome, stored] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
@@ -307,6 +309,7 @@ export class RunStore {
       events: this.pairs(events),
       open_count: open.length,
       open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
+      tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
     })) as [number, string?];
     if (outcome === -1) return undefined;
@@ -370,6 +373,7 @@ export class RunStore {
     const where = `${run_id}/${step_id}`;
     return {
       spec: specFrom(run_id, fields),
+      spent: { tokens: Number(fields[7] ?? 0), tool_calls: Number(fields[8] ?? 0) },
       state: state === null ? undefined : readState(state, `state of ${where}`),
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
@@ -529,6 +533,8 @@ export interface StepFrontier {
 /** What a provider job reads before it decides (see {@link RunStore.loadStep}). */
 export interface StepSnapshot {
   readonly spec: RunSpec | undefined;
+  /** What the whole run has spent so far (tokens, executed tool calls), for its budget. */
+  readonly spent: RunSpent;
   readonly state: StepState | undefined;
   readonly previousResponse: RecordedResponse | undefined;
   readonly response: RecordedResponse | undefined;

@@ -6,7 +6,8 @@
   KEYS[1] record
   ARGV[1] msgpack map: step_id, iteration, response (JSON), usage {input, output, total}, has_calls (boolean),
         events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name], …]'
-        or ''), ending (see finish; absent when the run goes on)
+        or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
+        ending (see finish; absent when the run goes on)
   Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the
   run has ended. Safe to run twice.
 ]]
@@ -24,6 +25,7 @@ needWhole('usage.total', args.usage.total)
 needEvents('events', args.events)
 needWhole('open_count', args.open_count)
 needText('open_calls', args.open_calls)
+needWhole('tool_calls', args.tool_calls)
 if args.ending ~= nil then checkEnding(args.ending) end
 
 local _, ended = runStatus()
@@ -36,6 +38,7 @@ redis.call('HINCRBY', record, 'usage_input', args.usage.input)
 redis.call('HINCRBY', record, 'usage_output', args.usage.output)
 redis.call('HINCRBY', record, 'usage_total', args.usage.total)
 redis.call('HINCRBY', record, 'iterations', 1)
+if args.tool_calls > 0 then redis.call('HINCRBY', record, 'tool_calls', args.tool_calls) end
 appendAll(args.events)
 local indexed = {response}
 if args.has_calls then indexed[#indexed + 1] = roundKey(step, 'results', n); indexed[#indexed + 1] = roundKey(step, 'spans', n) end
