@@ -15,6 +15,7 @@ export const TOOL_DEFAULTS = Object.freeze({
   timeout_ms: 30_000,
   retries: 0,
   max_result_bytes: 64 * 1024,
+  approval_timeout_ms: 24 * 3600 * 1000,
 });
 
 /** Provider retry policy used by the in-process runner (the engine maps it onto BullMQ attempts). */

@@ -2,7 +2,17 @@ export { ErrorCode, ConfigError, ToolArgumentError, RequestError, type ToolFailu
 export { canonicalJson, shortHash, byteSize } from './canonical.ts';
 export { TOOL_EXECUTION_DEFAULTS, LOOP_DETECTION_DEFAULTS, TOOL_DEFAULTS, PROVIDER_RETRY_DEFAULTS, MAX_INPUT_BYTES, MAX_ARGUMENT_BYTES } from './defaults.ts';
 export { describeViolations, UNDECLARED_PROPERTY } from './tools/schema.ts';
-export { tool, type ToolConfig, type ToolDefinition, type ToolContext, type ToolHandler, type ToolLogger, type JsonSchema } from './tools/define.ts';
+export {
+  tool,
+  type ToolConfig,
+  type ToolDefinition,
+  type ToolContext,
+  type ToolHandler,
+  type ToolLogger,
+  type JsonSchema,
+  type ApprovalContext,
+  type NeedsApproval,
+} from './tools/define.ts';
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
 export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';
@@ -66,6 +76,7 @@ export { callSignature } from './loop/loop-detection.ts';
 export * from './loop/tool-events.ts';
 export * from './loop/step-events.ts';
 export * from './loop/test-mode.ts';
+export * from './loop/approvals.ts';
 export { runLocal, type RunLocalOptions, type LocalRun } from './runner/run-local.ts';
 export { LocalEventLog } from './runner/event-log.ts';
 export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';

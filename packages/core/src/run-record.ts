@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Tokens } from './events/types.ts';
 import type { StepStatus } from './workflow/graph.ts';
 
-export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
+export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
 /** Why a run failed: the failure's class, the reason's code, and a sentence for people. */
 export interface RunError {
@@ -30,6 +30,28 @@ export interface RunRecord {
   readonly finished_at?: number;
   /** The run's OpenTelemetry trace id (32 hex characters), when it has one. */
   readonly trace_id?: string;
+  /** Calls waiting for a person's approval (their arguments are for the approvers; never in events). */
+  readonly pending_approvals?: readonly PendingApproval[];
+}
+
+/** A call waiting for approval, as the record lists it. */
+export interface PendingApproval {
+  readonly step_id: string;
+  readonly iteration: number;
+  readonly tool_call_id: string;
+  readonly tool_name: string;
+  readonly arguments: unknown;
+  readonly requested_at: number;
+  readonly expires_at: number;
+}
+
+/** How a waiting call was resolved (`client.approve` returns it, the same every time). */
+export interface ApprovalResolution {
+  readonly approved: boolean;
+  readonly by?: string;
+  readonly reason?: string;
+  readonly resolved_at: number;
+  readonly timed_out?: boolean;
 }
 
 /** One step of a workflow run, as its record shows it. */

@@ -11,6 +11,9 @@ import {
   byteSize,
   checkExecConfig,
   checkRunConfig,
+  type ApprovalAnswer,
+  type ApprovalResolution,
+  answerProblem,
   checkWorkflowConfig,
   checkWorkflowExecConfig,
   newRunId,
@@ -27,6 +30,7 @@ import { Redis } from 'ioredis';
 import { endRun, stopClosedWork } from './engine/end-run.ts';
 import { enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
+import { resolveApproval } from './engine/approvals.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
@@ -89,6 +93,12 @@ export interface ArcflowClient {
   /** The run's events in order; with `follow`, keeps reading until the run ends. */
   events(run_id: string, options?: { follow?: boolean; poll_ms?: number }): AsyncIterable<TraceEvent>;
   cancel(run_id: string): Promise<{ cancelled: boolean; status: RunRecord['status'] }>;
+  /**
+   * Answers a call waiting for approval (SPEC §10): approved, it runs; rejected, the model gets
+   * the rejection (with `reason`). Returns the call's resolution; asking again returns the same
+   * one. A call that is not waiting (never was, or its run has ended) is a `not_pending` error.
+   */
+  approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution>;
   close(): Promise<void>;
 }
 
@@ -338,6 +348,34 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         const { ended, closed } = await endRun(store, run_id, ending);
         if (ended) await stopClosedWork(redis, store, (queue, id) => queueFor(queue).remove(id), run_id, closed);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };
+      });
+    },
+
+    async approve(run_id, tool_call_id, answer) {
+      checkRunId(run_id);
+      if (typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
+        throw new RequestError('invalid_request', `tool_call_id must match ${NamePattern.toolCallId}, got ${JSON.stringify(tool_call_id)?.slice(0, 120)}`);
+      }
+      const problem = answerProblem(answer);
+      if (problem) throw new RequestError('invalid_request', problem);
+      const { approved, reason, by } = answer;
+      return reach(async () => {
+        const status = await store.status(run_id);
+        if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+        const outcome = await resolveApproval({ store, queues: { get: queueFor } }, run_id, tool_call_id, {
+          approved,
+          ...(reason !== undefined ? { reason } : {}),
+          ...(by !== undefined ? { by } : {}),
+        });
+        switch (outcome.status) {
+          case 'resolved':
+          case 'resolved_before':
+            return outcome.resolution;
+          case 'run_ended':
+            throw new RequestError('not_pending', `tool call '${tool_call_id}' of run '${run_id}' is no longer waiting: the run has ended (${status})`);
+          default:
+            throw new RequestError('not_pending', `tool call '${tool_call_id}' never waited for approval in run '${run_id}'`);
+        }
       });
     },
 

@@ -58,6 +58,7 @@ export const RUN_KEY_SUFFIX = Object.freeze({
   steps: ':steps',
   outputs: ':outputs',
   tail: ':tail',
+  approvals: ':approvals',
 });
 
 /** A step's state key: `<record>:<step>:state`. */
@@ -88,6 +89,12 @@ export class RunKeys {
   readonly outputs: string;
   /** The channel published to when the run's events grow (one message per script that appends). */
   readonly tail: string;
+  /**
+   * Calls that waited for approval: `<tool_call_id>` → the request (JSON, with its tool job),
+   * `…|place` → `<step>|<n>`, `…|status` → pending, approved, rejected or timed_out,
+   * `…|resolution` → the resolution (JSON).
+   */
+  readonly approvals: string;
 
   constructor(private readonly base: string) {
     this.record = base;
@@ -97,6 +104,7 @@ export class RunKeys {
     this.steps = base + RUN_KEY_SUFFIX.steps;
     this.outputs = base + RUN_KEY_SUFFIX.outputs;
     this.tail = base + RUN_KEY_SUFFIX.tail;
+    this.approvals = base + RUN_KEY_SUFFIX.approvals;
   }
 
   state(step_id: string): string {
@@ -153,4 +161,6 @@ export const QueueName = {
 export const JobId = {
   provider: (run_id: string, step_id: string, iteration: number) => `${run_id}.${step_id}.p${iteration}`,
   tool: (run_id: string, step_id: string, iteration: number, tool_call_id: string) => `${run_id}.${step_id}.i${iteration}.${tool_call_id}`,
+  /** The delayed job that times a waiting call out. */
+  approvalTimeout: (run_id: string, step_id: string, iteration: number, tool_call_id: string) => `${run_id}.${step_id}.i${iteration}.${tool_call_id}.timeout`,
 } as const;

@@ -20,6 +20,8 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   ToolCallCompleted: [...TOOL, 'duration_ms', 'output_size_bytes'],
   ToolCallFailed: [...TOOL, 'duration_ms', 'error_code'],
   LoopDetected: [...TOOL, 'repeats', 'window', 'action'],
+  ToolApprovalRequested: [...TOOL, 'input_schema_hash', 'input_size_bytes'],
+  ToolApprovalResolved: [...TOOL, 'approved', 'by'],
   AgentResponseReceived: ['output_size_bytes', 'iterations'],
   StepExecutionFailed: ['error_code', 'message'],
   StepStarted: ['step_type', 'depends_on'],

@@ -123,6 +123,22 @@ export interface LoopDetected extends InIteration {
   readonly window: number;
   readonly action: 'inject' | 'terminate';
 }
+/** A valid call of a tool that needs approval waits for a person. */
+export interface ToolApprovalRequested extends InIteration {
+  readonly kind: 'ToolApprovalRequested';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly input_schema_hash: string;
+  readonly input_size_bytes: number;
+}
+/** A person approved or rejected a waiting call (a timeout adds none). */
+export interface ToolApprovalResolved extends InIteration {
+  readonly kind: 'ToolApprovalResolved';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly approved: boolean;
+  readonly by?: string;
+}
 export interface AgentResponseReceived extends Base {
   readonly kind: 'AgentResponseReceived';
   readonly output_size_bytes: number;
@@ -167,6 +183,8 @@ export type TraceEvent =
   | ToolCallCompleted
   | ToolCallFailed
   | LoopDetected
+  | ToolApprovalRequested
+  | ToolApprovalResolved
   | AgentResponseReceived
   | StepExecutionFailed
   | StepStarted

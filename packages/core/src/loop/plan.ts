@@ -22,6 +22,8 @@ export interface ExecuteCall extends PlannedBase {
   readonly tool: ToolDefinition;
   readonly args: unknown;
   readonly input_size_bytes: number;
+  /** The call waits for a person's approval before it runs (its tool's `needs_approval`). */
+  readonly approval?: boolean;
 }
 
 /** A call answered at once, without running a handler: unknown tool or invalid arguments. */

@@ -4,6 +4,16 @@ import type { StepSettings } from '../definitions/settings.ts';
 import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
+import {
+  type ApprovalAnswer,
+  answerProblem,
+  approvalRequest,
+  approvalRequestedEvent,
+  approvalResolvedEvent,
+  approvalTimedOutCall,
+  markApprovals,
+  rejectedCall,
+} from '../loop/approvals.ts';
 import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
 import { normalizeResponse } from '../loop/normalize.ts';
@@ -57,7 +67,12 @@ export class LocalStep {
       if ('error' in called) return this.fail(state.usage, state.iterations + 1, called.error);
       const response = called.response;
       const iteration = state.iterations + 1;
-      const decision = decideResponse(agent, state, settings, response, { ...this.spent });
+      const decision = markApprovals(
+        decideResponse(agent, state, settings, response, { ...this.spent }),
+        { step_id, iteration: state.iterations + 1 },
+        this.log.run_id,
+        this.tools.logger,
+      );
       this.spent.tokens += response.usage.total;
       this.spent.tool_calls += executedCalls(decision);
       switch (decision.type) {
@@ -122,10 +137,17 @@ export class LocalStep {
       if (planned.action === 'reject') contents.set(planned.index, planned.content);
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
+    const signal = this.options.signal;
     if (this.settings.mode === 'legacy_eager') {
-      for (const planned of executable) contents.set(planned.index, await this.tools.execute(planned, place, this.options.signal));
+      for (const planned of executable) {
+        contents.set(planned.index, planned.approval ? await this.tools.afterApproval(planned, place, signal, false) : await this.tools.execute(planned, place, signal));
+      }
     } else {
-      await Promise.all(executable.map(async (planned) => contents.set(planned.index, await this.tools.limited(planned, place, this.options.signal))));
+      await Promise.all(
+        executable.map(async (planned) =>
+          contents.set(planned.index, planned.approval ? await this.tools.afterApproval(planned, place, signal, true) : await this.tools.limited(planned, place, signal)),
+        ),
+      );
     }
     return contents;
   }
@@ -178,6 +200,28 @@ export class LocalTools {
       }
       return this.record(settleExecution(planned, place, outcome, elapsed(started)));
     }
+  }
+
+  /**
+   * A call that needs approval: `ToolApprovalRequested`, then the run's `approve` option answers
+   * (without one, the call is rejected with the reason `no approver`) within the tool's
+   * `approval_timeout_ms`; approved, it runs like any call.
+   */
+  async afterApproval(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined, limited: boolean): Promise<string> {
+    this.log.append(approvalRequestedEvent(planned, place));
+    const approve = this.options.approve ?? ((): ApprovalAnswer => ({ approved: false, reason: 'no approver' }));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), planned.tool.approval_timeout_ms)));
+    const cancelled = new Promise<'cancelled'>((resolve) => signal?.addEventListener('abort', () => resolve('cancelled'), { once: true }));
+    const answer = await Promise.race([Promise.resolve(approve(approvalRequest(planned, place))), timedOut, cancelled]).finally(() => clearTimeout(timer));
+    const ids = { tool_name: planned.tool.name, tool_call_id: planned.call.id };
+    if (answer === 'cancelled' || signal?.aborted) return this.record(cancelledCall(planned, place)).content;
+    if (answer === 'timeout') return this.record(approvalTimedOutCall(ids, place)).content;
+    const problem = answerProblem(answer);
+    if (problem) throw new ConfigError(`runLocal: approve answered for call '${planned.call.id}' with a bad answer: ${problem}`);
+    this.log.append(approvalResolvedEvent(ids, place, answer.approved, answer.by));
+    if (!answer.approved) return this.record(rejectedCall(ids, place, answer.reason)).content;
+    return limited ? this.limited(planned, place, signal) : this.execute(planned, place, signal);
   }
 
   private record(settled: SettledCall): SettledCall {

@@ -11,6 +11,7 @@ import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
 import type { ModelProvider } from '../provider.ts';
 import type { RunRecord } from '../run-record.ts';
 import type { ToolLogger } from '../tools/define.ts';
+import type { ApprovalAnswer, ApprovalRequest } from '../loop/approvals.ts';
 import { LocalEventLog } from './event-log.ts';
 import { LocalStep, LocalTools } from './local-step.ts';
 import { runLocalWorkflow } from './run-local-workflow.ts';
@@ -35,6 +36,11 @@ export interface RunLocalOptions {
   onEvent?: (event: TraceEvent) => void;
   /** Where handler errors are logged (default: JSON lines on stderr). */
   logger?: ToolLogger | false;
+  /**
+   * Answers for a person when a call needs approval (SPEC §10): called once per such call. Without
+   * it, those calls are rejected with the reason `no approver`.
+   */
+  approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
 }
 
 /** A finished local run: the run record plus its trace events, in order. */

@@ -28,6 +28,12 @@ export interface ToolContext {
   readonly log: ToolLogger;
 }
 
+/** What `needs_approval` as a function is given, besides the arguments: a handler's context without `signal`. */
+export type ApprovalContext = Omit<ToolContext, 'signal'>;
+
+/** Whether a call needs a person's approval: always, never, or decided per call from its arguments. */
+export type NeedsApproval<Args = any> = boolean | ((args: Args, ctx: ApprovalContext) => boolean);
+
 /** A tool's handler. `Args` defaults to `any`: a handler receives whatever its schema admits. */
 export type ToolHandler<Args = any> = (args: Args, ctx: ToolContext) => unknown | Promise<unknown>;
 
@@ -40,6 +46,10 @@ export interface ToolConfig<Args = any> {
   concurrency?: number;
   retries?: number;
   max_result_bytes?: number;
+  /** A valid call waits for a person's approval before it runs (SPEC §10). */
+  needs_approval?: NeedsApproval<Args>;
+  /** How long a call waits for approval before it fails `approval_timeout` (default 24 h). */
+  approval_timeout_ms?: number;
   handler: ToolHandler<Args>;
 }
 
@@ -55,6 +65,8 @@ export interface ToolDefinition {
   readonly retries: number;
   readonly max_result_bytes: number;
   readonly handler: ToolHandler;
+  readonly needs_approval: NeedsApproval;
+  readonly approval_timeout_ms: number;
   /** Returns `undefined` for valid arguments, else the violation text (paths and expectations only). */
   readonly check: (args: unknown) => string | undefined;
 }
@@ -74,6 +86,11 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
   const retries = positiveInt(name, 'retries', config.retries ?? TOOL_DEFAULTS.retries, 0);
   const max_result_bytes = positiveInt(name, 'max_result_bytes', config.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);
   const concurrency = config.concurrency === undefined ? undefined : positiveInt(name, 'concurrency', config.concurrency, 1);
+  const needs_approval = config.needs_approval ?? false;
+  if (typeof needs_approval !== 'boolean' && typeof needs_approval !== 'function') {
+    throw new ConfigError(`tool '${name}': needs_approval must be a boolean or a function of (args, ctx), got ${JSON.stringify(needs_approval)}`);
+  }
+  const approval_timeout_ms = positiveInt(name, 'approval_timeout_ms', config.approval_timeout_ms ?? TOOL_DEFAULTS.approval_timeout_ms, 1);
   return Object.freeze({
     kind: 'tool' as const,
     name,
@@ -85,6 +102,8 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
     retries,
     max_result_bytes,
     handler: config.handler as ToolHandler,
+    needs_approval: needs_approval as NeedsApproval,
+    approval_timeout_ms,
     check,
   });
 }

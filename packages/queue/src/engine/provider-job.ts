@@ -4,6 +4,7 @@ import {
   type RunError,
   type RunSpent,
   executedCalls,
+  markApprovals,
   type Workflow,
   type WorkflowRunConfig,
   type WorkflowStep,
@@ -49,7 +50,8 @@ import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { DelayedError, type Job, Worker } from 'bullmq';
 import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
-import { type RecordedResponse, StoredFormatError, planOf, samePlan } from '../store/formats.ts';
+import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
+import { requestApproval } from './approvals.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
@@ -227,7 +229,7 @@ export class ProviderJobProcessor {
    */
   private async actOnRecorded(context: StepContext, state: StepState, recorded: RecordedResponse): Promise<void> {
     const { agent, settings } = context;
-    const decision = decideResponse(agent, state, settings, recorded.response, recorded.spent ?? NOTHING_SPENT);
+    const decision = withRecordedApprovals(decideResponse(agent, state, settings, recorded.response, recorded.spent ?? NOTHING_SPENT), recorded.plan);
     const fanned = (planned: PlannedCall) => fansOut(planned, settings);
     const { plan } = recorded;
     if (samePlan(planOf(decision, fanned), plan)) return this.act(context, decision);
@@ -404,7 +406,7 @@ export class ProviderJobProcessor {
     }
     const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
     // Decided before recording, so the round of calls it fans out is opened in the same write.
-    const decision = decideResponse(context.agent, state, context.settings, response, context.spent);
+    const decision = markApprovals(decideResponse(context.agent, state, context.settings, response, context.spent), { step_id, iteration }, run_id, this.deps.logger);
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
     const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
@@ -501,8 +503,12 @@ export class ProviderJobProcessor {
     }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     if (context.settings.mode === 'legacy_eager') {
-      for (const planned of executable) await this.runInline(run_id, planned, place);
-      await this.enqueueNext(context, []);
+      for (const planned of executable) if (!planned.approval) await this.runInline(run_id, planned, place);
+      // Calls waiting for approval wait as in llm_select: the round joins once they are resolved.
+      await this.enqueueNext(
+        context,
+        executable.filter((planned) => planned.approval),
+      );
       return;
     }
     await this.enqueueNext(context, executable);
@@ -547,6 +553,7 @@ export class ProviderJobProcessor {
           trace,
           join,
         };
+        if (planned.approval) return requestApproval({ store: this.deps.store, queues, tool_backoff_ms: options.tool_backoff_ms }, planned, { step_id, iteration }, data);
         return queues.get(QueueName.tool(planned.tool.name)).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
       }),
     );
@@ -566,9 +573,9 @@ type StepTarget =
   | { readonly type: 'tool'; readonly step: Extract<WorkflowStep, { type: 'tool' }>; readonly run: WorkflowRun }
   | { readonly error: RunError };
 
-/** A call that runs as its own tool job, counted among its round's open calls (not under legacy_eager). */
+/** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits for approval. */
 function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
-  return planned.action === 'execute' && settings.mode === 'llm_select';
+  return planned.action === 'execute' && (settings.mode === 'llm_select' || planned.approval === true);
 }
 
 /** How a decision ends the run, if it does: the outcome and the step's last events. */

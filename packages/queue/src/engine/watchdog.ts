@@ -88,6 +88,11 @@ export class Watchdog {
       await store.forgetActive(run_id);
       return 'ended';
     }
+    if (head.status === 'waiting') {
+      // A person decides; the delayed job that times the call out is the run's next move.
+      await store.markChecked(run_id, nowMs);
+      return 'moving';
+    }
     const registration = await this.deps.registry.registration(head.agent);
     if (!registration) return this.fail(run_id, head, [STEP_ID], `no worker has registered agent '${head.agent}' under this prefix`);
     const providerQueue = this.deps.queues.get(registration.provider_queue);

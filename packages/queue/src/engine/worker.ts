@@ -15,6 +15,7 @@ import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './opt
 import { ProviderJobProcessor } from './provider-job.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
+import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from './approvals.ts';
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler } from './workflow-scheduler.ts';
@@ -73,13 +74,22 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   if (options.roles.includes('provider')) {
     const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
-    const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => void failStepIfFinal(stepDeps, job, error?.message);
+    const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
+      if (job?.name === APPROVAL_TIMEOUT_JOB) return;
+      void failStepIfFinal(stepDeps, job, error?.message);
+    };
+    // A provider queue also holds the delayed jobs that time waiting calls out.
+    const processProviderQueueJob = async (job: Job<ProviderJobData>, span: Parameters<ProviderJobProcessor['process']>[1], token?: string) => {
+      if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(job, span, token);
+      const { run_id, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
+      return (await resolveApproval({ store, queues }, run_id, tool_call_id, 'timeout')).status;
+    };
     // One provider queue per agent and per workflow: a worker only ever takes the jobs of what it
     // serves, so workers running different modules share a prefix, and a run whose agent has no
     // live worker waits in its queue.
     for (const definition of [...agents.values(), ...workflows.values()]) {
       const queueName = QueueName.agent(definition.name);
-      const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processor.process(job, span, token)), {
+      const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processProviderQueueJob(job, span, token)), {
         ...common,
         concurrency: options.provider_concurrency,
         limiter: PROVIDER_WORKER_LIMITER,

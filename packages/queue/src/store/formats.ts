@@ -24,6 +24,8 @@ export interface RecordedCall {
   readonly signature: string;
   /** Ran as its own tool job, counted among the round's open calls. */
   readonly fanned_out: boolean;
+  /** The call waited (or waits) for a person's approval before it runs. */
+  readonly approval?: boolean;
 }
 
 /** What the loop decided on a response: recorded with it, so a later job never decides again. */
@@ -40,7 +42,23 @@ export interface RecordedResponse {
 /** The plan to record for a decision; `fansOut` says which calls became tool jobs. */
 export function planOf(decision: ResponseDecision, fansOut: (planned: PlannedCall) => boolean): RecordedPlan {
   if (decision.type !== 'tools') return { type: decision.type };
-  return { type: 'tools', calls: decision.calls.map((planned) => ({ index: planned.index, action: planned.action, signature: planned.signature, fanned_out: fansOut(planned) })) };
+  return {
+    type: 'tools',
+    calls: decision.calls.map((planned) => ({
+      index: planned.index,
+      action: planned.action,
+      signature: planned.signature,
+      fanned_out: fansOut(planned),
+      ...(planned.action === 'execute' && planned.approval ? { approval: true } : {}),
+    })),
+  };
+}
+
+/** The decision with the approvals its recorded plan says the calls wait for (decided once, when the response was recorded). */
+export function withRecordedApprovals(decision: ResponseDecision, plan: RecordedPlan): ResponseDecision {
+  if (decision.type !== 'tools' || plan.type !== 'tools') return decision;
+  const waiting = new Set(plan.calls.filter((call) => call.approval).map((call) => call.index));
+  return { type: 'tools', calls: decision.calls.map((planned) => (planned.action === 'execute' ? { ...planned, approval: waiting.has(planned.index) } : planned)) };
 }
 
 /** Whether two plans answer every call the same way (signatures aside). */

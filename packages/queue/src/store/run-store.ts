@@ -15,6 +15,7 @@ import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor, roundKey, stateKey } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
+import { ApprovalStore } from './approval-store.ts';
 import { WorkflowStore } from './workflow-store.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
@@ -111,6 +112,8 @@ export class RunStore {
   readonly keys: Keys;
   /** A workflow run's steps. */
   readonly workflows: WorkflowStore;
+  /** Calls waiting for a person's approval. */
+  readonly approvals: ApprovalStore;
   private readonly scripts: StoreScripts;
 
   constructor(
@@ -121,6 +124,7 @@ export class RunStore {
     this.keys = keysFor(prefix);
     this.scripts = storeScripts(redis);
     this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this);
+    this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -174,6 +178,7 @@ export class RunStore {
     const record = await this.redis.hgetall(this.keys.record(run_id));
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.workflows.stepRecords(run_id) : undefined;
+    const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.approvals.pending(run_id) : [];
     return {
       run_id,
       status: record.status as RunStatus,
@@ -186,6 +191,7 @@ export class RunStore {
       created_at: Number(record.created_at),
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
       ...traceIdOf(record.trace),
+      ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
     };
   }
 

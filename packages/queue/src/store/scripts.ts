@@ -35,6 +35,7 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.steps': RUN_KEY_SUFFIX.steps,
   'RUN_KEY_SUFFIX.outputs': RUN_KEY_SUFFIX.outputs,
   'RUN_KEY_SUFFIX.tail': RUN_KEY_SUFFIX.tail,
+  'RUN_KEY_SUFFIX.approvals': RUN_KEY_SUFFIX.approvals,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
 };
@@ -65,5 +66,7 @@ export const SCRIPTS = {
   settleStep: script('settleStep'),
   startSteps: script('startSteps'),
   openToolStep: script('openToolStep'),
+  requestApproval: script('requestApproval'),
+  resolveApproval: script('resolveApproval'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

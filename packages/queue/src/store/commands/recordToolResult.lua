@@ -32,7 +32,13 @@ if redis.call('HSETNX', results, tool_call_id, content) == 0 then
 end
 if failure ~= '' then redis.call('HSET', results, tool_call_id .. '|error', failure) end
 local open
-if fanned_out then open = redis.call('HINCRBY', pending, round, -1) else open = openInRound(round) end
+if fanned_out then
+  open = redis.call('HINCRBY', pending, round, -1)
+  -- Only a round that has calls waiting for approval can make the run wait.
+  if open > 0 and redis.call('HEXISTS', pending, round .. '|awaiting') == 1 then waitingOrRunning(round, open) end
+else
+  open = openInRound(round)
+end
 if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), tool_call_id, span) end
 if started ~= '' then redis.call('RPUSH', events, started, terminal) else redis.call('RPUSH', events, terminal) end
 tellFollowers()

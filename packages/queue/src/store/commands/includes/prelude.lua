@@ -9,6 +9,8 @@ local events, dedupe = record .. '{{RUN_KEY_SUFFIX.events}}', record .. '{{RUN_K
 local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_KEY_SUFFIX.index}}'
 -- A workflow run's steps (status, start time) and their outputs and errors.
 local steps, outputs = record .. '{{RUN_KEY_SUFFIX.steps}}', record .. '{{RUN_KEY_SUFFIX.outputs}}'
+-- Calls that waited for a person's approval.
+local approvals = record .. '{{RUN_KEY_SUFFIX.approvals}}'
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
 -- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
 -- by the scripts that need them (a pattern match costs about as much as a Redis call).
@@ -88,4 +90,13 @@ end
 -- Calls of a round not settled yet (0 once all are, or when the round fanned nothing out).
 local function openInRound(round)
   return tonumber(redis.call('HGET', pending, round) or '0')
+end
+-- A run whose round has no open call but those waiting for approval waits for a person; one
+-- whose round has other open calls (or none: its join comes next) is running.
+local function waitingOrRunning(round, open)
+  local status = redis.call('HGET', record, 'status')
+  if status ~= 'running' and status ~= 'waiting' then return end
+  local waiting = tonumber(redis.call('HGET', pending, round .. '|awaiting') or '0')
+  local now = (open > 0 and waiting >= open) and 'waiting' or 'running'
+  if now ~= status then redis.call('HSET', record, 'status', now) end
 end
