@@ -41,6 +41,11 @@ export function formatRun(run: RunRecord): string {
   if (run.finished_at) lines.push(`duration   ${run.finished_at - run.created_at} ms`);
   if (run.output !== undefined) lines.push(`output     ${run.output}`);
   if (run.error) lines.push(`error      ${run.error.code} (${run.error.error_code}): ${run.error.message}`);
+  for (const call of run.pending_approvals ?? []) {
+    lines.push(
+      `waiting    ${call.tool_call_id}  ${call.tool_name} ${JSON.stringify(call.arguments)}  (step ${call.step_id}, iteration ${call.iteration}; expires ${new Date(call.expires_at).toISOString()})`,
+    );
+  }
   for (const [id, step] of Object.entries(run.steps ?? {})) lines.push(`step       ${id}  ${step.status}${step.error ? `  ${step.error.error_code}` : ''}`);
   return lines.map(printable).join('\n');
 }

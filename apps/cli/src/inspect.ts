@@ -97,6 +97,12 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
       case 'ToolInputValidationFailed':
         Object.assign(callOf(event), { outcome: 'invalid input', detail: event.violation_description });
         break;
+      case 'ToolApprovalRequested':
+        Object.assign(callOf(event), { outcome: 'waiting for approval', detail: '' });
+        break;
+      case 'ToolApprovalResolved':
+        Object.assign(callOf(event), { outcome: event.approved ? 'approved' : 'rejected', detail: event.by ? `by ${event.by}` : '' });
+        break;
       case 'LoopDetected':
         Object.assign(callOf(event), { outcome: `loop detected (${event.action})`, detail: `${event.repeats} repeats in ${event.window}` });
         break;
@@ -109,6 +115,9 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
       default:
         break;
     }
+  }
+  for (const call of run.pending_approvals ?? []) {
+    lines.push(`waiting for approval: ${call.tool_call_id} ${call.tool_name} ${JSON.stringify(call.arguments)} (arcflow approve ${run.run_id} ${call.tool_call_id} [--reject])`);
   }
   const stepList = [...steps.entries()];
   stepList.forEach(([stepId, step], stepIndex) => {

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { ConfigError, RequestError } from '@arcflow/core';
 import { demoCommand } from './commands/demo.ts';
-import { cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand, runsCommand } from './commands/runs.ts';
+import { approveCommand, cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand, runsCommand } from './commands/runs.ts';
 import { serveCommand } from './commands/serve.ts';
 import { workerCommand } from './commands/worker.ts';
 
@@ -14,6 +14,7 @@ const USAGE = `usage: arcflow <command> [options]
   events <run_id> [--follow] [--json]
   inspect <run_id>
   cancel <run_id>
+  approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
   serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json) and the web console (/)
   demo [--runs N]
@@ -45,6 +46,9 @@ const OPTIONS = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   wait: { type: 'boolean' },
+  reject: { type: 'boolean' },
+  reason: { type: 'string' },
+  by: { type: 'string' },
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -85,6 +89,9 @@ async function main(argv: string[]): Promise<number> {
     case 'cancel':
       need(1, '<run_id>');
       return cancelCommand(args[0]!);
+    case 'approve':
+      need(2, '<run_id> <tool_call_id>');
+      return approveCommand(args[0]!, args[1]!, { reject: values.reject, reason: values.reason, by: values.by, json: values.json });
     case 'runs':
       need(0, 'only options');
       return runsCommand(values);

@@ -1,11 +1,14 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { RunRecord, TraceEvent } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { collect, until as untilEvery } from './harness.ts';
 
+const run = promisify(execFile);
 const until = (check: () => Promise<boolean>, timeoutMs = 20_000) => untilEvery(check, timeoutMs, 50);
 const FIXTURE = new URL('./fixtures/approval-agents.ts', import.meta.url).pathname;
 const prefixes: string[] = [];
@@ -187,6 +190,23 @@ describe('approvals through two worker processes', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await executions('refund')).toBe(refundsBefore);
     await other.close();
+    await client.close();
+  });
+
+  it('is listed, inspected and approved from the command line', async () => {
+    const { prefix, client, waiting } = await setup('approve-cli');
+    const { run_id } = await client.enqueue({ agent: 'clerk', input: 'mix' });
+    await waiting(run_id, 1);
+    const cli = (...args: string[]) => run(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix } });
+    expect((await cli('runs', '--status', 'waiting')).stdout).toContain(run_id);
+    const inspected = (await cli('inspect', run_id)).stdout;
+    expect(inspected).toContain(`waiting for approval: c_refund refund {"order":"r1"} (arcflow approve ${run_id} c_refund [--reject])`);
+    expect(inspected).toMatch(/refund c_refund {2}waiting for approval/);
+    expect((await cli('get', run_id)).stdout).toMatch(/waiting {4}c_refund {2}refund {"order":"r1"}/);
+    expect((await cli('approve', run_id, 'c_refund', '--reject', '--reason', 'not today', '--by', 'carol')).stdout.trim()).toBe('c_refund rejected by carol: not today');
+    expect((await client.wait(run_id, { timeout_ms: 20_000 })).output).toBe('found a | Error: the user rejected this call — not today | found b');
+    const again = await cli('approve', run_id, 'c_look_a').catch((error: { stderr: string; code: number }) => error);
+    expect(again).toMatchObject({ code: 1, stderr: expect.stringContaining('never waited for approval') });
     await client.close();
   });
 

@@ -104,6 +104,21 @@ export async function cancelCommand(run_id: string): Promise<number> {
   });
 }
 
+/** `arcflow approve`: approves (or with --reject, rejects) a call waiting for a person. */
+export async function approveCommand(run_id: string, tool_call_id: string, flags: { reject?: boolean; reason?: string; by?: string; json?: boolean }): Promise<number> {
+  return withClient(async (client) => {
+    const answer = { approved: !flags.reject, ...(flags.reason !== undefined ? { reason: flags.reason } : {}), ...(flags.by !== undefined ? { by: flags.by } : {}) };
+    const resolution = await client.approve(run_id, tool_call_id, answer);
+    if (flags.json) console.log(JSON.stringify(resolution));
+    else {
+      const how = resolution.timed_out ? 'timed out' : resolution.approved ? 'approved' : 'rejected';
+      const same = resolution.approved !== answer.approved || resolution.timed_out ? ' (resolved before; that stands)' : '';
+      console.log(`${tool_call_id} ${how}${resolution.by ? ` by ${resolution.by}` : ''}${resolution.reason ? `: ${resolution.reason}` : ''}${same}`);
+    }
+    return 0;
+  });
+}
+
 export interface RunsFlags {
   status?: string;
   agent?: string;

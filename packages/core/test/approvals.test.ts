@@ -1,0 +1,115 @@
+import { Agent, type ApprovalRequest, type TraceEvent, runLocal, tool } from '@arcflow/core';
+import { assertEventInvariants, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+
+function clerk(approvalTimeoutMs?: number) {
+  const executed: string[] = [];
+  const refund = tool({
+    name: 'refund',
+    description: 'Refund an order',
+    input_schema: { type: 'object', properties: { order: { type: 'string' } }, required: ['order'] },
+    needs_approval: true,
+    ...(approvalTimeoutMs ? { approval_timeout_ms: approvalTimeoutMs } : {}),
+    handler: async ({ order }: { order: string }) => {
+      executed.push(order);
+      return `refunded ${order}`;
+    },
+  });
+  const lookup = tool({ name: 'lookup', description: 'Look up', input_schema: { type: 'object' }, handler: async () => 'found' });
+  const payout = tool({
+    name: 'payout',
+    description: 'Pay out',
+    input_schema: { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] },
+    needs_approval: ({ amount }: { amount: number }) => amount > 100,
+    handler: async ({ amount }: { amount: number }) => `paid ${amount}`,
+  });
+  return { agent: new Agent({ name: 'clerk', tools: [refund, lookup, payout], loop_detection: false }), executed };
+}
+
+const lastAnswer = (model: ReturnType<typeof scriptedProvider>) =>
+  (model.requests.at(-1)?.messages ?? []).filter((message) => message.role === 'tool').map((message) => (message as { content: string }).content);
+const kinds = (events: readonly TraceEvent[], kind: string) => events.filter((event) => event.kind === kind);
+
+describe('runLocal: approvals, answered by the approve option', () => {
+  it('runs approved calls after their siblings, rejects with the exact text, and asks once per call with its arguments', async () => {
+    const { agent, executed } = clerk();
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'lookup', args: {}, id: 'c1' },
+        { name: 'refund', args: { order: 'r1' }, id: 'c2' },
+        { name: 'refund', args: { order: 'r2' }, id: 'c3' },
+      ]),
+      reply('done'),
+    ]);
+    const asked: ApprovalRequest[] = [];
+    const run = await runLocal(agent, 'go', {
+      provider: model,
+      approve: async (request) => {
+        asked.push(request);
+        return request.tool_call_id === 'c2' ? { approved: true, by: 'alice' } : { approved: false, reason: 'not this one', by: 'bob' };
+      },
+    });
+    assertEventInvariants(run.events);
+    expect(run.status).toBe('completed');
+    expect(asked).toEqual([
+      { step_id: 's1', iteration: 1, tool_call_id: 'c2', tool_name: 'refund', arguments: { order: 'r1' } },
+      { step_id: 's1', iteration: 1, tool_call_id: 'c3', tool_name: 'refund', arguments: { order: 'r2' } },
+    ]);
+    expect(executed).toEqual(['r1']);
+    expect(lastAnswer(model)).toEqual(['found', 'refunded r1', 'Error: the user rejected this call — not this one']);
+    expect(kinds(run.events, 'ToolApprovalResolved')).toEqual([
+      expect.objectContaining({ tool_call_id: 'c2', approved: true, by: 'alice' }),
+      expect.objectContaining({ tool_call_id: 'c3', approved: false, by: 'bob' }),
+    ]);
+    expect(run.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_call_id: 'c3', error_code: 'rejected' });
+    expect(run.events.filter((event) => event.kind === 'ToolCallStarted' && event.tool_call_id === 'c3')).toEqual([]);
+  });
+
+  it('rejects with `no approver` without an approve option; decides per call with a needs_approval function', async () => {
+    const { agent } = clerk();
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'payout', args: { amount: 500 }, id: 'big' },
+        { name: 'payout', args: { amount: 5 }, id: 'small' },
+      ]),
+      reply('done'),
+    ]);
+    const run = await runLocal(agent, 'go', { provider: model });
+    expect(lastAnswer(model)).toEqual(['Error: the user rejected this call — no approver', 'paid 5']);
+    expect(kinds(run.events, 'ToolApprovalRequested').map((event) => (event as { tool_call_id: string }).tool_call_id)).toEqual(['big']);
+  });
+
+  it('times a call out after approval_timeout_ms, with no ToolApprovalResolved; waits again in the next iteration', async () => {
+    const { agent } = clerk(200);
+    const model = scriptedProvider([
+      toolCalls([{ name: 'refund', args: { order: 'slow' }, id: 'first' }]),
+      toolCalls([{ name: 'refund', args: { order: 'next' }, id: 'second' }]),
+      reply('done'),
+    ]);
+    const run = await runLocal(agent, 'go', {
+      provider: model,
+      approve: (request) => (request.tool_call_id === 'first' ? new Promise(() => undefined) : { approved: true }),
+    });
+    assertEventInvariants(run.events);
+    expect(run.status).toBe('completed');
+    expect(run.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_call_id: 'first', error_code: 'approval_timeout' });
+    expect(kinds(run.events, 'ToolApprovalResolved')).toEqual([expect.objectContaining({ tool_call_id: 'second', approved: true })]);
+    expect(lastAnswer(model)).toEqual(['Error: approval timed out', 'refunded next']);
+  });
+
+  it('cancels a waiting call when the run is cancelled, running nothing', async () => {
+    const { agent, executed } = clerk();
+    const controller = new AbortController();
+    const run = await runLocal(agent, 'go', {
+      provider: scriptedProvider([toolCalls([{ name: 'refund', args: { order: 'r' }, id: 'w' }]), reply('never')]),
+      signal: controller.signal,
+      approve: () => {
+        setTimeout(() => controller.abort(), 20);
+        return new Promise(() => undefined);
+      },
+    });
+    expect(run.status).toBe('cancelled');
+    expect(executed).toEqual([]);
+    expect(run.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_call_id: 'w', error_code: 'cancelled' });
+  });
+});
