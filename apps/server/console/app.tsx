@@ -31,6 +31,7 @@ interface Run {
   finished_at?: number;
   trace_id?: string;
   steps?: Record<string, { status: string; output?: string; error?: RunError }>;
+  pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
 }
 interface Event {
   seq: number;
@@ -402,6 +403,7 @@ function RunPage({ run_id, me }: { run_id: string; me: Me }) {
           </button>
         )}
       </div>
+      {(run.pending_approvals?.length ?? 0) > 0 && <PendingApprovals run={run} canAnswer={me.scope !== 'read'} />}
       {graph && (
         <div class="card">
           <h2>Workflow</h2>
@@ -471,6 +473,50 @@ function RunPage({ run_id, me }: { run_id: string; me: Me }) {
           </table>
         </div>
       </div>
+    </div>
+  );
+}
+
+/** Calls waiting for a person, with their arguments; keys that may write approve or reject them here. */
+function PendingApprovals({ run, canAnswer }: { run: Run; canAnswer: boolean }) {
+  const [reasons, setReasons] = useState<Record<string, string>>({});
+  const [error, setError] = useState('');
+  const answer = (id: string, approved: boolean) =>
+    api(`/v1/runs/${encodeURIComponent(run.run_id)}/approvals/${encodeURIComponent(id)}`, {
+      method: 'POST',
+      body: JSON.stringify({ approved, ...(!approved && reasons[id] ? { reason: reasons[id] } : {}) }),
+    }).catch((failure) => setError((failure as Error).message));
+  return (
+    <div class="card">
+      <h2>Waiting for approval</h2>
+      {error && <p class="error">{error}</p>}
+      <table>
+        <tbody>
+          {(run.pending_approvals ?? []).map((call) => (
+            <tr data-approval={call.tool_call_id}>
+              <td>{call.tool_name}</td>
+              <td class="mono">{JSON.stringify(call.arguments)}</td>
+              <td class="hide-narrow">until {time(call.expires_at)}</td>
+              {canAnswer && (
+                <td>
+                  <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
+                    Approve
+                  </button>{' '}
+                  <input
+                    aria-label="reason"
+                    placeholder="reason"
+                    value={reasons[call.tool_call_id] ?? ''}
+                    onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
+                  />{' '}
+                  <button type="button" onClick={() => answer(call.tool_call_id, false)}>
+                    Reject
+                  </button>
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </div>
   );
 }

@@ -31,6 +31,7 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   input_too_large: 413,
   payload_too_large: 413,
   redis_unavailable: 503,
+  not_pending: 409,
 };
 
 const TITLES: Readonly<Record<number, string>> = {
@@ -38,6 +39,7 @@ const TITLES: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',

@@ -32,6 +32,20 @@ export const RunRecord = Type.Object(
     created_at: Type.Integer({ description: 'epoch ms' }),
     finished_at: Type.Optional(Type.Integer({ description: 'epoch ms' })),
     trace_id: Type.Optional(Type.String({ description: "the run's OpenTelemetry trace id" })),
+    pending_approvals: Type.Optional(
+      Type.Array(
+        Type.Object({
+          step_id: Type.String(),
+          iteration: Type.Integer(),
+          tool_call_id: Type.String(),
+          tool_name: Type.String(),
+          arguments: Type.Unknown(),
+          requested_at: Type.Integer(),
+          expires_at: Type.Integer(),
+        }),
+        { description: 'calls waiting for approval, with their arguments (for approvers; never in events)' },
+      ),
+    ),
     steps: Type.Optional(
       Type.Record(Type.String(), Type.Object({ status: Type.String(), output: Type.Optional(Type.String()), error: Type.Optional(Type.Ref('RunError')) }, open)),
     ),
@@ -56,6 +70,25 @@ export const EnqueueBody = Type.Object(
 );
 
 export const RunIdParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const ApprovalParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 100 }), tool_call_id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const ApprovalBody = Type.Object(
+  {
+    approved: Type.Boolean(),
+    reason: Type.Optional(Type.String({ maxLength: 2_000, description: 'told to the model when the call is rejected' })),
+    by: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ApprovalResolution = Type.Object({
+  approved: Type.Boolean(),
+  by: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+  resolved_at: Type.Integer(),
+  timed_out: Type.Optional(Type.Boolean()),
+});
 
 export const ListQuery = Type.Object(
   {

@@ -132,6 +132,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(agents.body).toEqual({
       agents: [
         { name: 'api_agent', kind: 'agent', tools: ['api_pause'], live_workers: 1 },
+        { name: 'api_approver', kind: 'agent', tools: ['api_refund'], live_workers: 1 },
         {
           name: 'api_flow',
           kind: 'workflow',
@@ -145,9 +146,39 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       ],
     });
     const queues = await json(await call('/v1/queues', { key: 'read' }));
-    expect(queues.body.queues.map((queue: { name: string }) => queue.name)).toEqual(['agent-api_agent', 'agent-api_flow', 'tool-api_pause']);
+    expect(queues.body.queues.map((queue: { name: string }) => queue.name)).toEqual([
+      'agent-api_agent',
+      'agent-api_approver',
+      'agent-api_flow',
+      'tool-api_pause',
+      'tool-api_refund',
+    ]);
     for (const queue of queues.body.queues)
       expect(queue).toMatchObject({ waiting: expect.any(Number), active: expect.any(Number), delayed: expect.any(Number), failed: expect.any(Number), workers: 1 });
+  });
+
+  it('lists a waiting call with its arguments and takes its approval (write scope), once', async () => {
+    const { body } = await enqueue({ agent: 'api_approver', input: 'refund o-7' });
+    let record: Record<string, any> = {};
+    for (let tries = 0; tries < 200 && record.status !== 'waiting'; tries += 1) {
+      record = (await json(await call(`/v1/runs/${body.run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(record.pending_approvals).toEqual([expect.objectContaining({ tool_call_id: 'c_refund', tool_name: 'api_refund', arguments: { order: 'o-7' } })]);
+    const approve = (key: keyof typeof KEYS, id: string, answer: unknown) =>
+      call(`/v1/runs/${body.run_id}/approvals/${id}`, { method: 'POST', key, body: JSON.stringify(answer) }).then(json);
+    expect((await approve('read', 'c_refund', { approved: true })).status).toBe(403);
+    expect((await approve('write', 'c_refund', { approved: 'yes' })).body).toMatchObject({ status: 400, code: 'invalid_request' });
+    const first = await approve('write', 'c_refund', { approved: true, by: 'dana' });
+    expect(first).toMatchObject({ status: 200, body: { approved: true, by: 'dana', resolved_at: expect.any(Number) } });
+    expect((await approve('write', 'c_refund', { approved: false })).body).toEqual(first.body);
+    expect((await approve('write', 'c_other', { approved: true })).body).toMatchObject({ status: 409, code: 'not_pending' });
+    let done: Record<string, any> = {};
+    for (let tries = 0; tries < 200 && done.status !== 'completed'; tries += 1) {
+      done = (await json(await call(`/v1/runs/${body.run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(done.output).toBe('refunded o-7');
   });
 
   it('answers health checks without a key, sends no CORS headers, and never logs a secret', async () => {
@@ -173,12 +204,13 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/queues',
       '/v1/runs',
       '/v1/runs/{run_id}',
+      '/v1/runs/{run_id}/approvals/{tool_call_id}',
       '/v1/runs/{run_id}/cancel',
       '/v1/runs/{run_id}/events',
     ]);
     for (const [path, methods] of paths) {
       for (const [method, operation] of Object.entries(methods)) {
-        const url = path.replace('{run_id}', run.run_id);
+        const url = path.replace('{run_id}', run.run_id).replace('{tool_call_id}', 'c_none');
         const response = await call(url, {
           method: method.toUpperCase(),
           ...(method === 'post' && path === '/v1/runs' ? { body: JSON.stringify({ agent: 'api_agent', input: 'doc' }) } : {}),

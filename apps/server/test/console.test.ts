@@ -92,6 +92,29 @@ describe('the web console, in a real Chromium', () => {
     await context.close();
   });
 
+  it('lists the calls waiting for approval with their arguments, and approves one with a click', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(serve.url);
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('ops (admin)').waitFor();
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_approver', input: 'refund' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    const row = page.locator('tr[data-approval="c_refund"]');
+    await row.getByText('{"order":"o-7"}').waitFor({ timeout: 15_000 });
+    await page.locator('.facts .badge', { hasText: 'waiting' }).waitFor();
+    await row.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    expect(await page.locator('tr[data-approval]').count()).toBe(0);
+    await context.close();
+  });
+
   it('follows a run page live while the run goes on', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

@@ -5,7 +5,7 @@ import { Type } from '@fastify/type-provider-typebox';
 import { allows } from '../auth.ts';
 import { type EventHub, endsRun } from '../event-hub.ts';
 import { HttpProblem } from '../problems.ts';
-import { EnqueueBody, ListQuery, RunIdParams, RunList, problems } from '../schemas.ts';
+import { ApprovalBody, ApprovalParams, ApprovalResolution, EnqueueBody, ListQuery, RunIdParams, RunList, problems } from '../schemas.ts';
 import { openEventStream } from '../sse.ts';
 
 export interface RunRoutesOptions {
@@ -87,6 +87,20 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
       stream.onClose(stop);
       return reply;
     },
+  );
+
+  app.post(
+    '/v1/runs/:run_id/approvals/:tool_call_id',
+    {
+      config: { scope: 'write' },
+      schema: {
+        summary: 'Approve or reject a call waiting for a person; answering again returns the first resolution',
+        params: ApprovalParams,
+        body: ApprovalBody,
+        response: { 200: ApprovalResolution, ...problems(400, 401, 403, 404, 409, 429, 503) },
+      },
+    },
+    async (request) => client.approve(request.params.run_id, request.params.tool_call_id, request.body),
   );
 
   app.post(
