@@ -76,6 +76,8 @@ export class Agent {
         retries: item.retries,
         concurrency: item.concurrency ?? null,
         max_result_bytes: item.max_result_bytes,
+        needs_approval: typeof item.needs_approval === 'function' ? 'per call' : item.needs_approval,
+        approval_timeout_ms: item.approval_timeout_ms,
       })),
       settings: this.settings,
     });
