@@ -157,6 +157,29 @@ describe('approvals through two worker processes', () => {
     await client.close();
   });
 
+  it('settles a call once when its approval arrives as its timeout fires', async () => {
+    const { client } = await setup('approve-vs-timeout');
+    for (let round = 0; round < 3; round += 1) {
+      const { run_id } = await client.enqueue({ agent: 'clerk', input: `payout ${round}` });
+      await until(async () => ((await client.get(run_id))?.pending_approvals?.length ?? 0) === 1);
+      const { expires_at } = (await client.get(run_id))!.pending_approvals![0]!;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, expires_at - Date.now())));
+      const resolution = await client.approve(run_id, 'c_big', { approved: true, by: 'late' });
+      const done = await client.wait(run_id, { timeout_ms: 20_000 });
+      const events = await collect(client, run_id);
+      assertEventInvariants(events);
+      expect(terminalsOf(events, 'c_big')).toHaveLength(1);
+      if (resolution.timed_out) {
+        expect(done.output).toBe('Error: approval timed out | paid 5');
+        expect(ofKind(events, 'ToolApprovalResolved')).toEqual([]);
+      } else {
+        expect(done.output).toBe('paid 500 | paid 5');
+        expect(ofKind(events, 'ToolApprovalResolved')).toHaveLength(1);
+      }
+    }
+    await client.close();
+  });
+
   it('resolves once under two concurrent approvals, refuses calls that are not waiting, and cancels a waiting run without running anything', async () => {
     const { prefix, client, executions, waiting } = await setup('approve-race');
     const other = createClient({ redis: TEST_REDIS_URL, prefix });
