@@ -1,6 +1,5 @@
 import type { TraceEvent } from '@arcflow/core';
-import { RunStore, resolveConnection } from '@arcflow/queue';
-import { Redis } from 'ioredis';
+import { RunStore, connectRedis, resolveConnection } from '@arcflow/queue';
 
 /** Each round's tool call ids in the model's order, by {@link roundKey}. */
 export type CallOrder = ReadonlyMap<string, readonly string[]>;
@@ -18,7 +17,7 @@ export async function readCallOrder(options: { redis?: string; prefix?: string }
   );
   if (rounds.length === 0) return new Map();
   const connection = resolveConnection(options);
-  const redis = new Redis(connection.redis, { maxRetriesPerRequest: 2 });
+  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 2 });
   try {
     const ids = await new RunStore(redis, connection.prefix, connection.retention_seconds).toolCallIds(run_id, rounds);
     return new Map(rounds.flatMap(({ step_id, iteration }, index) => (ids[index] ? [[roundKey(step_id, iteration), ids[index]!] as const] : [])));

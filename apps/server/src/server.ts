@@ -1,12 +1,11 @@
 import { ConfigError } from '@arcflow/core';
-import { type ArcflowClient, CONNECTION_DEFAULTS, RunStore, createClient, resolveConnection } from '@arcflow/queue';
+import { type ArcflowClient, CONNECTION_DEFAULTS, RunStore, connectRedis, createClient, duplicateRedis, resolveConnection } from '@arcflow/queue';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
 import { type Caller, KeyRing, SESSION_COOKIE, allows, presentedSecret } from './auth.ts';
 import { EventHub } from './event-hub.ts';
 import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
@@ -45,9 +44,9 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const connection = resolveConnection({ ...(options.redis ? { redis: options.redis } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
   const keys = new KeyRing(options.keys ?? []);
   const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
-  const redis = new Redis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false });
+  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false });
   redis.on('error', () => undefined); // readyz reports it
-  const subscriber = redis.duplicate({ maxRetriesPerRequest: null });
+  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null });
   subscriber.on('error', () => undefined);
   const app = Fastify({
     logger: options.log === false ? false : { level: 'info', redact: ['req.headers.authorization', 'req.headers.cookie'] },

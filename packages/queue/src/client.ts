@@ -26,7 +26,8 @@ import {
   workflowOutput,
 } from '@arcflow/core';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis, duplicateRedis } from './redis-connect.ts';
 import { endRun, stopClosedWork } from './engine/end-run.ts';
 import { enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
@@ -122,7 +123,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   // Commands never wait in a queue while Redis is away, and a command whose reply was lost is not
   // sent again: `reach` tries the whole operation again, so nothing runs after the caller was told
   // it failed. A restart shorter than `redis_timeout_ms` goes unnoticed.
-  const redis = coalesceWrites(new Redis(connection.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, lazyConnect: false }));
+  const redis = coalesceWrites(connectRedis(connection.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, lazyConnect: false }));
   const health = watchConnection(redis, connection.redis, silentLogger);
   const timeoutMs = options.redis_timeout_ms ?? CLIENT_DEFAULTS.redis_timeout_ms;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError(`redis_timeout_ms must be an integer >= 1, got ${JSON.stringify(timeoutMs)}`);
@@ -154,7 +155,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   const subscribe = () => {
     if (!subscribed) {
       // Subscriptions wait out a reconnect and are restored after it; `wait` also polls.
-      subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+      subscriber = duplicateRedis(redis, { enableOfflineQueue: true, maxRetriesPerRequest: null });
       subscriber.on('error', () => undefined);
       subscriber.on('message', (_channel: string, run_id: string) => {
         for (const wake of waiters.get(run_id) ?? []) wake();

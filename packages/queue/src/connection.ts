@@ -1,8 +1,17 @@
 import { RequestError, type ToolLogger } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 
-/** A Redis URL fit for messages and logs: any password is replaced by `***`. */
+/** A Redis URL (or a cluster's list of them) fit for messages and logs: any password is replaced by `***`. */
 export function redactUrl(url: string): string {
+  if (url.includes(','))
+    return url
+      .split(',')
+      .map((part) => redactOne(part.trim()))
+      .join(',');
+  return redactOne(url);
+}
+
+function redactOne(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';

@@ -3,4 +3,5 @@ export { startWorker, newWorkerId, type ArcflowWorker } from './engine/worker.ts
 export { type WorkerOptions, type WorkerRole, type ConnectionOptions, CONNECTION_DEFAULTS, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
+export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
 export type { ProviderJobData, ToolJobData, TraceCarrier } from './engine/jobs.ts';

@@ -32,7 +32,7 @@ export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptio
       ),
     );
     const worker = { close: () => Promise.all(started.map((each) => each.close())) };
-    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    const client = createClient({ redis: extra.redis ?? TEST_REDIS_URL, prefix });
     try {
       const { run_id } = await client.enqueue({ agent: agent.name, input, config, exec_config });
       const run = await client.wait(run_id, { timeout_ms: 20_000 });

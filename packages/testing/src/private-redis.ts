@@ -52,7 +52,7 @@ export async function startPrivateRedis(options: { durable?: boolean } = {}): Pr
   };
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -60,7 +60,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function answers(port: number, timeoutMs = 10_000): Promise<void> {
+export async function answers(port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const redis = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Agent, ConfigError, type ToolDefinition, Workflow, backoffMs, stepFailedEvent, stepRunError } from '@arcflow/core';
 import { type Job, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
 import { coalesceWrites } from '../redis-writes.ts';
 import { isConnectionError, watchConnection } from '../connection.ts';
@@ -42,7 +42,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   // One connection for BullMQ and the store; each tick's commands go out in one socket write
   // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
   // CPU, since ioredis's auto-pipelining costs more per command than a corked socket.
-  const connection = coalesceWrites(new Redis(options.redis, { maxRetriesPerRequest: null }));
+  const connection = coalesceWrites(connectRedis(options.redis, { maxRetriesPerRequest: null }));
   // One line when Redis goes away and one when it is back, not an error per retry.
   watchConnection(connection, options.redis, options.logger);
   const logWorkerError = (message: string, fields: Record<string, unknown>) => (error: Error) => {
@@ -51,7 +51,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const store = new RunStore(connection, options.prefix, options.retention_seconds);
   const bullPrefix = store.keys.tag;
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
-  const listener = connection.duplicate();
+  const listener = duplicateRedis(connection);
   listener.on('error', () => undefined); // reported once, by the main connection's watch
   const cancellation = await CancellationListener.start(listener, store.keys.cancelChannel, (run_id) => {
     emitRunSpanOnce(store, run_id).catch((error) => options.logger.warn('root span for a cancelled run failed', { run_id, error }));

@@ -1,0 +1,63 @@
+import { ConfigError } from '@arcflow/core';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * The nodes of a `REDIS_URL` that lists several (`redis://a:6379,redis://b:6379`): a Redis
+ * Cluster; undefined for a single URL. Each node's URL must be complete; a password on any node
+ * is used for all (a cluster has one).
+ */
+export function clusterNodes(url: string): { host: string; port: number; password?: string; username?: string }[] | undefined {
+  const parts = url
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  if (parts.length < 2) return undefined;
+  return parts.map((part) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(part);
+    } catch {
+      throw new ConfigError(`REDIS_URL lists a node that is not a URL: ${part.replace(/\/\/([^@/]*)@/, '//***@')}`);
+    }
+    if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new ConfigError(`REDIS_URL node ${parsed.host}: the scheme must be redis: or rediss:`);
+    return {
+      host: parsed.hostname,
+      port: Number(parsed.port || 6379),
+      ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+      ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    };
+  });
+}
+
+/**
+ * A connection to the Redis that `url` names: one server, or with several nodes listed, an
+ * ioredis `Cluster` over them (SPEC §9). Every key of a run shares one hash tag, so its scripts
+ * and its BullMQ jobs stay in one slot either way. Typed as `Redis`: the engine uses only what
+ * both offer (commands, scripts, pub/sub, `duplicate`, `status` and the connection events).
+ */
+export function connectRedis(url: string, options: RedisOptions = {}): Redis {
+  const nodes = clusterNodes(url);
+  if (!nodes) return new Redis(url, options);
+  const { password, username } = nodes.find((node) => node.password) ?? {};
+  const { enableOfflineQueue, ...redisOptions } = options;
+  const cluster = new Cluster(
+    nodes.map(({ host, port }) => ({ host, port })),
+    {
+      redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}) },
+      ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+      ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
+    },
+  );
+  return cluster as unknown as Redis;
+}
+
+/** A second connection like `redis` (a cluster's for a cluster), with `options` over its own: for subscribers. */
+export function duplicateRedis(redis: Redis, options: RedisOptions = {}): Redis {
+  if (!((redis as unknown) instanceof Cluster)) return redis.duplicate(options);
+  const cluster = redis as unknown as Cluster;
+  const { enableOfflineQueue, ...redisOptions } = options;
+  return cluster.duplicate([], {
+    ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+    redisOptions: { ...cluster.options.redisOptions, ...redisOptions },
+  }) as unknown as Redis;
+}

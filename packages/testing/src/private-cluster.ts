@@ -1,0 +1,65 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { answers, freePort } from './private-redis.ts';
+
+const run = promisify(execFile);
+
+/** A Redis Cluster of a test's own: masters on free loopback ports, slots spread over them. */
+export interface PrivateCluster {
+  /** Every node, comma-separated: the `REDIS_URL` of cluster mode. */
+  readonly url: string;
+  readonly ports: readonly number[];
+  /** Kills every node and removes their directories. */
+  close(): Promise<void>;
+}
+
+/** Starts `masters` cluster-enabled `redis-server`s (no replicas) and joins them with `redis-cli --cluster create`. */
+export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'arcflow-cluster-'));
+  const ports: number[] = [];
+  for (let index = 0; index < masters; index += 1) ports.push(await freePort());
+  const children: ChildProcess[] = ports.map((port) =>
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    ),
+  );
+  const close = async () => {
+    await Promise.all(
+      children.map((child) => {
+        if (child.exitCode !== null) return undefined;
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        return exited;
+      }),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await Promise.all(ports.map((port) => answers(port)));
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    await Promise.all(ports.map((port) => clusterReady(port)));
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { url: ports.map((port) => `redis://127.0.0.1:${port}`).join(','), ports, close };
+}
+
+async function clusterReady(port: number, timeoutMs = 20_000): Promise<void> {
+  const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (!/cluster_state:ok/.test(String(await redis.cluster('INFO')))) {
+      if (Date.now() > deadline) throw new Error(`cluster node ${port} did not become ready`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
