@@ -1,0 +1,74 @@
+// The console's view of the HTTP API: its shapes and one fetch helper.
+
+export interface Me {
+  name: string;
+  scope: string;
+  open: boolean;
+  trace_url: string | null;
+}
+export interface Tokens {
+  input: number;
+  output: number;
+  total: number;
+}
+export interface RunError {
+  code: string;
+  error_code: string;
+  message: string;
+}
+export interface Run {
+  run_id: string;
+  status: string;
+  agent?: string;
+  workflow?: string;
+  output?: string;
+  error?: RunError;
+  usage: Tokens;
+  iterations: number;
+  created_at: number;
+  finished_at?: number;
+  trace_id?: string;
+  steps?: Record<string, { status: string; output?: string; error?: RunError }>;
+  pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
+}
+export interface Event {
+  seq: number;
+  kind: string;
+  step_id: string;
+  ts: number;
+  iteration?: number;
+  [field: string]: unknown;
+}
+export interface AgentInfo {
+  name: string;
+  kind: 'agent' | 'workflow';
+  tools: string[];
+  live_workers: number;
+  steps?: { id: string; type: string; depends_on: string[] }[];
+}
+export interface QueueInfo {
+  name: string;
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  workers: number;
+}
+
+export class Problem extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function api<T>(path: string, init?: RequestInit): Promise<T> {
+  const response = await fetch(path, { credentials: 'same-origin', headers: { 'content-type': 'application/json' }, ...init });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Problem(response.status, (body as { detail?: string }).detail ?? response.statusText);
+  return body as T;
+}
+
+export const TERMINAL = new Set(['completed', 'failed', 'cancelled']);

@@ -1,0 +1,182 @@
+// A run's page: its facts, waiting approvals, workflow graph, steps with their calls, and events, live.
+import { useMemo, useState } from 'preact/hooks';
+import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
+import { layers, fold } from './fold.ts';
+import { useEvents, usePolled } from './hooks.ts';
+import { Badge, duration, time } from './ui.tsx';
+
+export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
+  const record = usePolled(
+    () => api<Run>(`/v1/runs/${encodeURIComponent(run_id)}`),
+    1_500,
+    [run_id],
+    (run) => TERMINAL.has(run.status),
+  );
+  const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 60_000, []);
+  const events = useEvents(run_id);
+  const views = useMemo(() => fold(events), [events]);
+  const run = record.value;
+  if (record.error && !run) return <p class="error">{record.error}</p>;
+  if (!run) return <p class="muted">Loading…</p>;
+  const graph = run.workflow ? agents.value?.agents.find((each) => each.name === run.workflow)?.steps : undefined;
+  const traceLink = run.trace_id && me.trace_url ? me.trace_url.replace('{trace_id}', run.trace_id) : undefined;
+  const cancel = () => api(`/v1/runs/${encodeURIComponent(run_id)}/cancel`, { method: 'POST', body: '{}' }).catch(() => undefined);
+  return (
+    <div>
+      <div class="card">
+        <h2 class="mono">{run.run_id}</h2>
+        <div class="facts">
+          <div>
+            <span>status</span>
+            <Badge status={run.status} />
+          </div>
+          <div>
+            <span>{run.workflow ? 'workflow' : 'agent'}</span>
+            {run.workflow ?? run.agent}
+          </div>
+          <div>
+            <span>duration</span>
+            {duration(run)}
+          </div>
+          <div>
+            <span>iterations</span>
+            {run.iterations}
+          </div>
+          <div>
+            <span>tokens (in / out / total)</span>
+            {run.usage.input} / {run.usage.output} / {run.usage.total}
+          </div>
+          <div>
+            <span>trace</span>
+            {traceLink ? <a href={traceLink}>{run.trace_id}</a> : <span class="mono">{run.trace_id ?? '—'}</span>}
+          </div>
+        </div>
+        {run.error && (
+          <p class="error">
+            {run.error.error_code}: {run.error.message}
+          </p>
+        )}
+        {run.output !== undefined && <p class="mono">{run.output}</p>}
+        {!TERMINAL.has(run.status) && me.scope !== 'read' && (
+          <button type="button" onClick={cancel}>
+            Cancel run
+          </button>
+        )}
+      </div>
+      {(run.pending_approvals?.length ?? 0) > 0 && <PendingApprovals run={run} canAnswer={me.scope !== 'read'} />}
+      {graph && (
+        <div class="card">
+          <h2>Workflow</h2>
+          <div class="graph">
+            {layers(graph).map((layer) => (
+              <div class="layer">
+                {layer.map((step) => (
+                  <div class="node" data-step={step.id}>
+                    <strong>{step.id}</strong> <Badge status={run.steps?.[step.id]?.status ?? 'pending'} />
+                    {step.depends_on.length > 0 && <div class="after">after {step.depends_on.join(', ')}</div>}
+                  </div>
+                ))}
+              </div>
+            ))}
+          </div>
+        </div>
+      )}
+      <div class="card">
+        <h2>Steps and tool calls</h2>
+        {views.map((view) => (
+          <div class="step" data-step-view={view.id}>
+            <h3>
+              step {view.id} {run.steps?.[view.id] && <Badge status={run.steps[view.id]!.status} />}
+              <span class="muted">{view.outcome}</span>
+              {view.tokens && <span class="muted">{view.tokens.total} tokens</span>}
+            </h3>
+            {[...view.iterations.entries()].map(([n, node]) => (
+              <div class="iteration">
+                <p>{node.chat ? `iteration ${n} · ${node.chat}` : 'call'}</p>
+                {node.calls.size > 0 && (
+                  <table>
+                    <tbody>
+                      {[...node.calls.values()].map((call) => (
+                        <tr data-call={call.id}>
+                          <td>{call.name}</td>
+                          <td class="mono hide-narrow">{call.id}</td>
+                          <td>{call.outcome}</td>
+                          <td>{call.detail}</td>
+                          <td class="hide-narrow">{call.attempts > 1 ? `${call.attempts} attempts` : ''}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                )}
+              </div>
+            ))}
+          </div>
+        ))}
+      </div>
+      <div class="card">
+        <h2>Events ({events.length})</h2>
+        <div class="events">
+          <table>
+            <tbody>
+              {events.map((event) => (
+                <tr data-seq={event.seq}>
+                  <td>{event.seq}</td>
+                  <td>{event.kind}</td>
+                  <td class="mono">
+                    {event.step_id}
+                    {event.iteration ? `#${event.iteration}` : ''}
+                  </td>
+                  <td class="hide-narrow">{time(event.ts)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+/** Calls waiting for a person, with their arguments; keys that may write approve or reject them here. */
+function PendingApprovals({ run, canAnswer }: { run: Run; canAnswer: boolean }) {
+  const [reasons, setReasons] = useState<Record<string, string>>({});
+  const [error, setError] = useState('');
+  const answer = (id: string, approved: boolean) =>
+    api(`/v1/runs/${encodeURIComponent(run.run_id)}/approvals/${encodeURIComponent(id)}`, {
+      method: 'POST',
+      body: JSON.stringify({ approved, ...(!approved && reasons[id] ? { reason: reasons[id] } : {}) }),
+    }).catch((failure) => setError((failure as Error).message));
+  return (
+    <div class="card">
+      <h2>Waiting for approval</h2>
+      {error && <p class="error">{error}</p>}
+      <table>
+        <tbody>
+          {(run.pending_approvals ?? []).map((call) => (
+            <tr data-approval={call.tool_call_id}>
+              <td>{call.tool_name}</td>
+              <td class="mono">{JSON.stringify(call.arguments)}</td>
+              <td class="hide-narrow">until {time(call.expires_at)}</td>
+              {canAnswer && (
+                <td>
+                  <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
+                    Approve
+                  </button>{' '}
+                  <input
+                    aria-label="reason"
+                    placeholder="reason"
+                    value={reasons[call.tool_call_id] ?? ''}
+                    onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
+                  />{' '}
+                  <button type="button" onClick={() => answer(call.tool_call_id, false)}>
+                    Reject
+                  </button>
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

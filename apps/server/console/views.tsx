@@ -1,0 +1,154 @@
+// The console's pages: sign-in, runs, agents, queues.
+import { useState } from 'preact/hooks';
+import { type AgentInfo, type QueueInfo, type Run, api } from './api.ts';
+import { usePolled } from './hooks.ts';
+import { Badge, duration, time } from './ui.tsx';
+
+export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState('');
+  const submit = async (event: Event | SubmitEvent) => {
+    (event as SubmitEvent).preventDefault();
+    try {
+      await api('/console/session', { method: 'POST', body: JSON.stringify({ key }) });
+      onSignedIn();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  return (
+    <div class="card signin">
+      <h2>Sign in to arcflow</h2>
+      <form onSubmit={submit as never}>
+        <input type="password" name="key" placeholder="API key" autocomplete="current-password" value={key} onInput={(event) => setKey((event.target as HTMLInputElement).value)} />
+        <button class="primary" type="submit">
+          Sign in
+        </button>
+        {error && <p class="error">{error}</p>}
+      </form>
+    </div>
+  );
+}
+
+export function RunsList() {
+  const [status, setStatus] = useState('');
+  const [agent, setAgent] = useState('');
+  const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 10_000, []);
+  const query = new URLSearchParams({ limit: '50', ...(status ? { status } : {}), ...(agent ? { agent } : {}) });
+  const runs = usePolled(() => api<{ runs: Run[] }>(`/v1/runs?${query}`), 1_000, [status, agent]);
+  return (
+    <div class="card">
+      <h2>Runs</h2>
+      <div class="filters">
+        <select aria-label="status" value={status} onChange={(event) => setStatus((event.target as HTMLSelectElement).value)}>
+          <option value="">any status</option>
+          {['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'].map((each) => (
+            <option value={each}>{each}</option>
+          ))}
+        </select>
+        <select aria-label="agent" value={agent} onChange={(event) => setAgent((event.target as HTMLSelectElement).value)}>
+          <option value="">any agent or workflow</option>
+          {(agents.value?.agents ?? []).map((each) => (
+            <option value={each.name}>{each.name}</option>
+          ))}
+        </select>
+      </div>
+      {runs.error && <p class="error">{runs.error}</p>}
+      <table>
+        <thead>
+          <tr>
+            <th>run</th>
+            <th>status</th>
+            <th>agent</th>
+            <th class="hide-narrow">created</th>
+            <th>duration</th>
+            <th class="hide-narrow">tokens</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(runs.value?.runs ?? []).map((run) => (
+            <tr data-run={run.run_id}>
+              <td class="id">
+                <a href={`#/runs/${run.run_id}`}>{run.run_id}</a>
+              </td>
+              <td>
+                <Badge status={run.status} />
+              </td>
+              <td>{run.workflow ? `${run.workflow} (workflow)` : run.agent}</td>
+              <td class="hide-narrow">{time(run.created_at)}</td>
+              <td>{duration(run)}</td>
+              <td class="hide-narrow">{run.usage.total}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {runs.value && runs.value.runs.length === 0 && <p class="muted">No runs yet.</p>}
+    </div>
+  );
+}
+
+/** The run's events, live: the stream resumes by itself after a dropped connection (Last-Event-ID). */
+
+export function Agents() {
+  const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 5_000, []);
+  return (
+    <div class="card">
+      <h2>Agents and workflows</h2>
+      {agents.error && <p class="error">{agents.error}</p>}
+      <table>
+        <thead>
+          <tr>
+            <th>name</th>
+            <th>kind</th>
+            <th>tools</th>
+            <th>live workers</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(agents.value?.agents ?? []).map((agent) => (
+            <tr>
+              <td>{agent.name}</td>
+              <td>{agent.kind}</td>
+              <td>{agent.tools.join(', ')}</td>
+              <td>{agent.live_workers}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function Queues() {
+  const queues = usePolled(() => api<{ queues: QueueInfo[] }>('/v1/queues'), 2_000, []);
+  return (
+    <div class="card">
+      <h2>Queues</h2>
+      {queues.error && <p class="error">{queues.error}</p>}
+      <table>
+        <thead>
+          <tr>
+            <th>queue</th>
+            <th>waiting</th>
+            <th>active</th>
+            <th>delayed</th>
+            <th>failed</th>
+            <th>workers</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(queues.value?.queues ?? []).map((queue) => (
+            <tr>
+              <td>{queue.name}</td>
+              <td>{queue.waiting}</td>
+              <td>{queue.active}</td>
+              <td>{queue.delayed}</td>
+              <td>{queue.failed}</td>
+              <td>{queue.workers}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
