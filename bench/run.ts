@@ -133,6 +133,14 @@ try {
         verdict: '-',
       });
       rows.push({
+        measure: `  Redis CPU per tool call, ${workers} worker process(es)`,
+        arcflow: `${((engineCpu.redis * 1000) / 8).toFixed(0)} µs`,
+        baseline: `${((rawCpu.redis * 1000) / 8).toFixed(0)} µs`,
+        ratio: `${(engineCpu.redis / rawCpu.redis).toFixed(2)}x`,
+        target: '<= 1.5x raw',
+        verdict: verdict(engineCpu.redis <= 1.5 * rawCpu.redis),
+      });
+      rows.push({
         measure: `  Redis commands per 8 tool calls, ${workers} worker process(es)`,
         arcflow: commandsText(engineCommands),
         baseline: commandsText(rawCommands),

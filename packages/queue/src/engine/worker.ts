@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Agent, ConfigError, type ToolDefinition, Workflow, backoffMs, stepFailedEvent, stepRunError } from '@arcflow/core';
+import { type Agent, ConfigError, NamePattern, type ToolDefinition, Workflow, backoffMs, stepFailedEvent, stepRunError } from '@arcflow/core';
 import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
@@ -82,6 +82,11 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     const processProviderQueueJob = async (job: Job<ProviderJobData>, span: Parameters<ProviderJobProcessor['process']>[1], token?: string) => {
       if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(job, span, token);
       const { run_id, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
+      if (typeof run_id !== 'string' || !NamePattern.runId.test(run_id) || typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
+        // Not a job this engine wrote: nothing to time out.
+        options.logger.error('approval timeout job refused: its data is malformed', { job_id: job.id });
+        return 'refused';
+      }
       return (await resolveApproval({ store, queues }, run_id, tool_call_id, 'timeout')).status;
     };
     // One provider queue per agent and per workflow: a worker only ever takes the jobs of what it
