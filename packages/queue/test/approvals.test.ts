@@ -45,7 +45,7 @@ const terminalsOf = (events: TraceEvent[], id: string) =>
     (event) => 'tool_call_id' in event && event.tool_call_id === id && ['ToolCallCompleted', 'ToolCallFailed', 'ToolInputValidationFailed', 'LoopDetected'].includes(event.kind),
   );
 
-describe('approvals through two worker processes', () => {
+describe('approvals and budgets through two worker processes', () => {
   it('runs the siblings at once and waits for the one call that needs approval; approved, the model gets the three results in call order', async () => {
     const { client, executions, waiting } = await setup('approve-mix');
     const { run_id } = await client.enqueue({ agent: 'clerk', input: 'mix' });
@@ -230,6 +230,18 @@ describe('approvals through two worker processes', () => {
     expect((await client.wait(run_id, { timeout_ms: 20_000 })).output).toBe('found a | Error: the user rejected this call — not today | found b');
     const again = await cli('approve', run_id, 'c_look_a').catch((error: { stderr: string; code: number }) => error);
     expect(again).toMatchObject({ code: 1, stderr: expect.stringContaining('never waited for approval') });
+    await client.close();
+  });
+
+  it('fails a run over its budget (config.budget) before any call of the crossing response runs', async () => {
+    const { client, executions } = await setup('budget-processes');
+    const { run_id } = await client.enqueue({ agent: 'clerk', input: 'mix', config: { budget: { max_tool_calls: 2 } } });
+    const run = await client.wait(run_id, { timeout_ms: 20_000 });
+    expect(run).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' } });
+    expect(await executions('lookup')).toBe(0);
+    const events = await collect(client, run_id);
+    expect(ofKind(events, 'ToolApprovalRequested')).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ kind: 'RunFailed', error_code: 'budget_exceeded' });
     await client.close();
   });
 

@@ -102,6 +102,40 @@ describe('workflow runs on the queue engine', () => {
     for (const key of keys) expect(await redis.ttl(key)).toBeGreaterThan(0);
   });
 
+  it("waits for approval inside a workflow's agent step, and shares the run's budget", async () => {
+    let refunds = 0;
+    const refund = tool({
+      name: 'wf_refund',
+      description: 'refund',
+      input_schema: { type: 'object' },
+      needs_approval: true,
+      handler: async () => {
+        refunds += 1;
+        return 'refunded';
+      },
+    });
+    const clerk = new Agent({ name: 'wf_clerk', tools: [refund] });
+    const workflow = new Workflow({
+      name: 'approval_flow',
+      steps: [
+        { id: 'ask', agent: clerk },
+        { id: 'after', agent: clerk, depends_on: ['ask'] },
+      ],
+    });
+    const prefix = prefixFor('wf-approval');
+    const client = await serve(prefix, [workflow]);
+    const turns = { responses: [{ tool_calls: [{ name: 'wf_refund', arguments: {}, id: 'c_wf' }] }, { output: 'asked' }] };
+    const { run_id } = await client.enqueue({ agent: 'approval_flow', input: 'go', exec_config: { test: { steps: { ask: turns, after: { output: 'done' } } } } });
+    await until(async () => (await client.get(run_id))?.status === 'waiting');
+    expect((await client.get(run_id))?.pending_approvals).toEqual([expect.objectContaining({ step_id: 'ask', tool_call_id: 'c_wf' })]);
+    expect(refunds).toBe(0);
+    await client.approve(run_id, 'c_wf', { approved: true });
+    const run = await client.wait(run_id, { timeout_ms: 10_000 });
+    expect(run).toMatchObject({ status: 'completed', output: 'done' });
+    expect(refunds).toBe(1);
+    assertWorkflowInvariants(await collect(client, run_id));
+  });
+
   it('starts a step once when its two dependencies are settled at the same moment by two processes', async () => {
     const workflow = new Workflow({
       name: 'race',
