@@ -187,11 +187,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
         throw new RequestError('invalid_request', 'idempotency_key must be 1-200 characters of letters, digits, _ . -');
       }
-      // An agent run's config is checked here; a workflow run's once its graph is known (below).
-      const plainChecks = () => {
-        checkRunConfig(request.config);
-        checkExecConfig(request.exec_config);
-      };
+      // Checked for any run here; against a workflow's graph once the registry names it one (below).
       checkExecConfig(request.exec_config);
       // Minted once per call: every retry below creates this same run, or finds it created.
       const minted = newRunId();
@@ -211,7 +207,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         if (graph) {
           checkWorkflowConfig(graph, request.config);
           checkWorkflowExecConfig(graph, request.exec_config);
-        } else plainChecks();
+        } else checkRunConfig(request.config);
         const roots = graph ? rootSteps(graph) : [];
         const { run_id } = await store.createRun(
           {

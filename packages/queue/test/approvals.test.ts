@@ -195,7 +195,7 @@ describe('approvals and budgets through two worker processes', () => {
     expect(ofKind(events, 'ToolApprovalResolved')).toHaveLength(1);
     await expect(client.approve(run_id, 'c_look_a', { approved: true })).rejects.toMatchObject({
       code: 'not_pending',
-      message: "tool call 'c_look_a' never waited for approval in run '" + run_id + "'",
+      message: `tool call 'c_look_a' never waited for approval in run '${run_id}'`,
     });
     await expect(client.approve(run_id, 'c_refund', { approved: 'yes' as never })).rejects.toMatchObject({ code: 'invalid_request' });
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { RunStore } from '../src/store/run-store.ts';
 import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
 import { QueuePool } from '../src/engine/join.ts';
+import { JobId } from '../src/keys.ts';
 import { collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -134,6 +135,11 @@ describe('workflow runs on the queue engine', () => {
     expect(run).toMatchObject({ status: 'completed', output: 'done' });
     expect(refunds).toBe(1);
     assertWorkflowInvariants(await collect(client, run_id));
+    // Every job of the step stayed on the workflow's queue (a worker serving only its agent never sees them).
+    const pool = new QueuePool(redis, `{${prefix}}`);
+    open.push(pool);
+    expect(await pool.get('agent-approval_flow').getJobState(JobId.provider(run_id, 'ask', 2))).toBe('completed');
+    expect(await pool.get('agent-wf_clerk').getJob(JobId.provider(run_id, 'ask', 2))).toBeUndefined();
   });
 
   it('starts a step once when its two dependencies are settled at the same moment by two processes', async () => {

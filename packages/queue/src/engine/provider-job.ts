@@ -59,7 +59,7 @@ import { type JoinTarget, type ProviderJobData, type ToolJobData, attemptsOf, to
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
-import { type WorkflowRun, type WorkflowScheduler, settleAgentStep } from './workflow-scheduler.ts';
+import { type WorkflowRun, type WorkflowScheduler, settleAgentStep, workflowRunOf } from './workflow-scheduler.ts';
 
 export interface ProviderJobDeps extends ToolRuntime {
   readonly agents: ReadonlyMap<string, Agent>;
@@ -201,12 +201,7 @@ export class ProviderJobProcessor {
     }
     const step = workflow.step(step_id);
     if (!step) return { error: stepRunError('unknown_step', `workflow '${workflow.name}' has no step '${step_id}'`) };
-    const run: WorkflowRun = {
-      run_id: spec.run_id,
-      graph: workflow.graph,
-      queue: { queue: QueueName.agent(workflow.name), attempts: this.deps.options.provider_attempts },
-      trace: spec.trace,
-    };
+    const run = workflowRunOf(workflow, spec, this.deps.options.provider_attempts);
     if (step.type === 'tool') return { type: 'tool', step, run };
     return { type: 'agent', agent: step.agent, definition_hash: workflow.definition_hash, config: stepRunConfig(spec.config as WorkflowRunConfig, step_id), run, step };
   }
@@ -452,8 +447,9 @@ export class ProviderJobProcessor {
     const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
     await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
-      // The provider said to wait: every agent this worker serves calls it, so each agent's queue waits.
-      await Promise.all([...this.deps.agents.keys()].map((name) => queues.get(QueueName.agent(name)).rateLimit(waitMs)));
+      // The provider said to wait: every agent (and workflow) this worker serves calls it, so each one's queue waits.
+      const served = [...this.deps.agents.keys(), ...this.deps.workflows.keys()];
+      await Promise.all(served.map((name) => queues.get(QueueName.agent(name)).rateLimit(waitMs)));
       throw Worker.RateLimitError();
     }
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
@@ -532,7 +528,8 @@ export class ProviderJobProcessor {
     const { options, queues } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const trace = childCarrier(context.data.trace, context.span);
-    const join: JoinTarget = { queue: QueueName.agent(context.agent.name), attempts: options.provider_attempts };
+    // A workflow step's jobs stay on the workflow's queue: only workers serving the workflow take them.
+    const join: JoinTarget = context.workflow?.queue ?? { queue: QueueName.agent(context.agent.name), attempts: options.provider_attempts };
     if (calls.length === 0) {
       await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
       return;

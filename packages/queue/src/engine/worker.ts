@@ -18,7 +18,7 @@ import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
 import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from './approvals.ts';
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
-import { WorkflowDirectory, WorkflowScheduler } from './workflow-scheduler.ts';
+import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-scheduler.ts';
 
 /** A running worker process's engine. */
 export interface ArcflowWorker {
@@ -200,8 +200,7 @@ async function failStepIfFinal(
       await endRun(deps.store, run_id, ending);
       return;
     }
-    const run = { run_id, graph: workflow.graph, queue: { queue: QueueName.agent(workflow.name), attempts: deps.options.provider_attempts }, trace: spec.trace };
-    await deps.scheduler.settle(run, ending);
+    await deps.scheduler.settle(workflowRunOf(workflow, spec, deps.options.provider_attempts), ending);
   } catch {
     // The watchdog finds the run if this write was lost.
   }

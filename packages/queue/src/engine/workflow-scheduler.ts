@@ -3,6 +3,7 @@ import {
   RUN_STEP_ID,
   type ToolLogger,
   type WorkflowEnd,
+  type Workflow,
   type WorkflowGraph,
   planMoves,
   sinkSteps,
@@ -11,6 +12,7 @@ import {
   workflowRunError,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import { QueueName } from '../keys.ts';
 import type { AgentRegistration, Registry } from '../registry.ts';
 import { CANCEL_CLOSING, type RunEnding, type RunStore } from '../store/run-store.ts';
 import type { StepEnding, StepsView } from '../store/workflow-store.ts';
@@ -26,6 +28,11 @@ export interface WorkflowRun {
   /** The workflow's provider queue: every step's provider jobs (and a tool step's join) go there. */
   readonly queue: JoinTarget;
   readonly trace: { readonly traceparent?: string; readonly request?: string };
+}
+
+/** The scheduler's view of a run of `workflow` on this worker: its provider queue takes `attempts` per job. */
+export function workflowRunOf(workflow: Workflow, spec: { run_id: string; trace: WorkflowRun['trace'] }, attempts: number): WorkflowRun {
+  return { run_id: spec.run_id, graph: workflow.graph, queue: { queue: QueueName.agent(workflow.name), attempts }, trace: spec.trace };
 }
 
 export interface SchedulerDeps {
