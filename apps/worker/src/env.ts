@@ -12,6 +12,8 @@ export interface WorkerEnv {
   readonly heapGrowingPercent: number;
   /** `ARCFLOW_WATCHDOG_MS`: how long a run may make no progress before the watchdog acts. */
   readonly watchdogMs: number | undefined;
+  /** `ARCFLOW_PARTITIONS`: partitions runs spread over (default 1 on one Redis, 16 on a cluster). */
+  readonly partitions: number | undefined;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -25,6 +27,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
     heapGrowingPercent: heapGrowingPercent(env.ARCFLOW_HEAP_GROWING_PERCENT),
     watchdogMs: positiveIntegerEnv('ARCFLOW_WATCHDOG_MS', env.ARCFLOW_WATCHDOG_MS),
+    partitions: positiveIntegerEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
   };
 }
 

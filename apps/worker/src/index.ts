@@ -43,6 +43,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     prefix: env.prefix,
     default_model: env.model,
     watchdog_ms: env.watchdogMs,
+    ...(env.partitions !== undefined ? { partitions: env.partitions } : {}),
   });
   let stopping = false;
   const stop = (signal: string) => {

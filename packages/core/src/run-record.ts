@@ -30,6 +30,8 @@ export interface RunRecord {
   readonly finished_at?: number;
   /** The run's OpenTelemetry trace id (32 hex characters), when it has one. */
   readonly trace_id?: string;
+  /** The partition the run lives in (SPEC §9; 0 with one partition). */
+  readonly partition?: number;
   /** Calls waiting for a person's approval (their arguments are for the approvers; never in events). */
   readonly pending_approvals?: readonly PendingApproval[];
 }

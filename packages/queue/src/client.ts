@@ -25,7 +25,6 @@ import {
   workflowEnqueuedEvent,
   workflowOutput,
 } from '@arcflow/core';
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { connectRedis, duplicateRedis } from './redis-connect.ts';
 import { endRun, stopClosedWork } from './engine/end-run.ts';
@@ -37,6 +36,9 @@ import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './en
 import { type AgentRegistration, Registry } from './registry.ts';
 import { type InitialSteps, type RunEnding, RunStore } from './store/run-store.ts';
 import { QueueName } from './keys.ts';
+import { QueuePool } from './engine/join.ts';
+import { partitionOfKey, partitionedRunId } from './partitions.ts';
+import { randomInt } from 'node:crypto';
 import { coalesceWrites } from './redis-writes.ts';
 import { watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
@@ -130,16 +132,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   const reach = <T>(operation: () => Promise<T>) => withRedis(redis, connection.redis, timeoutMs, health.reason, operation);
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
-  const queues = new Map<string, Queue>();
-  const queueFor = (name: string) => {
-    let queue = queues.get(name);
-    if (!queue) {
-      queue = new Queue(name, { connection: redis, prefix: store.keys.tag });
-      queue.on('error', () => undefined); // a lost connection surfaces as the call's redis_unavailable
-      queues.set(name, queue);
-    }
-    return queue;
-  };
+  // A lost connection surfaces as the call's redis_unavailable.
+  const queues = new QueuePool(redis, store.keys);
   const registrations = new Map<string, { registration: AgentRegistration; at: number }>();
   const lookup = async (agent: string): Promise<AgentRegistration | undefined> => {
     const cached = registrations.get(agent);
@@ -163,6 +157,13 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       subscribed = subscriber.subscribe(store.keys.finishedChannel);
     }
     return subscribed;
+  };
+
+  /** A new run's id: in a partition (by its idempotency key, else at random) when there are several. */
+  const mintRunId = async (idempotency_key: string | undefined): Promise<string> => {
+    const { count } = await store.partitions.read();
+    if (count <= 1) return newRunId();
+    return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
   };
 
   /** A workflow run's cancel: its running steps are cancelled, the rest skipped; its completed sinks are its output. */
@@ -189,11 +190,12 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       }
       // Checked for any run here; against a workflow's graph once the registry names it one (below).
       checkExecConfig(request.exec_config);
-      // Minted once per call: every retry below creates this same run, or finds it created.
-      const minted = newRunId();
+      // Minted once per call (in the partition the map says): every retry below creates this same run, or finds it created.
+      let minted: string | undefined;
       // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
       const trace = mintRunTrace();
       return reach(async () => {
+        minted ??= await mintRunId(request.idempotency_key);
         const registration = await lookup(request.agent);
         if (!registration) {
           const known = await registry.known();
@@ -209,20 +211,24 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
           checkWorkflowExecConfig(graph, request.exec_config);
         } else checkRunConfig(request.config);
         const roots = graph ? rootSteps(graph) : [];
-        const { run_id } = await store.createRun(
-          {
-            run_id: minted,
-            agent: request.agent,
-            input: request.input,
-            config: request.config,
-            exec_config: request.exec_config,
-            trace,
-            definition_hash: registration.definition_hash ?? '',
-          },
-          request.idempotency_key,
-          graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-          graph ? initialSteps(graph, roots) : undefined,
-        );
+        // A key first used when the partitions were fewer is found where it was used.
+        const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
+        const { run_id } = earlier
+          ? { run_id: earlier }
+          : await store.createRun(
+              {
+                run_id: minted,
+                agent: request.agent,
+                input: request.input,
+                config: request.config,
+                exec_config: request.exec_config,
+                trace,
+                definition_hash: registration.definition_hash ?? '',
+              },
+              request.idempotency_key,
+              graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+              graph ? initialSteps(graph, roots) : undefined,
+            );
         const created = run_id === minted;
         // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
         const spec = created ? undefined : await store.getSpec(run_id);
@@ -231,9 +237,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
           const target = { queue: registration.provider_queue, attempts: registration.provider_attempts };
           if (graph) {
             const steps = graph.steps.filter((step) => roots.includes(step.id));
-            await Promise.all(steps.map((step) => enqueueJoin({ get: queueFor }, target, { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+            await Promise.all(steps.map((step) => enqueueJoin(queues, target, { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
           } else {
-            await enqueueJoin({ get: queueFor }, target, { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+            await enqueueJoin(queues, target, { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
           }
         }
         return { run_id, created };
@@ -259,17 +265,25 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       reach(async () => {
         const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
         const names = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
+        const tags = await store.tags();
+        // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
         return Promise.all(
           names.map(async (name) => {
-            const queue = queueFor(name);
-            const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
+            const parts = await Promise.all(
+              tags.map(async (tag) => {
+                const queue = queues.get(name, tag);
+                const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
+                return { counts, workers };
+              }),
+            );
+            const sum = (field: string) => parts.reduce((total, { counts }) => total + (counts[field] ?? 0), 0);
             return {
               name,
-              waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
-              active: counts.active ?? 0,
-              delayed: counts.delayed ?? 0,
-              failed: counts.failed ?? 0,
-              workers,
+              waiting: sum('waiting') + sum('prioritized'),
+              active: sum('active'),
+              delayed: sum('delayed'),
+              failed: sum('failed'),
+              workers: Math.max(0, ...parts.map(({ workers }) => workers)),
             };
           }),
         );
@@ -343,7 +357,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
         const ending = workflow ? await cancelledWorkflow(run_id, workflow) : { outcome: { status: 'cancelled' as const }, step_id: 's1' };
         const { ended, closed } = await endRun(store, run_id, ending);
-        if (ended) await stopClosedWork(redis, store, (queue, id) => queueFor(queue).remove(id), run_id, closed);
+        if (ended) await stopClosedWork(redis, store, queues, run_id, closed);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };
       });
     },
@@ -359,7 +373,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       return reach(async () => {
         const status = await store.status(run_id);
         if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-        const outcome = await resolveApproval({ store, queues: { get: queueFor } }, run_id, tool_call_id, {
+        const outcome = await resolveApproval({ store, queues }, run_id, tool_call_id, {
           approved,
           ...(reason !== undefined ? { reason } : {}),
           ...(by !== undefined ? { by } : {}),
@@ -377,7 +391,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
 
     async close() {
-      await Promise.all([...queues.values()].map((queue) => queue.close()));
+      await queues.close();
       await subscriber?.quit().catch(() => undefined);
       await redis.quit().catch(() => undefined);
     },

@@ -1,9 +1,19 @@
+import { partitionOf, partitionTag } from './partitions.ts';
+
 /**
- * Every Redis key and queue name arcflow uses, built in this one file. All share one hash tag,
- * `{prefix}`, so a run's keys and its BullMQ jobs live in one slot (Redis Cluster, Dragonfly).
+ * Every Redis key and queue name arcflow uses, built in this one file. What is global (the
+ * registry, the partition map, the watchdog's lock) lives under the prefix's hash tag,
+ * `{prefix}`; a run's keys and its BullMQ jobs live under its partition's tag (see
+ * `partitions.ts`; `{prefix}` too when there is one partition), so each run is one slot.
  */
 export function hashTag(prefix: string): string {
   return `{${prefix}}`;
+}
+
+/** The hash tag a run's keys and jobs live under: its partition's, or the prefix's own. */
+export function runTag(prefix: string, run_id: string): string {
+  const k = partitionOf(run_id);
+  return k === undefined ? hashTag(prefix) : partitionTag(prefix, k);
 }
 
 export interface Keys {
@@ -11,7 +21,17 @@ export interface Keys {
   readonly run: (run_id: string) => RunKeys;
   /** A run's record key, which is all the store's scripts are sent (the same as `run(id).record`). */
   readonly record: (run_id: string) => string;
-  readonly idempotency: (key: string) => string;
+  /** The hash tag of a run (its partition's). */
+  readonly tagOf: (run_id: string) => string;
+  /** An idempotency key, under a partition's tag (the prefix's by default). */
+  readonly idempotency: (key: string, tag?: string) => string;
+  /** The partition count (a number) and every count it has had (a list, oldest first). */
+  readonly partitions: string;
+  readonly partitionHistory: string;
+  /** A partition's set of runs not ended (see ACTIVE_RUNS_SUFFIX). */
+  readonly activeRunsIn: (tag: string) => string;
+  /** A partition's listing indexes (see RUNS_INDEX_SUFFIX). */
+  readonly runsIndexIn: (tag: string, agent?: string) => string;
   readonly agent: (name: string) => string;
   readonly agentWorkers: (name: string) => string;
   /** The names of every agent registered under the prefix. */
@@ -127,12 +147,17 @@ export class RunKeys {
 
 export function keysFor(prefix: string): Keys {
   const tag = hashTag(prefix);
-  const record = (run_id: string) => `${tag}:run:${run_id}`;
+  const record = (run_id: string) => `${runTag(prefix, run_id)}:run:${run_id}`;
   return {
     tag,
     run: (run_id) => new RunKeys(record(run_id)),
     record,
-    idempotency: (key) => `${tag}:idempotency:${key}`,
+    tagOf: (run_id) => runTag(prefix, run_id),
+    idempotency: (key, inTag = tag) => `${inTag}:idempotency:${key}`,
+    partitions: `${tag}:partitions`,
+    partitionHistory: `${tag}:partitions:history`,
+    activeRunsIn: (inTag) => `${inTag}${ACTIVE_RUNS_SUFFIX}`,
+    runsIndexIn: (inTag, agent) => (agent === undefined ? `${inTag}${RUNS_INDEX_SUFFIX}` : `${inTag}${RUNS_INDEX_SUFFIX}:agent:${agent}`),
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
     agentNames: `${tag}:agents`,

@@ -1,15 +1,15 @@
-import type { TraceEvent } from '@arcflow/core';
-import { createClient } from '@arcflow/queue';
-import { type PrivateCluster, assertEventInvariants, startPrivateCluster, testPrefix } from '@arcflow/testing';
+import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
+import { createClient, startWorker } from '@arcflow/queue';
+import { type PrivateCluster, assertEventInvariants, reply, scriptedProvider, startPrivateCluster, testPrefix, toolCalls } from '@arcflow/testing';
 import { defineBudgetScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect, engineRunner, until } from './harness.ts';
 
-/** A 3-master Redis Cluster of this file's own; REDIS_URL lists its nodes, so arcflow runs in cluster mode. */
+/** A 3-master Redis Cluster of this file's own; REDIS_URL lists its nodes, so arcflow runs in cluster mode, with 8 partitions. */
 let cluster: PrivateCluster;
-const target: { redis?: string } = {};
+const target: { redis?: string; partitions: number } = { partitions: 8 };
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
@@ -26,10 +26,106 @@ defineLoopScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nex
 defineWorkflowScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nextPrefix, target));
 defineBudgetScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nextPrefix, target));
 
+const noop = tool({ name: 'spread_noop', description: 'nothing', input_schema: { type: 'object' }, handler: async () => 'ok' });
+const spread = new Agent({ name: 'spread_agent', tools: [noop] });
+
+/** Per node: the run keys it holds and the store scripts it ran. */
+async function perNode(prefix: string): Promise<{ runKeys: number; scripts: number }[]> {
+  return Promise.all(
+    cluster.ports.map(async (port) => {
+      const node = new Redis(port, '127.0.0.1');
+      try {
+        const keys = await node.keys(`{${prefix}~p*}:run:*`);
+        const stats = await node.info('commandstats');
+        const scripts = Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+        return { runKeys: keys.length, scripts };
+      } finally {
+        node.disconnect();
+      }
+    }),
+  );
+}
+
+describe('partitions on a Redis Cluster', () => {
+  it('spreads a batch of runs over every master, each run in the partition its id names', async () => {
+    const prefix = testPrefix('cluster-spread');
+    const worker = await startWorker({ agents: [spread], provider: scriptedProvider([], { repeat: false }), redis: cluster.url, prefix, partitions: 8, logger: silentLogger });
+    const client = createClient({ redis: cluster.url, prefix });
+    try {
+      const ids: string[] = [];
+      for (let index = 0; index < 24; index += 1) {
+        ids.push(
+          (
+            await client.enqueue({
+              agent: 'spread_agent',
+              input: `run ${index}`,
+              exec_config: { test: { steps: { s1: { responses: [{ tool_calls: [{ name: 'spread_noop', arguments: {} }] }, { output: 'done' }] } } } },
+            })
+          ).run_id,
+        );
+      }
+      const runs = await Promise.all(ids.map((run_id) => client.wait(run_id, { timeout_ms: 20_000 })));
+      expect(runs.every((run) => run.status === 'completed')).toBe(true);
+      expect(new Set(runs.map((run) => run.partition)).size).toBeGreaterThan(3);
+      for (const run of runs) expect(run.run_id).toMatch(new RegExp(`^run_p${run.partition}_`));
+      const nodes = await perNode(prefix);
+      expect(nodes.every((node) => node.runKeys > 0 && node.scripts > 0)).toBe(true);
+      expect((await client.list({ limit: 100 })).runs).toHaveLength(24);
+    } finally {
+      await client.close();
+      await worker.close();
+    }
+  });
+
+  it('grows from 4 to 8 partitions with runs in flight: all complete, and an idempotency key keeps its run', async () => {
+    const prefix = testPrefix('cluster-grow');
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const held = tool({
+      name: 'held_tool',
+      description: 'waits for the test',
+      input_schema: { type: 'object' },
+      timeout_ms: 30_000,
+      handler: async () => (await gate, 'released'),
+    });
+    const agent = new Agent({ name: 'grow_agent', tools: [held] });
+    const provider = {
+      id: 'fixture',
+      defaultModel: 'm',
+      complete: async (request: { messages: readonly { role: string }[] }) =>
+        request.messages.some((message) => message.role === 'tool') ? reply('done') : toolCalls([{ name: 'held_tool', args: {} }]),
+    };
+    const first = await startWorker({ agents: [agent], provider, redis: cluster.url, prefix, partitions: 4, logger: silentLogger });
+    const client = createClient({ redis: cluster.url, prefix });
+    try {
+      const keyed = await client.enqueue({ agent: 'grow_agent', input: 'keyed', idempotency_key: 'order-42' });
+      const before = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => client.enqueue({ agent: 'grow_agent', input: `before ${n}` })));
+      expect(before.every(({ run_id }) => Number(/^run_p(\d+)_/.exec(run_id)?.[1]) < 4)).toBe(true);
+      const second = await startWorker({ agents: [agent], provider, redis: cluster.url, prefix, partitions: 8, logger: silentLogger });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 5_500));
+        const after = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((n) => client.enqueue({ agent: 'grow_agent', input: `after ${n}` })));
+        expect(after.some(({ run_id }) => Number(/^run_p(\d+)_/.exec(run_id)?.[1]) >= 4)).toBe(true);
+        expect(await client.enqueue({ agent: 'grow_agent', input: 'keyed', idempotency_key: 'order-42' })).toEqual({ run_id: keyed.run_id, created: false });
+        release();
+        const all = [keyed, ...before, ...after];
+        const runs = await Promise.all(all.map(({ run_id }) => client.wait(run_id, { timeout_ms: 30_000 })));
+        expect(runs.map((run) => run.status)).toEqual(all.map(() => 'completed'));
+      } finally {
+        await second.close();
+      }
+    } finally {
+      release();
+      await client.close();
+      await first.close();
+    }
+  });
+});
+
 describe('worker processes on a Redis Cluster', () => {
   it('finish a run after SIGKILL mid-tool, with REDIS_URL listing the nodes', async () => {
     const prefix = testPrefix('cluster-crash');
-    const env = { REDIS_URL: cluster.url, ARCFLOW_PREFIX: prefix };
+    const env = { REDIS_URL: cluster.url, ARCFLOW_PREFIX: prefix, ARCFLOW_PARTITIONS: '8' };
     const fixture = new URL('./fixtures/crash-agents.ts', import.meta.url).pathname;
     const first = await spawnWorker(fixture, { env });
     workers.push(first);

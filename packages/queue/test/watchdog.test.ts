@@ -146,7 +146,7 @@ describe('the watchdog keeping the listing indexes', () => {
 
 function standaloneWatchdog(prefix: string) {
   const store = new RunStore(redis, prefix, 60);
-  const queues = new QueuePool(redis, store.keys.tag);
+  const queues = new QueuePool(redis, store.keys);
   open.push(queues);
   const scheduler = new WorkflowScheduler({ store, queues, redis, logger: silentLogger });
   const dog = new Watchdog({ store, redis, queues, registry: new Registry(redis, store.keys, 20_000), scheduler, logger: silentLogger, worker_id: 'test', watchdog_ms: 1 });

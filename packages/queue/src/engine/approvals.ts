@@ -27,7 +27,7 @@ export interface ApprovalTimeoutData {
 
 interface ApprovalDeps {
   readonly store: RunStore;
-  readonly queues: Pick<QueuePool, 'get'>;
+  readonly queues: QueuePool;
 }
 
 /**
@@ -49,6 +49,7 @@ export async function requestApproval(deps: ApprovalDeps & { tool_backoff_ms: nu
     expires_at: now + planned.tool.approval_timeout_ms,
     tool_job: job,
     tool_job_options: toolJobOptions(job, planned.tool, deps.tool_backoff_ms),
+    tool_capped: planned.tool.concurrency !== undefined,
   };
   const requested = await deps.store.approvals.request(job.run_id, request, approvalRequestedEvent(planned, place));
   if (!requested) return;
@@ -57,7 +58,7 @@ export async function requestApproval(deps: ApprovalDeps & { tool_backoff_ms: nu
     return;
   }
   const timeout: ApprovalTimeoutData = { run_id: job.run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, trace: job.trace };
-  await deps.queues.get(job.join.queue).add(APPROVAL_TIMEOUT_JOB, timeout, {
+  await deps.queues.forRun(job.join.queue, job.run_id).add(APPROVAL_TIMEOUT_JOB, timeout, {
     jobId: JobId.approvalTimeout(job.run_id, place.step_id, place.iteration, planned.call.id),
     delay: Math.max(0, request.expires_at - now),
   });
@@ -96,5 +97,6 @@ function decisionFor(request: StoredApproval, answer: ApprovalAnswer | 'timeout'
 }
 
 function addToolJob(deps: ApprovalDeps, request: StoredApproval): Promise<unknown> {
-  return deps.queues.get(QueueName.tool(request.tool_name)).add(request.tool_name, request.tool_job, request.tool_job_options);
+  const queue = request.tool_capped ? deps.queues.get(QueueName.tool(request.tool_name)) : deps.queues.forRun(QueueName.tool(request.tool_name), request.tool_job.run_id);
+  return queue.add(request.tool_name, request.tool_job, request.tool_job_options);
 }

@@ -1,6 +1,7 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
 import type { Redis } from 'ioredis';
-import { JobId, QueueName } from '../keys.ts';
+import { JobId } from '../keys.ts';
+import type { QueuePool } from './join.ts';
 import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
 import { type RunTrace, emitRunSpan } from '../tracing.ts';
 
@@ -38,13 +39,7 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
  * is told, so in-flight handlers and provider calls stop, and the closed calls' jobs still queued
  * are removed (a job already running is locked, stays, and is told by the publish).
  */
-export async function stopClosedWork(
-  redis: Redis,
-  store: RunStore,
-  removeJob: (queue: string, job_id: string) => Promise<unknown>,
-  run_id: string,
-  closed: readonly RoundCall[],
-): Promise<void> {
+export async function stopClosedWork(redis: Redis, store: RunStore, queues: QueuePool, run_id: string, closed: readonly RoundCall[]): Promise<void> {
   await redis.publish(store.keys.cancelChannel, run_id);
-  await Promise.all(closed.map((call) => removeJob(QueueName.tool(call.tool_name), JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+  await Promise.all(closed.map((call) => queues.removeToolJob(call.tool_name, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
 }

@@ -1,23 +1,49 @@
 import { type ConnectionOptions as BullConnection, Queue } from 'bullmq';
+import { type Keys, QueueName } from '../keys.ts';
 import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, providerJobOptions } from './jobs.ts';
 
-/** The queues a worker adds jobs to, opened on first use and shared by its processors. */
+/**
+ * The queues a process adds jobs to, opened on first use and shared. A queue lives under a hash
+ * tag (BullMQ's prefix): a run's jobs under its partition's (`forRun`), what is global under the
+ * prefix's own (`get`).
+ */
 export class QueuePool {
   private readonly queues = new Map<string, Queue>();
 
   constructor(
     private readonly connection: BullConnection,
-    private readonly prefix: string,
+    readonly keys: Keys,
   ) {}
 
-  get(name: string): Queue {
-    let queue = this.queues.get(name);
+  /** Queue `name` under `tag` (the prefix's own by default). */
+  get(name: string, tag: string = this.keys.tag): Queue {
+    const id = `${tag}\n${name}`;
+    let queue = this.queues.get(id);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.prefix });
-      queue.on('error', () => undefined); // the worker's connection watch reports Redis going away, once
-      this.queues.set(name, queue);
+      queue = new Queue(name, { connection: this.connection, prefix: tag });
+      queue.on('error', () => undefined); // the connection's watch reports Redis going away, once
+      this.queues.set(id, queue);
     }
     return queue;
+  }
+
+  /** Queue `name` in the partition of `run_id`. */
+  forRun(name: string, run_id: string): Queue {
+    return this.get(name, this.keys.tagOf(run_id));
+  }
+
+  /**
+   * The queue of a tool's jobs for a run: the run's partition's, except for a tool with a
+   * `concurrency` cap, whose jobs all go to one queue under the prefix's tag so the cap holds
+   * across every partition.
+   */
+  forTool(tool: { readonly name: string; readonly concurrency?: number | undefined }, run_id: string): Queue {
+    return tool.concurrency === undefined ? this.forRun(QueueName.tool(tool.name), run_id) : this.get(QueueName.tool(tool.name));
+  }
+
+  /** Removes a job of a run's call from its tool's queue, wherever the tool's cap put it. */
+  async removeToolJob(tool_name: string, run_id: string, job_id: string): Promise<void> {
+    await Promise.all([this.forRun(QueueName.tool(tool_name), run_id).remove(job_id), this.get(QueueName.tool(tool_name)).remove(job_id)]);
   }
 
   async close(): Promise<void> {
@@ -26,10 +52,10 @@ export class QueuePool {
 }
 
 /**
- * Enqueues provider job `n+1`. Its id is deterministic, so every process that sees the round
- * settled (a tool job, a re-delivery of one, the provider job when nothing fanned out) may call
- * this: BullMQ adds the job once.
+ * Enqueues provider job `n+1` in the run's partition. Its id is deterministic, so every process
+ * that sees the round settled (a tool job, a re-delivery of one, the provider job when nothing
+ * fanned out) may call this: BullMQ adds the job once.
  */
-export async function enqueueJoin(queues: Pick<QueuePool, 'get'>, target: JoinTarget, data: ProviderJobData): Promise<void> {
-  await queues.get(target.queue).add(PROVIDER_JOB, data, providerJobOptions(data, target.attempts));
+export async function enqueueJoin(queues: QueuePool, target: JoinTarget, data: ProviderJobData): Promise<void> {
+  await queues.forRun(target.queue, data.run_id).add(PROVIDER_JOB, data, providerJobOptions(data, target.attempts));
 }

@@ -1,3 +1,4 @@
+import { clusterNodes } from '../redis-connect.ts';
 import { type Agent, ConfigError, type ModelProvider, type ToolLogger, type Workflow, stderrLogger } from '@arcflow/core';
 
 /** Connection settings shared by the client and the workers. */
@@ -42,6 +43,11 @@ export interface WorkerOptions extends ConnectionOptions {
    * the worker process reads `ARCFLOW_WATCHDOG_MS`).
    */
   watchdog_ms?: number;
+  /**
+   * Partitions runs spread over (SPEC §9, `ARCFLOW_PARTITIONS`): the map under the prefix is
+   * created or grown to this. Default 1 on one Redis, 16 on a cluster.
+   */
+  partitions?: number;
   default_model?: string;
   logger?: ToolLogger;
 }
@@ -65,6 +71,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   max_stalled_count: 2,
   heartbeat_ms: 5_000,
   watchdog_ms: 60_000,
+  /** Partitions on a Redis Cluster unless ARCFLOW_PARTITIONS says otherwise. */
+  cluster_partitions: 16,
   /** A worker whose heartbeat is older than this is not counted as serving its agents. */
   heartbeat_ttl_ms: 20_000,
 });
@@ -106,10 +114,20 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     max_stalled_count: options.max_stalled_count ?? WORKER_DEFAULTS.max_stalled_count,
     heartbeat_ms: options.heartbeat_ms ?? WORKER_DEFAULTS.heartbeat_ms,
     watchdog_ms: options.watchdog_ms ?? WORKER_DEFAULTS.watchdog_ms,
+    partitions: options.partitions ?? (clusterNodes(options.redis ?? CONNECTION_DEFAULTS.redis) ? WORKER_DEFAULTS.cluster_partitions : 1),
     default_model: options.default_model ?? options.provider?.defaultModel ?? 'default',
     logger: options.logger ?? stderrLogger('arcflow.worker'),
   };
-  for (const key of ['provider_concurrency', 'tools_concurrency', 'provider_attempts', 'lock_duration_ms', 'stalled_interval_ms', 'heartbeat_ms', 'watchdog_ms'] as const) {
+  for (const key of [
+    'provider_concurrency',
+    'tools_concurrency',
+    'provider_attempts',
+    'lock_duration_ms',
+    'stalled_interval_ms',
+    'heartbeat_ms',
+    'watchdog_ms',
+    'partitions',
+  ] as const) {
     positiveInteger(key, resolved[key]);
   }
   if (!Number.isInteger(resolved.max_stalled_count) || resolved.max_stalled_count < 0) {

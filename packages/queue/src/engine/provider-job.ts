@@ -449,7 +449,8 @@ export class ProviderJobProcessor {
     if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
       // The provider said to wait: every agent (and workflow) this worker serves calls it, so each one's queue waits.
       const served = [...this.deps.agents.keys(), ...this.deps.workflows.keys()];
-      await Promise.all(served.map((name) => queues.get(QueueName.agent(name)).rateLimit(waitMs)));
+      const tags = await this.deps.store.tags();
+      await Promise.all(served.flatMap((name) => tags.map((tag) => queues.get(QueueName.agent(name), tag).rateLimit(waitMs))));
       throw Worker.RateLimitError();
     }
     if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
@@ -551,7 +552,7 @@ export class ProviderJobProcessor {
           join,
         };
         if (planned.approval) return requestApproval({ store: this.deps.store, queues, tool_backoff_ms: options.tool_backoff_ms }, planned, { step_id, iteration }, data);
-        return queues.get(QueueName.tool(planned.tool.name)).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
+        return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
       }),
     );
   }

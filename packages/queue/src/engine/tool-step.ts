@@ -11,7 +11,6 @@ import {
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
-import { QueueName } from '../keys.ts';
 import type { RunSpec } from '../store/run-store.ts';
 import type { StepEnding } from '../store/workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
@@ -78,7 +77,7 @@ export class ToolStepProcessor {
       join: run.queue,
       workflow: spec.agent,
     };
-    await queues.get(QueueName.tool(step.tool.name)).add(step.tool.name, data, toolJobOptions(data, step.tool, options.tool_backoff_ms));
+    await queues.forTool(step.tool, run_id).add(step.tool.name, data, toolJobOptions(data, step.tool, options.tool_backoff_ms));
     return 'fanned-out';
   }
 

@@ -95,7 +95,7 @@ export class Watchdog {
     }
     const registration = await this.deps.registry.registration(head.agent);
     if (!registration) return this.fail(run_id, head, [STEP_ID], `no worker has registered agent '${head.agent}' under this prefix`);
-    const providerQueue = this.deps.queues.get(registration.provider_queue);
+    const providerQueue = this.deps.queues.forRun(registration.provider_queue, run_id);
     const graph = registration.workflow;
     const view = graph ? await store.workflows.view(run_id) : undefined;
     // An agent run's one step, or a workflow run's running steps.
@@ -136,10 +136,10 @@ export class Watchdog {
    */
   private candidates(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue): { queue: Queue; id: string }[] {
     const provider = [frontier.next, frontier.next + 1].map((n) => ({ queue: providerQueue, id: JobId.provider(run_id, step_id, n) }));
-    const tools = frontier.open.map((call) => ({
-      queue: this.deps.queues.get(QueueName.tool(call.tool_name)),
-      id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id),
-    }));
+    // A call's job is in its run's partition, or under the prefix's tag for a capped tool.
+    const tools = frontier.open.flatMap((call) =>
+      this.toolQueues(call.tool_name, run_id).map((queue) => ({ queue, id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id) })),
+    );
     return [...provider, ...tools];
   }
 
@@ -149,15 +149,19 @@ export class Watchdog {
    * or has no response yet (it makes the call); else job `next + 1`, which joins the round.
    */
   private async repair(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
-    const { queues } = this.deps;
     const rerunsNext = !frontier.responded || frontier.open.length > 0;
     for (const call of frontier.open) {
-      await removeFinished(queues.get(QueueName.tool(call.tool_name)), JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
+      for (const queue of this.toolQueues(call.tool_name, run_id)) await removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
     }
     const iteration = rerunsNext ? frontier.next : frontier.next + 1;
     const data: ProviderJobData = { run_id, step_id, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
     await removeFinished(providerQueue, JobId.provider(run_id, step_id, iteration));
     await providerQueue.add(PROVIDER_JOB, data, providerJobOptions(data, attempts));
+  }
+
+  private toolQueues(tool_name: string, run_id: string): Queue[] {
+    const { queues } = this.deps;
+    return [queues.forRun(QueueName.tool(tool_name), run_id), queues.get(QueueName.tool(tool_name))];
   }
 
   private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {

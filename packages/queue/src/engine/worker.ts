@@ -49,7 +49,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     if (!isConnectionError(error)) options.logger.error(message, { ...fields, error });
   };
   const store = new RunStore(connection, options.prefix, options.retention_seconds);
-  const bullPrefix = store.keys.tag;
+  // Partitions (SPEC §9): the map is created or grown to this worker's count; it serves every partition there is.
+  let tags = store.partitions.tagsOf(await store.partitions.ensure(options.partitions));
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
   const listener = duplicateRedis(connection);
   listener.on('error', () => undefined); // reported once, by the main connection's watch
@@ -58,11 +59,10 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   });
   const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
-  const queues = new QueuePool(connection, bullPrefix);
+  const queues = new QueuePool(connection, store.keys);
   const workers: Worker[] = [];
   const common = {
     connection,
-    prefix: bullPrefix,
     lockDuration: options.lock_duration_ms,
     stalledInterval: options.stalled_interval_ms,
     maxStalledCount: options.max_stalled_count,
@@ -71,6 +71,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const registrations = new Map<string, AgentRegistration>();
 
   const scheduler = new WorkflowScheduler({ store, queues, redis: connection, logger: options.logger });
+  /** The BullMQ Workers of one partition's tag (capped tools' queues live under the prefix's tag only). */
+  const serveTag: ((tag: string) => void)[] = [];
   if (options.roles.includes('provider')) {
     const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
@@ -94,15 +96,18 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     // live worker waits in its queue.
     for (const definition of [...agents.values(), ...workflows.values()]) {
       const queueName = QueueName.agent(definition.name);
-      const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processProviderQueueJob(job, span, token)), {
-        ...common,
-        concurrency: options.provider_concurrency,
-        limiter: PROVIDER_WORKER_LIMITER,
-        settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+      serveTag.push((tag) => {
+        const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processProviderQueueJob(job, span, token)), {
+          ...common,
+          prefix: tag,
+          concurrency: options.provider_concurrency,
+          limiter: PROVIDER_WORKER_LIMITER,
+          settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+        });
+        worker.on('failed', onFailed);
+        worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
+        workers.push(worker);
       });
-      worker.on('failed', onFailed);
-      worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
-      workers.push(worker);
       registrations.set(definition.name, {
         provider_queue: queueName,
         tools: definition.tools.map((tool) => tool.name),
@@ -119,28 +124,44 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name);
       const queue = queues.get(queueName);
+      // A capped tool has one queue, under the prefix's tag, so its cap holds across partitions.
       if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
       else await queue.removeGlobalConcurrency();
-      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), {
-        ...common,
-        concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY),
+      serveTag.push((tag) => {
+        if (tool.concurrency !== undefined && tag !== store.keys.tag) return;
+        const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), {
+          ...common,
+          prefix: tag,
+          concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY),
+        });
+        worker.on('failed', (job, error) => {
+          if (!job || !failedForGood(job, error?.message)) return;
+          settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) =>
+            options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }),
+          );
+        });
+        worker.on('error', logWorkerError('tool worker error', { tool: tool.name }));
+        workers.push(worker);
       });
-      worker.on('failed', (job, error) => {
-        if (!job || !failedForGood(job, error?.message)) return;
-        settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) =>
-          options.logger.error('settling a failed tool job failed', { job_id: job.id, error: failure }),
-        );
-      });
-      worker.on('error', logWorkerError('tool worker error', { tool: tool.name }));
-      workers.push(worker);
     }
   }
+  for (const tag of tags) for (const serve of serveTag) serve(tag);
 
   const watchdog = new Watchdog({ store, redis: connection, queues, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
   await registry.announce(id, registrations);
   watchdog.start();
+  // Partitions another worker added are served from the next heartbeat on.
+  const followPartitions = async () => {
+    const now = store.partitions.tagsOf(await store.partitions.read());
+    const added = now.filter((tag) => !tags.includes(tag));
+    if (added.length === 0) return;
+    tags = now;
+    for (const tag of added) for (const serve of serveTag) serve(tag);
+    options.logger.info('serving new partitions', { partitions: now.length - 1 });
+  };
   const heartbeat = setInterval(() => {
     registry.announce(id, registrations).catch((error) => options.logger.warn('heartbeat failed', { error }));
+    followPartitions().catch((error) => options.logger.warn('reading the partition map failed', { error }));
   }, options.heartbeat_ms);
   heartbeat.unref();
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));

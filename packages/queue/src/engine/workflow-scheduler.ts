@@ -118,7 +118,7 @@ export class WorkflowScheduler {
           };
     const { ended, closed } = await endRun(store, run.run_id, ending);
     if (ended && end.status === 'failed' && run.graph.on_step_failure === 'fail_fast') {
-      await stopClosedWork(this.deps.redis, store, (queue, id) => this.deps.queues.get(queue).remove(id), run.run_id, closed);
+      await stopClosedWork(this.deps.redis, store, this.deps.queues, run.run_id, closed);
     }
   }
 }

@@ -9,6 +9,8 @@ import type { Redis } from 'ioredis';
 export interface StoredApproval extends PendingApproval {
   readonly tool_job: ToolJobData;
   readonly tool_job_options: JobsOptions;
+  /** The tool has a `concurrency` cap: its jobs go to the one queue under the prefix's tag. */
+  readonly tool_capped?: boolean;
 }
 
 /** How a resolution went: resolved now (with the round's open calls left), before, too late (the run ended), or never asked. */

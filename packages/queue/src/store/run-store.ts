@@ -16,6 +16,8 @@ import { type Keys, type RunKeys, keysFor, roundKey, stateKey } from '../keys.ts
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 import { ApprovalStore } from './approval-store.ts';
+import { PartitionMap } from './partition-map.ts';
+import { partitionOf, partitionOfKey, partitionTag } from '../partitions.ts';
 import { WorkflowStore } from './workflow-store.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
@@ -114,6 +116,8 @@ export class RunStore {
   readonly workflows: WorkflowStore;
   /** Calls waiting for a person's approval. */
   readonly approvals: ApprovalStore;
+  /** How many partitions runs spread over (SPEC §9). */
+  readonly partitions: PartitionMap;
   private readonly scripts: StoreScripts;
 
   constructor(
@@ -125,6 +129,7 @@ export class RunStore {
     this.scripts = storeScripts(redis);
     this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this);
     this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
+    this.partitions = new PartitionMap(redis, this.keys, prefix);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -150,7 +155,7 @@ export class RunStore {
       iterations: '0',
       ...(steps ? { workflow: spec.agent } : {}),
     };
-    const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id)], {
+    const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id, this.keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
       use_idempotency: idempotency_key !== undefined,
       fields,
@@ -190,6 +195,7 @@ export class RunStore {
       iterations: Number(record.iterations ?? 0),
       created_at: Number(record.created_at),
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
+      partition: partitionOf(run_id) ?? 0,
       ...traceIdOf(record.trace),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
     };
@@ -201,20 +207,26 @@ export class RunStore {
    * Index entries whose record retention has removed are dropped as they are met.
    */
   async listRuns(query: RunListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }> {
-    const index = query.agent === undefined ? this.keys.runsIndex : this.keys.agentRunsIndex(query.agent);
-    await this.trimRunIndex(index);
+    // Every partition's index, merged: the listing reads as one.
+    const indexes = (await this.tags()).map((tag) => this.keys.runsIndexIn(tag, query.agent));
+    await Promise.all(indexes.map((index) => this.trimRunIndex(index)));
     let after = query.cursor;
     const runs: RunRecord[] = [];
     // Reads a page more than asked for at a time, so a status filter rarely needs a second read.
     for (let reads = 0; runs.length < query.limit && reads < 20; reads += 1) {
-      const page = await this.indexPage(index, after, Math.max(query.limit * 2, 50));
+      const count = Math.max(query.limit * 2, 50);
+      const pages = await Promise.all(indexes.map(async (index) => (await this.indexPage(index, after, count)).map((entry) => ({ ...entry, index }))));
+      const page = pages
+        .flat()
+        .sort((a, b) => b.score - a.score || (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
+        .slice(0, count);
       if (page.length === 0) return { runs };
       const records = await Promise.all(page.map(({ run_id }) => this.getRun(run_id)));
       for (const [position, entry] of page.entries()) {
         const record = records[position];
         after = `${entry.score}:${entry.run_id}`;
         if (!record) {
-          await this.redis.zrem(index, entry.run_id);
+          await this.redis.zrem(entry.index, entry.run_id);
           continue;
         }
         if (query.status !== undefined && record.status !== query.status) continue;
@@ -230,7 +242,24 @@ export class RunStore {
    * (their records have expired, or will have once they end): the global index and each agent's.
    */
   async trimRunIndexes(agents: readonly string[]): Promise<void> {
-    await Promise.all([this.keys.runsIndex, ...agents.map((agent) => this.keys.agentRunsIndex(agent))].map((index) => this.trimRunIndex(index)));
+    const indexes = (await this.tags()).flatMap((tag) => [this.keys.runsIndexIn(tag), ...agents.map((agent) => this.keys.runsIndexIn(tag, agent))]);
+    await Promise.all(indexes.map((index) => this.trimRunIndex(index)));
+  }
+
+  /**
+   * The run an idempotency key was first used for, wherever the partition count then put it: the
+   * prefix's own tag, or the key's partition under each count the map has had.
+   */
+  async findIdempotent(key: string): Promise<string | undefined> {
+    const { history } = await this.partitions.read();
+    const tags = new Set([this.keys.tag, ...history.map((count) => partitionTag(this.prefix, partitionOfKey(key, count)))]);
+    const found = await Promise.all([...tags].map((tag) => this.redis.get(this.keys.idempotency(key, tag))));
+    return found.find((run_id) => run_id !== null) ?? undefined;
+  }
+
+  /** Every tag a run may live under (the prefix's own, and each partition's). */
+  async tags(): Promise<string[]> {
+    return this.partitions.tagsOf(await this.partitions.read());
   }
 
   private trimRunIndex(index: string): Promise<number> {
@@ -399,22 +428,22 @@ export class RunStore {
     return stored.map((json) => (json === null ? undefined : readResponse(json, `a response of ${run_id}`).response.tool_calls.map((call) => call.id)));
   }
 
-  /** Runs not ended whose last progress is older than `ageMs` (by the Redis server's clock), oldest first; and that clock. */
+  /** Runs not ended whose last progress is older than `ageMs` (by the Redis server's clock), in every partition; and that clock. */
   async staleRuns(ageMs: number, limit: number): Promise<{ run_ids: string[]; nowMs: number }> {
     const [seconds, micros] = await this.redis.time();
     const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const run_ids = await this.redis.zrangebyscore(this.keys.activeRuns, '-inf', nowMs - ageMs, 'LIMIT', 0, limit);
-    return { run_ids, nowMs };
+    const found = await Promise.all((await this.tags()).map((tag) => this.redis.zrangebyscore(this.keys.activeRunsIn(tag), '-inf', nowMs - ageMs, 'LIMIT', 0, limit)));
+    return { run_ids: found.flat().slice(0, limit), nowMs };
   }
 
   /** Marks a run as checked at `nowMs`, so the watchdog looks at it again only after another quiet period. */
   async markChecked(run_id: string, nowMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.activeRuns, 'XX', nowMs, run_id);
+    await this.redis.zadd(this.keys.activeRunsIn(this.keys.tagOf(run_id)), 'XX', nowMs, run_id);
   }
 
   /** Drops a run that has ended or is gone from the active set. */
   async forgetActive(run_id: string): Promise<void> {
-    await this.redis.zrem(this.keys.activeRuns, run_id);
+    await this.redis.zrem(this.keys.activeRunsIn(this.keys.tagOf(run_id)), run_id);
   }
 
   /** Counts one more watchdog repair of the run; returns how many there have been. */

@@ -1,0 +1,64 @@
+import { ConfigError } from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import type { Keys } from '../keys.ts';
+import { partitionTag } from '../partitions.ts';
+
+/** The partition count now, and every count above 1 it has had (oldest first). */
+export interface PartitionState {
+  readonly count: number;
+  readonly history: readonly number[];
+}
+
+/** The most partitions a deployment may have. */
+export const MAX_PARTITIONS = 1_024;
+
+/** How long a process reuses what it read of the map (so a long-lived client follows a change within this). */
+const REREAD_MS = 5_000;
+
+// Grows the count, never shrinks it (runs stay in their partitions for life); returns the count in force.
+const GROW = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '1')
+local wanted = tonumber(ARGV[1])
+if wanted > current then
+  redis.call('SET', KEYS[1], wanted)
+  redis.call('RPUSH', KEYS[2], wanted)
+  return wanted
+end
+return current`;
+
+/**
+ * The partition map under the prefix's own tag: how many partitions new runs spread over, and
+ * every count there has been (so an idempotency key is found wherever it was first used, and a
+ * worker serves every partition a run may still live in). Workers create and grow it from
+ * `ARCFLOW_PARTITIONS`; clients only read it.
+ */
+export class PartitionMap {
+  private cached: { state: PartitionState; at: number } | undefined;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly prefix: string,
+  ) {}
+
+  async read(fresh = false): Promise<PartitionState> {
+    if (!fresh && this.cached && Date.now() - this.cached.at < REREAD_MS) return this.cached.state;
+    const [count, history] = await Promise.all([this.redis.get(this.keys.partitions), this.redis.lrange(this.keys.partitionHistory, 0, -1)]);
+    const state = { count: Math.max(1, Number(count ?? 1)), history: history.map(Number) };
+    this.cached = { state, at: Date.now() };
+    return state;
+  }
+
+  /** Makes the count at least `wanted` (a worker's ARCFLOW_PARTITIONS); returns the map as it stands. */
+  async ensure(wanted: number): Promise<PartitionState> {
+    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_PARTITIONS) throw new ConfigError(`partitions must be an integer from 1 to ${MAX_PARTITIONS}, got ${wanted}`);
+    if (wanted > 1) await this.redis.eval(GROW, 2, this.keys.partitions, this.keys.partitionHistory, wanted);
+    return this.read(true);
+  }
+
+  /** Every tag a run may live under: the prefix's own and each partition's that ever was. */
+  tagsOf(state: PartitionState): string[] {
+    const most = Math.max(state.count, ...state.history, 1);
+    return [this.keys.tag, ...(most > 1 ? Array.from({ length: most }, (_, k) => partitionTag(this.prefix, k)) : [])];
+  }
+}
