@@ -77,6 +77,41 @@ describe('partitions on a Redis Cluster', () => {
     }
   });
 
+  it("keeps a tool's concurrency cap across partitions", async () => {
+    const prefix = testPrefix('cluster-cap');
+    let running = 0;
+    let most = 0;
+    const capped = tool({
+      name: 'capped_tool',
+      description: 'two at a time',
+      input_schema: { type: 'object' },
+      concurrency: 2,
+      handler: async () => {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        running -= 1;
+        return 'ok';
+      },
+    });
+    const agent = new Agent({ name: 'capped_agent', tools: [capped] });
+    const workers = await Promise.all(
+      [1, 2].map(() => startWorker({ agents: [agent], provider: scriptedProvider([], { repeat: false }), redis: cluster.url, prefix, partitions: 8, logger: silentLogger })),
+    );
+    const client = createClient({ redis: cluster.url, prefix });
+    try {
+      const script = { test: { steps: { s1: { responses: [{ tool_calls: [{ name: 'capped_tool', arguments: {} }] }, { output: 'done' }] } } } };
+      const ids = await Promise.all(Array.from({ length: 12 }, (_, index) => client.enqueue({ agent: 'capped_agent', input: `cap ${index}`, exec_config: script })));
+      expect(new Set(ids.map(({ run_id }) => /^run_p(\d+)_/.exec(run_id)?.[1])).size).toBeGreaterThan(2);
+      const runs = await Promise.all(ids.map(({ run_id }) => client.wait(run_id, { timeout_ms: 30_000 })));
+      expect(runs.every((run) => run.status === 'completed')).toBe(true);
+      expect(most).toBe(2);
+    } finally {
+      await client.close();
+      await Promise.all(workers.map((worker) => worker.close()));
+    }
+  });
+
   it('grows from 4 to 8 partitions with runs in flight: all complete, and an idempotency key keeps its run', async () => {
     const prefix = testPrefix('cluster-grow');
     let release!: () => void;

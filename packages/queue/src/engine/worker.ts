@@ -73,6 +73,15 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const scheduler = new WorkflowScheduler({ store, queues, redis: connection, logger: options.logger });
   /** The BullMQ Workers of one partition's tag (capped tools' queues live under the prefix's tag only). */
   const serveTag: ((tag: string) => void)[] = [];
+  /**
+   * One concurrency budget per process, whatever the number of partitions: each partition's
+   * Worker of a queue gets an even share of it (at least 1), and shares shrink as partitions grow.
+   */
+  const share = (budget: number) => Math.max(1, Math.ceil(budget / tags.length));
+  const shared: { worker: Worker; budget: number }[] = [];
+  const rebalance = () => {
+    for (const { worker, budget } of shared) worker.concurrency = share(budget);
+  };
   if (options.roles.includes('provider')) {
     const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
@@ -100,13 +109,14 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processProviderQueueJob(job, span, token)), {
           ...common,
           prefix: tag,
-          concurrency: options.provider_concurrency,
+          concurrency: share(options.provider_concurrency),
           limiter: PROVIDER_WORKER_LIMITER,
           settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
         });
         worker.on('failed', onFailed);
         worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
         workers.push(worker);
+        shared.push({ worker, budget: options.provider_concurrency });
       });
       registrations.set(definition.name, {
         provider_queue: queueName,
@@ -128,12 +138,15 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
       else await queue.removeGlobalConcurrency();
       serveTag.push((tag) => {
-        if (tool.concurrency !== undefined && tag !== store.keys.tag) return;
+        const capped = tool.concurrency !== undefined;
+        if (capped && tag !== store.keys.tag) return;
+        const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
         const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), {
           ...common,
           prefix: tag,
-          concurrency: Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY),
+          concurrency: capped ? budget : share(budget),
         });
+        if (!capped) shared.push({ worker, budget });
         worker.on('failed', (job, error) => {
           if (!job || !failedForGood(job, error?.message)) return;
           settleFailedToolJob(toolDeps, job, stalledOut(error?.message)).catch((failure) =>
@@ -157,6 +170,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     if (added.length === 0) return;
     tags = now;
     for (const tag of added) for (const serve of serveTag) serve(tag);
+    rebalance();
     options.logger.info('serving new partitions', { partitions: now.length - 1 });
   };
   const heartbeat = setInterval(() => {

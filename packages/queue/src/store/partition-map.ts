@@ -51,7 +51,10 @@ export class PartitionMap {
 
   /** Makes the count at least `wanted` (a worker's ARCFLOW_PARTITIONS); returns the map as it stands. */
   async ensure(wanted: number): Promise<PartitionState> {
-    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_PARTITIONS) throw new ConfigError(`partitions must be an integer from 1 to ${MAX_PARTITIONS}, got ${wanted}`);
+    // A power of two spaces the partitions' slots evenly, so every master of a cluster gets some.
+    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_PARTITIONS || (wanted & (wanted - 1)) !== 0) {
+      throw new ConfigError(`partitions must be a power of two from 1 to ${MAX_PARTITIONS} (1, 2, 4, … 1024), got ${wanted}`);
+    }
     if (wanted > 1) await this.redis.eval(GROW, 2, this.keys.partitions, this.keys.partitionHistory, wanted);
     return this.read(true);
   }
