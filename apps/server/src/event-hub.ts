@@ -38,7 +38,7 @@ export class EventHub {
     private readonly subscriber: Redis,
     private readonly onError: (error: unknown) => void,
   ) {
-    subscriber.on('message', (channel: string) => {
+    subscriber.on('smessage', (channel: string) => {
       const run_id = this.byChannel.get(channel);
       if (run_id) this.read(run_id);
     });
@@ -56,7 +56,7 @@ export class EventHub {
       this.byChannel.set(channel, run_id);
       // Subscribed before the first read, so nothing written in between is missed.
       this.subscriber
-        .subscribe(channel)
+        .ssubscribe(channel)
         .then(() => this.read(run_id))
         .catch(this.onError);
     } else {
@@ -85,7 +85,7 @@ export class EventHub {
     clearInterval(tail.timer);
     this.tails.delete(run_id);
     this.byChannel.delete(tail.channel);
-    this.subscriber.unsubscribe(tail.channel).catch(this.onError);
+    this.subscriber.sunsubscribe(tail.channel).catch(this.onError);
   }
 
   private read(run_id: string): void {

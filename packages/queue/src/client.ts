@@ -144,19 +144,25 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     return registration;
   };
   let subscriber: Redis | undefined;
-  let subscribed: Promise<unknown> | undefined;
+  /** The partitions' finished channels subscribed to (sharded pub/sub), one per tag, on first wait in it. */
+  const subscribed = new Map<string, Promise<unknown>>();
   const waiters = new Map<string, Set<() => void>>();
-  const subscribe = () => {
-    if (!subscribed) {
+  const subscribe = (run_id: string) => {
+    if (!subscriber) {
       // Subscriptions wait out a reconnect and are restored after it; `wait` also polls.
       subscriber = duplicateRedis(redis, { enableOfflineQueue: true, maxRetriesPerRequest: null });
       subscriber.on('error', () => undefined);
-      subscriber.on('message', (_channel: string, run_id: string) => {
-        for (const wake of waiters.get(run_id) ?? []) wake();
+      subscriber.on('smessage', (_channel: string, finished: string) => {
+        for (const wake of waiters.get(finished) ?? []) wake();
       });
-      subscribed = subscriber.subscribe(store.keys.finishedChannel);
     }
-    return subscribed;
+    const channel = store.keys.finishedChannelIn(store.keys.tagOf(run_id));
+    let done = subscribed.get(channel);
+    if (!done) {
+      done = subscriber.ssubscribe(channel);
+      subscribed.set(channel, done);
+    }
+    return done;
   };
 
   /** A new run's id: in a partition (by its idempotency key, else at random) when there are several. */
@@ -306,7 +312,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         throw new RequestError('invalid_request', `timeout_ms must be a number of milliseconds >= 0, got ${JSON.stringify(timeoutMs)}`);
       }
       const deadline = Date.now() + timeoutMs;
-      await subscribe();
+      await subscribe(run_id);
       let wake: () => void = () => {};
       const set = waiters.get(run_id) ?? new Set();
       waiters.set(run_id, set);

@@ -43,7 +43,8 @@ export interface Keys {
   /** Held by the one worker whose watchdog scans this round. */
   readonly watchdogLock: string;
   readonly cancelChannel: string;
-  readonly finishedChannel: string;
+  /** A partition's channel of runs that ended (sharded pub/sub, in the partition's slot). */
+  readonly finishedChannelIn: (tag: string) => string;
 }
 
 /**
@@ -167,7 +168,7 @@ export function keysFor(prefix: string): Keys {
     agentRunsIndex: (agent) => `${tag}${RUNS_INDEX_SUFFIX}:agent:${agent}`,
     watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
-    finishedChannel: `${tag}:finished`,
+    finishedChannelIn: (inTag) => `${inTag}:finished`,
   };
 }
 

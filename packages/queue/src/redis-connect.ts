@@ -44,6 +44,8 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
     nodes.map(({ host, port }) => ({ host, port })),
     {
       redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}) },
+      // Sharded pub/sub (run-finished notices, event tails) subscribes on the node of each channel's slot.
+      shardedSubscribers: true,
       ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
       ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
     },

@@ -501,7 +501,6 @@ export class RunStore {
       output: outcome.output,
       error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : undefined,
       error_code: outcome.status === 'failed' ? outcome.error.error_code : undefined,
-      channel: this.keys.finishedChannel,
       closing: ending.closing ?? (outcome.status === 'cancelled' ? CANCEL_CLOSING : undefined),
       retention_seconds: this.retentionSeconds,
       events: this.pairs(events),

@@ -4,7 +4,6 @@
     step_id, ts       the step the run ends in; when (ms)
     output?, error?   the record's output text and error JSON
     error_code?       RunFailed's code
-    channel           where the run's end is published
     closing?          {content, code}: close every fanned-out call still open with this result
                       and a ToolCallFailed of this code (a cancel; a run failed as stalled)
     retention_seconds every key of the run expires this long after
@@ -19,7 +18,6 @@ local function checkEnding(ending)
   if status ~= 'completed' and status ~= 'failed' and status ~= 'cancelled' then refuse('status must be completed, failed or cancelled') end
   needText('step_id', ending.step_id)
   needWhole('ts', ending.ts)
-  needText('channel', ending.channel)
   needWhole('retention_seconds', ending.retention_seconds)
   if ending.output ~= nil then needText('output', ending.output) end
   if ending.error ~= nil then needText('error', ending.error) end
@@ -87,8 +85,9 @@ local function finish(ending)
   redis.call('HSET', record, unpack(fields))
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
-  local run_id, active = runIdentity()
+  local run_id, active, tag = runIdentity()
   redis.call('ZREM', active, run_id)
-  redis.call('PUBLISH', ending.channel, run_id)
+  -- Waiting clients are told on the partition's channel (sharded: in this slot).
+  redis.call('SPUBLISH', tag .. ':finished', run_id)
   return closed
 end

@@ -39,13 +39,14 @@ local function needEvents(name, list)
   end
 end
 
--- Tells the run's event followers, once per script, that its events grew: a publish to the run's
--- own channel, which costs next to nothing while nobody follows the run.
+-- Tells the run's event followers, once per script, that its events grew: a sharded publish to the
+-- run's own channel (in the run's slot, so a cluster tells only the node that has it), which costs
+-- next to nothing while nobody follows the run.
 local told = false
 local function tellFollowers()
   if told then return end
   told = true
-  redis.call('PUBLISH', record .. '{{RUN_KEY_SUFFIX.tail}}', '')
+  redis.call('SPUBLISH', record .. '{{RUN_KEY_SUFFIX.tail}}', '')
 end
 -- Appends an event; one with a dedupe id is written at most once per run.
 local function append(dedupeId, json)
