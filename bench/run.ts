@@ -7,6 +7,7 @@ import { TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts'
 import { withTracing } from './tracing.ts';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
+import { clusterThroughput } from './cluster.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -105,6 +106,35 @@ try {
       arcflow: `${followers.polling.toFixed(0)} ms`,
       baseline: `${followers.none.toFixed(0)} ms`,
       ratio: signedMs(followers.polling - followers.none),
+      target: 'info',
+      verdict: '-',
+    });
+  }
+  if (wanted('cluster')) {
+    progress('Redis Cluster: 1 node against 3, 8 partitions');
+    const one = await clusterThroughput(1);
+    const three = await clusterThroughput(3);
+    rows.push({
+      measure: 'tool calls/s, Redis Cluster of 3 nodes (vs 1 node), 8 partitions, 1 worker',
+      arcflow: three.callsPerSecond.toFixed(0),
+      baseline: one.callsPerSecond.toFixed(0),
+      ratio: `${(three.callsPerSecond / one.callsPerSecond).toFixed(2)}x`,
+      target: 'info (2 cores)',
+      verdict: '-',
+    });
+    rows.push({
+      measure: '  share of script calls per node, 3 nodes',
+      arcflow: three.nodes.map((node) => `${(node.scriptShare * 100).toFixed(0)}%`).join(' / '),
+      baseline: '100%',
+      ratio: '-',
+      target: 'info',
+      verdict: '-',
+    });
+    rows.push({
+      measure: '  Redis CPU per tool call, per node (1 node: all of it)',
+      arcflow: three.nodes.map((node) => `${node.cpuPerCallUs.toFixed(0)} µs`).join(' / '),
+      baseline: `${one.nodes[0]!.cpuPerCallUs.toFixed(0)} µs`,
+      ratio: `${(three.nodes.reduce((sum, node) => sum + node.cpuPerCallUs, 0) / one.nodes[0]!.cpuPerCallUs).toFixed(2)}x (sum)`,
       target: 'info',
       verdict: '-',
     });

@@ -44,8 +44,6 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
     nodes.map(({ host, port }) => ({ host, port })),
     {
       redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}) },
-      // Sharded pub/sub (run-finished notices, event tails) subscribes on the node of each channel's slot.
-      shardedSubscribers: true,
       ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
       ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
     },
@@ -53,13 +51,18 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   return cluster as unknown as Redis;
 }
 
-/** A second connection like `redis` (a cluster's for a cluster), with `options` over its own: for subscribers. */
+/**
+ * A second connection like `redis`, with `options` over its own, for subscribing: on a cluster,
+ * one whose sharded subscriptions (run-finished notices, event tails) go to the node of each
+ * channel's slot.
+ */
 export function duplicateRedis(redis: Redis, options: RedisOptions = {}): Redis {
   if (!((redis as unknown) instanceof Cluster)) return redis.duplicate(options);
   const cluster = redis as unknown as Cluster;
   const { enableOfflineQueue, ...redisOptions } = options;
   return cluster.duplicate([], {
     ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+    shardedSubscribers: true,
     redisOptions: { ...cluster.options.redisOptions, ...redisOptions },
   }) as unknown as Redis;
 }

@@ -17,7 +17,7 @@ export interface PrivateCluster {
   close(): Promise<void>;
 }
 
-/** Starts `masters` cluster-enabled `redis-server`s (no replicas) and joins them with `redis-cli --cluster create`. */
+/** Starts `masters` cluster-enabled `redis-server`s (no replicas), slots split evenly, joined into one cluster. */
 export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'arcflow-cluster-'));
   const ports: number[] = [];
@@ -42,7 +42,16 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
   };
   try {
     await Promise.all(ports.map((port) => answers(port)));
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    if (masters >= 3) {
+      await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    } else {
+      // redis-cli creates clusters of 3 masters or more: smaller ones get their slots by hand.
+      const share = Math.ceil(16_384 / masters);
+      for (const [index, port] of ports.entries()) {
+        await run('redis-cli', ['-p', String(port), 'cluster', 'addslotsrange', String(index * share), String(Math.min(16_383, (index + 1) * share - 1))]);
+        if (index > 0) await run('redis-cli', ['-p', String(port), 'cluster', 'meet', '127.0.0.1', String(ports[0])]);
+      }
+    }
     await Promise.all(ports.map((port) => clusterReady(port)));
   } catch (error) {
     await close();
