@@ -1,6 +1,10 @@
 import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { type PrivateCluster, assertEventInvariants, reply, scriptedProvider, startPrivateCluster, testPrefix, toolCalls } from '@arcflow/testing';
+import { openaiProvider } from '@arcflow/provider-openai';
+import { type PrivateCluster, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, startPrivateCluster, testPrefix, toolCalls } from '@arcflow/testing';
+import { QueuePool } from '../src/engine/join.ts';
+import { keysFor } from '../src/keys.ts';
+import { partitionTag } from '../src/partitions.ts';
 import { defineBudgetScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Cluster, Redis } from 'ioredis';
@@ -109,6 +113,68 @@ describe('partitions on a Redis Cluster', () => {
     } finally {
       await client.close();
       await Promise.all(workers.map((worker) => worker.close()));
+    }
+  });
+
+  it('pauses the provider queue of every partition on a 429, and cancels a run in any partition', async () => {
+    const prefix = testPrefix('cluster-429');
+    const server = await startFakeOpenAI({
+      turns: [
+        { type: 'status', status: 429, headers: { 'retry-after': '1' } },
+        { type: 'text', content: 'after the wait' },
+      ],
+    });
+    let aborted = 0;
+    const hold = tool({
+      name: 'hold_until_cancelled',
+      description: 'waits for its signal',
+      input_schema: { type: 'object' },
+      timeout_ms: 30_000,
+      handler: (_args: unknown, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve(`aborted ${++aborted}`))),
+    });
+    const agents = [new Agent({ name: 'limited' }), new Agent({ name: 'slowpoke', tools: [hold] })];
+    const worker = await startWorker({
+      agents,
+      provider: openaiProvider({ base_url: server.url, api_key: 'k' }),
+      redis: cluster.url,
+      prefix,
+      partitions: 4,
+      provider_attempts: 1,
+      logger: silentLogger,
+    });
+    const client = createClient({ redis: cluster.url, prefix });
+    const pool = new QueuePool(
+      new Cluster(
+        cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+        { redisOptions: { maxRetriesPerRequest: null } },
+      ) as never,
+      keysFor(prefix),
+    );
+    try {
+      const { run_id } = await client.enqueue({ agent: 'limited', input: 'hi' });
+      const tags = [0, 1, 2, 3].map((k) => partitionTag(prefix, k));
+      let paused: number[] = [];
+      for (let tries = 0; tries < 100 && !paused.every((ttl) => ttl > 0); tries += 1) {
+        paused = await Promise.all(tags.map((tag) => pool.get('agent-limited', tag).getRateLimitTtl()));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(paused.every((ttl) => ttl > 0)).toBe(true);
+      expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'after the wait' });
+
+      const script = { test: { steps: { s1: { responses: [{ tool_calls: [{ name: 'hold_until_cancelled', arguments: {} }] }, { output: 'never' }] } } } };
+      const held = await Promise.all([1, 2, 3].map((n) => client.enqueue({ agent: 'slowpoke', input: `hold ${n}`, exec_config: script })));
+      await until(
+        async () => (await Promise.all(held.map(({ run_id }) => collect(client, run_id)))).every((events) => events.some((event) => event.kind === 'ToolCallStarted')),
+        20_000,
+        50,
+      );
+      for (const { run_id } of held) expect(await client.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
+      await until(async () => aborted === 3, 10_000, 20);
+    } finally {
+      await pool.close();
+      await client.close();
+      await worker.close();
+      await server.close();
     }
   });
 
