@@ -2,6 +2,7 @@ import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type PrivateCluster, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, startPrivateCluster, testPrefix, toolCalls } from '@arcflow/testing';
+import { startServer } from '@arcflow/server';
 import { QueuePool } from '../src/engine/join.ts';
 import { keysFor } from '../src/keys.ts';
 import { partitionTag } from '../src/partitions.ts';
@@ -219,6 +220,34 @@ describe('partitions on a Redis Cluster', () => {
       release();
       await client.close();
       await first.close();
+    }
+  });
+});
+
+describe('arcflow serve on a Redis Cluster', () => {
+  it('enqueues over HTTP and streams a partitioned run to its end', async () => {
+    const prefix = testPrefix('cluster-serve');
+    const worker = await startWorker({ agents: [spread], provider: scriptedProvider([], { repeat: false }), redis: cluster.url, prefix, partitions: 8, logger: silentLogger });
+    const server = await startServer({ redis: cluster.url, prefix, port: 0, log: false });
+    try {
+      const script = { test: { steps: { s1: { responses: [{ tool_calls: [{ name: 'spread_noop', arguments: {} }] }, { output: 'done' }] } } } };
+      const created = await fetch(`${server.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ agent: 'spread_agent', input: 'over http', exec_config: script }),
+      });
+      const { run_id } = (await created.json()) as { run_id: string };
+      expect(run_id).toMatch(/^run_p\d+_/);
+      const stream = await fetch(`${server.url}/v1/runs/${run_id}/events`, { headers: { accept: 'text/event-stream' } });
+      const text = await stream.text();
+      expect(text).toContain('event: RunCompleted');
+      expect((await (await fetch(`${server.url}/v1/runs/${run_id}`)).json()) as { status: string; partition: number }).toMatchObject({
+        status: 'completed',
+        partition: Number(/^run_p(\d+)_/.exec(run_id)![1]),
+      });
+    } finally {
+      await server.close();
+      await worker.close();
     }
   });
 });
