@@ -40,6 +40,8 @@ export interface ToolJobData {
   readonly join: JoinTarget;
   /** Set for a workflow's tool step: the job that settles the call settles the step and moves the workflow on. */
   readonly workflow?: string;
+  /** Set when calls of the round wait for approval: settling this one may leave the run waiting. */
+  readonly waits?: boolean;
 }
 
 /** The join of a tool job's round: provider job `n+1`, created by the same span as the tool job. */

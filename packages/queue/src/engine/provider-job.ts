@@ -537,6 +537,7 @@ export class ProviderJobProcessor {
     }
     // One `add` per job, all in this tick (one socket write): cheaper than `addBulk`'s MULTI, and
     // atomicity is not needed, since a re-delivered provider job re-adds only what is missing.
+    const waits = calls.some((planned) => planned.approval);
     await Promise.all(
       calls.map((planned) => {
         const data: ToolJobData = {
@@ -550,6 +551,7 @@ export class ProviderJobProcessor {
           input_size_bytes: planned.input_size_bytes,
           trace,
           join,
+          ...(waits ? { waits: true } : {}),
         };
         if (planned.approval) return requestApproval({ store: this.deps.store, queues, tool_backoff_ms: options.tool_backoff_ms }, planned, { step_id, iteration }, data);
         return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));

@@ -12,8 +12,8 @@ export interface ToolRuntime {
 }
 
 /** The store's handle on a planned call of a round; `fanned_out` when it runs as its own tool job. */
-export function roundCall(planned: PlannedCall, place: CallPlace, fanned_out: boolean): RoundCall {
-  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name, fanned_out };
+export function roundCall(planned: PlannedCall, place: CallPlace, fanned_out: boolean, round_waits = false): RoundCall {
+  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name, fanned_out, round_waits };
 }
 
 /** The planned call a tool job stands for, rebuilt from its job data. */
@@ -41,6 +41,8 @@ export interface Attempt {
   readonly firstDelivery: boolean;
   /** A tool job's call, counted among its round's open calls; not one run inline by its provider job. */
   readonly fannedOut: boolean;
+  /** Calls of its round wait for approval (the tool job's `waits`). */
+  readonly roundWaits?: boolean;
 }
 
 /** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
@@ -66,7 +68,7 @@ export interface AttemptOutcome {
  */
 export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
-  const call = roundCall(planned, place, attempt.fannedOut);
+  const call = roundCall(planned, place, attempt.fannedOut, attempt.roundWaits === true);
   // Stamped now: a first delivery writes it after the handler has started.
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
   // Written at most once per attempt, even when a lost reply makes the client send the write again.

@@ -51,7 +51,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
         reason: { type: 'invalid_arguments' as const, tool, violation, input_size_bytes: data.input_size_bytes },
       };
       const [started, terminal] = plannedCallEvents(rejected, place);
-      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), {
+      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), {
         content: rejected.content,
         terminal: terminal!,
         started: { event: started!, ts: Date.now() },
@@ -67,6 +67,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       last: job.attemptsMade + 1 >= attempts,
       firstDelivery: attempt === 1,
       fannedOut: true,
+      roundWaits: data.waits === true,
     });
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
@@ -86,7 +87,7 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   const place = { step_id: data.step_id, iteration: data.iteration };
   const planned = callFromJob(data, tool);
   const lost = lostCall(planned, place, lostWorker ? 'worker_lost' : 'tool_error');
-  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true), lost);
+  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), lost);
   if (recorded?.openInRound === 0) await joinRound(deps, data);
 }
 

@@ -103,6 +103,8 @@ export interface RoundCall {
   readonly tool_name: string;
   /** Fanned out to a tool job, so counted among its round's open calls until its result is recorded. */
   readonly fanned_out: boolean;
+  /** Calls of its round wait for approval (only then may its result leave the run waiting). */
+  readonly round_waits?: boolean;
 }
 
 /**
@@ -370,6 +372,7 @@ export class RunStore {
         result.spanTraceparent ?? '',
         result.started ? this.eventJson(result.started.event, result.started.ts) : '',
         failureCode(result.terminal),
+        call.round_waits ? '1' : '0',
       ],
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;

@@ -10,13 +10,15 @@
   ARGV[8] started (ToolCallStarted JSON; '' when written already)
   ARGV[9] failure (the terminal event's error code, kept as field '<tool_call_id>|error' of the
           results; '' when the call completed)
+  ARGV[10] round_waits ('1' when calls of the round wait for approval: the run may be left waiting)
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
 ]]
 --- @include "prelude"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-if #ARGV ~= 9 then refuse('recordToolResult takes 9 arguments') end
+local round_waits = ARGV[10] == '1'
+if #ARGV ~= 10 then refuse('recordToolResult takes 10 arguments') end
 if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
 local results = roundKey(step_id, 'results', iteration)
@@ -35,7 +37,7 @@ local open
 if fanned_out then
   open = redis.call('HINCRBY', pending, round, -1)
   -- Only a round that has calls waiting for approval can make the run wait.
-  if open > 0 and redis.call('HEXISTS', pending, round .. '|awaiting') == 1 then waitingOrRunning(round, open) end
+  if open > 0 and round_waits then waitingOrRunning(round, open) end
 else
   open = openInRound(round)
 end
