@@ -253,7 +253,7 @@ describe('arcflow serve on a Redis Cluster', () => {
 });
 
 describe('worker processes on a Redis Cluster', () => {
-  it('finish a run after SIGKILL mid-tool, with REDIS_URL listing the nodes', async () => {
+  it('finish a run after SIGKILL mid-tool, with REDIS_URL listing the nodes, and drain on SIGTERM', async () => {
     const prefix = testPrefix('cluster-crash');
     const env = { REDIS_URL: cluster.url, ARCFLOW_PREFIX: prefix, ARCFLOW_PARTITIONS: '8' };
     const fixture = new URL('./fixtures/crash-agents.ts', import.meta.url).pathname;
@@ -266,11 +266,14 @@ describe('worker processes on a Redis Cluster', () => {
       await until(async () => Number((await nodes.get(`{${prefix}}:test:exec:block`)) ?? 0) === 1, 20_000, 50);
       first.kill('SIGKILL');
       await first.exited;
-      workers.push(await spawnWorker(fixture, { env }));
+      const second = await spawnWorker(fixture, { env });
+      workers.push(second);
       const run = await client.wait(run_id, { timeout_ms: 30_000 });
       expect(run.status).toBe('completed');
       const events: TraceEvent[] = await collect(client, run_id);
       assertEventInvariants(events);
+      // SIGTERM still drains and exits 0 on a cluster.
+      expect(await second.stop()).toBe(0);
     } finally {
       await client.close();
       nodes.disconnect();
