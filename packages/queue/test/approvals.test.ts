@@ -2,38 +2,20 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { RunRecord, TraceEvent } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { collect, until as untilEvery } from './harness.ts';
+import { TEST_REDIS_URL, assertEventInvariants } from '@arcflow/testing';
+import { ARCFLOW_BIN } from '@arcflow/worker';
+import { describe, expect, it } from 'vitest';
+import { collect, fixtureWorkers, until as untilEvery } from './harness.ts';
 
 const run = promisify(execFile);
 const until = (check: () => Promise<boolean>, timeoutMs = 20_000) => untilEvery(check, timeoutMs, 50);
-const FIXTURE = new URL('./fixtures/approval-agents.ts', import.meta.url).pathname;
-const prefixes: string[] = [];
-const workers: WorkerProcess[] = [];
-const redis = new Redis(TEST_REDIS_URL);
-
-afterEach(async () => {
-  for (const worker of workers.splice(0)) worker.kill('SIGKILL');
-});
-afterAll(async () => {
-  for (const prefix of prefixes) await cleanupPrefix(prefix);
-  await redis.quit();
-});
+const { forTest } = fixtureWorkers(new URL('./fixtures/approval-agents.ts', import.meta.url).pathname);
 
 async function setup(name: string, workerCount = 2, args: string[] = []) {
-  const prefix = testPrefix(name);
-  prefixes.push(prefix);
-  const start = async () => {
-    const worker = await spawnWorker(FIXTURE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix }, args });
-    workers.push(worker);
-    return worker;
-  };
+  const { prefix, start: startWith, executions } = forTest(name);
+  const start = () => startWith({ args });
   const started = await Promise.all(Array.from({ length: workerCount }, start));
   const client = createClient({ redis: TEST_REDIS_URL, prefix });
-  const executions = async (tool: string) => Number((await redis.get(`{${prefix}}:test:exec:${tool}`)) ?? 0);
   const waiting = (run_id: string, calls: number) =>
     until(async () => (await client.get(run_id))?.status === 'waiting' && (await client.get(run_id))?.pending_approvals?.length === calls);
   return { prefix, client, start, workers: started, executions, waiting };

@@ -1,38 +1,19 @@
 import type { TraceEvent } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertEventInvariants, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { collect, until as untilEvery } from './harness.ts';
+import { TEST_REDIS_URL, assertEventInvariants, startFakeOpenAI } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { collect, fixtureWorkers, until as untilEvery } from './harness.ts';
 
 const until = (check: () => Promise<boolean>, timeoutMs = 20_000) => untilEvery(check, timeoutMs, 50);
 
 const FIXTURE = new URL('./fixtures/crash-agents.ts', import.meta.url).pathname;
 const fixture = await import('./fixtures/crash-agents.ts');
-const prefixes: string[] = [];
-const workers: WorkerProcess[] = [];
-const redis = new Redis(TEST_REDIS_URL);
-
-afterEach(async () => {
-  for (const worker of workers.splice(0)) worker.kill('SIGKILL');
-});
-afterAll(async () => {
-  for (const prefix of prefixes) await cleanupPrefix(prefix);
-  await redis.quit();
-});
+const { redis, forTest } = fixtureWorkers(FIXTURE);
 
 function setup(name: string) {
-  const prefix = testPrefix(name);
-  prefixes.push(prefix);
-  const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
-  const start = async (extraEnv: Record<string, string> = {}, args: string[] = []) => {
-    const worker = await spawnWorker(FIXTURE, { env: { ...env, ...extraEnv }, args });
-    workers.push(worker);
-    return worker;
-  };
-  const counter = async (name: string) => Number((await redis.get(`{${prefix}}:test:exec:${name}`)) ?? 0);
-  return { prefix, start, counter, client: createClient({ redis: TEST_REDIS_URL, prefix }) };
+  const { prefix, start: startWith, executions } = forTest(name);
+  const start = (env: Record<string, string> = {}, args: string[] = []) => startWith({ env, args });
+  return { prefix, start, counter: executions, client: createClient({ redis: TEST_REDIS_URL, prefix }) };
 }
 
 const hasEvent = (events: TraceEvent[], kind: string, tool_call_id?: string) =>

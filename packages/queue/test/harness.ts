@@ -1,6 +1,7 @@
 import { type Agent, type ModelProvider, type TraceEvent, type Workflow, silentLogger } from '@arcflow/core';
 import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, cleanupPrefix, scriptedProvider } from '@arcflow/testing';
+import { TEST_REDIS_URL, cleanupPrefix, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import type { ScenarioRunner } from '@arcflow/testing/scenarios';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach } from 'vitest';
@@ -69,4 +70,51 @@ export function testResources(): { prefixes: string[]; open: { close(): Promise<
     await redis.quit();
   });
   return { prefixes, open, redis };
+}
+
+/** A test's worker processes on one fixture module, under one key prefix. */
+export interface FixtureWorkers {
+  readonly prefix: string;
+  /** Starts a worker process (`args`: CLI flags; `env` over the prefix's REDIS_URL and ARCFLOW_PREFIX). */
+  start(options?: { args?: string[]; env?: Record<string, string> }): Promise<WorkerProcess>;
+  /** A key the fixture writes under the prefix (`{prefix}:test:<name>`). */
+  key(name: string): string;
+  /** How many times the fixture counted an execution of `tool` (`{prefix}:test:exec:<tool>`). */
+  executions(tool: string): Promise<number>;
+}
+
+/**
+ * Worker processes for a test file: `forTest(name)` gives a test its own prefix and a way to start
+ * `arcflow worker` on `fixture` under it. Every process is SIGKILLed after each test; the prefixes
+ * are deleted after the file. `redis` reads what the fixtures write.
+ */
+export function fixtureWorkers(fixture: string): { redis: Redis; forTest(name: string): FixtureWorkers } {
+  const prefixes: string[] = [];
+  const workers: WorkerProcess[] = [];
+  const redis = new Redis(TEST_REDIS_URL);
+  afterEach(async () => {
+    for (const worker of workers.splice(0)) worker.kill('SIGKILL');
+  });
+  afterAll(async () => {
+    for (const prefix of prefixes) await cleanupPrefix(prefix);
+    await redis.quit();
+  });
+  return {
+    redis,
+    forTest(name) {
+      const prefix = testPrefix(name);
+      prefixes.push(prefix);
+      const key = (keyName: string) => `{${prefix}}:test:${keyName}`;
+      return {
+        prefix,
+        key,
+        async start({ args = [], env = {} } = {}) {
+          const worker = await spawnWorker(fixture, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, ...env }, args });
+          workers.push(worker);
+          return worker;
+        },
+        executions: async (tool) => Number((await redis.get(key(`exec:${tool}`))) ?? 0),
+      };
+    },
+  };
 }

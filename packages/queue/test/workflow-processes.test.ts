@@ -1,34 +1,15 @@
 import type { TraceEvent } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertWorkflowInvariants, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { collect, until } from './harness.ts';
+import { TEST_REDIS_URL, assertWorkflowInvariants } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { collect, fixtureWorkers, until } from './harness.ts';
 
-const FIXTURE = new URL('./fixtures/workflow-agents.ts', import.meta.url).pathname;
-const prefixes: string[] = [];
-const workers: WorkerProcess[] = [];
-const redis = new Redis(TEST_REDIS_URL);
-
-afterEach(async () => {
-  for (const worker of workers.splice(0)) worker.kill('SIGKILL');
-});
-afterAll(async () => {
-  for (const prefix of prefixes) await cleanupPrefix(prefix);
-  await redis.quit();
-});
+const { redis, forTest } = fixtureWorkers(new URL('./fixtures/workflow-agents.ts', import.meta.url).pathname);
 
 function setup(name: string) {
-  const prefix = testPrefix(name);
-  prefixes.push(prefix);
-  const start = async (args: string[] = []) => {
-    const worker = await spawnWorker(FIXTURE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix }, args });
-    workers.push(worker);
-    return worker;
-  };
-  const test = (name: string) => `{${prefix}}:test:${name}`;
-  return { prefix, start, test, client: createClient({ redis: TEST_REDIS_URL, prefix }) };
+  const workers = forTest(name);
+  const start = (args: string[] = []) => workers.start({ args });
+  return { prefix: workers.prefix, start, test: workers.key, client: createClient({ redis: TEST_REDIS_URL, prefix: workers.prefix }) };
 }
 
 const count = (events: readonly TraceEvent[], kind: string, step_id: string) => events.filter((event) => event.kind === kind && event.step_id === step_id).length;
