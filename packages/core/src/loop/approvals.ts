@@ -4,7 +4,7 @@ import { idempotencyKey } from '../tools/run-handler.ts';
 import { ToolResultText } from '../tools/result-text.ts';
 import type { ResponseDecision } from './decide.ts';
 import type { ExecuteCall } from './plan.ts';
-import type { CallPlace, SettledCall } from './tool-events.ts';
+import { type CallPlace, type SettledCall, failedCall } from './tool-events.ts';
 
 /** What a person (or `runLocal`'s `approve`) is asked about a waiting call. */
 export interface ApprovalRequest {
@@ -82,34 +82,12 @@ export function approvalResolvedEvent(call: { tool_name: string; tool_call_id: s
 
 /** A rejected call: the exact text for the model and `ToolCallFailed (rejected)`. */
 export function rejectedCall(call: { tool_name: string; tool_call_id: string }, place: CallPlace, reason: string | undefined): SettledCall {
-  return {
-    content: ToolResultText.rejected(reason),
-    terminal: {
-      kind: 'ToolCallFailed',
-      step_id: place.step_id,
-      iteration: place.iteration,
-      tool_name: call.tool_name,
-      tool_call_id: call.tool_call_id,
-      duration_ms: 0,
-      error_code: 'rejected',
-    },
-  };
+  return failedCall(call, place, ToolResultText.rejected(reason), 'rejected');
 }
 
 /** A call nobody answered in time: `ToolCallFailed (approval_timeout)`. */
 export function approvalTimedOutCall(call: { tool_name: string; tool_call_id: string }, place: CallPlace): SettledCall {
-  return {
-    content: ToolResultText.approvalTimedOut(),
-    terminal: {
-      kind: 'ToolCallFailed',
-      step_id: place.step_id,
-      iteration: place.iteration,
-      tool_name: call.tool_name,
-      tool_call_id: call.tool_call_id,
-      duration_ms: 0,
-      error_code: 'approval_timeout',
-    },
-  };
+  return failedCall(call, place, ToolResultText.approvalTimedOut(), 'approval_timeout');
 }
 
 /** Checks an answer from outside (a client, an HTTP body, `runLocal`'s `approve`); returns why it is not one, if it is not. */

@@ -1,4 +1,5 @@
 import { byteSize } from '../canonical.ts';
+import type { ToolFailureCode } from '../errors.ts';
 import type { EventDraft } from '../events/types.ts';
 import type { HandlerOutcome } from '../tools/run-handler.ts';
 import { ToolResultText, truncateResult } from '../tools/result-text.ts';
@@ -75,12 +76,28 @@ export function settleExecution(planned: ExecuteCall, place: CallPlace, outcome:
   }
 }
 
+/** A call that ends without a result of its handler: `content` for the model and its `ToolCallFailed`. */
+export function failedCall(
+  call: { readonly tool_name: string; readonly tool_call_id: string },
+  place: CallPlace,
+  content: string,
+  error_code: ToolFailureCode,
+  duration_ms = 0,
+): SettledCall {
+  return {
+    content,
+    terminal: { kind: 'ToolCallFailed', step_id: place.step_id, iteration: place.iteration, tool_name: call.tool_name, tool_call_id: call.tool_call_id, duration_ms, error_code },
+  };
+}
+
+/** A planned call's name and id, as `failedCall` takes them. */
+function idsOf(planned: PlannedCall): { tool_name: string; tool_call_id: string } {
+  return { tool_name: planned.call.function.name, tool_call_id: planned.call.id };
+}
+
 /** A call that never ran to an end because its run was cancelled. */
 export function cancelledCall(planned: PlannedCall, place: CallPlace, duration_ms = 0): SettledCall {
-  return {
-    content: ToolResultText.cancelled(),
-    terminal: { kind: 'ToolCallFailed', ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id, duration_ms, error_code: 'cancelled' },
-  };
+  return failedCall(idsOf(planned), place, ToolResultText.cancelled(), 'cancelled', duration_ms);
 }
 
 /**
@@ -88,8 +105,5 @@ export function cancelledCall(planned: PlannedCall, place: CallPlace, duration_m
  * dying under it (the stall limit), else `tool_error`.
  */
 export function lostCall(planned: PlannedCall, place: CallPlace, error_code: 'tool_error' | 'worker_lost' = 'tool_error'): SettledCall {
-  return {
-    content: ToolResultText.unavailable(),
-    terminal: { kind: 'ToolCallFailed', ...place, tool_name: planned.call.function.name, tool_call_id: planned.call.id, duration_ms: 0, error_code },
-  };
+  return failedCall(idsOf(planned), place, ToolResultText.unavailable(), error_code);
 }
