@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, spawnServe } from './harness.ts';
 
@@ -31,6 +31,24 @@ afterAll(async () => {
   await cleanupPrefix(prefix);
 });
 
+/** Signs the page in with the admin key, as a person would. */
+async function signIn(page: Page): Promise<void> {
+  await page.goto(serve.url);
+  await page.fill('input[name=key]', KEY);
+  await page.click('button[type=submit]');
+  await page.getByText('ops (admin)').waitFor();
+}
+
+/** Enqueues a run over the API, from outside the browser; its id. */
+async function enqueue(body: { agent: string; input: string }): Promise<string> {
+  const response = await fetch(`${serve.url}/v1/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return ((await response.json()) as { run_id: string }).run_id;
+}
+
 describe('the web console, in a real Chromium', () => {
   it('refuses a wrong key, signs in with a right one, shows a run appear and finish live, and its tool calls', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -45,12 +63,7 @@ describe('the web console, in a real Chromium', () => {
     expect(cookies.find((cookie) => cookie.name === 'arcflow_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
 
     // A run enqueued from outside shows up in the open list and turns completed without a reload.
-    const response = await fetch(`${serve.url}/v1/runs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1500 seen live' }),
-    });
-    const { run_id } = (await response.json()) as { run_id: string };
+    const run_id = await enqueue({ agent: 'api_agent', input: 'wait=1500 seen live' });
     const row = page.locator(`tr[data-run="${run_id}"]`);
     await row.locator('.badge', { hasText: /queued|running/ }).waitFor({ timeout: 10_000 });
     await row.locator('.badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
@@ -73,16 +86,8 @@ describe('the web console, in a real Chromium', () => {
   it("shows a workflow run's graph with each step's status", async () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
     const page = await context.newPage();
-    await page.goto(serve.url);
-    await page.fill('input[name=key]', KEY);
-    await page.click('button[type=submit]');
-    await page.getByText('ops (admin)').waitFor();
-    const response = await fetch(`${serve.url}/v1/runs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ agent: 'api_flow', input: 'graph' }),
-    });
-    const { run_id } = (await response.json()) as { run_id: string };
+    await signIn(page);
+    const run_id = await enqueue({ agent: 'api_flow', input: 'graph' });
     await page.goto(`${serve.url}/#/runs/${run_id}`);
     await page.locator('.node[data-step="prepare"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     await page.locator('.node[data-step="answer"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
@@ -95,16 +100,8 @@ describe('the web console, in a real Chromium', () => {
   it('lists the calls waiting for approval with their arguments, and approves one with a click', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(serve.url);
-    await page.fill('input[name=key]', KEY);
-    await page.click('button[type=submit]');
-    await page.getByText('ops (admin)').waitFor();
-    const response = await fetch(`${serve.url}/v1/runs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ agent: 'api_approver', input: 'refund' }),
-    });
-    const { run_id } = (await response.json()) as { run_id: string };
+    await signIn(page);
+    const run_id = await enqueue({ agent: 'api_approver', input: 'refund' });
     await page.goto(`${serve.url}/#/runs/${run_id}`);
     const row = page.locator('tr[data-approval="c_refund"]');
     await row.getByText('{"order":"o-7"}').waitFor({ timeout: 15_000 });
@@ -118,16 +115,8 @@ describe('the web console, in a real Chromium', () => {
   it('follows a run page live while the run goes on', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(serve.url);
-    await page.fill('input[name=key]', KEY);
-    await page.click('button[type=submit]');
-    await page.getByText('ops (admin)').waitFor();
-    const response = await fetch(`${serve.url}/v1/runs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1500 watched' }),
-    });
-    const { run_id } = (await response.json()) as { run_id: string };
+    await signIn(page);
+    const run_id = await enqueue({ agent: 'api_agent', input: 'wait=1500 watched' });
     await page.goto(`${serve.url}/#/runs/${run_id}`);
     await page.locator('tr[data-seq]').filter({ hasText: 'ToolCallStarted' }).first().waitFor();
     expect(await page.locator('tr[data-seq]').filter({ hasText: 'RunCompleted' }).count()).toBe(0);

@@ -1,4 +1,4 @@
-import { TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
+import { type RunRecord, TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
@@ -49,11 +49,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
   app.get(
     '/v1/runs/:run_id',
     { config: { scope: 'read' }, schema: { summary: 'A run record', params: RunIdParams, response: { 200: Type.Ref('RunRecord'), ...problems(400, 401, 404, 429, 503) } } },
-    async (request) => {
-      const run = await client.get(request.params.run_id);
-      if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${request.params.run_id}'`);
-      return run;
-    },
+    async (request) => existingRun(client, request.params.run_id),
   );
 
   app.get(
@@ -69,8 +65,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
     },
     async (request, reply) => {
       const { run_id } = request.params;
-      const run = await client.get(run_id);
-      if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
+      const run = await existingRun(client, run_id);
       const after = Number(request.headers['last-event-id'] ?? 0);
       if (!(request.headers.accept ?? '').includes('text/event-stream')) return readEvents(client, run_id, 0);
       const stream = openEventStream(reply, heartbeat_ms);
@@ -122,4 +117,11 @@ async function readEvents(client: ArcflowClient, run_id: string, after: number):
   const events: TraceEvent[] = [];
   for await (const event of client.events(run_id)) if (event.seq > after) events.push(event);
   return events;
+}
+
+/** The run's record, or a 404 problem naming it. */
+async function existingRun(client: ArcflowClient, run_id: string): Promise<RunRecord> {
+  const run = await client.get(run_id);
+  if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
+  return run;
 }
