@@ -37,9 +37,6 @@ export interface Keys {
   /** The names of every agent registered under the prefix. */
   readonly agentNames: string;
   readonly workers: string;
-  readonly activeRuns: string;
-  readonly runsIndex: string;
-  readonly agentRunsIndex: (agent: string) => string;
   /** Held by the one worker whose watchdog scans this round. */
   readonly watchdogLock: string;
   readonly cancelChannel: string;
@@ -163,9 +160,6 @@ export function keysFor(prefix: string): Keys {
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
     agentNames: `${tag}:agents`,
     workers: `${tag}:workers`,
-    activeRuns: `${tag}${ACTIVE_RUNS_SUFFIX}`,
-    runsIndex: `${tag}${RUNS_INDEX_SUFFIX}`,
-    agentRunsIndex: (agent) => `${tag}${RUNS_INDEX_SUFFIX}:agent:${agent}`,
     watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
     finishedChannelIn: (inTag) => `${inTag}:finished`,

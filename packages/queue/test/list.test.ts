@@ -55,7 +55,7 @@ describe('listing runs', () => {
     // A run whose record retention removed leaves the listing (and its index).
     await redis.del(keysFor(prefix).record(ids[6]!));
     expect((await client.list({ agent: 'alpha' })).runs.map((run) => run.run_id)).not.toContain(ids[6]);
-    expect(await redis.zscore(keysFor(prefix).agentRunsIndex('alpha'), ids[6]!)).toBeNull();
+    expect(await redis.zscore(keysFor(prefix).runsIndexIn(keysFor(prefix).tag, 'alpha'), ids[6]!)).toBeNull();
   });
 
   it('refuses a listing query that is not of its form', async () => {

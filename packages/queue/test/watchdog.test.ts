@@ -109,7 +109,7 @@ describe('the watchdog', () => {
       ['RunFailed', 'stalled'],
     ]);
     // An ended run leaves the active set: nothing more to watch.
-    expect(await redis.zscore(keysFor(prefix).activeRuns, run_id)).toBeNull();
+    expect(await redis.zscore(keysFor(prefix).activeRunsIn(keysFor(prefix).tag), run_id)).toBeNull();
   });
 
   it('fails at once a run whose agent no worker has ever registered', async () => {
@@ -133,12 +133,12 @@ describe('the watchdog keeping the listing indexes', () => {
     const keys = keysFor(prefix);
     await redis.sadd(keys.agentNames, 'watched');
     const now = Date.now();
-    for (const index of [keys.runsIndex, keys.agentRunsIndex('watched')]) {
+    for (const index of [keys.runsIndexIn(keys.tag), keys.runsIndexIn(keys.tag, 'watched')]) {
       await redis.zadd(index, now - 3 * 86_400_000, 'run_old', now, 'run_new');
     }
     // The standalone store keeps runs 60 s: entries older than that and a day go.
     await standaloneWatchdog(prefix).dog.scanOnce();
-    for (const index of [keys.runsIndex, keys.agentRunsIndex('watched')]) {
+    for (const index of [keys.runsIndexIn(keys.tag), keys.runsIndexIn(keys.tag, 'watched')]) {
       expect(await redis.zrange(index, 0, -1)).toEqual(['run_new']);
     }
   });
