@@ -160,7 +160,8 @@ export async function engineTrial(client: Pick<ReturnType<typeof createClient>, 
     ids.push(...enqueued.map((run) => run.run_id));
   }
   const records = await Promise.all(ids.map((id) => client.wait(id, { timeout_ms: 120_000 })));
-  if (records.some((run) => run.status !== 'completed')) throw new Error('a throughput run did not complete');
+  const notCompleted = records.find((run) => run.status !== 'completed');
+  if (notCompleted) throw new Error(`a throughput run did not complete: ${JSON.stringify({ status: notCompleted.status, error: notCompleted.error })}`);
   return (RUNS * FAN) / ((performance.now() - started) / 1000);
 }
 

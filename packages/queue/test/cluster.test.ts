@@ -1,24 +1,27 @@
 import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { openaiProvider } from '@arcflow/provider-openai';
-import { type PrivateCluster, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, startPrivateCluster, testPrefix, toolCalls } from '@arcflow/testing';
+import { type PrivateCluster, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, testCluster, testPrefix, toolCalls } from '@arcflow/testing';
 import { startServer } from '@arcflow/server';
 import { QueuePool } from '../src/engine/join.ts';
 import { keysFor } from '../src/keys.ts';
 import { partitionTag } from '../src/partitions.ts';
-import { defineBudgetScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
+import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect, engineRunner, until } from './harness.ts';
 
-/** A 3-master Redis Cluster of this file's own; REDIS_URL lists its nodes, so arcflow runs in cluster mode, with 8 partitions. */
+/**
+ * A 3-master Redis Cluster (the one .ci/run started, or this file's own: see testCluster); REDIS_URL
+ * lists its nodes, so arcflow runs in cluster mode, with 8 partitions.
+ */
 let cluster: PrivateCluster;
 const target: { redis?: string; partitions: number } = { partitions: 8 };
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
-  cluster = await startPrivateCluster(3);
+  cluster = await testCluster(3);
   target.redis = cluster.url;
 }, 60_000);
 afterAll(async () => {
@@ -28,13 +31,14 @@ afterAll(async () => {
 
 const nextPrefix = () => testPrefix('cluster');
 defineLoopScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nextPrefix, target));
+defineHostileOutputScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nextPrefix, target));
 defineWorkflowScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nextPrefix, target));
 defineBudgetScenarios('queue engine on a 3-master Redis Cluster', engineRunner(nextPrefix, target));
 
 const noop = tool({ name: 'spread_noop', description: 'nothing', input_schema: { type: 'object' }, handler: async () => 'ok' });
 const spread = new Agent({ name: 'spread_agent', tools: [noop] });
 
-/** Per node: the run keys it holds and the store scripts it ran. */
+/** Per node: the run keys it holds and the scripts it has run so far (compare two readings: the cluster may be shared). */
 async function perNode(prefix: string): Promise<{ runKeys: number; scripts: number }[]> {
   return Promise.all(
     cluster.ports.map(async (port) => {
@@ -57,6 +61,7 @@ describe('partitions on a Redis Cluster', () => {
     const worker = await startWorker({ agents: [spread], provider: scriptedProvider([], { repeat: false }), redis: cluster.url, prefix, partitions: 8, logger: silentLogger });
     const client = createClient({ redis: cluster.url, prefix });
     try {
+      const before = await perNode(prefix);
       const ids: string[] = [];
       for (let index = 0; index < 24; index += 1) {
         ids.push(
@@ -74,7 +79,7 @@ describe('partitions on a Redis Cluster', () => {
       expect(new Set(runs.map((run) => run.partition)).size).toBeGreaterThan(3);
       for (const run of runs) expect(run.run_id).toMatch(new RegExp(`^run_p${run.partition}_`));
       const nodes = await perNode(prefix);
-      expect(nodes.every((node) => node.runKeys > 0 && node.scripts > 0)).toBe(true);
+      expect(nodes.every((node, index) => node.runKeys > 0 && node.scripts > before[index]!.scripts)).toBe(true);
       expect((await client.list({ limit: 100 })).runs).toHaveLength(24);
     } finally {
       await client.close();

@@ -11,5 +11,5 @@ export { capturingLogger } from './capturing-logger.ts';
 export { scriptedOverHttp } from './scripted-over-http.ts';
 export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
 export { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
-export { startPrivateCluster, type PrivateCluster } from './private-cluster.ts';
+export { startPrivateCluster, testCluster, type PrivateCluster } from './private-cluster.ts';
 export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';

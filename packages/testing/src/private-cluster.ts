@@ -60,8 +60,41 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
   return { url: ports.map((port) => `redis://127.0.0.1:${port}`).join(','), ports, close };
 }
 
-async function clusterReady(port: number, timeoutMs = 20_000): Promise<void> {
-  const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+/**
+ * The cluster a test file runs against: the one `ARCFLOW_TEST_CLUSTER` lists (comma-separated
+ * node URLs; `.ci/run` starts a 3-master cluster and sets it), else a private one of `masters`
+ * nodes. Closing a shared cluster deletes what this process's test prefixes left on each node.
+ */
+export async function testCluster(masters = 3): Promise<PrivateCluster> {
+  const shared = process.env.ARCFLOW_TEST_CLUSTER;
+  if (!shared) return startPrivateCluster(masters);
+  const urls = shared.split(',').map((url) => new URL(url.trim()));
+  for (const url of urls) await clusterReady(Number(url.port), 20_000, url.hostname);
+  const ports = urls.map((url) => Number(url.port));
+  return { url: urls.map((url) => `redis://${url.host}`).join(','), ports, close: () => deleteTestKeys(urls) };
+}
+
+/** Deletes, node by node, the keys under this process's test prefixes (see testPrefix). */
+async function deleteTestKeys(nodes: readonly URL[]): Promise<void> {
+  for (const node of nodes) {
+    const redis = new Redis(Number(node.port), node.hostname);
+    try {
+      if (!/role:master/.test(await redis.info('replication'))) continue;
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `{test-*-${process.pid}-*`, 'COUNT', 1000);
+        cursor = next;
+        // One key per command: keys of different slots cannot share a DEL in a cluster.
+        if (keys.length > 0) await Promise.all(keys.map((key) => redis.unlink(key)));
+      } while (cursor !== '0');
+    } finally {
+      redis.disconnect();
+    }
+  }
+}
+
+async function clusterReady(port: number, timeoutMs = 20_000, host = '127.0.0.1'): Promise<void> {
+  const redis = new Redis(port, host, { maxRetriesPerRequest: 1 });
   try {
     const deadline = Date.now() + timeoutMs;
     while (!/cluster_state:ok/.test(String(await redis.cluster('INFO')))) {
