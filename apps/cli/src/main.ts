@@ -22,6 +22,7 @@ const USAGE = `usage: arcflow <command> [options]
   --version            the version
 
 environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL, ARCFLOW_WATCHDOG_MS;
+  worker: ARCFLOW_PARTITIONS, ARCFLOW_SERVE_PARTITIONS;
   serve: ARCFLOW_API_KEYS (name:secret:scope,…), ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL`;
 
 /** This package's version (the same for every arcflow package). */

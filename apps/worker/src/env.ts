@@ -14,6 +14,8 @@ export interface WorkerEnv {
   readonly watchdogMs: number | undefined;
   /** `ARCFLOW_PARTITIONS`: partitions runs spread over (default 1 on one Redis, 16 on a cluster). */
   readonly partitions: number | undefined;
+  /** `ARCFLOW_SERVE_PARTITIONS`: the partitions this process serves, e.g. `0-7` or `0,2,4-5` (default all). */
+  readonly servePartitions: number[] | undefined;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -26,17 +28,34 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     model: env.ARCFLOW_MODEL || undefined,
     otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
     heapGrowingPercent: heapGrowingPercent(env.ARCFLOW_HEAP_GROWING_PERCENT),
-    watchdogMs: positiveIntegerEnv('ARCFLOW_WATCHDOG_MS', env.ARCFLOW_WATCHDOG_MS),
+    watchdogMs: positiveIntegerEnv('ARCFLOW_WATCHDOG_MS', env.ARCFLOW_WATCHDOG_MS, ' of milliseconds'),
     partitions: positiveIntegerEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
+    servePartitions: partitionListEnv('ARCFLOW_SERVE_PARTITIONS', env.ARCFLOW_SERVE_PARTITIONS),
   };
 }
 
+/** A list of partition numbers and ranges (`0-7`, `0,2,4-5`); anything else is refused with the variable's name. */
+function partitionListEnv(name: string, value: string | undefined): number[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const partitions: number[] = [];
+  for (const item of value.split(',').map((part) => part.trim())) {
+    const range = /^(\d+)(?:-(\d+))?$/.exec(item);
+    const from = Number(range?.[1]);
+    const to = range?.[2] === undefined ? from : Number(range[2]);
+    if (!range || to < from || to >= 1_024) {
+      throw new ConfigError(`${name} must list partition numbers or ranges from 0 to 1023, like 0-7 or 0,2,4-5; got ${JSON.stringify(value)}`);
+    }
+    for (let partition = from; partition <= to; partition += 1) partitions.push(partition);
+  }
+  return partitions;
+}
+
 /** An optional positive integer setting; anything else is refused with the variable's name. */
-function positiveIntegerEnv(name: string, value: string | undefined): number | undefined {
+function positiveIntegerEnv(name: string, value: string | undefined, unit = ''): number | undefined {
   if (value === undefined || value === '') return undefined;
   const parsed = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1) {
-    throw new ConfigError(`${name} must be a whole number of milliseconds >= 1, got ${JSON.stringify(value)}`);
+    throw new ConfigError(`${name} must be a whole number${unit} >= 1, got ${JSON.stringify(value)}`);
   }
   return parsed;
 }

@@ -44,6 +44,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     default_model: env.model,
     watchdog_ms: env.watchdogMs,
     ...(env.partitions !== undefined ? { partitions: env.partitions } : {}),
+    ...(env.servePartitions !== undefined ? { serve_partitions: env.servePartitions } : {}),
   });
   let stopping = false;
   const stop = (signal: string) => {

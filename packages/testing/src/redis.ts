@@ -8,17 +8,19 @@ export function testPrefix(name: string): string {
   return `test-${name}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** Deletes every key under a prefix's hash tag (`{prefix}…`). */
+/** Deletes every key under a prefix's hash tag (`{prefix}…`) and its partitions' (`{prefix~p3~8}…`). */
 export async function cleanupPrefix(prefix: string, url = TEST_REDIS_URL): Promise<number> {
   const redis = new Redis(url);
   let deleted = 0;
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await redis.del(...keys);
-    } while (cursor !== '0');
+    for (const pattern of [`{${prefix}}*`, `{${prefix}~p*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) deleted += await redis.del(...keys);
+      } while (cursor !== '0');
+    }
   } finally {
     await redis.quit();
   }

@@ -1,4 +1,5 @@
 import { clusterNodes } from '../redis-connect.ts';
+import { MAX_PARTITIONS } from '../store/partition-map.ts';
 import { type Agent, ConfigError, type ModelProvider, type ToolLogger, type Workflow, stderrLogger } from '@arcflow/core';
 
 /** Connection settings shared by the client and the workers. */
@@ -48,6 +49,14 @@ export interface WorkerOptions extends ConnectionOptions {
    * created or grown to this. Default 1 on one Redis, 16 on a cluster.
    */
   partitions?: number;
+  /**
+   * Serve only these partitions (numbers from 0; `ARCFLOW_SERVE_PARTITIONS`), so that a large fleet
+   * splits them among groups of workers instead of every process running a BullMQ Worker per queue
+   * for every partition. Default: every partition there is or has been. The prefix's own tag
+   * (capped tools' queues, runs from before partitions) is served either way. A partition no running
+   * worker serves does not move: see docs/deploy.md.
+   */
+  serve_partitions?: readonly number[];
   default_model?: string;
   logger?: ToolLogger;
 }
@@ -115,6 +124,7 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     heartbeat_ms: options.heartbeat_ms ?? WORKER_DEFAULTS.heartbeat_ms,
     watchdog_ms: options.watchdog_ms ?? WORKER_DEFAULTS.watchdog_ms,
     partitions: options.partitions ?? (clusterNodes(options.redis ?? CONNECTION_DEFAULTS.redis) ? WORKER_DEFAULTS.cluster_partitions : 1),
+    serve_partitions: options.serve_partitions === undefined ? undefined : servedPartitions(options.serve_partitions),
     default_model: options.default_model ?? options.provider?.defaultModel ?? 'default',
     logger: options.logger ?? stderrLogger('arcflow.worker'),
   };
@@ -134,6 +144,16 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     throw new ConfigError(`max_stalled_count must be an integer >= 0, got ${resolved.max_stalled_count}`);
   }
   return Object.freeze(resolved);
+}
+
+function servedPartitions(partitions: readonly number[]): ReadonlySet<number> {
+  if (!Array.isArray(partitions) || partitions.length === 0) throw new ConfigError('serve_partitions must list at least one partition');
+  for (const partition of partitions) {
+    if (!Number.isInteger(partition) || partition < 0 || partition >= MAX_PARTITIONS) {
+      throw new ConfigError(`serve_partitions must hold partition numbers from 0 to ${MAX_PARTITIONS - 1}, got ${JSON.stringify(partition)}`);
+    }
+  }
+  return new Set(partitions);
 }
 
 function positiveInteger(key: string, value: number): void {

@@ -7,6 +7,7 @@ import { coalesceWrites } from '../redis-writes.ts';
 import { isConnectionError, watchConnection } from '../connection.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
+import type { PartitionState } from '../store/partition-map.ts';
 import { CancellationListener } from './cancellation.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
@@ -49,8 +50,11 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     if (!isConnectionError(error)) options.logger.error(message, { ...fields, error });
   };
   const store = new RunStore(connection, options.prefix, options.retention_seconds);
-  // Partitions (SPEC §9): the map is created or grown to this worker's count; it serves every partition there is.
-  let tags = store.partitions.tagsOf(await store.partitions.ensure(options.partitions));
+  // Partitions (SPEC §9): the map is created or grown to this worker's count; it serves every
+  // partition there is, or those of them that serve_partitions names.
+  const servedTags = (state: PartitionState) => store.partitions.tagsOf(state, options.serve_partitions);
+  let tags = servedTags(await store.partitions.ensure(options.partitions));
+  if (options.serve_partitions) options.logger.info('serving some partitions only', { partitions: [...options.serve_partitions].sort((a, b) => a - b) });
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
   const listener = duplicateRedis(connection);
   listener.on('error', () => undefined); // reported once, by the main connection's watch
@@ -165,13 +169,13 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   watchdog.start();
   // Partitions another worker added are served from the next heartbeat on.
   const followPartitions = async () => {
-    const now = store.partitions.tagsOf(await store.partitions.read());
+    const now = servedTags(await store.partitions.read());
     const added = now.filter((tag) => !tags.includes(tag));
     if (added.length === 0) return;
     tags = now;
     for (const tag of added) for (const serve of serveTag) serve(tag);
     rebalance();
-    options.logger.info('serving new partitions', { partitions: now.length - 1 });
+    options.logger.info('serving new partitions', { partitions: now.length - 1, added: added.length });
   };
   const heartbeat = setInterval(() => {
     registry.announce(id, registrations).catch((error) => options.logger.warn('heartbeat failed', { error }));

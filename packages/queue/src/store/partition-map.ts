@@ -59,9 +59,13 @@ export class PartitionMap {
     return this.read(true);
   }
 
-  /** Every tag a run may live under: the prefix's own and each partition's that ever was. */
-  tagsOf(state: PartitionState): string[] {
+  /**
+   * Every tag a run may live under: the prefix's own and each partition's that ever was; with
+   * `only`, the partitions among those it names (the prefix's own tag always).
+   */
+  tagsOf(state: PartitionState, only?: ReadonlySet<number>): string[] {
     const most = Math.max(state.count, ...state.history, 1);
-    return [this.keys.tag, ...(most > 1 ? Array.from({ length: most }, (_, k) => partitionTag(this.prefix, k)) : [])];
+    const partitions = most > 1 ? Array.from({ length: most }, (_, k) => k).filter((k) => only === undefined || only.has(k)) : [];
+    return [this.keys.tag, ...partitions.map((k) => partitionTag(this.prefix, k))];
   }
 }

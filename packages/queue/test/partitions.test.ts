@@ -1,0 +1,114 @@
+import { Agent, ConfigError, silentLogger, tool } from '@arcflow/core';
+import { createClient, startWorker } from '@arcflow/queue';
+import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { resolveWorkerOptions } from '../src/engine/options.ts';
+import { FAST, testResources, until } from './harness.ts';
+
+const { prefixes, open } = testResources();
+
+/** An agent whose one tool notes which worker group ran each run's call. */
+function groupAgent(group: string, ranBy: Map<string, string>): Agent {
+  const noted = tool({
+    name: 'part_note',
+    description: 'notes its worker group',
+    input_schema: { type: 'object' },
+    handler: (_args, call) => {
+      ranBy.set(call.run_id, group);
+      return group;
+    },
+  });
+  return new Agent({ name: 'part_agent', tools: [noted] });
+}
+
+const model = () => scriptedProvider([(request) => (request.messages.some((message) => message.role === 'tool') ? reply('done') : toolCall('part_note', {}))], { repeat: true });
+
+describe('workers serving some partitions only (serve_partitions)', () => {
+  it('leaves runs of partitions nobody serves queued, and each group runs only its own partitions', async () => {
+    const prefix = testPrefix('partitions');
+    prefixes.push(prefix);
+    const ranBy = new Map<string, string>();
+    const start = async (group: string, serve_partitions: number[]) => {
+      const worker = await startWorker({
+        agents: [groupAgent(group, ranBy)],
+        provider: model(),
+        redis: TEST_REDIS_URL,
+        prefix,
+        partitions: 4,
+        serve_partitions,
+        logger: silentLogger,
+        ...FAST,
+      });
+      open.push(worker);
+    };
+    await start('low', [0, 1]);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const runs = await Promise.all(Array.from({ length: 24 }, (_, index) => client.enqueue({ agent: 'part_agent', input: `run ${index}` })));
+    const partitionOf = new Map(runs.map((run) => [run.run_id, Number(/^run_p(\d+)_/.exec(run.run_id)![1])]));
+    expect(new Set(partitionOf.values())).toEqual(new Set([0, 1, 2, 3]));
+    const low = runs.filter((run) => partitionOf.get(run.run_id)! < 2);
+    const high = runs.filter((run) => partitionOf.get(run.run_id)! >= 2);
+    for (const run of low) expect((await client.wait(run.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    // Nobody serves partitions 2 and 3 yet: their runs have not started.
+    for (const run of high) expect((await client.get(run.run_id))?.status).toBe('queued');
+    await start('high', [2, 3]);
+    for (const run of high) expect((await client.wait(run.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    for (const run of runs) expect(ranBy.get(run.run_id)).toBe(partitionOf.get(run.run_id)! < 2 ? 'low' : 'high');
+  });
+
+  it('serves a listed partition once the map grows to include it', async () => {
+    const prefix = testPrefix('partitions-grow');
+    prefixes.push(prefix);
+    const ranBy = new Map<string, string>();
+    // Serves partitions 2 and 3, which do not exist while the map has 2.
+    open.push(
+      await startWorker({
+        agents: [groupAgent('upper', ranBy)],
+        provider: model(),
+        redis: TEST_REDIS_URL,
+        prefix,
+        partitions: 2,
+        serve_partitions: [0, 1, 2, 3],
+        logger: silentLogger,
+        ...FAST,
+        heartbeat_ms: 100,
+      }),
+    );
+    open.push(
+      await startWorker({
+        agents: [groupAgent('grower', ranBy)],
+        provider: model(),
+        redis: TEST_REDIS_URL,
+        prefix,
+        partitions: 4,
+        serve_partitions: [0],
+        logger: silentLogger,
+        ...FAST,
+      }),
+    );
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    // The client reads the grown map within its cache time; wait until new runs land in partitions 2 and 3.
+    let runs: { run_id: string }[] = [];
+    await until(
+      async () => {
+        runs = await Promise.all(Array.from({ length: 8 }, (_, index) => client.enqueue({ agent: 'part_agent', input: `grown ${index}` })));
+        return runs.some((run) => /^run_p[23]_/.test(run.run_id));
+      },
+      15_000,
+      500,
+    );
+    for (const run of runs) expect((await client.wait(run.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    for (const run of runs.filter((run) => /^run_p[23]_/.test(run.run_id))) expect(ranBy.get(run.run_id)).toBe('upper');
+  });
+
+  it('refuses partition numbers that are not whole numbers from 0 to 1023, and an empty list', () => {
+    const base = { agents: [], roles: ['tools'] as const };
+    for (const serve_partitions of [[-1], [1.5], [1024], []]) {
+      expect(() => resolveWorkerOptions({ ...base, serve_partitions })).toThrow(ConfigError);
+    }
+    expect(() => resolveWorkerOptions({ ...base, serve_partitions: [1024] })).toThrow('serve_partitions must hold partition numbers from 0 to 1023, got 1024');
+    expect(resolveWorkerOptions({ ...base, serve_partitions: [3, 0, 3] }).serve_partitions).toEqual(new Set([0, 3]));
+  });
+});
