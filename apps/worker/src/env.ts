@@ -29,9 +29,18 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
     heapGrowingPercent: heapGrowingPercent(env.ARCFLOW_HEAP_GROWING_PERCENT),
     watchdogMs: positiveIntegerEnv('ARCFLOW_WATCHDOG_MS', env.ARCFLOW_WATCHDOG_MS, ' of milliseconds'),
-    partitions: positiveIntegerEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
+    partitions: partitionCountEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
     servePartitions: partitionListEnv('ARCFLOW_SERVE_PARTITIONS', env.ARCFLOW_SERVE_PARTITIONS),
   };
+}
+
+/** A partition count: a power of two from 1 to 1024 (see PartitionMap). */
+function partitionCountEnv(name: string, value: string | undefined): number | undefined {
+  const count = positiveIntegerEnv(name, value);
+  if (count !== undefined && (count > 1_024 || (count & (count - 1)) !== 0)) {
+    throw new ConfigError(`${name} must be a power of two from 1 to 1024 (1, 2, 4, … 1024), got ${JSON.stringify(value)}`);
+  }
+  return count;
 }
 
 /** A list of partition numbers and ranges (`0-7`, `0,2,4-5`); anything else is refused with the variable's name. */

@@ -20,6 +20,9 @@ describe('the worker environment', () => {
 
   it('names the unit only where there is one', () => {
     expect(() => readWorkerEnv({ ARCFLOW_PARTITIONS: 'four' })).toThrow('ARCFLOW_PARTITIONS must be a whole number >= 1, got "four"');
+    expect(() => readWorkerEnv({ ARCFLOW_PARTITIONS: '12' })).toThrow('ARCFLOW_PARTITIONS must be a power of two from 1 to 1024 (1, 2, 4, … 1024), got "12"');
+    expect(() => readWorkerEnv({ ARCFLOW_PARTITIONS: '2048' })).toThrow(ConfigError);
+    expect(readWorkerEnv({ ARCFLOW_PARTITIONS: '16' }).partitions).toBe(16);
     expect(() => readWorkerEnv({ ARCFLOW_WATCHDOG_MS: '0' })).toThrow('ARCFLOW_WATCHDOG_MS must be a whole number of milliseconds >= 1, got "0"');
   });
 });
