@@ -1,5 +1,5 @@
 import { type Agent, type ModelProvider, type TraceEvent, type Workflow, silentLogger } from '@arcflow/core';
-import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
+import { type ArcflowClient, type WorkerOptions, connectRedis, createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, cleanupPrefix, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import type { ScenarioRunner } from '@arcflow/testing/scenarios';
@@ -75,45 +75,59 @@ export function testResources(): { prefixes: string[]; open: { close(): Promise<
 /** A test's worker processes on one fixture module, under one key prefix. */
 export interface FixtureWorkers {
   readonly prefix: string;
+  /** The Redis the workers use (one node, or a cluster's nodes comma-separated). */
+  readonly url: string;
   /** Starts a worker process (`args`: CLI flags; `env` over the prefix's REDIS_URL and ARCFLOW_PREFIX). */
   start(options?: { args?: string[]; env?: Record<string, string> }): Promise<WorkerProcess>;
   /** A key the fixture writes under the prefix (`{prefix}:test:<name>`). */
   key(name: string): string;
   /** How many times the fixture counted an execution of `tool` (`{prefix}:test:exec:<tool>`). */
   executions(tool: string): Promise<number>;
+  /** A connection to the workers' Redis, for reading what the fixture wrote. */
+  reader(): Redis;
 }
 
 /**
  * Worker processes for a test file: `forTest(name)` gives a test its own prefix and a way to start
- * `arcflow worker` on `fixture` under it. Every process is SIGKILLed after each test; the prefixes
- * are deleted after the file. `redis` reads what the fixtures write.
+ * `arcflow worker` on `fixture` under it, against `redisUrl()` (read when a test starts: a cluster
+ * may be started in a `beforeAll`). Every process is SIGKILLed after each test; the prefixes are
+ * deleted from the test Redis after the file (a shared cluster's keys go with testCluster's close).
+ * `redis` is the test Redis.
  */
-export function fixtureWorkers(fixture: string): { redis: Redis; forTest(name: string): FixtureWorkers } {
+export function fixtureWorkers(fixture: string, redisUrl: () => string = () => TEST_REDIS_URL): { redis: Redis; forTest(name: string): FixtureWorkers } {
   const prefixes: string[] = [];
   const workers: WorkerProcess[] = [];
   const redis = new Redis(TEST_REDIS_URL);
+  const readers = new Map<string, Redis>([[TEST_REDIS_URL, redis]]);
+  const readerFor = (url: string) => {
+    if (!readers.has(url)) readers.set(url, connectRedis(url));
+    return readers.get(url)!;
+  };
   afterEach(async () => {
     for (const worker of workers.splice(0)) worker.kill('SIGKILL');
   });
   afterAll(async () => {
     for (const prefix of prefixes) await cleanupPrefix(prefix);
-    await redis.quit();
+    for (const reader of readers.values()) await reader.quit();
   });
   return {
     redis,
     forTest(name) {
       const prefix = testPrefix(name);
+      const url = redisUrl();
       prefixes.push(prefix);
       const key = (keyName: string) => `{${prefix}}:test:${keyName}`;
       return {
         prefix,
+        url,
         key,
         async start({ args = [], env = {} } = {}) {
-          const worker = await spawnWorker(fixture, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, ...env }, args });
+          const worker = await spawnWorker(fixture, { env: { REDIS_URL: url, ARCFLOW_PREFIX: prefix, ...env }, args });
           workers.push(worker);
           return worker;
         },
-        executions: async (tool) => Number((await redis.get(key(`exec:${tool}`))) ?? 0),
+        executions: async (tool) => Number((await readerFor(url).get(key(`exec:${tool}`))) ?? 0),
+        reader: () => readerFor(url),
       };
     },
   };
