@@ -6,7 +6,7 @@ import { type Agent, ConfigError, type ModelProvider, type ToolLogger, type Work
 export interface ConnectionOptions {
   /** Redis URL (default `redis://127.0.0.1:6379`). */
   redis?: string;
-  /** Key prefix; every key and queue shares the hash tag `{prefix}` (default `arcflow`). */
+  /** Key prefix (default `arcflow`): keys and queues live under the hash tag `{prefix}`, a run's under its partition's (`{prefix~p<k>~<n>}`) when there are several. */
   prefix?: string;
   /** How long finished runs and their jobs are kept, in seconds (default 7 days). */
   retention_seconds?: number;
