@@ -68,7 +68,16 @@ export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', '
 /**
  * A new run id: `run_` and 128 random bits in base64url (22 characters). Short, because a run's
  * id is in every one of its keys, job ids and events: about 190 times per run of 8 tool calls.
+ * It never starts with `run_p`: the queue engine names a run's partition that way (`run_p3_…`),
+ * and about one random id in 25,000 would otherwise read as one and be sent to a partition that
+ * may not exist.
  */
 export function newRunId(): string {
-  return `run_${randomBytes(16).toString('base64url')}`;
+  for (;;) {
+    const id = `run_${randomBytes(16).toString('base64url')}`;
+    if (!id.startsWith(PARTITIONED_RUN_ID_START)) return id;
+  }
 }
+
+/** How a run id that names its partition starts (`run_p3_…`); see {@link newRunId}. */
+export const PARTITIONED_RUN_ID_START = 'run_p';

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { PARTITIONED_RUN_ID_START } from '@arcflow/core';
 
 /**
  * Partitions (SPEC §9): a run lives for life under one of N hash tags, named in its run id
@@ -13,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 const SLOTS = 16_384;
 /** How far past its target slot a partition's tag may land (keeps the search short). */
 const SLOT_WINDOW = 64;
-const PARTITION_MARK = /^run_p(\d{1,4})_/;
+const PARTITION_MARK = new RegExp(`^${PARTITIONED_RUN_ID_START}(\\d{1,4})_`);
 
 const tags = new Map<string, string>();
 
@@ -43,7 +44,7 @@ export function partitionOf(run_id: string): number | undefined {
 
 /** A new run id in partition `k`: `run_p<k>_` and 128 random bits in base64url. */
 export function partitionedRunId(k: number): string {
-  return `run_p${k}_${randomBytes(16).toString('base64url')}`;
+  return `${PARTITIONED_RUN_ID_START}${k}_${randomBytes(16).toString('base64url')}`;
 }
 
 /** The partition an idempotency key belongs to among `count` (the same in every process). */

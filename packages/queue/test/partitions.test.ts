@@ -1,8 +1,10 @@
-import { Agent, ConfigError, silentLogger, tool } from '@arcflow/core';
+import { Agent, ConfigError, newRunId, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { resolveWorkerOptions } from '../src/engine/options.ts';
+import { keysFor } from '../src/keys.ts';
+import { partitionOf, partitionedRunId } from '../src/partitions.ts';
 import { FAST, testResources, until } from './harness.ts';
 
 const { prefixes, open } = testResources();
@@ -22,6 +24,20 @@ function groupAgent(group: string, ranBy: Map<string, string>): Agent {
 }
 
 const model = () => scriptedProvider([(request) => (request.messages.some((message) => message.role === 'tool') ? reply('done') : toolCall('part_note', {}))], { repeat: true });
+
+describe('run ids and their partitions', () => {
+  it('keeps every run with an unmarked id under the prefix tag, and a marked one in its partition', () => {
+    const keys = keysFor('ids');
+    // A random id read as partitioned would live in a partition no worker of a one-partition deployment serves.
+    for (let index = 0; index < 100_000; index += 1) {
+      const run_id = newRunId();
+      if (partitionOf(run_id) !== undefined || keys.tagOf(run_id) !== keys.tag) throw new Error(`${run_id} reads as partitioned`);
+    }
+    const marked = partitionedRunId(5);
+    expect(partitionOf(marked)).toBe(5);
+    expect(keys.tagOf(marked)).not.toBe(keys.tag);
+  });
+});
 
 describe('workers serving some partitions only (serve_partitions)', () => {
   it('leaves runs of partitions nobody serves queued, and each group runs only its own partitions', async () => {
