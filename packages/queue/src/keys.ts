@@ -37,6 +37,8 @@ export interface Keys {
   /** The names of every agent registered under the prefix. */
   readonly agentNames: string;
   readonly workers: string;
+  /** The partitions a worker serves, when it serves some only (expires with its heartbeat). */
+  readonly workerPartitions: (worker_id: string) => string;
   /** Held by the one worker whose watchdog scans this round. */
   readonly watchdogLock: string;
   readonly cancelChannel: string;
@@ -160,6 +162,7 @@ export function keysFor(prefix: string): Keys {
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
     agentNames: `${tag}:agents`,
     workers: `${tag}:workers`,
+    workerPartitions: (worker_id) => `${tag}:worker:${worker_id}:partitions`,
     watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
     finishedChannelIn: (inTag) => `${inTag}:finished`,

@@ -26,9 +26,11 @@ export class Registry {
     private readonly heartbeatTtlMs: number,
   ) {}
 
-  async announce(worker_id: string, agents: ReadonlyMap<string, AgentRegistration>): Promise<void> {
+  /** Refreshes the worker's heartbeat for its agents, and the partitions it serves when it serves some only. */
+  async announce(worker_id: string, agents: ReadonlyMap<string, AgentRegistration>, servedPartitions?: ReadonlySet<number>): Promise<void> {
     const now = Date.now();
     const pipeline = this.redis.multi();
+    if (servedPartitions) pipeline.set(this.keys.workerPartitions(worker_id), [...servedPartitions].join(','), 'PX', this.heartbeatTtlMs);
     for (const [name, registration] of agents) {
       pipeline.set(this.keys.agent(name), JSON.stringify(registration));
       pipeline.sadd(this.keys.agentNames, name);
@@ -43,6 +45,7 @@ export class Registry {
     const pipeline = this.redis.multi();
     for (const name of agentNames) pipeline.zrem(this.keys.agentWorkers(name), worker_id);
     pipeline.zrem(this.keys.workers, worker_id);
+    pipeline.del(this.keys.workerPartitions(worker_id));
     await pipeline.exec();
   }
 
@@ -55,6 +58,20 @@ export class Registry {
   /** How many workers serving the agent sent a heartbeat within the heartbeat TTL. */
   async liveWorkers(name: string): Promise<number> {
     return this.redis.zcount(this.keys.agentWorkers(name), Date.now() - this.heartbeatTtlMs, '+inf');
+  }
+
+  /**
+   * The partitions below `count` that none of the agent's live workers serves (some serve a subset:
+   * ARCFLOW_SERVE_PARTITIONS); none when a live worker serves every partition, or when no worker
+   * of the agent is alive at all.
+   */
+  async unservedPartitions(name: string, count: number): Promise<number[]> {
+    const live = await this.redis.zrangebyscore(this.keys.agentWorkers(name), Date.now() - this.heartbeatTtlMs, '+inf');
+    if (live.length === 0) return [];
+    const served = await Promise.all(live.map((worker_id) => this.redis.get(this.keys.workerPartitions(worker_id))));
+    if (served.some((list) => list === null)) return [];
+    const covered = new Set(served.flatMap((list) => list!.split(',').map(Number)));
+    return Array.from({ length: count }, (_, k) => k).filter((k) => !covered.has(k));
   }
 
   /** The names of every agent a worker has registered under this prefix, sorted. */

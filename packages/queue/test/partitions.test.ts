@@ -1,6 +1,6 @@
 import { Agent, ConfigError, newRunId, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
+import { TEST_REDIS_URL, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { resolveWorkerOptions } from '../src/engine/options.ts';
 import { keysFor } from '../src/keys.ts';
@@ -117,6 +117,39 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     );
     for (const run of runs) expect((await client.wait(run.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     for (const run of runs.filter((run) => /^run_p[23]_/.test(run.run_id))) expect(ranBy.get(run.run_id)).toBe('upper');
+  });
+
+  it('warns which partitions no live worker serves, and stops once they are served', async () => {
+    const prefix = testPrefix('partitions-gap');
+    prefixes.push(prefix);
+    const logger = capturingLogger();
+    const gapWarnings = () => logger.lines.filter((line) => line.startsWith('no live worker serves these partitions'));
+    const start = async (serve_partitions: number[]) =>
+      open.push(
+        await startWorker({
+          agents: [groupAgent('any', new Map())],
+          provider: model(),
+          redis: TEST_REDIS_URL,
+          prefix,
+          partitions: 4,
+          serve_partitions,
+          logger,
+          ...FAST,
+          heartbeat_ms: 100,
+          watchdog_ms: 200,
+        }),
+      );
+    await start([0, 1]);
+    await until(async () => gapWarnings().length > 0, 10_000, 50);
+    expect(gapWarnings()[0]).toBe(
+      'no live worker serves these partitions of an agent: their runs wait until one does (ARCFLOW_SERVE_PARTITIONS) {"agent":"part_agent","partitions":[2,3]}',
+    );
+    await start([2, 3]);
+    // Once the second group has announced itself, scans (every 100 ms) find every partition served.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = gapWarnings().length;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(gapWarnings().length).toBe(before);
   });
 
   it('refuses partition numbers that are not whole numbers from 0 to 1023, and an empty list', () => {

@@ -76,8 +76,22 @@ export class Watchdog {
     if (locked !== 'OK') return;
     const { run_ids, nowMs } = await store.staleRuns(watchdog_ms, SCAN_BATCH);
     for (const run_id of run_ids) await this.check(run_id, nowMs);
+    const agents = await this.deps.registry.known();
     // The listing indexes would grow with every run if only listings trimmed them.
-    await store.trimRunIndexes(await this.deps.registry.known());
+    await store.trimRunIndexes(agents);
+    await this.warnUnservedPartitions(agents);
+  }
+
+  /** Says which partitions no live worker of an agent serves (a fleet split by ARCFLOW_SERVE_PARTITIONS with a gap): their runs wait. */
+  private async warnUnservedPartitions(agents: readonly string[]): Promise<void> {
+    const { count } = await this.deps.store.partitions.read();
+    if (count <= 1) return;
+    for (const agent of agents) {
+      const partitions = await this.deps.registry.unservedPartitions(agent, count);
+      if (partitions.length > 0) {
+        this.deps.logger.warn('no live worker serves these partitions of an agent: their runs wait until one does (ARCFLOW_SERVE_PARTITIONS)', { agent, partitions });
+      }
+    }
   }
 
   /** Looks at one quiet run and acts on it. */

@@ -165,7 +165,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   for (const tag of tags) for (const serve of serveTag) serve(tag);
 
   const watchdog = new Watchdog({ store, redis: connection, queues, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
-  await registry.announce(id, registrations);
+  await registry.announce(id, registrations, options.serve_partitions);
   watchdog.start();
   // Partitions another worker added are served from the next heartbeat on.
   const followPartitions = async () => {
@@ -178,7 +178,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     options.logger.info('serving new partitions', { partitions: now.length - 1, added: added.length });
   };
   const heartbeat = setInterval(() => {
-    registry.announce(id, registrations).catch((error) => options.logger.warn('heartbeat failed', { error }));
+    registry.announce(id, registrations, options.serve_partitions).catch((error) => options.logger.warn('heartbeat failed', { error }));
     followPartitions().catch((error) => options.logger.warn('reading the partition map failed', { error }));
   }, options.heartbeat_ms);
   heartbeat.unref();
