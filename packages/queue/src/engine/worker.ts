@@ -25,6 +25,7 @@ import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-
 export interface ArcflowWorker {
   readonly id: string;
   readonly agents: readonly string[];
+  /** The queues it takes jobs from, by name (each in every partition it serves). */
   readonly queues: readonly string[];
   /** Drains: stops taking jobs, lets in-flight jobs finish, then disconnects. */
   close(): Promise<void>;
@@ -188,7 +189,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   return {
     id,
     agents: [...agents.keys(), ...workflows.keys()],
-    queues: workers.map((worker) => worker.name),
+    // One name per queue, however many partitions it is served in.
+    queues: [...new Set(workers.map((worker) => worker.name))],
     close: () => {
       closing ??= (async () => {
         clearInterval(heartbeat);
