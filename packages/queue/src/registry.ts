@@ -38,6 +38,8 @@ export class Registry {
       pipeline.zremrangebyscore(this.keys.agentWorkers(name), 0, now - 10 * this.heartbeatTtlMs);
     }
     pipeline.zadd(this.keys.workers, now, worker_id);
+    // Workers that stopped without withdrawing (killed) leave their ids; keep the set bounded.
+    pipeline.zremrangebyscore(this.keys.workers, 0, now - 10 * this.heartbeatTtlMs);
     await pipeline.exec();
   }
 
