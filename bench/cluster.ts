@@ -65,3 +65,30 @@ function scriptCalls(stats: string): number {
   for (const [, count] of stats.matchAll(/cmdstat_(?:evalsha|eval|fcall):calls=(\d+)/g)) calls += Number(count);
   return calls;
 }
+
+/** Redis CPU an idle worker process costs a private 3-master cluster, per partition count (ms per second over the nodes, above the cluster's own). */
+export async function idleWorkerCost(partitionCounts: readonly number[], windowMs = 6_000): Promise<{ cluster: number; byPartitions: ReadonlyMap<number, number> }> {
+  const cluster = await startPrivateCluster(3);
+  const nodes = cluster.ports.map((port) => new Redis(port, '127.0.0.1'));
+  const cpuOver = async () => {
+    const total = async () => (await Promise.all(nodes.map(async (node) => cpuSeconds(await node.info('cpu'))))).reduce((sum, cpu) => sum + cpu, 0);
+    const before = await total();
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    return (((await total()) - before) * 1000) / (windowMs / 1000);
+  };
+  try {
+    const alone = await cpuOver();
+    const byPartitions = new Map<number, number>();
+    for (const partitions of partitionCounts) {
+      const worker = await startWorker({ agents: [benchNoop], provider, redis: cluster.url, prefix: `bench-idle-${partitions}`, partitions, logger: silentLogger });
+      // Past its start-up (queues created, first heartbeat), as a worker waiting for work is.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      byPartitions.set(partitions, (await cpuOver()) - alone);
+      await worker.close();
+    }
+    return { cluster: alone, byPartitions };
+  } finally {
+    for (const node of nodes) node.disconnect();
+    await cluster.close();
+  }
+}

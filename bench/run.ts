@@ -7,7 +7,8 @@ import { TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts'
 import { withTracing } from './tracing.ts';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
-import { clusterThroughput } from './cluster.ts';
+import { clusterThroughput, idleWorkerCost } from './cluster.ts';
+import { type ScriptCost, scriptCosts } from './script-costs.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -110,7 +111,46 @@ try {
       verdict: '-',
     });
   }
+  if (wanted('scripts')) {
+    progress('Redis time per script, SLOWLOG (about 20 s)');
+    const { arcflow, plain } = await scriptCosts(prefix('scripts'));
+    const perRun = (costs: readonly ScriptCost[], of: (cost: ScriptCost) => number) => costs.reduce((sum, cost) => sum + cost.callsPerRun * of(cost), 0);
+    const summary = (costs: readonly ScriptCost[]) =>
+      `${perRun(costs, (cost) => cost.usPerCall).toFixed(0)} µs in ${perRun(costs, () => 1).toFixed(1)} calls (commands ${perRun(costs, (cost) => cost.commandsUsPerCall).toFixed(0)} µs)`;
+    const bullmq = arcflow.filter((cost) => cost.script.startsWith('BullMQ'));
+    const store = arcflow.filter((cost) => cost.script.startsWith('store'));
+    rows.push({
+      measure: "Redis time in scripts per 8 tool calls: BullMQ's (SLOWLOG)",
+      arcflow: summary(bullmq),
+      baseline: summary(plain),
+      ratio: `${(perRun(bullmq, (cost) => cost.usPerCall) / perRun(plain, (cost) => cost.usPerCall)).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
+    rows.push({ measure: "  the run store's scripts", arcflow: summary(store), baseline: '-', ratio: '-', target: 'info', verdict: '-' });
+    for (const cost of arcflow.slice(0, 7)) {
+      const same = plain.find((other) => other.script === cost.script);
+      rows.push({
+        measure: `  ${cost.script}`,
+        arcflow: `${cost.callsPerRun.toFixed(1)} × ${cost.usPerCall.toFixed(1)} µs (commands ${cost.commandsUsPerCall.toFixed(1)})`,
+        baseline: same ? `${same.callsPerRun.toFixed(1)} × ${same.usPerCall.toFixed(1)} µs (commands ${same.commandsUsPerCall.toFixed(1)})` : '-',
+        ratio: '-',
+        target: 'info',
+        verdict: '-',
+      });
+    }
+  }
   if (wanted('cluster')) {
+    progress('Redis Cluster: an idle worker on 1, 16 and 64 partitions (about 30 s)');
+    const idle = await idleWorkerCost([1, 16, 64]);
+    rows.push({
+      measure: 'Redis CPU of an idle worker (1 agent, 1 tool), 3-node cluster, 16 / 64 partitions',
+      arcflow: [16, 64].map((count) => `${idle.byPartitions.get(count)!.toFixed(1)} ms/s`).join(' / '),
+      baseline: `${idle.byPartitions.get(1)!.toFixed(1)} ms/s (1 partition)`,
+      ratio: '-',
+      target: 'info',
+      verdict: '-',
+    });
     progress('Redis Cluster: 1 node against 3, 8 partitions');
     const one = await clusterThroughput(1);
     const three = await clusterThroughput(3);
