@@ -14,10 +14,8 @@ import { Redis } from 'ioredis';
 import { SCRIPTS } from '../packages/queue/src/store/scripts.ts';
 import { REDIS_URL } from './lib.ts';
 import { BENCH_AGENTS } from './processes.ts';
-import { engineTrial } from './throughput.ts';
+import { FAN, RUNS, engineTrial } from './throughput.ts';
 
-const RUNS = 300;
-const FAN = 8;
 const SLOWLOG_LENGTH = 400_000;
 
 /** One script's cost per run of FAN calls (arcflow) or per FAN jobs (plain BullMQ). */

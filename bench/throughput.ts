@@ -8,8 +8,9 @@ import { type CpuSplit, REDIS_URL, type RedisCommands, cpuPer, percentile, sleep
 import { FLOOR_QUEUES, addJob, floorDoneChannel, floorProviderJob } from './floor-jobs.ts';
 import { BENCH_AGENTS, spawnFloorWorker, spawnRawWorker, stop } from './processes.ts';
 
-const RUNS = 300;
-const FAN = 8;
+/** Runs per trial, each of FAN no-op calls in one round. */
+export const RUNS = 300;
+export const FAN = 8;
 /**
  * Counted trials per arm. The machine's speed drifts by tens of percent within seconds (A/A runs
  * of bench/ab/ab.ts), so the arms alternate trial by trial, and a ratio is the median of each
