@@ -1,4 +1,5 @@
 import { ConfigError } from '@arcflow/core';
+import { MAX_PARTITIONS, isPartitionCount } from '@arcflow/queue';
 import { heapGrowingPercent } from './heap.ts';
 
 /** Everything the worker reads from the environment, read once, here. */
@@ -34,11 +35,11 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
   };
 }
 
-/** A partition count: a power of two from 1 to 1024 (see PartitionMap). */
+/** A partition count: a power of two from 1 to MAX_PARTITIONS. */
 function partitionCountEnv(name: string, value: string | undefined): number | undefined {
   const count = positiveIntegerEnv(name, value);
-  if (count !== undefined && (count > 1_024 || (count & (count - 1)) !== 0)) {
-    throw new ConfigError(`${name} must be a power of two from 1 to 1024 (1, 2, 4, … 1024), got ${JSON.stringify(value)}`);
+  if (count !== undefined && !isPartitionCount(count)) {
+    throw new ConfigError(`${name} must be a power of two from 1 to ${MAX_PARTITIONS} (1, 2, 4, … ${MAX_PARTITIONS}), got ${JSON.stringify(value)}`);
   }
   return count;
 }
@@ -51,8 +52,8 @@ function partitionListEnv(name: string, value: string | undefined): number[] | u
     const range = /^(\d+)(?:-(\d+))?$/.exec(item);
     const from = Number(range?.[1]);
     const to = range?.[2] === undefined ? from : Number(range[2]);
-    if (!range || to < from || to >= 1_024) {
-      throw new ConfigError(`${name} must list partition numbers or ranges from 0 to 1023, like 0-7 or 0,2,4-5; got ${JSON.stringify(value)}`);
+    if (!range || to < from || to >= MAX_PARTITIONS) {
+      throw new ConfigError(`${name} must list partition numbers or ranges from 0 to ${MAX_PARTITIONS - 1}, like 0-7 or 0,2,4-5; got ${JSON.stringify(value)}`);
     }
     for (let partition = from; partition <= to; partition += 1) partitions.push(partition);
   }

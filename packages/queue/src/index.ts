@@ -5,3 +5,4 @@ export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
 export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
 export type { ProviderJobData, ToolJobData, TraceCarrier } from './engine/jobs.ts';
+export { isPartitionCount, MAX_PARTITIONS } from './store/partition-map.ts';

@@ -7,7 +7,7 @@ import { keysFor } from '../src/keys.ts';
 import { partitionOf, partitionedRunId } from '../src/partitions.ts';
 import { FAST, testResources, until } from './harness.ts';
 
-const { prefixes, open } = testResources();
+const { prefixes, open, redis } = testResources();
 
 /** An agent whose one tool notes which worker group ran each run's call. */
 function groupAgent(group: string, ranBy: Map<string, string>): Agent {
@@ -36,6 +36,28 @@ describe('run ids and their partitions', () => {
     const marked = partitionedRunId(5);
     expect(partitionOf(marked)).toBe(5);
     expect(keys.tagOf(marked)).not.toBe(keys.tag);
+  });
+});
+
+describe('a partition map another process wrote', () => {
+  it('is refused with the key it read, by clients and workers, and nothing is written', async () => {
+    const prefix = testPrefix('partitions-garbage');
+    prefixes.push(prefix);
+    const keys = keysFor(prefix);
+    open.push(await startWorker({ agents: [groupAgent('any', new Map())], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST }));
+    await redis.set(keys.partitions, 'lots');
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const refusal = `the partition map ${keys.partitions} holds "lots", not a partition count (a power of two from 1 to 1024); workers write it from ARCFLOW_PARTITIONS`;
+    await expect(client.enqueue({ agent: 'part_agent', input: 'go' })).rejects.toThrow(refusal);
+    await expect(client.list({ limit: 10 })).rejects.toThrow(refusal);
+    expect(await redis.keys(`{${prefix}}:run:*`)).toEqual([]);
+    await expect(startWorker({ agents: [groupAgent('any', new Map())], provider: model(), redis: TEST_REDIS_URL, prefix, partitions: 4, logger: silentLogger })).rejects.toThrow(
+      new ConfigError(refusal),
+    );
+    await redis.set(keys.partitions, '3');
+    await expect(createClient({ redis: TEST_REDIS_URL, prefix }).enqueue({ agent: 'part_agent', input: 'go' })).rejects.toThrow('holds "3", not a partition count');
+    expect(await redis.get(keys.partitions)).toBe('3');
   });
 });
 

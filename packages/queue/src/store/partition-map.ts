@@ -17,7 +17,9 @@ const REREAD_MS = 5_000;
 
 // Grows the count, never shrinks it (runs stay in their partitions for life); returns the count in force.
 const GROW = `
-local current = tonumber(redis.call('GET', KEYS[1]) or '1')
+local stored = redis.call('GET', KEYS[1]) or '1'
+local current = tonumber(stored)
+if not current then return redis.error_reply('ERR arcflow: the partition map ' .. KEYS[1] .. ' holds ' .. string.sub(stored, 1, 40) .. ', not a partition count') end
 local wanted = tonumber(ARGV[1])
 if wanted > current then
   redis.call('SET', KEYS[1], wanted)
@@ -44,7 +46,10 @@ export class PartitionMap {
   async read(fresh = false): Promise<PartitionState> {
     if (!fresh && this.cached && Date.now() - this.cached.at < REREAD_MS) return this.cached.state;
     const [count, history] = await Promise.all([this.redis.get(this.keys.partitions), this.redis.lrange(this.keys.partitionHistory, 0, -1)]);
-    const state = { count: Math.max(1, Number(count ?? 1)), history: history.map(Number) };
+    const state = {
+      count: count === null ? 1 : storedCount(this.keys.partitions, count),
+      history: history.map((past) => storedCount(this.keys.partitionHistory, past)),
+    };
     this.cached = { state, at: Date.now() };
     return state;
   }
@@ -52,10 +57,13 @@ export class PartitionMap {
   /** Makes the count at least `wanted` (a worker's ARCFLOW_PARTITIONS); returns the map as it stands. */
   async ensure(wanted: number): Promise<PartitionState> {
     // A power of two spaces the partitions' slots evenly, so every master of a cluster gets some.
-    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_PARTITIONS || (wanted & (wanted - 1)) !== 0) {
+    if (!isPartitionCount(wanted)) {
       throw new ConfigError(`partitions must be a power of two from 1 to ${MAX_PARTITIONS} (1, 2, 4, … 1024), got ${wanted}`);
     }
-    if (wanted > 1) await this.redis.eval(GROW, 2, this.keys.partitions, this.keys.partitionHistory, wanted);
+    // What is there must be a map before it grows (the script checks again).
+    const current = await this.read(true);
+    if (wanted <= current.count) return current;
+    await this.redis.eval(GROW, 2, this.keys.partitions, this.keys.partitionHistory, wanted);
     return this.read(true);
   }
 
@@ -68,4 +76,20 @@ export class PartitionMap {
     const partitions = most > 1 ? Array.from({ length: most }, (_, k) => k).filter((k) => only === undefined || only.has(k)) : [];
     return [this.keys.tag, ...partitions.map((k) => partitionTag(this.prefix, k))];
   }
+}
+
+/** A power of two from 1 to MAX_PARTITIONS: such counts space the partitions' slots evenly. */
+export function isPartitionCount(count: number): boolean {
+  return Number.isInteger(count) && count >= 1 && count <= MAX_PARTITIONS && (count & (count - 1)) === 0;
+}
+
+/** A count read from the map; anything else (another process wrote the key) is refused, naming the key. */
+function storedCount(key: string, value: string): number {
+  const count = Number(value);
+  if (!isPartitionCount(count)) {
+    throw new ConfigError(
+      `the partition map ${key} holds ${JSON.stringify(value.slice(0, 40))}, not a partition count (a power of two from 1 to ${MAX_PARTITIONS}); workers write it from ARCFLOW_PARTITIONS`,
+    );
+  }
+  return count;
 }
