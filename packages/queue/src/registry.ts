@@ -70,7 +70,8 @@ export class Registry {
   async unservedPartitions(name: string, count: number): Promise<number[]> {
     const live = await this.redis.zrangebyscore(this.keys.agentWorkers(name), Date.now() - this.heartbeatTtlMs, '+inf');
     if (live.length === 0) return [];
-    const served = await Promise.all(live.map((worker_id) => this.redis.get(this.keys.workerPartitions(worker_id))));
+    // One read for them all: the keys share the prefix's tag.
+    const served = await this.redis.mget(live.map((worker_id) => this.keys.workerPartitions(worker_id)));
     if (served.some((list) => list === null)) return [];
     const covered = new Set(served.flatMap((list) => list!.split(',').map(Number)));
     return Array.from({ length: count }, (_, k) => k).filter((k) => !covered.has(k));
