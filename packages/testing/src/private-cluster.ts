@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { answers, freePort } from './private-redis.ts';
+import { deleteMatching } from './redis.ts';
 
 const run = promisify(execFile);
 
@@ -79,14 +80,7 @@ async function deleteTestKeys(nodes: readonly URL[]): Promise<void> {
   for (const node of nodes) {
     const redis = new Redis(Number(node.port), node.hostname);
     try {
-      if (!/role:master/.test(await redis.info('replication'))) continue;
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `{test-*-${process.pid}-*`, 'COUNT', 1000);
-        cursor = next;
-        // One key per command: keys of different slots cannot share a DEL in a cluster.
-        if (keys.length > 0) await Promise.all(keys.map((key) => redis.unlink(key)));
-      } while (cursor !== '0');
+      if (/role:master/.test(await redis.info('replication'))) await deleteMatching(redis, `{test-*-${process.pid}-*`);
     } finally {
       redis.disconnect();
     }
