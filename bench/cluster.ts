@@ -3,6 +3,7 @@ import { createClient, startWorker } from '@arcflow/queue';
 import { startPrivateCluster } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { benchNoop, provider } from './agents.ts';
+import { redisCpuSeconds } from './lib.ts';
 
 const RUNS = 150;
 const FAN = 8;
@@ -26,7 +27,7 @@ export async function clusterThroughput(masters: number): Promise<ClusterThrough
   const worker = await startWorker({ agents: [benchNoop], provider, redis: cluster.url, prefix, partitions: PARTITIONS, logger: silentLogger });
   const client = createClient({ redis: cluster.url, prefix });
   try {
-    const sample = () => Promise.all(nodes.map(async (node) => ({ cpu: cpuSeconds(await node.info('cpu')), scripts: scriptCalls(await node.info('commandstats')) })));
+    const sample = () => Promise.all(nodes.map(async (node) => ({ cpu: await redisCpuSeconds(node), scripts: scriptCalls(await node.info('commandstats')) })));
     const before = await sample();
     const started = performance.now();
     let next = 0;
@@ -56,10 +57,6 @@ export async function clusterThroughput(masters: number): Promise<ClusterThrough
   }
 }
 
-function cpuSeconds(info: string): number {
-  return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
-}
-
 function scriptCalls(stats: string): number {
   let calls = 0;
   for (const [, count] of stats.matchAll(/cmdstat_(?:evalsha|eval|fcall):calls=(\d+)/g)) calls += Number(count);
@@ -71,7 +68,7 @@ export async function idleWorkerCost(partitionCounts: readonly number[], windowM
   const cluster = await startPrivateCluster(3);
   const nodes = cluster.ports.map((port) => new Redis(port, '127.0.0.1'));
   const cpuOver = async () => {
-    const total = async () => (await Promise.all(nodes.map(async (node) => cpuSeconds(await node.info('cpu'))))).reduce((sum, cpu) => sum + cpu, 0);
+    const total = async () => (await Promise.all(nodes.map((node) => redisCpuSeconds(node)))).reduce((sum, cpu) => sum + cpu, 0);
     const before = await total();
     await new Promise((resolve) => setTimeout(resolve, windowMs));
     return (((await total()) - before) * 1000) / (windowMs / 1000);
