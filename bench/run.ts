@@ -226,6 +226,14 @@ try {
         target: 'info',
         verdict: '-',
       });
+      rows.push({
+        measure: `  Redis CPU per tool call, design floor, ${workers} process(es)`,
+        arcflow: `${((floorCpu.redis * 1000) / 8).toFixed(0)} µs`,
+        baseline: `${((rawCpu.redis * 1000) / 8).toFixed(0)} µs`,
+        ratio: `${(floorCpu.redis / rawCpu.redis).toFixed(2)}x`,
+        target: 'info',
+        verdict: '-',
+      });
     }
   }
   if (wanted('parallel')) {
