@@ -1,7 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { ConfigError } from '@arcflow/core';
-import { Redis } from 'ioredis';
+import { connectRedis, redactUrl } from '@arcflow/queue';
+
+/** How long the demo waits for a PING answer (a cluster's first answer needs its slot map). */
+const PING_TIMEOUT_MS = 2_000;
 
 export interface DemoRedis {
   readonly url: string;
@@ -12,16 +15,22 @@ export interface DemoRedis {
   stop(): Promise<void>;
 }
 
-/** Whether a Redis answers PING at `url` within a second. */
+/** Whether a Redis (one server, or a cluster when `url` lists several nodes) answers PING within about a second. */
 export async function redisAnswers(url: string): Promise<boolean> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
   redis.on('error', () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS);
+  });
   try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
-  } catch {
-    return false;
+    const pinged = (async () => {
+      await redis.connect();
+      return (await redis.ping()) === 'PONG';
+    })().catch(() => false);
+    return await Promise.race([pinged, timeout]);
   } finally {
+    clearTimeout(timer);
     redis.disconnect();
   }
 }
@@ -34,7 +43,7 @@ export async function ensureRedis(envUrl: string | undefined): Promise<DemoRedis
   const none = async () => undefined;
   if (envUrl) {
     if (await redisAnswers(envUrl)) return { url: envUrl, origin: 'REDIS_URL', private: false, stop: none };
-    throw new ConfigError(`no Redis answers at REDIS_URL=${envUrl}`);
+    throw new ConfigError(`no Redis answers at REDIS_URL=${redactUrl(envUrl)}`);
   }
   const local = 'redis://127.0.0.1:6379';
   if (await redisAnswers(local)) return { url: local, origin: 'local Redis on 127.0.0.1:6379', private: false, stop: none };
