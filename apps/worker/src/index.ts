@@ -68,6 +68,11 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Started by another process with an IPC channel (`spawnWorker`): when that process is gone, drain and exit.
+  if (process.channel) {
+    process.channel.unref();
+    process.on('disconnect', () => stop('parent process gone'));
+  }
   process.stdout.write(
     `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'} tracing=${telemetry.enabled ? 'on' : 'off'}\n`,
   );

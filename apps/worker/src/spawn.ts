@@ -22,14 +22,17 @@ export interface WorkerProcess {
 
 /**
  * Starts `arcflow worker` as a real child process, with the worker's Node flags, and resolves
- * once it is ready (it printed its ready line). `args` are extra CLI flags; `env` is merged over
+ * once it is ready (it printed its ready line). It drains and exits if this process ends without
+ * stopping it. `args` are extra CLI flags; `env` is merged over
  * this process's environment.
  */
 export async function spawnWorker(module: string, options: { args?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ARCFLOW_BIN, 'worker', '--module', module, ...(options.args ?? [])], {
     env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The IPC channel carries nothing: it closes when this process ends, however it ends, and the worker then drains and exits.
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  child.channel?.unref();
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | string>((resolveExit) => child.on('exit', (code, signal) => resolveExit(code ?? signal ?? -1)));
