@@ -39,6 +39,20 @@ describe('run ids and their partitions', () => {
   });
 });
 
+describe('a client that read before any worker started', () => {
+  it('spreads its runs as soon as the first worker has made the partition map', async () => {
+    const prefix = testPrefix('partitions-first');
+    prefixes.push(prefix);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    expect((await client.list({ limit: 1 })).runs).toEqual([]);
+    open.push(await startWorker({ agents: [groupAgent('any', new Map())], provider: model(), redis: TEST_REDIS_URL, prefix, partitions: 4, logger: silentLogger, ...FAST }));
+    const { run_id } = await client.enqueue({ agent: 'part_agent', input: 'go' });
+    expect(partitionOf(run_id)).toBeGreaterThanOrEqual(0);
+    expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+  });
+});
+
 describe('a partition map another process wrote', () => {
   it('is refused with the key it read, by clients and workers, and nothing is written', async () => {
     const prefix = testPrefix('partitions-garbage');

@@ -50,7 +50,8 @@ export class PartitionMap {
       count: count === null ? 1 : storedCount(this.keys.partitions, count),
       history: history.map((past) => storedCount(this.keys.partitionHistory, past)),
     };
-    this.cached = { state, at: Date.now() };
+    // No map yet (no worker has started under the prefix): read again next time, so runs spread as soon as one does.
+    this.cached = count === null ? undefined : { state, at: Date.now() };
     return state;
   }
 
