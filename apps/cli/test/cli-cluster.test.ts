@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { type PrivateCluster, testCluster, testPrefix } from '@arcflow/testing';
+import { keysFor } from '@arcflow/queue';
+import { Redis } from 'ioredis';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -14,8 +16,12 @@ let worker: WorkerProcess;
 const clusterEnv = (over: Record<string, string> = {}) => ({ ...process.env, REDIS_URL: cluster.url, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ...over });
 
 async function arcflow(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return arcflowWith(clusterEnv(), ...args);
+}
+
+async function arcflowWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env: clusterEnv(), timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env, timeout: 60_000 });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -60,4 +66,32 @@ describe('arcflow CLI on a Redis Cluster (REDIS_URL lists its nodes)', () => {
     expect(demo.stdout).toMatch(/runs\s+8 \(8 completed, 0 not; 4 of them workflows\)/);
     expect(demo.stdout).toMatch(/inspect run_p\d+_/);
   }, 120_000);
+
+  it('refuses, with one clear line, a REDIS_URL naming one node of the cluster that does not hold the prefix', async () => {
+    const single = testPrefix('cli-cluster-single');
+    const port = await nodeWithout(keysFor(single).partitions);
+    const env = clusterEnv({ REDIS_URL: `redis://127.0.0.1:${port}`, ARCFLOW_PREFIX: single });
+    const expected = new RegExp(
+      `^arcflow: the Redis at redis://127\\.0\\.0\\.1:${port} is one node of a Redis Cluster \\(it answered MOVED \\d+ [\\d.:]+\\); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379\n$`,
+    );
+    for (const args of [['worker', '--module', EXAMPLE], ['enqueue', 'travel_researcher', 'hi'], ['runs'], ['get', 'run_x'], ['serve', '--port', '0'], ['demo', '--runs', '1']]) {
+      const refused = await arcflowWith(env, ...args);
+      expect({ args, code: refused.code, stderr: refused.stderr }).toMatchObject({ code: 1, stderr: expect.stringMatching(expected) });
+    }
+  }, 90_000);
 });
+
+/** The port of a master that does not hold `key`'s slot (it answers MOVED). */
+async function nodeWithout(key: string): Promise<number> {
+  for (const port of cluster.ports) {
+    const node = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+    try {
+      await node.exists(key);
+    } catch (error) {
+      if (/^MOVED /.test((error as Error).message)) return port;
+    } finally {
+      node.disconnect();
+    }
+  }
+  throw new Error(`every node holds ${key}`);
+}

@@ -1,5 +1,5 @@
 import { ConfigError } from '@arcflow/core';
-import { type ArcflowClient, CONNECTION_DEFAULTS, RunStore, connectRedis, createClient, duplicateRedis, resolveConnection } from '@arcflow/queue';
+import { type ArcflowClient, CONNECTION_DEFAULTS, RunStore, clusterNodeError, connectRedis, createClient, duplicateRedis, keysFor, resolveConnection } from '@arcflow/queue';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
@@ -48,6 +48,17 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   redis.on('error', () => undefined); // readyz reports it
   const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null });
   subscriber.on('error', () => undefined);
+  // One node of a Redis Cluster named alone would fail every request: refused at start instead.
+  const refused = await redis.exists(keysFor(connection.prefix).partitions).then(
+    () => undefined,
+    (error: unknown) => clusterNodeError(error, connection.redis),
+  );
+  if (refused) {
+    await client.close();
+    redis.disconnect();
+    subscriber.disconnect();
+    throw refused;
+  }
   const app = Fastify({
     logger: options.log === false ? false : { level: 'info', redact: ['req.headers.authorization', 'req.headers.cookie'] },
     bodyLimit: BODY_LIMIT_BYTES,

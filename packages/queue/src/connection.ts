@@ -1,4 +1,4 @@
-import { RequestError, type ToolLogger } from '@arcflow/core';
+import { ConfigError, RequestError, type ToolLogger } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 
 /** A Redis URL (or a cluster's list of them) fit for messages and logs: any password is replaced by `***`. */
@@ -29,6 +29,18 @@ export function isConnectionError(error: unknown): boolean {
   return (
     error.name === 'MaxRetriesPerRequestError' ||
     /Stream isn't writeable|Connection is closed|Connection in subscriber mode|connect ETIMEDOUT|Command timed out/.test(error.message)
+  );
+}
+
+/**
+ * The error for a single Redis URL that names one node of a Redis Cluster (the node answered
+ * `MOVED` or `ASK`: the key lives on another node); undefined for any other error. Cluster mode
+ * takes several nodes, comma-separated.
+ */
+export function clusterNodeError(error: unknown, url: string): ConfigError | undefined {
+  if (!(error instanceof Error) || !/^(MOVED|ASK) \d+ /.test(error.message)) return undefined;
+  return new ConfigError(
+    `the Redis at ${redactUrl(url)} is one node of a Redis Cluster (it answered ${error.message}); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379`,
   );
 }
 
@@ -67,7 +79,7 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
       if (redis.status !== 'ready') await readyBefore(redis, deadline);
       return await operation();
     } catch (error) {
-      if (!isConnectionError(error) && !(error instanceof NotReady)) throw error;
+      if (!isConnectionError(error) && !(error instanceof NotReady)) throw clusterNodeError(error, url) ?? error;
       if (Date.now() >= deadline) {
         throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${reason() ?? (error as Error).message}) after ${timeoutMs} ms`);
       }

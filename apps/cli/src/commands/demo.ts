@@ -34,6 +34,8 @@ export async function demoCommand(flags: { runs?: string }): Promise<number> {
     console.log(
       `arcflow demo — Redis: ${redis.origin}; model: ${env.hasOpenAI ? 'OpenAI-compatible endpoint from the environment' : 'offline scripted model (no API key needed)'}`,
     );
+    // A Redis arcflow cannot use (one node of a cluster, an unreadable partition map) is refused here, before any worker starts.
+    await client.list({ limit: 1 });
     const workerEnv = { REDIS_URL: redis.url, ARCFLOW_PREFIX: prefix };
     workers.push(...(await Promise.all([spawnWorker(EXAMPLE, { env: workerEnv }), spawnWorker(EXAMPLE, { env: workerEnv })])));
     console.log(`started 2 worker processes: ${workers.map((worker) => `${worker.id} (pid ${worker.pid})`).join(', ')}`);

@@ -4,7 +4,7 @@ import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
 import { coalesceWrites } from '../redis-writes.ts';
-import { isConnectionError, watchConnection } from '../connection.ts';
+import { clusterNodeError, isConnectionError, watchConnection } from '../connection.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
@@ -54,7 +54,13 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   // Partitions (SPEC §9): the map is created or grown to this worker's count; it serves every
   // partition there is, or those of them that serve_partitions names.
   const servedTags = (state: PartitionState) => store.partitions.tagsOf(state, options.serve_partitions);
-  let tags = servedTags(await store.partitions.ensure(options.partitions));
+  let tags: string[];
+  try {
+    tags = servedTags(await store.partitions.ensure(options.partitions));
+  } catch (error) {
+    connection.disconnect();
+    throw clusterNodeError(error, options.redis) ?? error;
+  }
   if (options.serve_partitions) options.logger.info('serving some partitions only', { partitions: [...options.serve_partitions].sort((a, b) => a - b) });
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
   const listener = duplicateRedis(connection);
