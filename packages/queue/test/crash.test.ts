@@ -1,8 +1,8 @@
 import type { TraceEvent } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { type PrivateCluster, TEST_REDIS_URL, assertEventInvariants, startFakeOpenAI, testCluster } from '@arcflow/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collect, fixtureWorkers, until as untilEvery } from './harness.ts';
+import { assertEventInvariants, startFakeOpenAI } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { collect, fixtureWorkers, redisTargets, until as untilEvery } from './harness.ts';
 
 const until = (check: () => Promise<boolean>, timeoutMs = 20_000) => untilEvery(check, timeoutMs, 50);
 
@@ -11,20 +11,8 @@ const fixture = await import('./fixtures/crash-agents.ts');
 const hasEvent = (events: TraceEvent[], kind: string, tool_call_id?: string) =>
   events.some((event) => event.kind === kind && (!tool_call_id || ('tool_call_id' in event && event.tool_call_id === tool_call_id)));
 
-/** The crash tests run on one Redis and on a 3-master Redis Cluster (the one .ci/run started, or this file's own). */
-let cluster: PrivateCluster | undefined;
-beforeAll(async () => {
-  cluster = await testCluster(3);
-}, 60_000);
-afterAll(async () => {
-  await cluster?.close();
-});
-const TARGETS = [
-  { name: 'one Redis', url: () => TEST_REDIS_URL },
-  { name: 'a 3-master Redis Cluster', url: () => cluster!.url },
-];
-
-for (const target of TARGETS) defineCrashTests(target.name, target.url);
+// The crash tests run on one Redis and on a 3-master Redis Cluster.
+for (const target of redisTargets()) defineCrashTests(target.name, target.url);
 
 function defineCrashTests(targetName: string, redisUrl: () => string): void {
   const { forTest } = fixtureWorkers(FIXTURE, redisUrl);

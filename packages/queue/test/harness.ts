@@ -1,10 +1,10 @@
 import { type Agent, type ModelProvider, type TraceEvent, type Workflow, silentLogger } from '@arcflow/core';
 import { type ArcflowClient, type WorkerOptions, connectRedis, createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, cleanupPrefix, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { type PrivateCluster, TEST_REDIS_URL, cleanupPrefix, scriptedProvider, testCluster, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import type { ScenarioRunner } from '@arcflow/testing/scenarios';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 /** Fast retry and stall settings for tests. */
 export const FAST = { provider_backoff_ms: 10, tool_backoff_ms: 10, lock_duration_ms: 2_000, stalled_interval_ms: 1_000 } as const;
@@ -131,4 +131,22 @@ export function fixtureWorkers(fixture: string, redisUrl: () => string = () => T
       };
     },
   };
+}
+
+/**
+ * One Redis and a 3-master Redis Cluster (the one .ci/run started, or this file's own, for the
+ * file's life), for tests that run on both: each target's `url()` is read inside a test.
+ */
+export function redisTargets(): { name: string; url: () => string }[] {
+  let cluster: PrivateCluster | undefined;
+  beforeAll(async () => {
+    cluster = await testCluster(3);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.close();
+  });
+  return [
+    { name: 'one Redis', url: () => TEST_REDIS_URL },
+    { name: 'a 3-master Redis Cluster', url: () => cluster!.url },
+  ];
 }
