@@ -1,15 +1,16 @@
 import { Agent, silentLogger, tool } from '@arcflow/core';
-import { createClient, startWorker } from '@arcflow/queue';
+import { JobId, QueueName, connectRedis, createClient, startWorker } from '@arcflow/queue';
 import { openaiProvider } from '@arcflow/provider-openai';
-import { type PrivateCluster, reply, scriptedProvider, startFakeOpenAI, testCluster, testPrefix, toolCalls } from '@arcflow/testing';
+import { type PrivateCluster, capturingLogger, reply, scriptedProvider, startFakeOpenAI, testCluster, testPrefix, toolCalls } from '@arcflow/testing';
 import { startServer } from '@arcflow/server';
 import { QueuePool } from '../src/engine/join.ts';
 import { keysFor } from '../src/keys.ts';
 import { partitionTag } from '../src/partitions.ts';
 import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
+import { Queue } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collect, engineRunner, until } from './harness.ts';
+import { FAST, collect, engineRunner, until } from './harness.ts';
 
 /**
  * A 3-master Redis Cluster (the one .ci/run started, or this file's own: see testCluster); REDIS_URL
@@ -222,6 +223,38 @@ describe('partitions on a Redis Cluster', () => {
       release();
       await client.close();
       await first.close();
+    }
+  });
+});
+
+describe('the watchdog on a Redis Cluster', () => {
+  it("re-adds a partitioned run's tool job deleted by hand, in the run's own partition, and the run completes", async () => {
+    const prefix = testPrefix('cluster-watchdog');
+    const provider = scriptedProvider([toolCalls([{ name: 'spread_noop', args: {}, id: 'c1' }]), reply('done')]);
+    const logger = capturingLogger();
+    const common = { agents: [spread], redis: cluster.url, prefix, partitions: 8, logger, ...FAST, watchdog_ms: 400 };
+    const providerWorker = await startWorker({ ...common, provider, roles: ['provider'] });
+    const client = createClient({ redis: cluster.url, prefix });
+    const connection = connectRedis(cluster.url, { maxRetriesPerRequest: null });
+    const { run_id } = await client.enqueue({ agent: 'spread_agent', input: 'watched' });
+    const toolQueue = new Queue(QueueName.tool('spread_noop'), { connection, prefix: keysFor(prefix).tagOf(run_id) });
+    const toolJobId = JobId.tool(run_id, 's1', 1, 'c1');
+    let toolWorker: Awaited<ReturnType<typeof startWorker>> | undefined;
+    try {
+      expect(run_id).toMatch(/^run_p\d+_/);
+      await until(async () => (await toolQueue.getJobState(toolJobId)) === 'waiting', 10_000);
+      await toolQueue.remove(toolJobId);
+      toolWorker = await startWorker({ ...common, roles: ['tools'] });
+      const run = await client.wait(run_id, { timeout_ms: 15_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'done' });
+      const events = await collect(client, run_id);
+      expect(events.filter((event) => event.kind === 'ToolCallCompleted')).toHaveLength(1);
+      expect(logger.lines.some((line) => line.startsWith('watchdog re-added the next job'))).toBe(true);
+    } finally {
+      await toolQueue.close();
+      await client.close();
+      await Promise.all([providerWorker.close(), toolWorker?.close()]);
+      connection.disconnect();
     }
   });
 });
