@@ -5,6 +5,7 @@ import { keysFor } from '@arcflow/queue';
 import { Redis } from 'ioredis';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runArcflow } from './run-arcflow.ts';
 
 const run = promisify(execFile);
 const EXAMPLE = new URL('../../../examples/weather-agent.ts', import.meta.url).pathname;
@@ -15,19 +16,7 @@ let worker: WorkerProcess;
 /** The environment of a user whose REDIS_URL lists the nodes of a 3-master Redis Cluster. */
 const clusterEnv = (over: Record<string, string> = {}) => ({ ...process.env, REDIS_URL: cluster.url, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ...over });
 
-async function arcflow(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return arcflowWith(clusterEnv(), ...args);
-}
-
-async function arcflowWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env, timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const arcflow = (...args: string[]) => runArcflow(clusterEnv(), ...args);
 
 beforeAll(async () => {
   cluster = await testCluster(3);
@@ -75,7 +64,7 @@ describe('arcflow CLI on a Redis Cluster (REDIS_URL lists its nodes)', () => {
       `^arcflow: the Redis at redis://127\\.0\\.0\\.1:${port} is one node of a Redis Cluster \\(it answered MOVED \\d+ [\\d.:]+\\); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379\n$`,
     );
     for (const args of [['worker', '--module', EXAMPLE], ['enqueue', 'travel_researcher', 'hi'], ['runs'], ['get', 'run_x'], ['serve', '--port', '0'], ['demo', '--runs', '1']]) {
-      const refused = await arcflowWith(env, ...args);
+      const refused = await runArcflow(env, ...args);
       expect({ args, code: refused.code, stderr: refused.stderr }).toMatchObject({ code: 1, stderr: expect.stringMatching(expected) });
     }
   }, 90_000);

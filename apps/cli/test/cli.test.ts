@@ -4,6 +4,7 @@ import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runArcflow } from './run-arcflow.ts';
 
 const run = promisify(execFile);
 const EXAMPLE = new URL('../../../examples/weather-agent.ts', import.meta.url).pathname;
@@ -11,15 +12,7 @@ const prefix = testPrefix('cli');
 const env = { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
 let worker: WorkerProcess;
 
-async function arcflow(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env, timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const arcflow = (...args: string[]) => runArcflow(env, ...args);
 
 beforeAll(async () => {
   worker = await spawnWorker(EXAMPLE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
