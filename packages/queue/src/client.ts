@@ -159,7 +159,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     const channel = store.keys.finishedChannelIn(store.keys.tagOf(run_id));
     let done = subscribed.get(channel);
     if (!done) {
-      done = subscriber.ssubscribe(channel);
+      // A subscription that failed is tried again by the next wait; this one polls meanwhile.
+      done = subscriber.ssubscribe(channel).catch(() => subscribed.delete(channel));
       subscribed.set(channel, done);
     }
     return done;

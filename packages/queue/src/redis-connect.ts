@@ -57,7 +57,10 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
  * channel's slot.
  */
 export function duplicateRedis(redis: Redis, options: RedisOptions = {}): Redis {
-  if (!((redis as unknown) instanceof Cluster)) return redis.duplicate(options);
+  // No ready check (INFO) on a subscriber: ioredis sends a (S)SUBSCRIBE at once while the
+  // connection is still being set up, and if its reply comes first, the INFO that follows is
+  // refused in subscriber mode, which fails the connection and every subscription in flight.
+  if (!((redis as unknown) instanceof Cluster)) return redis.duplicate({ enableReadyCheck: false, ...options });
   const cluster = redis as unknown as Cluster;
   const { enableOfflineQueue, ...redisOptions } = options;
   return cluster.duplicate([], {

@@ -53,6 +53,31 @@ describe('a client that read before any worker started', () => {
   });
 });
 
+describe("a client's first waits", () => {
+  it('all return while its subscriber connects, whichever partitions they subscribe to and whenever they start', async () => {
+    const prefix = testPrefix('partitions-subscribe');
+    prefixes.push(prefix);
+    open.push(await startWorker({ agents: [groupAgent('any', new Map())], provider: model(), redis: TEST_REDIS_URL, prefix, partitions: 8, logger: silentLogger, ...FAST }));
+    const first = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(first);
+    const ids: string[] = [];
+    while (new Set(ids.map((run_id) => partitionOf(run_id))).size < 6) ids.push((await first.enqueue({ agent: 'part_agent', input: `run ${ids.length}` })).run_id);
+    for (const run_id of ids) expect((await first.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    // Waits begun at staggered moments land while each fresh client's subscriber is still connecting.
+    for (let round = 0; round < 10; round += 1) {
+      const client = createClient({ redis: TEST_REDIS_URL, prefix });
+      open.push(client);
+      const waits = ids.map(
+        (run_id, index) =>
+          new Promise<string>((resolve, reject) =>
+            setTimeout(() => client.wait(run_id, { timeout_ms: 5_000 }).then((run) => resolve(run.status), reject), index * (round % 5) * 0.3),
+          ),
+      );
+      expect(await Promise.all(waits)).toEqual(ids.map(() => 'completed'));
+    }
+  });
+});
+
 describe('a partition map another process wrote', () => {
   it('is refused with the key it read, by clients and workers, and nothing is written', async () => {
     const prefix = testPrefix('partitions-garbage');
