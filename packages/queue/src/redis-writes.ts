@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 
 const COALESCING = Symbol('arcflow.coalescing');
 type CoalescingSocket = Socket & { [COALESCING]?: true };
@@ -9,9 +9,17 @@ type CoalescingSocket = Socket & { [COALESCING]?: true };
  * promise continuations) in one socket write: the tick's first write corks the socket and the
  * tick's end uncorks it. Commands and their order are unchanged; only the syscalls are fewer.
  * Each syscall on loopback also wakes Redis, so on a busy worker this saves CPU on both sides
- * (measured: see docs/architecture.md, "Cost per run").
+ * (measured: see docs/architecture.md, "Cost per run"). On a cluster client, each node's
+ * connection is patched.
  */
 export function coalesceWrites(redis: Redis): Redis {
+  // A cluster client writes through a connection per node, made as the client learns the nodes.
+  if ((redis as unknown) instanceof Cluster) {
+    const cluster = redis as unknown as Cluster;
+    cluster.on('+node', (node: Redis) => coalesceWrites(node));
+    for (const node of cluster.nodes('all')) coalesceWrites(node);
+    return redis;
+  }
   const patch = () => {
     const socket = redis.stream as CoalescingSocket | undefined;
     if (!socket || socket[COALESCING]) return;

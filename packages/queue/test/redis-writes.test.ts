@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TEST_REDIS_URL } from '@arcflow/testing';
+import { TEST_REDIS_URL, testCluster } from '@arcflow/testing';
+import { connectRedis } from '../src/redis-connect.ts';
 import { coalesceWrites } from '../src/redis-writes.ts';
 
 const KEY = `{redis-writes-test-${process.pid}}:counter`;
@@ -61,4 +62,26 @@ describe('coalesceWrites', () => {
     await Promise.all(Array.from({ length: 20 }, () => redis.incr(KEY)));
     expect(flushes()).toBe(1);
   });
+});
+
+describe('coalesceWrites on a Redis Cluster client', () => {
+  it("sends one tick of commands to a node in one flush on that node's connection", async () => {
+    const cluster = await testCluster(3);
+    const redis = coalesceWrites(connectRedis(cluster.url, { maxRetriesPerRequest: null }));
+    try {
+      await redis.ping();
+      await redis.incr(KEY);
+      // The node's own connection in the client's pool: the one that answers for the key without MOVED.
+      const masters = (redis as unknown as Cluster).nodes('master');
+      const owner = (await Promise.all(masters.map(async (each) => ((await each.exists(KEY).catch(() => 0)) === 1 ? each : undefined)))).find(Boolean)!;
+      const flushes = countFlushes(owner);
+      const replies = await Promise.all(Array.from({ length: 50 }, () => redis.incr(KEY)));
+      expect(replies).toEqual(Array.from({ length: 50 }, (_, index) => index + 2));
+      expect(flushes()).toBe(1);
+    } finally {
+      await redis.del(KEY);
+      redis.disconnect();
+      await cluster.close();
+    }
+  }, 60_000);
 });
