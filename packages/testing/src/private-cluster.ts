@@ -26,7 +26,25 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
   const children: ChildProcess[] = ports.map((port) =>
     spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no'],
+      // The announced address: a node that never met another one would otherwise report an empty one.
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-announce-ip',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
       { stdio: 'ignore' },
     ),
   );
