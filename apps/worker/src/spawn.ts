@@ -23,8 +23,7 @@ export interface WorkerProcess {
 /**
  * Starts `arcflow worker` as a real child process, with the worker's Node flags, and resolves
  * once it is ready (it printed its ready line). It drains and exits if this process ends without
- * stopping it. `args` are extra CLI flags; `env` is merged over
- * this process's environment.
+ * stopping it. `args` are extra CLI flags; `env` is merged over this process's environment.
  */
 export async function spawnWorker(module: string, options: { args?: string[]; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ARCFLOW_BIN, 'worker', '--module', module, ...(options.args ?? [])], {

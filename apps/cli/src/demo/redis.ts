@@ -15,7 +15,7 @@ export interface DemoRedis {
   stop(): Promise<void>;
 }
 
-/** Whether a Redis (one server, or a cluster when `url` lists several nodes) answers PING within about a second. */
+/** Whether a Redis (one server, or a cluster when `url` lists several nodes) answers PING within two seconds. */
 export async function redisAnswers(url: string): Promise<boolean> {
   const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
   redis.on('error', () => undefined);
