@@ -209,7 +209,8 @@ describe('partitions on a Redis Cluster', () => {
       const second = await startWorker({ agents: [agent], provider, redis: cluster.url, prefix, partitions: 8, logger: silentLogger });
       try {
         await new Promise((resolve) => setTimeout(resolve, 5_500));
-        const after = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((n) => client.enqueue({ agent: 'grow_agent', input: `after ${n}` })));
+        // Each run lands in partitions 4-7 with chance 1/2; 24 runs all missing them is a 1-in-16-million event.
+        const after = await Promise.all(Array.from({ length: 24 }, (_, n) => client.enqueue({ agent: 'grow_agent', input: `after ${n}` })));
         expect(after.some(({ run_id }) => Number(/^run_p(\d+)_/.exec(run_id)?.[1]) >= 4)).toBe(true);
         expect(await client.enqueue({ agent: 'grow_agent', input: 'keyed', idempotency_key: 'order-42' })).toEqual({ run_id: keyed.run_id, created: false });
         release();
