@@ -12,28 +12,28 @@ export function parseCompletion(body: unknown): ProviderResponse {
   const choice = Array.isArray(record.choices) ? (record.choices[0] as Record<string, unknown> | undefined) : undefined;
   const message = choice?.message as Record<string, unknown> | undefined;
   if (!message || typeof message !== 'object') throw malformed('no choices[0].message');
-  const content = message.content;
-  if (content !== null && content !== undefined && typeof content !== 'string') throw malformed('message.content is not text');
   const rawCalls = message.tool_calls ?? [];
   if (!Array.isArray(rawCalls)) throw malformed('message.tool_calls is not a list');
-  const tool_calls: RequestedToolCall[] = rawCalls.map((raw, index) => {
+  const tool_calls: RequestedToolCall[] = rawCalls.map((raw) => {
     const call = raw as Record<string, unknown> | null;
     const fn = call?.function as Record<string, unknown> | undefined;
-    if (typeof fn?.name !== 'string' || fn.name === '') throw malformed(`tool_calls[${index}] has no function name`);
-    const args = fn.arguments;
+    const args = fn?.arguments;
     return {
       // A missing id stays empty: normalizeResponse gives it one that no other call of the response has.
       id: typeof call?.id === 'string' ? call.id : '',
       type: 'function',
-      function: { name: fn.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) },
+      // A call with no name is answered as an unknown tool, so the model can correct itself.
+      function: { name: typeof fn?.name === 'string' ? fn.name : '', arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) },
     };
   });
-  if (tool_calls.length === 0 && typeof content !== 'string') throw malformed('neither content nor tool_calls');
+  // With neither text nor calls, a refusal (`message.refusal`) is the model's answer.
+  const content = contentText(message.content) ?? (tool_calls.length === 0 && typeof message.refusal === 'string' && message.refusal !== '' ? message.refusal : null);
+  if (tool_calls.length === 0 && content === null) throw malformed('neither content nor tool_calls');
   const usage = (record.usage ?? {}) as Record<string, unknown>;
   const input = numberOr0(usage.prompt_tokens);
   const output = numberOr0(usage.completion_tokens);
   return {
-    content: typeof content === 'string' ? content : null,
+    content,
     tool_calls,
     finish_reason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : tool_calls.length ? 'tool_calls' : 'stop',
     usage: { input, output, total: numberOr0(usage.total_tokens) || input + output },
@@ -44,4 +44,13 @@ export function parseCompletion(body: unknown): ProviderResponse {
 
 function numberOr0(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+/** A message's `content` as text: a string, or the text parts of a content list joined. */
+function contentText(content: unknown): string | null {
+  if (typeof content === 'string') return content;
+  if (content === null || content === undefined) return null;
+  if (!Array.isArray(content)) throw malformed('message.content is not text');
+  const parts = content.filter((part): part is { text: string } => typeof part?.text === 'string' && (part.type === 'text' || part.type === 'output_text'));
+  return parts.length > 0 ? parts.map((part) => part.text).join('') : null;
 }

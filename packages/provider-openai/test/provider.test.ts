@@ -117,6 +117,31 @@ describe('OpenAI provider', () => {
     expect(error).toMatchObject({ error_code: 'malformed_response', message: expect.stringContaining('choices[0].message') });
   });
 
+  it('reads a list of content parts and a refusal as text, and answers a call with no name as an unknown tool', async () => {
+    const body = (message: object) => ({ type: 'status' as const, status: 200, body: { id: 'x', choices: [{ index: 0, message: { role: 'assistant', ...message } }] } });
+    server.reset([
+      body({
+        content: [
+          { type: 'text', text: 'Mild ' },
+          { type: 'image_url', image_url: {} },
+          { type: 'text', text: 'and dry.' },
+        ],
+      }),
+    ]);
+    expect((await runLocal(agent, 'Weather?', { provider: provider() })).output).toBe('Mild and dry.');
+
+    server.reset([body({ content: null, refusal: 'I cannot help with that.' })]);
+    const refused = await runLocal(agent, 'Weather?', { provider: provider() });
+    expect(refused).toMatchObject({ status: 'completed', output: 'I cannot help with that.', iterations: 1 });
+
+    server.reset([body({ content: null, tool_calls: [{ id: 'call_n', type: 'function', function: { arguments: '{}' } }] }), { type: 'text', content: 'Sorry.' }]);
+    const start = server.requests.length;
+    const nameless = await runLocal(agent, 'Weather?', { provider: provider() });
+    expect(nameless).toMatchObject({ status: 'completed', output: 'Sorry.' });
+    expect(nameless.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_call_id: 'call_n', error_code: 'unknown_tool' });
+    expect(server.requests[start + 1]?.body.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_n', content: expect.stringMatching(/^Error: unknown tool /) });
+  });
+
   it('reads retry-after-ms and HTTP dates', () => {
     expect(retryAfterSeconds(new Headers({ 'retry-after-ms': '1500' }))).toBe(1.5);
     expect(retryAfterSeconds(new Headers({ 'retry-after': 'Wed, 02 Dec 2026 10:00:05 GMT' }), Date.parse('Wed, 02 Dec 2026 10:00:00 GMT'))).toBe(5);
