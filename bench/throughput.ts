@@ -92,12 +92,12 @@ export async function toolJobsPerSecond(prefix: string, workers: number): Promis
       floor: percentile(arms.floor.rates, 50),
       engineToRaw: toRaw(arms.engine.rates),
       floorToRaw: toRaw(arms.floor.rates),
-      engineCpu: medianSplit(arms.engine.cpu),
-      rawCpu: medianSplit(arms.raw.cpu),
-      floorCpu: medianSplit(arms.floor.cpu),
-      engineCommands: medianCommands(arms.engine.commands),
-      rawCommands: medianCommands(arms.raw.commands),
-      floorCommands: medianCommands(arms.floor.commands),
+      engineCpu: medianOf(arms.engine.cpu),
+      rawCpu: medianOf(arms.raw.cpu),
+      floorCpu: medianOf(arms.floor.cpu),
+      engineCommands: medianOf(arms.engine.commands),
+      rawCommands: medianOf(arms.raw.commands),
+      floorCommands: medianOf(arms.floor.commands),
     };
   } finally {
     await client.close();
@@ -177,32 +177,16 @@ async function rawTrial(queue: Queue, trial: number): Promise<number> {
   return total / ((performance.now() - started) / 1000);
 }
 
-function medianSplit(splits: readonly CpuSplit[]): CpuSplit {
-  return {
-    redis: percentile(
-      splits.map((split) => split.redis),
-      50,
-    ),
-    workers: percentile(
-      splits.map((split) => split.workers),
-      50,
-    ),
-    client: percentile(
-      splits.map((split) => split.client),
-      50,
-    ),
-  };
-}
-
-function medianCommands(counts: readonly RedisCommands[]): RedisCommands {
-  return {
-    all: percentile(
-      counts.map((count) => count.all),
-      50,
-    ),
-    scripts: percentile(
-      counts.map((count) => count.scripts),
-      50,
-    ),
-  };
+/** The median of each field over trials' rows. */
+function medianOf<Row extends { [Key in keyof Row]: number }>(rows: readonly Row[]): Row {
+  const keys = Object.keys(rows[0] ?? {}) as (keyof Row)[];
+  return Object.fromEntries(
+    keys.map((key) => [
+      key,
+      percentile(
+        rows.map((row) => row[key]),
+        50,
+      ),
+    ]),
+  ) as Row;
 }
