@@ -121,7 +121,8 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     await start('low', [0, 1]);
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
-    const runs = await Promise.all(Array.from({ length: 24 }, (_, index) => client.enqueue({ agent: 'part_agent', input: `run ${index}` })));
+    // Some partition of the 4 gets none of n runs with chance 4 x (3/4)^n: 4e-8 for 64.
+    const runs = await Promise.all(Array.from({ length: 64 }, (_, index) => client.enqueue({ agent: 'part_agent', input: `run ${index}` })));
     const partitionOf = new Map(runs.map((run) => [run.run_id, Number(/^run_p(\d+)_/.exec(run.run_id)![1])]));
     expect(new Set(partitionOf.values())).toEqual(new Set([0, 1, 2, 3]));
     const low = runs.filter((run) => partitionOf.get(run.run_id)! < 2);
@@ -132,6 +133,8 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     await start('high', [2, 3]);
     for (const run of high) expect((await client.wait(run.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     for (const run of runs) expect(ranBy.get(run.run_id)).toBe(partitionOf.get(run.run_id)! < 2 ? 'low' : 'high');
+    // Each process counts once, whichever partitions it serves.
+    expect((await client.queues()).find((queue) => queue.name === 'agent-part_agent')?.workers).toBe(2);
   });
 
   it('serves a listed partition once the map grows to include it', async () => {
