@@ -81,7 +81,7 @@ describe('the watchdog', () => {
   it('leaves a run alone while a job that can move it is queued, however long it waits', async () => {
     const { prefix, run_id, toolQueue, toolJobId } = await runWithOpenRound('wd-queued');
     const watchdog = standaloneWatchdog(prefix);
-    const { nowMs } = await watchdog.store.staleRuns(0, 10);
+    const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
     expect(await watchdog.dog.check(run_id, nowMs)).toBe('moving');
     expect(await toolQueue.getJobState(toolJobId)).toBe('waiting');
   });
@@ -95,7 +95,7 @@ describe('the watchdog', () => {
       // The jobs that could move the run keep disappearing.
       await toolQueue.remove(toolJobId);
       for (const n of [1, 2]) await providerQueue.remove(JobId.provider(run_id, 's1', n));
-      const { nowMs } = await watchdog.store.staleRuns(0, 10);
+      const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
       verdicts.push(await watchdog.dog.check(run_id, nowMs));
     }
     expect(verdicts).toEqual(['repaired', 'repaired', 'repaired', 'failed']);
@@ -117,7 +117,7 @@ describe('the watchdog', () => {
     await providerWorker.close();
     await redis.del(keysFor(prefix).agent('watched'));
     const watchdog = standaloneWatchdog(prefix);
-    const { nowMs } = await watchdog.store.staleRuns(0, 10);
+    const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
     expect(await watchdog.dog.check(run_id, nowMs)).toBe('failed');
     const run = await client.get(run_id);
     expect(run?.error?.message).toMatch(/no worker has registered agent 'watched'/);

@@ -3,7 +3,8 @@ import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, QueueName } from '../keys.ts';
 import type { Registry } from '../registry.ts';
-import type { RunStore, StepFrontier } from '../store/run-store.ts';
+import type { RunStore } from '../store/run-store.ts';
+import type { StepFrontier } from '../store/watchdog-store.ts';
 import { type RunTrace, firstJobCarrier } from '../tracing.ts';
 import { endRun } from './end-run.ts';
 import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.ts';
@@ -74,7 +75,7 @@ export class Watchdog {
     const { store, redis, worker_id, watchdog_ms } = this.deps;
     const locked = await redis.set(store.keys.watchdogLock, worker_id, 'PX', this.intervalMs, 'NX');
     if (locked !== 'OK') return;
-    const { run_ids, nowMs } = await store.staleRuns(watchdog_ms, SCAN_BATCH);
+    const { run_ids, nowMs } = await store.watchdog.staleRuns(watchdog_ms, SCAN_BATCH);
     for (const run_id of run_ids) await this.check(run_id, nowMs);
     const agents = await this.deps.registry.known();
     // The listing indexes would grow with every run if only listings trimmed them.
@@ -97,14 +98,14 @@ export class Watchdog {
   /** Looks at one quiet run and acts on it. */
   async check(run_id: string, nowMs: number): Promise<WatchdogVerdict> {
     const { store } = this.deps;
-    const head = await store.frontier(run_id, STEP_ID);
+    const head = await store.watchdog.frontier(run_id, STEP_ID);
     if (!head || head.status === 'completed' || head.status === 'failed' || head.status === 'cancelled') {
-      await store.forgetActive(run_id);
+      await store.watchdog.forgetActive(run_id);
       return 'ended';
     }
     if (head.status === 'waiting') {
       // A person decides; the delayed job that times the call out is the run's next move.
-      await store.markChecked(run_id, nowMs);
+      await store.watchdog.markChecked(run_id, nowMs);
       return 'moving';
     }
     const registration = await this.deps.registry.registration(head.agent);
@@ -114,14 +115,14 @@ export class Watchdog {
     const view = graph ? await store.workflows.view(run_id) : undefined;
     // An agent run's one step, or a workflow run's running steps.
     const steps = view ? Object.keys(view.statuses).filter((id) => view.statuses[id] === 'running') : [STEP_ID];
-    const frontiers = await Promise.all(steps.map(async (step_id) => ({ step_id, frontier: step_id === STEP_ID ? head : await store.frontier(run_id, step_id) })));
+    const frontiers = await Promise.all(steps.map(async (step_id) => ({ step_id, frontier: step_id === STEP_ID ? head : await store.watchdog.frontier(run_id, step_id) })));
     const jobs = frontiers.flatMap(({ step_id, frontier }) => (frontier ? this.candidates(run_id, step_id, frontier, providerQueue) : []));
     const states = await Promise.all(jobs.map(({ queue, id }) => queue.getJobState(id)));
     if (states.some((state) => LIVE_STATES.has(state))) {
-      await store.markChecked(run_id, nowMs);
+      await store.watchdog.markChecked(run_id, nowMs);
       return 'moving';
     }
-    const repairs = await store.countRepair(run_id);
+    const repairs = await store.watchdog.countRepair(run_id);
     if (repairs > MAX_WATCHDOG_REPAIRS) {
       return this.fail(
         run_id,
@@ -140,7 +141,7 @@ export class Watchdog {
       const queue = { queue: registration.provider_queue, attempts: registration.provider_attempts };
       await this.deps.scheduler.advance({ run_id, graph, queue, trace: head.trace }, view);
     }
-    await store.markChecked(run_id, nowMs);
+    await store.watchdog.markChecked(run_id, nowMs);
     return 'repaired';
   }
 
