@@ -2,7 +2,6 @@ import {
   type Agent,
   NOTHING_SPENT,
   type RunError,
-  type RunSpent,
   executedCalls,
   markApprovals,
   type Workflow,
@@ -10,24 +9,20 @@ import {
   type WorkflowStep,
   buildAgentStepInput,
   stepRunConfig,
-  type ExecuteCall,
   type PlannedCall,
   type ProviderRequest,
   type ProviderResponse,
   type ResponseDecision,
-  type StepSettings,
   type StepState,
   PROVIDER_RETRY_DEFAULTS,
   TEST_PROVIDER_ID,
   TERMINAL_STATUSES,
-  type TestStep,
   type TestTurn,
   agentInvokedEvent,
   agentRespondedEvent,
   applyFinalAnswerNote,
   applyToolRound,
   asProviderFailure,
-  backoffMs,
   buildRequest,
   providerRetryDelayMs,
   checkExecConfig,
@@ -35,7 +30,6 @@ import {
   initialStepState,
   lostCall,
   normalizeResponse,
-  plannedCallEvents,
   providerFailureEvent,
   providerRunError,
   requestSentEvent,
@@ -48,27 +42,24 @@ import {
 import type { Span } from '@opentelemetry/api';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { DelayedError, type Job, Worker } from 'bullmq';
-import { SpanKind, childCarrier, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
+import { SpanKind, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
-import { requestApproval } from './approvals.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
-import { type ResolvedWorkerOptions, WORKER_DEFAULTS } from './options.ts';
-import { type JoinTarget, type ProviderJobData, type ToolJobData, attemptsOf, toolJobOptions } from './jobs.ts';
-import { type QueuePool, enqueueJoin } from './join.ts';
-import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
+import { WORKER_DEFAULTS } from './options.ts';
+import { type ProviderJobData, attemptsOf } from './jobs.ts';
+import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
+import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
 import { type WorkflowRun, type WorkflowScheduler, settleAgentStep, workflowRunOf } from './workflow-scheduler.ts';
 
-export interface ProviderJobDeps extends ToolRuntime {
+export interface ProviderJobDeps extends RoundDeps {
   readonly agents: ReadonlyMap<string, Agent>;
   readonly workflows: ReadonlyMap<string, Workflow>;
   readonly scheduler: WorkflowScheduler;
   /** Runs a workflow's tool steps (their jobs are on the workflow's provider queue too). */
   readonly toolSteps: ToolStepProcessor;
-  readonly options: ResolvedWorkerOptions;
-  readonly queues: QueuePool;
 }
 
 /** How long a job of a run this worker cannot read waits before it is offered again. */
@@ -93,20 +84,6 @@ interface PreparedCall {
   readonly provider_id: string;
   readonly request: ProviderRequest;
   readonly test: { readonly responses: readonly TestTurn[] } | undefined;
-}
-
-interface StepContext {
-  readonly spec: RunSpec;
-  readonly agent: Agent;
-  /** Set when the step is one of a workflow run's: its end settles the step instead of ending the run. */
-  readonly workflow: WorkflowRun | undefined;
-  readonly settings: StepSettings;
-  readonly test: TestStep | undefined;
-  readonly data: ProviderJobData;
-  /** This job's span: the creator of the jobs it enqueues. */
-  readonly span: Span;
-  /** What the whole run had spent when this job read it: the budget's view for a response decided now. */
-  readonly spent: RunSpent;
 }
 
 /**
@@ -230,7 +207,7 @@ export class ProviderJobProcessor {
     if (samePlan(planOf(decision, fanned), plan)) return this.act(context, decision);
     const { run_id, step_id, iteration } = context.data;
     this.deps.logger.warn('this worker decides a recorded response differently (its agent changed); following the recorded plan', { run_id, step_id, iteration });
-    if (plan.type === 'final_answer') return this.enqueueNext(context, []);
+    if (plan.type === 'final_answer') return enqueueNext(this.deps, context, []);
     // A response that completed or failed the step ended the run in the same write.
     if (plan.type !== 'tools') return;
     const mine = new Map(decision.type === 'tools' ? decision.calls.map((planned) => [planned.index, planned]) : []);
@@ -247,7 +224,7 @@ export class ProviderJobProcessor {
       const place = { step_id, iteration };
       await this.deps.store.recordToolResult(run_id, roundCall(decidedBefore, place, entry.fanned_out), lostCall(decidedBefore, place));
     }
-    await this.runRound(context, kept);
+    await runRound(this.deps, context, kept);
   }
 
   /**
@@ -469,94 +446,11 @@ export class ProviderJobProcessor {
         return;
       }
       case 'final_answer':
-        await this.enqueueNext(context, []);
+        await enqueueNext(this.deps, context, []);
         return;
       case 'tools':
-        await this.runRound(context, decision.calls);
+        await runRound(this.deps, context, decision.calls);
     }
-  }
-
-  /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
-  private async runRound(context: StepContext, calls: readonly PlannedCall[]): Promise<void> {
-    const { store } = this.deps;
-    const { run_id, step_id, iteration } = context.data;
-    const place = { step_id, iteration };
-    for (const planned of calls) {
-      if (planned.action === 'execute') continue;
-      const events = plannedCallEvents(planned, place);
-      const once = (index: number) => `plan|${step_id}|${iteration}|${planned.call.id}|${index}`;
-      if (planned.action === 'repeat') {
-        await store.append(
-          run_id,
-          events.map((event, index) => ({ event, once: once(index) })),
-        );
-        continue;
-      }
-      await store.append(
-        run_id,
-        events.slice(0, -1).map((event, index) => ({ event, once: once(index) })),
-      );
-      await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
-    }
-    const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
-    if (context.settings.mode === 'legacy_eager') {
-      for (const planned of executable) if (!planned.approval) await this.runInline(run_id, planned, place);
-      // Calls waiting for approval wait as in llm_select: the round joins once they are resolved.
-      await this.enqueueNext(
-        context,
-        executable.filter((planned) => planned.approval),
-      );
-      return;
-    }
-    await this.enqueueNext(context, executable);
-  }
-
-  /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
-  private async runInline(run_id: string, planned: ExecuteCall, place: { step_id: string; iteration: number }): Promise<void> {
-    for (let attempt = 1; ; attempt += 1) {
-      const { retry } = await attemptToolCall(this.deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, firstDelivery: false, fannedOut: false });
-      if (!retry) return;
-      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.deps.options.tool_backoff_ms, 10_000)));
-    }
-  }
-
-  /**
-   * Fans the round's valid calls out as tool jobs, each carrying provider job `n+1` as its join;
-   * with none, enqueues provider job `n+1` now. Job ids are deterministic, so a re-delivered
-   * provider job adds nothing twice.
-   */
-  private async enqueueNext(context: StepContext, calls: readonly ExecuteCall[]): Promise<void> {
-    const { options, queues } = this.deps;
-    const { run_id, step_id, iteration } = context.data;
-    const trace = childCarrier(context.data.trace, context.span);
-    // A workflow step's jobs stay on the workflow's queue: only workers serving the workflow take them.
-    const join: JoinTarget = context.workflow?.queue ?? { queue: QueueName.agent(context.agent.name), attempts: options.provider_attempts };
-    if (calls.length === 0) {
-      await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
-      return;
-    }
-    // One `add` per job, all in this tick (one socket write): cheaper than `addBulk`'s MULTI, and
-    // atomicity is not needed, since a re-delivered provider job re-adds only what is missing.
-    const waits = calls.some((planned) => planned.approval);
-    await Promise.all(
-      calls.map((planned) => {
-        const data: ToolJobData = {
-          run_id,
-          step_id,
-          iteration,
-          index: planned.index,
-          tool_call_id: planned.call.id,
-          tool_name: planned.tool.name,
-          args: planned.args,
-          input_size_bytes: planned.input_size_bytes,
-          trace,
-          join,
-          ...(waits ? { waits: true } : {}),
-        };
-        if (planned.approval) return requestApproval({ store: this.deps.store, queues, tool_backoff_ms: options.tool_backoff_ms }, planned, { step_id, iteration }, data);
-        return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
-      }),
-    );
   }
 }
 
@@ -572,11 +466,6 @@ type StepTarget =
     }
   | { readonly type: 'tool'; readonly step: Extract<WorkflowStep, { type: 'tool' }>; readonly run: WorkflowRun }
   | { readonly error: RunError };
-
-/** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits for approval. */
-function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
-  return planned.action === 'execute' && (settings.mode === 'llm_select' || planned.approval === true);
-}
 
 /** How a decision ends the run, if it does: the outcome and the step's last events. */
 function endingFor(step_id: string, iteration: number, decision: ResponseDecision): RunEnding | undefined {

@@ -1,0 +1,122 @@
+import type { Agent, CallPlace, ExecuteCall, PlannedCall, RunSpent, StepSettings, TestStep } from '@arcflow/core';
+import { backoffMs, plannedCallEvents } from '@arcflow/core';
+import type { Span } from '@opentelemetry/api';
+import { childCarrier } from '../tracing.ts';
+import { QueueName } from '../keys.ts';
+import type { RunSpec } from '../store/run-store.ts';
+import { requestApproval } from './approvals.ts';
+import { type JoinTarget, type ProviderJobData, type ToolJobData, toolJobOptions } from './jobs.ts';
+import { type QueuePool, enqueueJoin } from './join.ts';
+import type { ResolvedWorkerOptions } from './options.ts';
+import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
+import type { WorkflowRun } from './workflow-scheduler.ts';
+
+/** What a round needs of the worker: the store, its options and queues, and what running a tool inline takes. */
+export interface RoundDeps extends ToolRuntime {
+  readonly options: ResolvedWorkerOptions;
+  readonly queues: QueuePool;
+}
+
+/** A step as its provider job sees it (see `ProviderJobProcessor.process`). */
+export interface StepContext {
+  readonly spec: RunSpec;
+  readonly agent: Agent;
+  /** Set when the step is one of a workflow run's: its end settles the step instead of ending the run. */
+  readonly workflow: WorkflowRun | undefined;
+  readonly settings: StepSettings;
+  readonly test: TestStep | undefined;
+  readonly data: ProviderJobData;
+  /** This job's span: the creator of the jobs it enqueues. */
+  readonly span: Span;
+  /** What the whole run had spent when this job read it: the budget's view for a response decided now. */
+  readonly spent: RunSpent;
+}
+
+/** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits for approval. */
+export function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
+  return planned.action === 'execute' && (settings.mode === 'llm_select' || planned.approval === true);
+}
+
+/** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
+export async function runRound(deps: RoundDeps, context: StepContext, calls: readonly PlannedCall[]): Promise<void> {
+  const { store } = deps;
+  const { run_id, step_id, iteration } = context.data;
+  const place = { step_id, iteration };
+  for (const planned of calls) {
+    if (planned.action === 'execute') continue;
+    const events = plannedCallEvents(planned, place);
+    const once = (index: number) => `plan|${step_id}|${iteration}|${planned.call.id}|${index}`;
+    if (planned.action === 'repeat') {
+      await store.append(
+        run_id,
+        events.map((event, index) => ({ event, once: once(index) })),
+      );
+      continue;
+    }
+    await store.append(
+      run_id,
+      events.slice(0, -1).map((event, index) => ({ event, once: once(index) })),
+    );
+    await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
+  }
+  const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
+  if (context.settings.mode === 'legacy_eager') {
+    for (const planned of executable) if (!planned.approval) await runInline(deps, run_id, planned, place);
+    // Calls waiting for approval wait as in llm_select: the round joins once they are resolved.
+    await enqueueNext(
+      deps,
+      context,
+      executable.filter((planned) => planned.approval),
+    );
+    return;
+  }
+  await enqueueNext(deps, context, executable);
+}
+
+/** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
+async function runInline(deps: RoundDeps, run_id: string, planned: ExecuteCall, place: CallPlace): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    const { retry } = await attemptToolCall(deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, firstDelivery: false, fannedOut: false });
+    if (!retry) return;
+    await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, deps.options.tool_backoff_ms, 10_000)));
+  }
+}
+
+/**
+ * Fans the round's valid calls out as tool jobs, each carrying provider job `n+1` as its join;
+ * with none, enqueues provider job `n+1` now. Job ids are deterministic, so a re-delivered
+ * provider job adds nothing twice.
+ */
+export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: readonly ExecuteCall[]): Promise<void> {
+  const { options, queues } = deps;
+  const { run_id, step_id, iteration } = context.data;
+  const trace = childCarrier(context.data.trace, context.span);
+  // A workflow step's jobs stay on the workflow's queue: only workers serving the workflow take them.
+  const join: JoinTarget = context.workflow?.queue ?? { queue: QueueName.agent(context.agent.name), attempts: options.provider_attempts };
+  if (calls.length === 0) {
+    await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
+    return;
+  }
+  // One `add` per job, all in this tick (one socket write): cheaper than `addBulk`'s MULTI, and
+  // atomicity is not needed, since a re-delivered provider job re-adds only what is missing.
+  const waits = calls.some((planned) => planned.approval);
+  await Promise.all(
+    calls.map((planned) => {
+      const data: ToolJobData = {
+        run_id,
+        step_id,
+        iteration,
+        index: planned.index,
+        tool_call_id: planned.call.id,
+        tool_name: planned.tool.name,
+        args: planned.args,
+        input_size_bytes: planned.input_size_bytes,
+        trace,
+        join,
+        ...(waits ? { waits: true } : {}),
+      };
+      if (planned.approval) return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms }, planned, { step_id, iteration }, data);
+      return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
+    }),
+  );
+}
