@@ -41,6 +41,7 @@ const TITLES: Readonly<Record<number, string>> = {
   404: 'Not Found',
   409: 'Conflict',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
@@ -51,10 +52,13 @@ export function problem(status: number, code: string, detail: string): Problem {
   return { type: `urn:arcflow:problem:${code}`, title: TITLES[status] ?? 'Error', status, detail, code };
 }
 
+/** The longest path segment (a run id, a call id) the router reads; longer ones answer 414. */
+export const MAX_PARAM_LENGTH = 200;
+
 /**
  * The problem an error answers with: the client's and the definitions' errors keep their codes
- * and messages; Fastify's own (schema validation, body size, content type) are mapped; anything
- * else is a 500 whose detail says nothing of its cause (the cause goes to the log).
+ * and messages; Fastify's own (schema validation, body size, content type, URL) are mapped;
+ * anything else is a 500 whose detail says nothing of its cause (the cause goes to the log).
  */
 export function problemFor(error: unknown): Problem {
   if (error instanceof HttpProblem) return problem(error.status, error.code, error.message);
@@ -62,6 +66,8 @@ export function problemFor(error: unknown): Problem {
   if (error instanceof ConfigError) return problem(400, 'invalid_config', error.message);
   const fastify = error as { statusCode?: number; code?: string; validation?: unknown; message?: string };
   if (fastify.validation) return problem(400, 'invalid_request', fastify.message ?? 'the request does not match its schema');
+  if (fastify.code === 'FST_ERR_MAX_PARAM_LENGTH') return problem(414, 'uri_too_long', `a path segment is longer than ${MAX_PARAM_LENGTH} characters`);
+  if (fastify.code === 'FST_ERR_BAD_URL') return problem(400, 'invalid_request', 'the URL is not valid (a malformed percent-encoding?)');
   if (fastify.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problem(413, 'payload_too_large', 'the request body is larger than the server accepts');
   if (fastify.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problem(415, 'unsupported_media_type', 'send the body as application/json');
   if (fastify.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fastify.statusCode === 400) {

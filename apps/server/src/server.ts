@@ -5,11 +5,11 @@ import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { type Caller, KeyRing, SESSION_COOKIE, allows, presentedSecret } from './auth.ts';
 import { EventHub } from './event-hub.ts';
 import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
-import { HttpProblem, problem, problemFor } from './problems.ts';
+import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
@@ -66,6 +66,9 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     forceCloseConnections: true,
     // An unknown field is refused, not dropped: a typo in a request should not pass unnoticed.
     ajv: { customOptions: { removeAdditional: false } },
+    // Errors the router meets before any route (a path segment too long, a malformed URL) answer as problems too.
+    maxParamLength: MAX_PARAM_LENGTH,
+    frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
   }).withTypeProvider<TypeBoxTypeProvider>();
   const hub = new EventHub(new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds), subscriber, (error) =>
     app.log.warn({ err: error }, 'event hub read failed'),
@@ -103,7 +106,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   app.setErrorHandler((error, request, reply) => {
     const body = problemFor(error);
     if (body.status >= 500) request.log.error({ err: error }, 'request failed');
-    reply.status(body.status).type('application/problem+json').send(body);
+    sendProblem(reply, body);
   });
   app.setNotFoundHandler((request, reply) => {
     reply
@@ -143,4 +146,9 @@ export async function startServer(options: ServerOptions = {}): Promise<ArcflowS
   const server = await buildServer(options);
   const address = await server.app.listen({ host, port });
   return { ...server, url: address };
+}
+
+/** Answers with a problem document (RFC 9457). */
+function sendProblem(reply: FastifyReply, body: ProblemBody): void {
+  reply.status(body.status).type('application/problem+json').send(body);
 }

@@ -3,6 +3,8 @@ import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, readSse, spawnServe } from './harness.ts';
 
@@ -84,6 +86,13 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     });
     expect((await json(await call('/v1/runs/run_doesnotexist'))).body).toMatchObject({ status: 404, code: 'unknown_run' });
     expect((await json(await call('/v1/runs/bad%20id'))).body).toMatchObject({ status: 400, code: 'invalid_run_id' });
+    // What the router refuses before any route answers as a problem too.
+    expect(await json(await call(`/v1/runs/${'r'.repeat(300)}/events`))).toMatchObject({
+      status: 414,
+      type: expect.stringMatching(/^application\/problem\+json/),
+      body: { code: 'uri_too_long' },
+    });
+    expect(await json(await call('/v1/runs/%zz'))).toMatchObject({ status: 400, type: expect.stringMatching(/^application\/problem\+json/), body: { code: 'invalid_request' } });
     expect((await enqueue({ agent: 'api_agent' })).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', surprise: 1 })).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', config: { tool_execution: { max_iterations: 0 } } })).body).toMatchObject({ status: 400, code: 'invalid_config' });
@@ -179,6 +188,47 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(done.output).toBe('refunded o-7');
+  });
+
+  it('answers any body, query, id and key with a result or a problem document, never a 500 (property)', async () => {
+    const junk = fc.jsonValue({ maxDepth: 3 });
+    const text = fc.oneof(fc.string(), fc.constantFrom('%', '..', 'run_x', 'a'.repeat(300), '-1', 'NaN', 'Bearer x'));
+    const body = fc.oneof(
+      fc.record(
+        { agent: fc.oneof(fc.constantFrom('api_agent', 'api_flow'), junk), input: fc.oneof(fc.string(), junk), config: junk, exec_config: junk, idempotency_key: junk },
+        { requiredKeys: [] },
+      ),
+      junk,
+    );
+    const answers = (response: Response) => response.status < 500 && (response.ok || /^application\/problem\+json/.test(response.headers.get('content-type') ?? ''));
+    const redis = new Redis(TEST_REDIS_URL);
+    const runCount = async () => (await redis.keys(`{${prefix}}:run:*:events`)).length;
+    const before = await runCount();
+    let created = 0;
+    await fc.assert(
+      fc.asyncProperty(body, text, text, text, async (sent, query, id, secret) => {
+        const posted = await call('/v1/runs', { method: 'POST', body: JSON.stringify(sent), key: 'write' });
+        if (posted.status === 201) created += 1;
+        const responses = [
+          posted,
+          await call('/v1/runs', { method: 'POST', body: query, key: 'write' }),
+          await call(`/v1/runs?status=${encodeURIComponent(query)}&limit=${encodeURIComponent(id)}&cursor=${encodeURIComponent(id)}&agent=${encodeURIComponent(query)}`),
+          await call(`/v1/runs/${encodeURIComponent(id)}`),
+          await call(`/v1/runs/${encodeURIComponent(id)}/events`),
+          await call(`/v1/runs/${encodeURIComponent(id)}/cancel`, { method: 'POST', body: query }),
+          await call(`/v1/runs/run_AAAAAAAAAAAAAAAAAAAAAA/approvals/${encodeURIComponent(id)}`, { method: 'POST', body: JSON.stringify(sent) }),
+          await fetch(`${serve.url}/v1/agents`, { headers: { authorization: secret.replace(/[^\x20-\x7e]/g, '') } }),
+        ];
+        for (const response of responses) {
+          expect(answers(response)).toBe(true);
+          await response.body?.cancel();
+        }
+      }),
+      { numRuns: 150 },
+    );
+    // A refused request created nothing: the runs are the ones answered 201.
+    expect((await runCount()) - before).toBe(created);
+    await redis.quit();
   });
 
   it('answers health checks without a key, sends no CORS headers, and never logs a secret', async () => {
