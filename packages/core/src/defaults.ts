@@ -32,3 +32,9 @@ export const MAX_INPUT_BYTES = 256 * 1024;
 
 /** Largest tool-call arguments accepted from the model, in bytes; larger calls are answered as invalid. */
 export const MAX_ARGUMENT_BYTES = 256 * 1024;
+
+/** Most tool calls one model response may ask for; a response with more is malformed (and retried). */
+export const MAX_TOOL_CALLS_PER_RESPONSE = 256;
+
+/** Largest text one model response may carry, in bytes of UTF-8; a response with more is malformed (and retried). */
+export const MAX_CONTENT_BYTES = 4 * 1024 * 1024;

@@ -1,6 +1,15 @@
 export { ErrorCode, ConfigError, ToolArgumentError, RequestError, type ToolFailureCode } from './errors.ts';
 export { canonicalJson, shortHash, byteSize } from './canonical.ts';
-export { TOOL_EXECUTION_DEFAULTS, LOOP_DETECTION_DEFAULTS, TOOL_DEFAULTS, PROVIDER_RETRY_DEFAULTS, MAX_INPUT_BYTES, MAX_ARGUMENT_BYTES } from './defaults.ts';
+export {
+  TOOL_EXECUTION_DEFAULTS,
+  LOOP_DETECTION_DEFAULTS,
+  TOOL_DEFAULTS,
+  PROVIDER_RETRY_DEFAULTS,
+  MAX_INPUT_BYTES,
+  MAX_ARGUMENT_BYTES,
+  MAX_TOOL_CALLS_PER_RESPONSE,
+  MAX_CONTENT_BYTES,
+} from './defaults.ts';
 export { describeViolations, UNDECLARED_PROPERTY } from './tools/schema.ts';
 export {
   tool,

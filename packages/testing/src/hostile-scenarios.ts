@@ -122,6 +122,21 @@ export function defineHostileOutputScenarios(name: string, runner: ScenarioRunne
       ]);
     });
 
+    it('refuses a response with more than 256 tool calls, or over 4 MiB of text, as malformed: nothing of it runs or is kept, and the retried call answers', async () => {
+      const { echo, seen } = counter();
+      const crowd = rawCalls(Array.from({ length: 300 }, (_, n) => [`c${n}`, 'echo', `{"n":${n}}`] as const));
+      const huge = rawTurn({ content: 'x'.repeat(4 * 1024 * 1024 + 1), tool_calls: [], finish_reason: 'stop', usage: { input: 1, output: 1, total: 2 } });
+      const model = scriptedProvider([crowd, huge, reply('done')]);
+      const result = await run(new Agent({ name: 'bounded', tools: [echo] }), 'go', { provider: model });
+      expect(result).toMatchObject({ status: 'completed', output: 'done', iterations: 1 });
+      expect(seen).toEqual([]);
+      expect(result.events.filter((event) => event.kind === 'ProviderError')).toMatchObject([
+        { error_code: 'malformed_response', retryable: true, attempt: 1 },
+        { error_code: 'malformed_response', retryable: true, attempt: 2 },
+      ]);
+      expect(result.events.some((event) => event.kind === 'ToolCallStarted')).toBe(false);
+    });
+
     it('answers oversize arguments as too large without keeping them', async () => {
       const { echo, seen } = counter();
       const model = scriptedProvider([rawCalls([['big', 'echo', `{"n":1,"pad":"${'p'.repeat(300_000)}"}`]]), reply('done')]);

@@ -1,5 +1,5 @@
 import { byteSize } from '../canonical.ts';
-import { MAX_ARGUMENT_BYTES } from '../defaults.ts';
+import { MAX_ARGUMENT_BYTES, MAX_CONTENT_BYTES, MAX_TOOL_CALLS_PER_RESPONSE } from '../defaults.ts';
 import type { Tokens } from '../events/types.ts';
 import { NamePattern } from '../names.ts';
 import { ProviderFailure, type ProviderResponse, type RequestedToolCall } from '../provider.ts';
@@ -29,7 +29,9 @@ const SHOWN_NAME_CHARS = 64;
  * - arguments over {@link MAX_ARGUMENT_BYTES} are not kept: the call carries empty arguments and
  *   `oversize_arguments` records their size, so the loop answers it as too large.
  *
- * Throws a retryable `malformed_response` failure for a value that is not a response at all.
+ * Throws a retryable `malformed_response` failure for a value that is not a response at all, and
+ * for one past the bounds of what a turn may hold: more than {@link MAX_TOOL_CALLS_PER_RESPONSE}
+ * calls, or text over {@link MAX_CONTENT_BYTES}.
  */
 export function normalizeResponse(raw: unknown, iteration: number): ProviderResponse {
   if (raw === null || typeof raw !== 'object') throw malformed('the response is not an object');
@@ -39,6 +41,10 @@ export function normalizeResponse(raw: unknown, iteration: number): ProviderResp
   const rawCalls = body.tool_calls ?? [];
   if (!Array.isArray(rawCalls)) throw malformed('tool_calls is not a list');
   if (rawCalls.length === 0 && typeof content !== 'string') throw malformed('neither content nor tool_calls');
+  // Bounds on what one response may make the loop store, run and send back.
+  if (rawCalls.length > MAX_TOOL_CALLS_PER_RESPONSE) throw malformed(`${rawCalls.length} tool calls; the limit is ${MAX_TOOL_CALLS_PER_RESPONSE}`);
+  const contentBytes = typeof content === 'string' ? byteSize(content) : 0;
+  if (contentBytes > MAX_CONTENT_BYTES) throw malformed(`content is ${contentBytes} bytes; the limit is ${MAX_CONTENT_BYTES}`);
   const oversize: Record<string, number> = {};
   const ids = uniqueIds(rawCalls, iteration);
   const tool_calls: RequestedToolCall[] = rawCalls.map((entry: unknown, index) => {
