@@ -194,4 +194,32 @@ describe('stored formats', () => {
     expect(kinds).toEqual(['RunEnqueued']);
     expect(await client.get(run_id)).toMatchObject({ status: 'queued' });
   });
+
+  it('fails a run whose stored state no version could read (not JSON, or no format), instead of leaving it queued', async () => {
+    const prefix = testPrefix('format-corrupt');
+    prefixes.push(prefix);
+    await (await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const garbled = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
+    const formatless = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
+    await redis.hset(`${keysFor(prefix).record(garbled.run_id)}:s1:state`, 'iterations', 0, 'json', '{"v":2,"state":');
+    await redis.hset(`${keysFor(prefix).record(formatless.run_id)}:s1:state`, 'iterations', 0, 'json', JSON.stringify({ state: {} }));
+    const logger = capturingLogger();
+    open.push(await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger, ...FAST }));
+    for (const [{ run_id }, found] of [
+      [garbled, '"unparseable"'],
+      [formatless, 'no format'],
+    ] as const) {
+      const run = await client.wait(run_id, { timeout_ms: 10_000 });
+      expect(run).toMatchObject({
+        status: 'failed',
+        error: { code: 'StepExecutionFailed', error_code: 'unreadable_state', message: `state of ${run_id}/s1 cannot be read (${found}); the run cannot go on` },
+      });
+      const events = [];
+      for await (const event of client.events(run_id)) events.push(event);
+      expect(events.map((event) => event.kind)).toEqual(['RunEnqueued', 'StepExecutionFailed', 'RunFailed']);
+    }
+    expect(logger.lines.filter((line) => line.startsWith('run stored unreadably; failing it'))).toHaveLength(2);
+  });
 });

@@ -228,12 +228,19 @@ export class ProviderJobProcessor {
   }
 
   /**
-   * A run stored in a format this worker cannot read (another arcflow version wrote it): nothing is
+   * A run stored in a format this worker cannot read. Written by a newer arcflow: nothing is
    * written, the error is logged, and the job goes back to wait for a worker that can read it (the
-   * watchdog leaves a delayed job alone).
+   * watchdog leaves a delayed job alone). Unreadable by any version (not JSON, no format): the
+   * run is failed, since no worker could ever take it on.
    */
-  private async unreadable(job: Job<ProviderJobData>, token: string | undefined, error: StoredFormatError): Promise<never> {
+  private async unreadable(job: Job<ProviderJobData>, token: string | undefined, error: StoredFormatError): Promise<string> {
     const { run_id, step_id, iteration } = job.data;
+    if (!error.newer) {
+      this.deps.logger.error('run stored unreadably; failing it', { run_id, step_id, iteration, error: error.message });
+      const failure = stepRunError('unreadable_state', `${error.what} cannot be read (${JSON.stringify(error.found) ?? 'no format'}); the run cannot go on`);
+      await endRun(this.deps.store, run_id, { outcome: { status: 'failed', error: failure }, step_id, events: [{ event: stepFailedEvent(step_id, failure) }] });
+      return failure.error_code;
+    }
     this.deps.logger.error('run stored in a format this worker cannot read; leaving it for a worker that can', { run_id, step_id, iteration, error: error.message });
     await job.moveToDelayed(Date.now() + UNREADABLE_RETRY_MS, token);
     throw new DelayedError();

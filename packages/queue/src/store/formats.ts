@@ -15,6 +15,11 @@ export class StoredFormatError extends Error {
   ) {
     super(`${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads format ${STORE_FORMAT}`);
   }
+
+  /** A newer arcflow wrote it (a worker of that version can read it); otherwise no version can. */
+  get newer(): boolean {
+    return typeof this.found === 'number' && Number.isInteger(this.found) && this.found > STORE_FORMAT;
+  }
 }
 
 /** One call of a recorded round: how the loop answered it, as decided when the response came. */
