@@ -109,11 +109,17 @@ describe('arcflow CLI', () => {
     const worker = spawn(process.execPath, [ARCFLOW_BIN, 'worker', '--module', EXAMPLE], { env: away, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     worker.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
     await new Promise((resolve) => setTimeout(resolve, 3_000));
-    worker.kill('SIGKILL');
+    // Stopped while it waits: it holds nothing, so it exits 0 without waiting for Redis.
+    const stopping = Date.now();
+    worker.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(5_000);
     const lines = stderr.trim().split('\n');
-    expect(lines).toHaveLength(1);
+    expect(lines).toHaveLength(2);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED)' });
+    expect(lines[1]).toMatch(/^arcflow worker worker_\w+: SIGTERM, draining in-flight jobs$/);
   });
 
   it('accepts a run for a known agent with no live worker, and get and inspect say it waits', async () => {

@@ -1,5 +1,5 @@
 import { RUN_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
-import { type RunStore, keysFor } from '@arcflow/queue';
+import { type RunStore, closeRedis, keysFor } from '@arcflow/queue';
 import type { Redis } from 'ioredis';
 
 /** One follower of a run: it has been sent every event up to `sent` (seq). */
@@ -74,7 +74,7 @@ export class EventHub {
   async close(): Promise<void> {
     for (const tail of this.tails.values()) clearInterval(tail.timer);
     this.tails.clear();
-    await this.subscriber.quit().catch(() => undefined);
+    await closeRedis(this.subscriber);
   }
 
   private unfollow(run_id: string, follower: Follower): void {

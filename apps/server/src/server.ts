@@ -1,5 +1,16 @@
 import { ConfigError } from '@arcflow/core';
-import { type ArcflowClient, CONNECTION_DEFAULTS, RunStore, clusterNodeError, connectRedis, createClient, duplicateRedis, keysFor, resolveConnection } from '@arcflow/queue';
+import {
+  type ArcflowClient,
+  CONNECTION_DEFAULTS,
+  RunStore,
+  closeRedis,
+  clusterNodeError,
+  connectRedis,
+  createClient,
+  duplicateRedis,
+  keysFor,
+  resolveConnection,
+} from '@arcflow/queue';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
@@ -129,7 +140,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
         await hub.close();
         await app.close();
         await client.close();
-        await redis.quit().catch(() => undefined);
+        await closeRedis(redis);
       })();
       return closing;
     },

@@ -7,6 +7,9 @@ import { boundHeapGrowth } from './heap.ts';
 import { loadModule } from './load-module.ts';
 import { workerLogger } from './log.ts';
 
+/** How long a stop that comes while the worker is starting waits for the start before exiting. */
+const STARTING_GRACE_MS = 2_000;
+
 export interface WorkerProcessOptions {
   module: string;
   roles?: WorkerRole[];
@@ -31,7 +34,39 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     throw new ConfigError('no model provider: set OPENAI_API_KEY or OPENAI_BASE_URL, or export `provider` from the module');
   }
   const worker_id = newWorkerId();
-  const worker = await startWorker({
+  let worker: ArcflowWorker | undefined;
+  let starting: Promise<ArcflowWorker> | undefined;
+  let stopping = false;
+  const exit = (code: number) => void telemetry.shutdown().finally(() => process.exit(code));
+  const drain = (running: ArcflowWorker) =>
+    // Drain first, so in-flight jobs end their spans; then flush the spans.
+    running.close().then(
+      () => exit(0),
+      (error) => {
+        process.stderr.write(`arcflow worker ${worker_id}: error while draining: ${(error as Error).message}\n`);
+        exit(1);
+      },
+    );
+  const stop = (signal: string) => {
+    if (stopping) {
+      process.stderr.write(`arcflow worker ${worker_id}: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    process.stderr.write(`arcflow worker ${worker_id}: ${signal}, draining in-flight jobs\n`);
+    if (worker) return void drain(worker);
+    // Still starting: drain what it has started, unless it is still waiting (for Redis, say) and so holds nothing.
+    const waiting = new Promise<void>((resolve) => setTimeout(resolve, STARTING_GRACE_MS).unref());
+    void Promise.race([starting?.then(drain, () => exit(0)), waiting.then(() => exit(0))]);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  // Started by another process with an IPC channel (`spawnWorker`): when that process is gone, drain and exit.
+  if (process.channel) {
+    process.channel.unref();
+    process.on('disconnect', () => stop('parent process gone'));
+  }
+  starting = startWorker({
     worker_id,
     logger: workerLogger(worker_id),
     agents: loaded.definitions,
@@ -46,33 +81,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     ...(env.partitions !== undefined ? { partitions: env.partitions } : {}),
     ...(env.servePartitions !== undefined ? { serve_partitions: env.servePartitions } : {}),
   });
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) {
-      process.stderr.write(`arcflow worker ${worker.id}: ${signal} again, exiting now\n`);
-      process.exit(1);
-    }
-    stopping = true;
-    process.stderr.write(`arcflow worker ${worker.id}: ${signal}, draining in-flight jobs\n`);
-    // Drain first, so in-flight jobs end their spans; then flush the spans.
-    worker
-      .close()
-      .then(() => telemetry.shutdown())
-      .then(
-        () => process.exit(0),
-        (error) => {
-          process.stderr.write(`arcflow worker ${worker.id}: error while draining: ${(error as Error).message}\n`);
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  // Started by another process with an IPC channel (`spawnWorker`): when that process is gone, drain and exit.
-  if (process.channel) {
-    process.channel.unref();
-    process.on('disconnect', () => stop('parent process gone'));
-  }
+  worker = await starting;
   process.stdout.write(
     `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'} tracing=${telemetry.enabled ? 'on' : 'off'}\n`,
   );

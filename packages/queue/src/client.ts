@@ -40,7 +40,7 @@ import { QueuePool } from './engine/join.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { randomInt } from 'node:crypto';
 import { coalesceWrites } from './redis-writes.ts';
-import { watchConnection, withRedis } from './connection.ts';
+import { closeRedis, watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
 import { nearestName } from './nearest-name.ts';
 
@@ -107,6 +107,8 @@ export interface ArcflowClient {
 
 // Pub/sub wakes waiters at once; the poll only covers a message lost to a reconnect.
 const WAIT_POLL_MS = 2_000;
+// How long a wait waits for its subscription before its first read (the poll covers the rest).
+const SUBSCRIBE_WAIT_MS = 1_000;
 // Registrations are reused this long, saving a round trip per enqueue.
 const REGISTRATION_CACHE_MS = 5_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
@@ -313,7 +315,11 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         throw new RequestError('invalid_request', `timeout_ms must be a number of milliseconds >= 0, got ${JSON.stringify(timeoutMs)}`);
       }
       const deadline = Date.now() + timeoutMs;
-      await subscribe(run_id);
+      // Subscribed before the first read, so a run ending in between still wakes it; bounded, since a
+      // subscription waits for Redis to come back (the read below fails in redis_timeout_ms instead).
+      let subscribeTimer: NodeJS.Timeout | undefined;
+      await Promise.race([subscribe(run_id), new Promise((resolve) => (subscribeTimer = setTimeout(resolve, SUBSCRIBE_WAIT_MS)))]);
+      clearTimeout(subscribeTimer);
       let wake: () => void = () => {};
       const set = waiters.get(run_id) ?? new Set();
       waiters.set(run_id, set);
@@ -399,8 +405,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
 
     async close() {
       await queues.close();
-      await subscriber?.quit().catch(() => undefined);
-      await redis.quit().catch(() => undefined);
+      if (subscriber) await closeRedis(subscriber);
+      await closeRedis(redis);
     },
   };
   return client;

@@ -105,3 +105,36 @@ function readyBefore(redis: Redis, deadline: number): Promise<void> {
   });
   return Promise.race([ready, late]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Closes a connection without waiting on Redis: `QUIT` when it is connected (what was sent is
+ * answered first), else a plain disconnect, which also stops reconnecting. A `QUIT` queued on a
+ * connection that is not up would wait for Redis to come back.
+ */
+export async function closeRedis(redis: Pick<Redis, 'status' | 'quit' | 'disconnect'>): Promise<void> {
+  if (redis.status === 'ready') {
+    try {
+      await redis.quit();
+      return;
+    } catch {
+      // Lost while quitting: disconnect below.
+    }
+  }
+  redis.disconnect();
+}
+
+/**
+ * Watches a connection for an outage: `away` resolves once it has been without Redis for `ms` in a
+ * row (checked every 100 ms); `stop` ends the watch.
+ */
+export function outageOf(redis: Pick<Redis, 'status'>, ms: number): { away: Promise<void>; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let since: number | undefined;
+  const away = new Promise<void>((resolve) => {
+    timer = setInterval(() => {
+      if (redis.status === 'ready') since = undefined;
+      else if (Date.now() - (since ??= Date.now()) >= ms) resolve();
+    }, 100);
+  });
+  return { away, stop: () => clearInterval(timer) };
+}

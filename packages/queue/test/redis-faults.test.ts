@@ -1,5 +1,6 @@
-import { createClient, keysFor } from '@arcflow/queue';
-import { type PrivateRedis, startPrivateRedis } from '@arcflow/testing';
+import { Agent, silentLogger } from '@arcflow/core';
+import { createClient, keysFor, startWorker } from '@arcflow/queue';
+import { type PrivateRedis, scriptedProvider, startPrivateRedis } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Registry } from '../src/registry.ts';
@@ -19,7 +20,37 @@ describe('when Redis cannot be reached', () => {
     expect(failure.message).toMatch(/^cannot reach Redis at redis:\/\/app:\*\*\*@127\.0\.0\.1:1 \(ECONNREFUSED\)/);
     expect(failure.message).not.toContain('s3cret');
     await expect(client.get('run_abc')).rejects.toMatchObject({ code: 'redis_unavailable' });
+    // Every other call too, `wait` (whose subscription would wait for Redis) included.
+    const calls: [string, () => Promise<unknown>][] = [
+      ['wait', () => client.wait('run_abc', { timeout_ms: 60_000 })],
+      [
+        'events',
+        async () => {
+          for await (const _event of client.events('run_abc', { follow: true }));
+        },
+      ],
+      ['cancel', () => client.cancel('run_abc')],
+      ['approve', () => client.approve('run_abc', 'c1', { approved: true })],
+      ['list', () => client.list()],
+      ['agents', () => client.agents()],
+      ['queues', () => client.queues()],
+    ];
+    const outcomes = await Promise.all(
+      calls.map(async ([name, call]) => {
+        const began = Date.now();
+        const error = await call().then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+        return { name, code: (error as { code?: string } | undefined)?.code, ms: Date.now() - began };
+      }),
+    );
+    for (const outcome of outcomes) expect(outcome).toMatchObject({ code: 'redis_unavailable', ms: expect.any(Number) });
+    expect(Math.max(...outcomes.map(({ ms }) => ms))).toBeLessThan(5_000);
+    // Closing does not wait for Redis either (its subscriber's QUIT would).
+    const closing = Date.now();
     await client.close();
+    expect(Date.now() - closing).toBeLessThan(1_000);
   });
 
   it('rides through a Redis restart shorter than its timeout, and an enqueue made during it creates one run', async () => {
@@ -44,5 +75,17 @@ describe('when Redis cannot be reached', () => {
     expect(records).toEqual([`{faults}:run:${second.run_id}`]);
     await client.close();
     admin.disconnect();
+  });
+
+  it('stops a worker whose drain cannot finish because Redis stays away, saying so, within its outage allowance', async () => {
+    const server = await startPrivateRedis();
+    servers.push(server);
+    const worker = await startWorker({ agents: [new Agent({ name: 'idle' })], provider: scriptedProvider([]), redis: server.url, prefix: 'faults-drain', logger: silentLogger });
+    await server.kill();
+    const closing = Date.now();
+    await expect(worker.close()).rejects.toThrow(
+      `Redis at ${server.url} has been unreachable for 10 s: stopped without draining; the jobs in flight go to other workers once their locks expire`,
+    );
+    expect(Date.now() - closing).toBeLessThan(13_000);
   });
 });

@@ -34,7 +34,7 @@ export async function startPrivateRedis(options: { durable?: boolean } = {}): Pr
   };
   const kill = async () => {
     const running = child;
-    if (!running || running.exitCode !== null) return;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise((resolve) => running.once('exit', resolve));
     running.kill('SIGKILL');
     await exited;

@@ -1,5 +1,6 @@
 import type { CancelWatch } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import { closeRedis } from '../connection.ts';
 
 /** One piece of work's view of its run's cancellation; `release` it when the work is done. */
 export interface WorkCancellation extends CancelWatch {
@@ -81,7 +82,7 @@ export class CancellationListener {
   }
 
   async close(): Promise<void> {
-    await this.subscriber.quit().catch(() => undefined);
+    await closeRedis(this.subscriber);
   }
 }
 

@@ -4,7 +4,7 @@ import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
 import { coalesceWrites } from '../redis-writes.ts';
-import { clusterNodeError, isConnectionError, watchConnection } from '../connection.ts';
+import { closeRedis, clusterNodeError, isConnectionError, outageOf, redactUrl, watchConnection } from '../connection.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
@@ -21,13 +21,19 @@ import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-scheduler.ts';
 
+/** How long a drain waits for Redis to come back before it stops without finishing. */
+const DRAIN_WITHOUT_REDIS_MS = 10_000;
+
 /** A running worker process's engine. */
 export interface ArcflowWorker {
   readonly id: string;
   readonly agents: readonly string[];
   /** The queues it takes jobs from, by name (each in every partition it serves). */
   readonly queues: readonly string[];
-  /** Drains: stops taking jobs, lets in-flight jobs finish, then disconnects. */
+  /**
+   * Drains: stops taking jobs, lets in-flight jobs finish, then disconnects. Rejects, disconnected,
+   * if Redis is away for 10 s meanwhile (the jobs in flight are then re-delivered elsewhere).
+   */
   close(): Promise<void>;
 }
 
@@ -200,12 +206,27 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     close: () => {
       closing ??= (async () => {
         clearInterval(heartbeat);
-        await watchdog.close();
-        await registry.withdraw(id, registrations.keys()).catch(() => undefined);
-        await Promise.all(workers.map((worker) => worker.close()));
-        await queues.close();
-        await cancellation.close();
-        await connection.quit().catch(() => undefined);
+        const drained = (async () => {
+          await watchdog.close();
+          await registry.withdraw(id, registrations.keys()).catch(() => undefined);
+          await Promise.all(workers.map((worker) => worker.close()));
+          await queues.close();
+        })();
+        // Without Redis a drain cannot finish (every job's completion is a write): after a while, stop.
+        const outage = outageOf(connection, DRAIN_WITHOUT_REDIS_MS);
+        try {
+          const away = await Promise.race([drained.then(() => false), outage.away.then(() => true)]);
+          if (away) {
+            drained.catch(() => undefined);
+            throw new Error(
+              `Redis at ${redactUrl(options.redis)} has been unreachable for ${DRAIN_WITHOUT_REDIS_MS / 1000} s: stopped without draining; the jobs in flight go to other workers once their locks expire`,
+            );
+          }
+        } finally {
+          outage.stop();
+          await cancellation.close();
+          await closeRedis(connection);
+        }
       })();
       return closing;
     },
