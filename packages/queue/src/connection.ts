@@ -132,8 +132,12 @@ export function outageOf(redis: Pick<Redis, 'status'>, ms: number): { away: Prom
   let since: number | undefined;
   const away = new Promise<void>((resolve) => {
     timer = setInterval(() => {
-      if (redis.status === 'ready') since = undefined;
-      else if (Date.now() - (since ??= Date.now()) >= ms) resolve();
+      if (redis.status === 'ready') {
+        since = undefined;
+        return;
+      }
+      since ??= Date.now();
+      if (Date.now() - since >= ms) resolve();
     }, 100);
   });
   return { away, stop: () => clearInterval(timer) };
