@@ -52,7 +52,13 @@ async function enqueue(body: { agent: string; input: string }): Promise<string> 
 describe('the web console, in a real Chromium', () => {
   it('refuses a wrong key, signs in with a right one, shows a run appear and finish live, and its tool calls', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(serve.url);
+    // The page runs under its Content-Security-Policy, and nothing it does breaks it.
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
+    const served = await page.goto(serve.url);
+    expect(served?.headers()['content-security-policy']).toContain("script-src 'self'");
     await page.fill('input[name=key]', 'not-the-key-0000000000');
     await page.click('button[type=submit]');
     await page.getByText('that key is not valid').waitFor();
@@ -80,6 +86,7 @@ describe('the web console, in a real Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
+    expect(violations).toEqual([]);
     await page.close();
   });
 

@@ -4,6 +4,17 @@ import { SESSION_COOKIE, type KeyRing } from '../auth.ts';
 import { type ConsoleAssets, loadConsoleAssets } from '../console-assets.ts';
 import { HttpProblem } from '../problems.ts';
 
+/**
+ * The console page's headers: it loads its own script and style only (no inline code, so text
+ * from a run can never run as script), talks to its own origin, and is framed by no one.
+ */
+const PAGE_HEADERS = Object.freeze({
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+});
+
 export interface ConsoleRoutesOptions {
   readonly keys: KeyRing;
   readonly trace_url: string | undefined;
@@ -22,17 +33,24 @@ export const consoleRoutes: FastifyPluginAsyncTypebox<ConsoleRoutesOptions> = as
   };
   const hidden = { hide: true } as const;
 
-  app.get('/', { config: { scope: 'none' }, schema: hidden }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(await asset('index.html')));
+  app.get('/', { config: { scope: 'none' }, schema: hidden }, async (_request, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .headers(PAGE_HEADERS)
+      .send(await asset('index.html')),
+  );
   app.get('/console/app.js', { config: { scope: 'none' }, schema: hidden }, async (_request, reply) =>
     reply
       .type('text/javascript; charset=utf-8')
       .header('cache-control', 'no-cache')
+      .header('x-content-type-options', 'nosniff')
       .send(await asset('app.js')),
   );
   app.get('/console/app.css', { config: { scope: 'none' }, schema: hidden }, async (_request, reply) =>
     reply
       .type('text/css; charset=utf-8')
       .header('cache-control', 'no-cache')
+      .header('x-content-type-options', 'nosniff')
       .send(await asset('app.css')),
   );
 
