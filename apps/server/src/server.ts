@@ -116,7 +116,9 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
 
   app.setErrorHandler((error, request, reply) => {
     const body = problemFor(error);
-    if (body.status >= 500) request.log.error({ err: error }, 'request failed');
+    // Redis away is a condition, not a bug: one line, no stack.
+    if (body.code === 'redis_unavailable') request.log.warn({ code: body.code, detail: body.detail }, 'request failed');
+    else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
     sendProblem(reply, body);
   });
   app.setNotFoundHandler((request, reply) => {
