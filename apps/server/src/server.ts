@@ -78,7 +78,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     // An unknown field is refused, not dropped: a typo in a request should not pass unnoticed.
     ajv: { customOptions: { removeAdditional: false } },
     // Errors the router meets before any route (a path segment too long, a malformed URL) answer as problems too.
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
   }).withTypeProvider<TypeBoxTypeProvider>();
   const hub = new EventHub(new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds), subscriber, (error) =>
