@@ -92,7 +92,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       type: expect.stringMatching(/^application\/problem\+json/),
       body: { code: 'uri_too_long' },
     });
-    expect((await json(await call(`/v1/runs/${'r'.repeat(150)}`))).body).toMatchObject({ status: 400, code: 'invalid_run_id' });
+    expect((await json(await call(`/v1/runs/${'r'.repeat(150)}`))).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect(await json(await call('/v1/runs/%zz'))).toMatchObject({ status: 400, type: expect.stringMatching(/^application\/problem\+json/), body: { code: 'invalid_request' } });
     expect((await enqueue({ agent: 'api_agent' })).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', surprise: 1 })).body).toMatchObject({ status: 400, code: 'invalid_request' });
