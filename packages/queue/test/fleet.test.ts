@@ -170,17 +170,31 @@ describe('a re-delivered provider job after a deploy', () => {
 });
 
 describe('stored formats', () => {
-  it('refuses a run stored in a format this worker cannot read, with a clear error and no write, leaving its job for another worker', async () => {
-    const prefix = testPrefix('format');
+  /**
+   * Runs whose step state holds the given stored texts (written before any worker took them), and
+   * a worker started on them afterwards, logging to `logger`.
+   */
+  async function runsStoredAs(name: string, states: readonly string[]) {
+    const prefix = testPrefix(name);
     prefixes.push(prefix);
     await (await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
-    const { run_id } = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
-    // What a newer arcflow might have left: a step state of format 99.
-    await redis.hset(`${keysFor(prefix).record(run_id)}:s1:state`, 'iterations', 0, 'json', JSON.stringify({ v: 99, state: {} }));
+    const run_ids: string[] = [];
+    for (const state of states) {
+      const { run_id } = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
+      await redis.hset(`${keysFor(prefix).record(run_id)}:s1:state`, 'iterations', 0, 'json', state);
+      run_ids.push(run_id);
+    }
     const logger = capturingLogger();
     open.push(await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger, ...FAST }));
+    return { prefix, client, run_ids, logger };
+  }
+
+  it('refuses a run stored in a format this worker cannot read, with a clear error and no write, leaving its job for another worker', async () => {
+    // What a newer arcflow might have left: a step state of format 99.
+    const { prefix, client, run_ids, logger } = await runsStoredAs('format', [JSON.stringify({ v: 99, state: {} })]);
+    const run_id = run_ids[0]!;
     const queue = new Queue(QueueName.agent('fleet_billing'), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(queue);
     for (let tries = 0; tries < 200 && (await queue.getJobState(JobId.provider(run_id, 's1', 1))) !== 'delayed'; tries += 1)
@@ -196,20 +210,14 @@ describe('stored formats', () => {
   });
 
   it('fails a run whose stored state no version could read (not JSON, or no format), instead of leaving it queued', async () => {
-    const prefix = testPrefix('format-corrupt');
-    prefixes.push(prefix);
-    await (await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
-    const client = createClient({ redis: TEST_REDIS_URL, prefix });
-    open.push(client);
-    const garbled = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
-    const formatless = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
-    await redis.hset(`${keysFor(prefix).record(garbled.run_id)}:s1:state`, 'iterations', 0, 'json', '{"v":2,"state":');
-    await redis.hset(`${keysFor(prefix).record(formatless.run_id)}:s1:state`, 'iterations', 0, 'json', JSON.stringify({ state: {} }));
-    const logger = capturingLogger();
-    open.push(await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger, ...FAST }));
-    for (const [{ run_id }, found] of [
-      [garbled, '"unparseable"'],
-      [formatless, 'no format'],
+    const {
+      client,
+      run_ids: [garbled, formatless],
+      logger,
+    } = await runsStoredAs('format-corrupt', ['{"v":2,"state":', JSON.stringify({ state: {} })]);
+    for (const [run_id, found] of [
+      [garbled!, '"unparseable"'],
+      [formatless!, 'no format'],
     ] as const) {
       const run = await client.wait(run_id, { timeout_ms: 10_000 });
       expect(run).toMatchObject({
