@@ -6,16 +6,24 @@ import {
   approvalRequestedEvent,
   approvalResolvedEvent,
   approvalTimedOutCall,
+  lostCall,
   rejectedCall,
+  type ToolLogger,
 } from '@arcflow/core';
 import { JobId, QueueName } from '../keys.ts';
 import type { ApprovalDecision, ResolveOutcome, StoredApproval } from '../store/approval-store.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type ToolJobData, type TraceCarrier, joinJobData, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
+import { roundCall } from './tool-execution.ts';
 
 /** The delayed job on a run's provider queue that times a waiting call out. */
 export const APPROVAL_TIMEOUT_JOB = 'approval-timeout';
+
+/** A waiting call's timeout, set for the call at this place. */
+export interface ApprovalTimeout {
+  readonly timeout: CallPlace;
+}
 
 export interface ApprovalTimeoutData {
   readonly run_id: string;
@@ -37,7 +45,12 @@ interface ApprovalDeps {
  * nothing; one approved already (whose tool job may have been lost with the process that
  * approved it) gets its tool job again (the id dedupes).
  */
-export async function requestApproval(deps: ApprovalDeps & { tool_backoff_ms: number }, planned: ExecuteCall, place: CallPlace, job: ToolJobData): Promise<void> {
+export async function requestApproval(
+  deps: ApprovalDeps & { tool_backoff_ms: number; logger: ToolLogger },
+  planned: ExecuteCall,
+  place: CallPlace,
+  job: ToolJobData,
+): Promise<void> {
   const now = Date.now();
   const request: StoredApproval = {
     step_id: place.step_id,
@@ -53,9 +66,16 @@ export async function requestApproval(deps: ApprovalDeps & { tool_backoff_ms: nu
   };
   const requested = await deps.store.approvals.request(job.run_id, request, approvalRequestedEvent(planned, place));
   if (!requested) return;
-  if (!requested.requestedNow && requested.status === 'approved') {
-    await addToolJob(deps, request);
-    return;
+  if (!requested.requestedNow) {
+    if (requested.status === 'approved') return void (await addToolJob(deps, request));
+    if (requested.status === 'closed') return;
+    if (requested.status === 'conflict') {
+      // Approvals are addressed by id, so a second call waiting under one could never be told apart: it fails (the model may call again).
+      deps.logger.error('tool call cannot wait for approval: another call of its run waits under the same id', { run_id: job.run_id, ...place, tool_call_id: planned.call.id });
+      const recorded = await deps.store.recordToolResult(job.run_id, roundCall(planned, place, true, job.waits === true), lostCall(planned, place));
+      if (recorded?.openInRound === 0) await enqueueJoin(deps.queues, job.join, joinJobData(job));
+      return;
+    }
   }
   const timeout: ApprovalTimeoutData = { run_id: job.run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, trace: job.trace };
   await deps.queues.forRun(job.join.queue, job.run_id).add(APPROVAL_TIMEOUT_JOB, timeout, {
@@ -69,20 +89,22 @@ export async function requestApproval(deps: ApprovalDeps & { tool_backoff_ms: nu
  * approved call's tool job is added; a rejected or timed-out call that settled its round adds the
  * round's join. Resolving again returns the first resolution and does nothing.
  */
-export async function resolveApproval(deps: ApprovalDeps, run_id: string, tool_call_id: string, answer: ApprovalAnswer | 'timeout'): Promise<ResolveOutcome> {
+export async function resolveApproval(deps: ApprovalDeps, run_id: string, tool_call_id: string, answer: ApprovalAnswer | ApprovalTimeout): Promise<ResolveOutcome> {
   const request = await deps.store.approvals.get(run_id, tool_call_id);
   if (!request) return { status: 'never_waited' };
+  // A timeout is for the call it was set for: a later call of the same id (ids may repeat across turns and steps) has its own.
+  if ('timeout' in answer && (request.step_id !== answer.timeout.step_id || request.iteration !== answer.timeout.iteration)) return { status: 'never_waited' };
   const outcome = await deps.store.approvals.resolve(run_id, tool_call_id, decisionFor(request, answer));
   if (outcome.status !== 'resolved') return outcome;
-  if (answer !== 'timeout' && answer.approved) await addToolJob(deps, outcome.request);
+  if (!('timeout' in answer) && answer.approved) await addToolJob(deps, outcome.request);
   else if (outcome.openInRound === 0) await enqueueJoin(deps.queues, outcome.request.tool_job.join, joinJobData(outcome.request.tool_job));
   return outcome;
 }
 
-function decisionFor(request: StoredApproval, answer: ApprovalAnswer | 'timeout'): ApprovalDecision {
+function decisionFor(request: StoredApproval, answer: ApprovalAnswer | ApprovalTimeout): ApprovalDecision {
   const place = { step_id: request.step_id, iteration: request.iteration };
   const resolved_at = Date.now();
-  if (answer === 'timeout') {
+  if ('timeout' in answer) {
     return { decision: 'timed_out', resolution: { approved: false, resolved_at, timed_out: true }, result: approvalTimedOutCall(request, place) };
   }
   const resolution: ApprovalResolution = {

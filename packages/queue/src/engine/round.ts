@@ -115,7 +115,8 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         join,
         ...(waits ? { waits: true } : {}),
       };
-      if (planned.approval) return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms }, planned, { step_id, iteration }, data);
+      if (planned.approval)
+        return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
       return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
     }),
   );

@@ -109,13 +109,20 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     // A provider queue also holds the delayed jobs that time waiting calls out.
     const processProviderQueueJob = async (job: Job<ProviderJobData>, span: Parameters<ProviderJobProcessor['process']>[1], token?: string) => {
       if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(job, span, token);
-      const { run_id, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
-      if (typeof run_id !== 'string' || !NamePattern.runId.test(run_id) || typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
+      const { run_id, step_id, iteration, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
+      if (
+        typeof run_id !== 'string' ||
+        !NamePattern.runId.test(run_id) ||
+        typeof tool_call_id !== 'string' ||
+        !NamePattern.toolCallId.test(tool_call_id) ||
+        typeof step_id !== 'string' ||
+        !Number.isSafeInteger(iteration)
+      ) {
         // Not a job this engine wrote: nothing to time out.
         options.logger.error('approval timeout job refused: its data is malformed', { job_id: job.id });
         return 'refused';
       }
-      return (await resolveApproval({ store, queues }, run_id, tool_call_id, 'timeout')).status;
+      return (await resolveApproval({ store, queues }, run_id, tool_call_id, { timeout: { step_id, iteration } })).status;
     };
     // One provider queue per agent and per workflow: a worker only ever takes the jobs of what it
     // serves, so workers running different modules share a prefix, and a run whose agent has no

@@ -41,7 +41,11 @@ export class ApprovalStore {
     private readonly codec: EventCodec,
   ) {}
 
-  /** Starts a call waiting; `existing` is its status when it was requested before, undefined when the run has ended. */
+  /**
+   * Starts a call waiting. `status` is its status when it was requested before (or `closed` when it
+   * has its result already), `conflict` when another call of the run waits under its id; undefined
+   * when the run has ended.
+   */
   async request(run_id: string, request: StoredApproval, event: EventDraft): Promise<{ requestedNow: true } | { requestedNow: false; status: string } | undefined> {
     const [outcome, status] = (await this.scripts.requestApproval([this.keys.record(run_id)], {
       step_id: request.step_id,
@@ -51,6 +55,7 @@ export class ApprovalStore {
       event: this.codec.eventJson(event),
     })) as [number, string?];
     if (outcome === -1) return undefined;
+    if (outcome === -2) return { requestedNow: false, status: 'conflict' };
     return outcome === 1 ? { requestedNow: true } : { requestedNow: false, status: status ?? 'pending' };
   }
 
