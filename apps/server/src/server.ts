@@ -4,7 +4,7 @@ import {
   CONNECTION_DEFAULTS,
   RunStore,
   closeRedis,
-  clusterNodeError,
+  redisRefusal,
   connectRedis,
   createClient,
   duplicateRedis,
@@ -62,7 +62,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   // One node of a Redis Cluster named alone would fail every request: refused at start instead.
   const refused = await redis.exists(keysFor(connection.prefix).partitions).then(
     () => undefined,
-    (error: unknown) => clusterNodeError(error, connection.redis),
+    (error: unknown) => redisRefusal(error, connection.redis),
   );
   if (refused) {
     await client.close();

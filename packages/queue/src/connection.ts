@@ -33,15 +33,30 @@ export function isConnectionError(error: unknown): boolean {
 }
 
 /**
- * The error for a single Redis URL that names one node of a Redis Cluster (the node answered
- * `MOVED` or `ASK`: the key lives on another node); undefined for any other error. Cluster mode
- * takes several nodes, comma-separated.
+ * The error for an answer from Redis that no retry will change, said at once in one line: a
+ * single URL naming one node of a Redis Cluster (it answered `MOVED` or `ASK`; cluster mode takes
+ * several nodes, comma-separated), or credentials or permissions Redis refused (`WRONGPASS`,
+ * `NOAUTH`, `NOPERM`). Undefined for any other error. `error` may be the error's text.
  */
-export function clusterNodeError(error: unknown, url: string): ConfigError | undefined {
-  if (!(error instanceof Error) || !/^(MOVED|ASK) \d+ /.test(error.message)) return undefined;
-  return new ConfigError(
-    `the Redis at ${redactUrl(url)} is one node of a Redis Cluster (it answered ${error.message}); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379`,
-  );
+export function redisRefusal(error: unknown, url: string): ConfigError | undefined {
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : '';
+  const where = `the Redis at ${redactUrl(url)}`;
+  if (/^(MOVED|ASK) \d+ /.test(message)) {
+    return new ConfigError(
+      `${where} is one node of a Redis Cluster (it answered ${message}); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379`,
+    );
+  }
+  if (/^(WRONGPASS|NOAUTH)\b/.test(message)) {
+    return new ConfigError(`${where} refused the login (${firstLine(message)}): check the user and password in REDIS_URL (redis://user:password@host:6379)`);
+  }
+  if (/^NOPERM\b/.test(message)) {
+    return new ConfigError(`${where} refused a command to this user (${firstLine(message)}): the user needs arcflow's commands, channels and keys (docs/deploy.md, "Redis")`);
+  }
+  return undefined;
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]!.slice(0, 200);
 }
 
 /**
@@ -76,10 +91,16 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      if (redis.status !== 'ready') await readyBefore(redis, deadline);
+      if (!isReady(redis)) {
+        await readyBefore(redis, deadline);
+        if (!isReady(redis)) throw new NotReady('not connected');
+      }
       return await operation();
     } catch (error) {
-      if (!isConnectionError(error) && !(error instanceof NotReady)) throw clusterNodeError(error, url) ?? error;
+      if (!isConnectionError(error) && !(error instanceof NotReady)) throw redisRefusal(error, url) ?? error;
+      // Refused credentials surface as the connection's last error, and waiting will not change them.
+      const refused = redisRefusal(reason(), url);
+      if (refused) throw refused;
       if (Date.now() >= deadline) {
         throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${reason() ?? (error as Error).message}) after ${timeoutMs} ms`);
       }
@@ -90,13 +111,24 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
 
 class NotReady extends Error {}
 
-/** One wait for `ready` per connection and outage, shared by every call waiting on it. */
+const isReady = (redis: Redis) => redis.status === 'ready';
+
+/** One wait per connection for its next `ready` or `error`, shared by every call waiting on it. */
 const readiness = new WeakMap<Redis, Promise<void>>();
 
+/** Waits for the connection to be ready, or for its next error (which the caller looks at), until `deadline`. */
 function readyBefore(redis: Redis, deadline: number): Promise<void> {
   let ready = readiness.get(redis);
   if (!ready) {
-    ready = new Promise<void>((resolve) => redis.once('ready', resolve)).finally(() => readiness.delete(redis));
+    ready = new Promise<void>((resolve) => {
+      const settle = () => {
+        redis.off('ready', settle);
+        redis.off('error', settle);
+        resolve();
+      };
+      redis.on('ready', settle);
+      redis.on('error', settle);
+    }).finally(() => readiness.delete(redis));
     readiness.set(redis, ready);
   }
   let timer: NodeJS.Timeout | undefined;

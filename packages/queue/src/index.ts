@@ -4,6 +4,6 @@ export { type WorkerOptions, type WorkerRole, type ConnectionOptions, CONNECTION
 export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
 export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
-export { closeRedis, clusterNodeError, redactUrl } from './connection.ts';
+export { closeRedis, redisRefusal, redactUrl } from './connection.ts';
 export type { ProviderJobData, ToolJobData, TraceCarrier } from './engine/jobs.ts';
 export { isPartitionCount, MAX_PARTITIONS } from './store/partition-map.ts';

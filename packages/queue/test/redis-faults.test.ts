@@ -88,4 +88,29 @@ describe('when Redis cannot be reached', () => {
     );
     expect(Date.now() - closing).toBeLessThan(13_000);
   });
+
+  it('says at once, in one line, that Redis refused the login or a command, for the client and a worker', async () => {
+    const server = await startPrivateRedis();
+    servers.push(server);
+    const admin = new Redis(server.url);
+    await admin.call('ACL', 'SETUSER', 'narrow', 'on', '>narrow-pw', '~*', '+ping', '+info');
+    await admin.config('SET', 'requirepass', 'right-pw');
+    admin.disconnect();
+    const wrong = server.url.replace('redis://', 'redis://:wrong-pw@');
+    const login = `the Redis at ${server.url.replace('redis://', 'redis://:***@')} refused the login (WRONGPASS`;
+    const client = createClient({ redis: wrong, prefix: 'faults-auth' });
+    const began = Date.now();
+    await expect(client.list()).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringContaining(login) });
+    expect(Date.now() - began).toBeLessThan(3_000);
+    await client.close();
+    await expect(
+      startWorker({ agents: [new Agent({ name: 'idle' })], provider: scriptedProvider([]), redis: wrong, prefix: 'faults-auth', logger: silentLogger }),
+    ).rejects.toMatchObject({
+      name: 'ConfigError',
+      message: expect.stringContaining(login),
+    });
+    const narrow = createClient({ redis: server.url.replace('redis://', 'redis://narrow:narrow-pw@'), prefix: 'faults-auth' });
+    await expect(narrow.list()).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringContaining('refused a command to this user (NOPERM') });
+    await narrow.close();
+  });
 });

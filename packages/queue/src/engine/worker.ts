@@ -4,7 +4,7 @@ import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
 import { coalesceWrites } from '../redis-writes.ts';
-import { closeRedis, clusterNodeError, isConnectionError, outageOf, redactUrl, watchConnection } from '../connection.ts';
+import { closeRedis, redisRefusal, isConnectionError, outageOf, redactUrl, watchConnection } from '../connection.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
@@ -65,7 +65,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     tags = servedTags(await store.partitions.ensure(options.partitions));
   } catch (error) {
     connection.disconnect();
-    throw clusterNodeError(error, options.redis) ?? error;
+    throw redisRefusal(error, options.redis) ?? error;
   }
   if (options.serve_partitions) options.logger.info('serving some partitions only', { partitions: [...options.serve_partitions].sort((a, b) => a - b) });
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
