@@ -36,5 +36,8 @@ export const MAX_ARGUMENT_BYTES = 256 * 1024;
 /** Most tool calls one model response may ask for; a response with more is malformed (and retried). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 256;
 
-/** Largest text one model response may carry, in bytes of UTF-8; a response with more is malformed (and retried). */
-export const MAX_CONTENT_BYTES = 4 * 1024 * 1024;
+/**
+ * Most bytes (UTF-8) of text and tool-call arguments one model response may carry together
+ * (arguments over {@link MAX_ARGUMENT_BYTES} are dropped first); a response with more is malformed (and retried).
+ */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;

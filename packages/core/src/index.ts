@@ -8,7 +8,7 @@ export {
   MAX_INPUT_BYTES,
   MAX_ARGUMENT_BYTES,
   MAX_TOOL_CALLS_PER_RESPONSE,
-  MAX_CONTENT_BYTES,
+  MAX_RESPONSE_BYTES,
 } from './defaults.ts';
 export { describeViolations, UNDECLARED_PROPERTY } from './tools/schema.ts';
 export {

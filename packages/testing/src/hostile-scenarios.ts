@@ -122,10 +122,15 @@ export function defineHostileOutputScenarios(name: string, runner: ScenarioRunne
       ]);
     });
 
-    it('refuses a response with more than 256 tool calls, or over 4 MiB of text, as malformed: nothing of it runs or is kept, and the retried call answers', async () => {
+    it('refuses a response with more than 256 tool calls, or over 4 MiB of text and arguments, as malformed: nothing of it runs or is kept, and the retried call answers', async () => {
       const { echo, seen } = counter();
       const crowd = rawCalls(Array.from({ length: 300 }, (_, n) => [`c${n}`, 'echo', `{"n":${n}}`] as const));
-      const huge = rawTurn({ content: 'x'.repeat(4 * 1024 * 1024 + 1), tool_calls: [], finish_reason: 'stop', usage: { input: 1, output: 1, total: 2 } });
+      // 2 MiB of text and twelve calls of 250 KiB: each part within its own limit, 4.9 MiB together.
+      const bulky = `{"n":1,"pad":"${'p'.repeat(250 * 1024)}"}`;
+      const huge = rawCalls(
+        Array.from({ length: 12 }, (_, n) => [`h${n}`, 'echo', bulky] as const),
+        { content: 'x'.repeat(2 * 1024 * 1024) },
+      );
       const model = scriptedProvider([crowd, huge, reply('done')]);
       const result = await run(new Agent({ name: 'bounded', tools: [echo] }), 'go', { provider: model });
       expect(result).toMatchObject({ status: 'completed', output: 'done', iterations: 1 });

@@ -1,5 +1,5 @@
 import { byteSize } from '../canonical.ts';
-import { MAX_ARGUMENT_BYTES, MAX_CONTENT_BYTES, MAX_TOOL_CALLS_PER_RESPONSE } from '../defaults.ts';
+import { MAX_ARGUMENT_BYTES, MAX_RESPONSE_BYTES, MAX_TOOL_CALLS_PER_RESPONSE } from '../defaults.ts';
 import type { Tokens } from '../events/types.ts';
 import { NamePattern } from '../names.ts';
 import { ProviderFailure, type ProviderResponse, type RequestedToolCall } from '../provider.ts';
@@ -31,7 +31,7 @@ const SHOWN_NAME_CHARS = 64;
  *
  * Throws a retryable `malformed_response` failure for a value that is not a response at all, and
  * for one past the bounds of what a turn may hold: more than {@link MAX_TOOL_CALLS_PER_RESPONSE}
- * calls, or text over {@link MAX_CONTENT_BYTES}.
+ * calls, or over {@link MAX_RESPONSE_BYTES} of text and kept arguments together.
  */
 export function normalizeResponse(raw: unknown, iteration: number): ProviderResponse {
   if (raw === null || typeof raw !== 'object') throw malformed('the response is not an object');
@@ -43,8 +43,7 @@ export function normalizeResponse(raw: unknown, iteration: number): ProviderResp
   if (rawCalls.length === 0 && typeof content !== 'string') throw malformed('neither content nor tool_calls');
   // Bounds on what one response may make the loop store, run and send back.
   if (rawCalls.length > MAX_TOOL_CALLS_PER_RESPONSE) throw malformed(`${rawCalls.length} tool calls; the limit is ${MAX_TOOL_CALLS_PER_RESPONSE}`);
-  const contentBytes = typeof content === 'string' ? byteSize(content) : 0;
-  if (contentBytes > MAX_CONTENT_BYTES) throw malformed(`content is ${contentBytes} bytes; the limit is ${MAX_CONTENT_BYTES}`);
+  let responseBytes = typeof content === 'string' ? byteSize(content) : 0;
   const oversize: Record<string, number> = {};
   const ids = uniqueIds(rawCalls, iteration);
   const tool_calls: RequestedToolCall[] = rawCalls.map((entry: unknown, index) => {
@@ -56,9 +55,12 @@ export function normalizeResponse(raw: unknown, iteration: number): ProviderResp
     if (size > MAX_ARGUMENT_BYTES) {
       oversize[id] = size;
       args = '';
+    } else {
+      responseBytes += size;
     }
     return { id, type: 'function', function: { name: toolName(fn.name), arguments: args } };
   });
+  if (responseBytes > MAX_RESPONSE_BYTES) throw malformed(`${responseBytes} bytes of text and arguments; the limit is ${MAX_RESPONSE_BYTES}`);
   const usage = (body.usage ?? {}) as Record<string, unknown>;
   const input = tokenCount(usage.input);
   const output = tokenCount(usage.output);
