@@ -129,3 +129,23 @@ describe('requests from outside are checked before any Redis command', () => {
     await queue.close();
   });
 });
+
+describe('a response past the bounds of a turn', () => {
+  it('is retried, and the worker log says why', async () => {
+    const own = testPrefix('hostile-bounds');
+    const ownLogger = capturingLogger();
+    const crowd = rawCalls(Array.from({ length: 300 }, (_, n) => [`c${n}`, 'strict_tool', '{"city":"Oslo"}'] as const));
+    const bounded = await startWorker({ agents: [agent], provider: scriptedProvider([crowd, reply('ok')]), redis: TEST_REDIS_URL, prefix: own, logger: ownLogger, ...FAST });
+    const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
+    try {
+      const { run_id } = await ownClient.enqueue({ agent: 'guarded', input: 'go' });
+      expect(await ownClient.wait(run_id, { timeout_ms: 10_000 })).toMatchObject({ status: 'completed', output: 'ok' });
+      const failed = ownLogger.lines.find((line) => line.startsWith('provider call failed'));
+      expect(failed).toContain('malformed provider response: 300 tool calls; the limit is 256');
+    } finally {
+      await ownClient.close();
+      await bounded.close();
+      await cleanupPrefix(own);
+    }
+  });
+});

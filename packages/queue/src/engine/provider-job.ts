@@ -417,7 +417,8 @@ export class ProviderJobProcessor {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = attemptsOf(job);
     const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
-    // Status and code only: a provider's error text may echo the prompt.
+    // The failure's own sentence, never the provider's error text (which may echo the prompt):
+    // arcflow's providers and response checks word their failures themselves.
     this.deps.logger.warn('provider call failed', {
       run_id,
       step_id,
@@ -427,6 +428,7 @@ export class ProviderJobProcessor {
       status: failure.status,
       retryable: failure.retryable,
       attempt,
+      reason: failure.message,
     });
     const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
     await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
