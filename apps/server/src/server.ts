@@ -121,12 +121,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
     sendProblem(reply, body);
   });
-  app.setNotFoundHandler((request, reply) => {
-    reply
-      .status(404)
-      .type('application/problem+json')
-      .send(problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`));
-  });
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(registryRoutes, { client, redis });

@@ -111,7 +111,7 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
 
 class NotReady extends Error {}
 
-const isReady = (redis: Redis) => redis.status === 'ready';
+const isReady = (redis: Pick<Redis, 'status'>) => redis.status === 'ready';
 
 /** One wait per connection for its next `ready` or `error`, shared by every call waiting on it. */
 const readiness = new WeakMap<Redis, Promise<void>>();
@@ -144,7 +144,7 @@ function readyBefore(redis: Redis, deadline: number): Promise<void> {
  * connection that is not up would wait for Redis to come back.
  */
 export async function closeRedis(redis: Pick<Redis, 'status' | 'quit' | 'disconnect'>): Promise<void> {
-  if (redis.status === 'ready') {
+  if (isReady(redis)) {
     try {
       await redis.quit();
       return;
@@ -164,7 +164,7 @@ export function outageOf(redis: Pick<Redis, 'status'>, ms: number): { away: Prom
   let since: number | undefined;
   const away = new Promise<void>((resolve) => {
     timer = setInterval(() => {
-      if (redis.status === 'ready') {
+      if (isReady(redis)) {
         since = undefined;
         return;
       }

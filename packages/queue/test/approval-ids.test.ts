@@ -1,6 +1,6 @@
 import { Agent, type ProviderRequest, Workflow, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertEventInvariants, reply, toolCalls } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, reply, testPrefix, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { FAST, collect, testResources, until } from './harness.ts';
 
@@ -26,7 +26,7 @@ const sameIdModel = (turnsWithTools = 1) => ({
 });
 
 async function setup(name: string, agents: (Agent | Workflow)[], turnsWithTools: number) {
-  const prefix = `${name}-${process.pid}-${Date.now()}`;
+  const prefix = testPrefix(name);
   prefixes.push(prefix);
   open.push(await startWorker({ agents, provider: sameIdModel(turnsWithTools), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST }));
   const client = createClient({ redis: TEST_REDIS_URL, prefix });
