@@ -1,13 +1,12 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runArcflow } from './run-arcflow.ts';
 
-const run = promisify(execFile);
 const EXAMPLE = new URL('../../../examples/weather-agent.ts', import.meta.url).pathname;
 const CRASH = new URL('../../../packages/queue/test/fixtures/crash-agents.ts', import.meta.url).pathname;
 const prefixes: string[] = [];
@@ -17,15 +16,7 @@ function setup(name: string) {
   const prefix = testPrefix(name);
   prefixes.push(prefix);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
-  const arcflow = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  };
+  const arcflow = (...args: string[]) => runArcflow({ ...process.env, ...env }, ...args);
   const start = async (module: string, args: string[] = []) => {
     const worker = await spawnWorker(module, { env, args });
     workers.push(worker);
