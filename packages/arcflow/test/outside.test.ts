@@ -112,7 +112,7 @@ beforeAll(async () => {
   writeFileSync(join(project, 'agents.mjs'), AGENT_JS.replace("'shouter_js'", "'shouter_mjs'"));
   writeFileSync(join(project, 'tsconfig.json'), TSCONFIG);
   const { stdout } = await run('sh', ['-c', `ls ${join(ROOT, 'build/tarballs')}/*.tgz`]);
-  await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@20.19.43'], { cwd: project, timeout: 300_000 });
+  await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@22.20.7'], { cwd: project, timeout: 300_000 });
 }, 420_000);
 
 afterAll(async () => {
