@@ -18,6 +18,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { type Caller, KeyRing, SESSION_COOKIE, allows, presentedSecret } from './auth.ts';
+import { drainOversizeBody } from './body-limit.ts';
 import { EventHub } from './event-hub.ts';
 import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
 import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
@@ -107,6 +108,8 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     if (!allows(caller, needed)) throw new HttpProblem(403, 'forbidden', `this key's scope is '${caller.scope}'; this needs '${needed}'`);
     request.caller = caller;
   });
+  // An oversize body is read (within a bound) before its 413, so clients that send it all before reading get the answer.
+  app.addHook('preParsing', drainOversizeBody());
   await app.register(rateLimit, {
     max: options.rate_per_second ?? SERVER_DEFAULTS.rate_per_second,
     timeWindow: 1_000,
