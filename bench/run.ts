@@ -9,6 +9,7 @@ import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
 import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
+import { startupRows } from './startup.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -281,6 +282,7 @@ try {
       verdict: verdict(seconds < 10),
     });
   }
+  if (wanted('startup')) rows.push(...(await startupRows(prefix('startup'), progress)));
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.
     progress('per-iteration overhead, tracing off and on');

@@ -1,10 +1,9 @@
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
-import { ConfigError, RequestError } from '@arcflow/core';
-import { demoCommand } from './commands/demo.ts';
-import { approveCommand, cancelCommand, enqueueCommand, eventsCommand, getCommand, inspectCommand, runsCommand } from './commands/runs.ts';
-import { serveCommand } from './commands/serve.ts';
-import { workerCommand } from './commands/worker.ts';
+
+// A process loads what it uses: each command's module (and with it Redis, the HTTP server, the
+// engine or the demo) is imported when that command runs, so `--version` loads none of them.
+const runs = () => import('./commands/runs.ts');
 
 const USAGE = `usage: arcflow <command> [options]
 
@@ -74,38 +73,41 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'worker':
       need(0, '--module <file>');
-      return workerCommand(values);
+      return (await import('./commands/worker.ts')).workerCommand(values);
     case 'enqueue':
       need(2, '<agent> <input>');
-      return enqueueCommand(args[0]!, args[1]!, values);
+      return (await runs()).enqueueCommand(args[0]!, args[1]!, values);
     case 'get':
       need(1, '<run_id>');
-      return getCommand(args[0]!, values);
+      return (await runs()).getCommand(args[0]!, values);
     case 'events':
       need(1, '<run_id>');
-      return eventsCommand(args[0]!, values);
+      return (await runs()).eventsCommand(args[0]!, values);
     case 'inspect':
       need(1, '<run_id>');
-      return inspectCommand(args[0]!);
+      return (await runs()).inspectCommand(args[0]!);
     case 'cancel':
       need(1, '<run_id>');
-      return cancelCommand(args[0]!);
+      return (await runs()).cancelCommand(args[0]!);
     case 'approve':
       need(2, '<run_id> <tool_call_id>');
-      return approveCommand(args[0]!, args[1]!, { reject: values.reject, reason: values.reason, by: values.by, json: values.json });
+      return (await runs()).approveCommand(args[0]!, args[1]!, { reject: values.reject, reason: values.reason, by: values.by, json: values.json });
     case 'runs':
       need(0, 'only options');
-      return runsCommand(values);
+      return (await runs()).runsCommand(values);
     case 'serve':
       need(0, 'no arguments');
-      return serveCommand({ port: values.port, host: values.host });
+      return (await import('./commands/serve.ts')).serveCommand({ port: values.port, host: values.host });
     case 'demo':
       need(0, 'no arguments');
-      return demoCommand({ runs: values.runs });
+      return (await import('./commands/demo.ts')).demoCommand({ runs: values.runs });
     default:
       throw new UsageError(`unknown command '${command}'`);
   }
 }
+
+/** A refusal of arcflow's own (a bad config or request): its message is the whole story. */
+const isOwnError = (error: unknown): error is Error => error instanceof Error && (error.name === 'ConfigError' || error.name === 'RequestError');
 
 /**
  * Output piped into a reader that stops early (`arcflow events … | head`): a command stops
@@ -128,7 +130,8 @@ main(process.argv.slice(2)).then(
       console.error(`arcflow: ${(error as Error).message}\n\n${USAGE}`);
       process.exit(2);
     }
-    if (error instanceof ConfigError || error instanceof RequestError) {
+    // By name, not instanceof: the error classes live in @arcflow/core, which this module does not load up front.
+    if (isOwnError(error)) {
       console.error(`arcflow: ${error.message}`);
       process.exit(1);
     }

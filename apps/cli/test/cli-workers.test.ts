@@ -90,19 +90,23 @@ describe('arcflow worker roles and run control', () => {
     }
   });
 
-  it('refuses a missing module, an ES module in a CommonJS package and a bad --roles value with a clear message', async () => {
+  it('refuses a missing module, a module with no definition (ES or CommonJS) and a bad --roles value with a clear message', async () => {
     const { arcflow } = setup('bad-worker');
     const missing = await arcflow('worker', '--module', 'does/not/exist.ts');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("arcflow: cannot load module 'does/not/exist.ts'");
-    // An ES-module .ts file where the nearest package.json is CommonJS (no "type": "module").
+    // An ES-module .ts file where the nearest package.json is CommonJS (no "type": "module"): it loads, and the message says what it exports.
     const cjsPackage = mkdtempSync(join(tmpdir(), 'arcflow-cjs-'));
     writeFileSync(join(cjsPackage, 'package.json'), '{"name": "cjs-app"}');
-    writeFileSync(join(cjsPackage, 'agents.ts'), 'export const answer = 42;\n');
-    const commonJs = await arcflow('worker', '--module', join(cjsPackage, 'agents.ts'));
+    writeFileSync(join(cjsPackage, 'agents.ts'), 'export const answer: number = 42;\n');
+    writeFileSync(join(cjsPackage, 'agents.cjs'), 'module.exports = { answer: 42 };\n');
+    const esm = await arcflow('worker', '--module', join(cjsPackage, 'agents.ts'));
+    const commonJs = await arcflow('worker', '--module', join(cjsPackage, 'agents.cjs'));
     rmSync(cjsPackage, { recursive: true });
+    expect(esm.code).toBe(1);
+    expect(esm.stderr).toContain("exports no Agent or Workflow (it exports 'answer'; export the new Agent(…) and new Workflow(…) values themselves)");
     expect(commonJs.code).toBe(1);
-    expect(commonJs.stderr).toContain('it is an ES module inside a CommonJS package; add "type": "module" to its package.json, or name it .mts');
+    expect(commonJs.stderr).toContain('exports no Agent or Workflow: Node loaded it as CommonJS, and its module.exports holds none');
     const roles = await arcflow('worker', '--module', EXAMPLE, '--roles', 'chef');
     expect(roles.code).toBe(1);
     expect(roles.stderr).toContain("roles must be a non-empty list of 'provider' and 'tools'");

@@ -1,5 +1,4 @@
 import { ConfigError, type ModelProvider } from '@arcflow/core';
-import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowWorker, type WorkerRole, newWorkerId, startWorker } from '@arcflow/queue';
 import { startTelemetry } from '@arcflow/telemetry';
 import { readWorkerEnv } from './env.ts';
@@ -26,10 +25,11 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   const env = readWorkerEnv();
   boundHeapGrowth(env.heapGrowingPercent);
   // Before the user's module, so spans it starts at load time are exported too.
-  const telemetry = startTelemetry(env.otel);
+  const telemetry = await startTelemetry(env.otel);
   const loaded = await loadModule(options.module);
   const roles = options.roles ?? ['provider', 'tools'];
-  const provider: ModelProvider | undefined = env.openai ? openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
+  // The OpenAI provider's module (and the `openai` SDK) only when the environment asks for it.
+  const provider: ModelProvider | undefined = env.openai ? (await import('@arcflow/provider-openai')).openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
   if (roles.includes('provider') && !provider) {
     throw new ConfigError('no model provider: set OPENAI_API_KEY or OPENAI_BASE_URL, or export `provider` from the module');
   }

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Agent, ConfigError, type ModelProvider, type Workflow } from '@arcflow/core';
+import { useTypeScriptLoader } from './typescript-loader.ts';
 
 export interface LoadedModule {
   readonly definitions: (Agent | Workflow)[];
@@ -14,9 +15,18 @@ const isDefinition = (value: unknown): value is Agent | Workflow =>
 const isProvider = (value: unknown): value is ModelProvider =>
   typeof value === 'object' && value !== null && typeof (value as ModelProvider).complete === 'function' && typeof (value as ModelProvider).id === 'string';
 
+/** A file TypeScript syntax may be in: these are imported with a TypeScript loader registered. */
+const TYPESCRIPT_FILE = /\.(?:ts|mts|cts|tsx)$/;
+
+/**
+ * The name Node 23 and later give the whole `module.exports` of a CommonJS module imported from
+ * ES module code, beside `default` (which holds the same object).
+ */
+const COMMONJS_EXPORTS = 'module.exports';
+
 /**
  * Why the import failed, in words that say what to do. A `.ts` file in a package without
- * `"type": "module"` is loaded as CommonJS, and Node's error for that names a require cycle.
+ * `"type": "module"` may be loaded as CommonJS, and Node's error for that names a require cycle.
  */
 function loadFailure(error: NodeJS.ErrnoException): string {
   if (error.code === 'ERR_REQUIRE_CYCLE_MODULE' || error.code === 'ERR_REQUIRE_ESM') {
@@ -25,18 +35,49 @@ function loadFailure(error: NodeJS.ErrnoException): string {
   return error.message;
 }
 
-/** Imports a user module and collects every Agent and Workflow it exports: named or default, single or in arrays. */
+/**
+ * The values a module offers: its named exports, and the properties of an object it exports as
+ * `default` — which is how a CommonJS module's `module.exports` arrives (Node names its
+ * properties only when it can see them without running the file), and a form ES modules use too.
+ */
+function exportedValues(exports: Record<string, unknown>): unknown[] {
+  const values = Object.entries(exports)
+    .filter(([name]) => name !== COMMONJS_EXPORTS)
+    .map(([, value]) => value);
+  const object = exports.default;
+  if (object !== null && typeof object === 'object' && !Array.isArray(object) && !isDefinition(object)) values.push(...Object.values(object));
+  return values;
+}
+
+/** The sentence for a module that loaded but offered no definition: what Node saw, and what to do. */
+function nothingExported(path: string, exports: Record<string, unknown>): string {
+  if (COMMONJS_EXPORTS in exports || /\.c[jt]s$/.test(path)) {
+    return `module '${path}' exports no Agent or Workflow: Node loaded it as CommonJS, and its module.exports holds none (assign them to module.exports, or make it an ES module: "type": "module" in its package.json, or the .mjs/.mts extension)`;
+  }
+  const names = Object.keys(exports);
+  return names.length === 0
+    ? `module '${path}' exports no Agent or Workflow: it exports nothing`
+    : `module '${path}' exports no Agent or Workflow (it exports ${names.map((name) => `'${name}'`).join(', ')}; export the new Agent(…) and new Workflow(…) values themselves)`;
+}
+
+/**
+ * Imports a user module and collects every Agent and Workflow it exports: named or default,
+ * single or in arrays, from an ES module or a CommonJS one. A TypeScript file is imported with
+ * tsx registered first (only then, so arcflow's own compiled code never passes through it).
+ */
 export async function loadModule(path: string): Promise<LoadedModule> {
   let exports: Record<string, unknown>;
   try {
+    if (TYPESCRIPT_FILE.test(path)) await useTypeScriptLoader();
     exports = await import(pathToFileURL(resolve(path)).href);
   } catch (error) {
     throw new ConfigError(`cannot load module '${path}': ${loadFailure(error as NodeJS.ErrnoException)}`);
   }
   const definitions = new Set<Agent | Workflow>();
-  for (const value of Object.values(exports)) {
+  for (const value of exportedValues(exports)) {
     for (const item of Array.isArray(value) ? value : [value]) if (isDefinition(item)) definitions.add(item);
   }
-  if (definitions.size === 0) throw new ConfigError(`module '${path}' exports no Agent or Workflow`);
-  return { definitions: [...definitions], provider: isProvider(exports.provider) ? exports.provider : undefined };
+  if (definitions.size === 0) throw new ConfigError(nothingExported(path, exports));
+  const provider = exports.provider ?? (exports.default as { provider?: unknown } | null | undefined)?.provider;
+  return { definitions: [...definitions], provider: isProvider(provider) ? provider : undefined };
 }

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -54,6 +54,28 @@ const shout = tool({
 
 export default new Agent({ name: 'shouter_js', instructions: 'Shout.', tools: [shout] });
 `;
+/** The same agent as CommonJS: `require` and `module.exports`. */
+const AGENT_CJS = `const { Agent, tool } = require('arcflow');
+
+const shout = tool({
+  name: 'shout',
+  description: 'Upper-cases a word',
+  input_schema: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
+  handler: async ({ word }) => word.toUpperCase(),
+});
+
+module.exports = { shouter: new Agent({ name: 'shouter_cjs', instructions: 'Shout.', tools: [shout] }) };
+`;
+/**
+ * Preloaded into an arcflow command (NODE_OPTIONS=--import): writes every module URL the process
+ * resolved to the file named by ARCFLOW_LOADED_OUT when it exits.
+ */
+const RECORD_LOADS = `import { registerHooks } from 'node:module';
+import { writeFileSync } from 'node:fs';
+const seen = new Set();
+registerHooks({ resolve: (specifier, context, next) => { const resolved = next(specifier, context); seen.add(resolved.url); return resolved; } });
+process.on('exit', () => writeFileSync(process.env.ARCFLOW_LOADED_OUT, [...seen].join('\\n')));
+`;
 const TSCONFIG = JSON.stringify({
   compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
   include: ['agents.ts'],
@@ -103,15 +125,18 @@ function startWorker(cwd: string, module: string, env: Record<string, string>) {
 
 beforeAll(async () => {
   model = await startFakeOpenAI({ fallback: ({ body }) => answer(body) });
-  // What is published: every package built and packed from this tree.
-  await run('npm', ['run', 'pack', '--silent'], { cwd: ROOT, timeout: 120_000 });
+  // What is published: every package built and packed from this tree (unless ARCFLOW_PACKED says
+  // where this tree's packages were packed already: .ci/run's smoke on other Node lines).
+  if (!process.env.ARCFLOW_PACKED) await run('npm', ['run', 'pack', '--silent'], { cwd: ROOT, timeout: 120_000 });
   project = mkdtempSync(join(tmpdir(), 'arcflow-user-'));
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
   writeFileSync(join(project, 'agents.ts'), AGENT_TS);
   writeFileSync(join(project, 'agents.js'), AGENT_JS);
   writeFileSync(join(project, 'agents.mjs'), AGENT_JS.replace("'shouter_js'", "'shouter_mjs'"));
+  writeFileSync(join(project, 'agents.cjs'), AGENT_CJS);
+  writeFileSync(join(project, 'record-loads.mjs'), RECORD_LOADS);
   writeFileSync(join(project, 'tsconfig.json'), TSCONFIG);
-  const { stdout } = await run('sh', ['-c', `ls ${join(ROOT, 'build/tarballs')}/*.tgz`]);
+  const { stdout } = await run('sh', ['-c', `ls ${resolve(ROOT, process.env.ARCFLOW_PACKED ?? 'build/tarballs')}/*.tgz`]);
   await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@22.20.7'], { cwd: project, timeout: 300_000 });
 }, 420_000);
 
@@ -128,12 +153,14 @@ describe('arcflow installed from its packages, outside the repository', () => {
     expect(stdout).toBe('');
   });
 
-  it('serves a .js, an .mjs and a .ts module with `npx arcflow worker`, against an OpenAI-compatible server', async () => {
+  it('serves a .js, an .mjs, a CommonJS .cjs and a .ts module with `npx arcflow worker`, against an OpenAI-compatible server', async () => {
     const prefix = testPrefix('outside');
     prefixes.push(prefix);
     const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'k' };
     for (const [module, agent] of [
       ['agents.js', 'shouter_js'],
+      ['agents.mjs', 'shouter_mjs'],
+      ['agents.cjs', 'shouter_cjs'],
       ['agents.ts', 'shouter_ts'],
     ] as const) {
       const worker = startWorker(project, module, env);
@@ -183,6 +210,44 @@ describe('arcflow installed from its packages, outside the repository', () => {
     }
     const version = await arcflowIn(project, env, '--version');
     expect(version.stdout.trim()).toBe('0.2.0');
+  });
+
+  it('loads only what a command uses: `get` no HTTP server, engine or tracing SDK; a worker no HTTP server, and no tracing SDK while tracing is off', async () => {
+    const prefix = testPrefix('loads');
+    prefixes.push(prefix);
+    const out = join(project, 'loaded.txt');
+    const env = {
+      REDIS_URL: TEST_REDIS_URL,
+      ARCFLOW_PREFIX: prefix,
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: 'k',
+      NODE_OPTIONS: '--import=./record-loads.mjs',
+      ARCFLOW_LOADED_OUT: out,
+    };
+    const loaded = () => readFileSync(out, 'utf8').split('\n');
+    // The installed command itself, not through npx (whose own process would record its modules too).
+    const bin = join(project, 'node_modules/arcflow/bin/arcflow.js');
+    const worker = spawn(process.execPath, [bin, 'worker', '--module', 'agents.ts'], { cwd: project, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    worker.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await new Promise<void>((resolveReady, reject) => {
+      worker.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (/ ready: /.test(output)) resolveReady();
+      });
+      worker.once('exit', (code) => reject(new Error(`worker exited (${code}):\n${output}`)));
+    });
+    const exited = new Promise((resolveExit) => worker.once('exit', resolveExit));
+    worker.kill('SIGTERM');
+    await exited;
+    const byWorker = loaded();
+    expect(byWorker.some((url) => url.includes('/node_modules/bullmq/'))).toBe(true);
+    expect(byWorker.filter((url) => /\/node_modules\/(fastify|@fastify|@opentelemetry\/sdk-node|@arcflow\/server)\//.test(url))).toEqual([]);
+    const got = await run(process.execPath, [bin, 'get', 'run_not_there'], { cwd: project, env: { ...process.env, ...env } }).catch((error: { stderr: string }) => error);
+    expect(got.stderr).toContain("unknown run 'run_not_there'");
+    const byGet = loaded();
+    expect(byGet.some((url) => url.includes('/node_modules/ioredis/'))).toBe(true);
+    expect(byGet.filter((url) => /\/node_modules\/(fastify|@fastify|@opentelemetry\/sdk-node|@arcflow\/server|@arcflow\/worker|openai|tsx)\//.test(url))).toEqual([]);
   });
 
   it('starts a worker from a clean clone installed for production (npm ci --omit=dev) that serves a run', async () => {
