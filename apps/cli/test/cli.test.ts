@@ -110,7 +110,8 @@ describe('arcflow CLI', () => {
     let stderr = '';
     worker.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Until it says it waits (its signal handlers are in place by then), however slow the machine.
+    for (let tries = 0; tries < 300 && !stderr.includes('waiting for Redis'); tries += 1) await new Promise((resolve) => setTimeout(resolve, 100));
     // Stopped while it waits: it holds nothing, so it exits 0 without waiting for Redis.
     const stopping = Date.now();
     worker.kill('SIGTERM');
