@@ -35,6 +35,7 @@ export {
   type StepInputs,
   type StepFailurePolicy,
 } from './definitions/workflow.ts';
+export { type KnownKeys, type KeysOwner, checkKnownKeys, nearestKey } from './definitions/known-keys.ts';
 export * from './workflow/graph.ts';
 export * from './workflow/request.ts';
 export * from './workflow/step-events.ts';

@@ -2,7 +2,8 @@ import { ConfigError } from '../errors.ts';
 import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
-import { type BudgetConfig, type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkRunConfig, resolveSettings } from './settings.ts';
+import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
+import { type BudgetConfig, type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkDefinitionSettings, checkRunConfig, resolveSettings } from './settings.ts';
 
 export interface AgentConfig {
   name: string;
@@ -17,6 +18,18 @@ export interface AgentConfig {
   /** Optional caps on what a run of this agent may spend; a run's `config.budget` overrides them field by field. */
   budget?: BudgetConfig;
 }
+
+/** The keys of {@link AgentConfig}: any other is refused, naming the nearest of these. */
+const AGENT_KEYS = {
+  name: true,
+  role: true,
+  instructions: true,
+  tools: true,
+  model: true,
+  tool_execution: true,
+  loop_detection: true,
+  budget: true,
+} as const satisfies KnownKeys<AgentConfig>;
 
 const AGENT_NAME = NamePattern.agent;
 
@@ -46,6 +59,7 @@ export class Agent {
     if (typeof name !== 'string' || !AGENT_NAME.test(name)) {
       throw new ConfigError(`agent name must match ${AGENT_NAME}, got ${JSON.stringify(name)}`);
     }
+    checkKnownKeys(config, AGENT_KEYS, `agent '${name}'`, 'definition');
     const tools = config.tools ?? [];
     const byName = new Map<string, ToolDefinition>();
     for (const definition of tools) {
@@ -53,7 +67,10 @@ export class Agent {
       if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
       byName.set(definition.name, definition);
     }
-    const own = checkRunConfig({ tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model, budget: config.budget }, `agent '${name}'`);
+    const own = checkDefinitionSettings(
+      { tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model, budget: config.budget },
+      `agent '${name}'`,
+    );
     this.name = name;
     this.role = config.role;
     this.instructions = config.instructions;

@@ -1,6 +1,7 @@
 import { checkRequestJson } from '../json-limits.ts';
 import { LOOP_DETECTION_DEFAULTS, TOOL_EXECUTION_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
+import { type KeysOwner, type KnownKeys, checkKnownKeys } from './known-keys.ts';
 
 export type ToolExecutionMode = 'llm_select' | 'legacy_eager';
 
@@ -10,11 +11,15 @@ export interface ToolExecutionConfig {
   on_max_iterations?: 'fail' | 'final_answer';
 }
 
+const TOOL_EXECUTION_KEYS = { mode: true, max_iterations: true, on_max_iterations: true } as const satisfies KnownKeys<ToolExecutionConfig>;
+
 export interface LoopDetectionConfig {
   window?: number;
   threshold?: number;
   action?: 'inject' | 'terminate';
 }
+
+const LOOP_DETECTION_KEYS = { window: true, threshold: true, action: true } as const satisfies KnownKeys<LoopDetectionConfig>;
 
 /** Caps on what a run may spend, counted over the whole run (SPEC §10). */
 export interface BudgetConfig {
@@ -23,6 +28,8 @@ export interface BudgetConfig {
   on_exceeded?: 'fail' | 'final_answer';
 }
 
+const BUDGET_KEYS = { max_total_tokens: true, max_tool_calls: true, on_exceeded: true } as const satisfies KnownKeys<BudgetConfig>;
+
 /** The per-run configuration a client may pass; it overrides the agent's own, key by key. */
 export interface RunConfig {
   tool_execution?: ToolExecutionConfig;
@@ -30,6 +37,14 @@ export interface RunConfig {
   model?: string;
   budget?: BudgetConfig;
 }
+
+/** The keys of {@link RunConfig}; a workflow run's config adds `steps`. */
+export const RUN_CONFIG_KEYS = Object.freeze({
+  tool_execution: true,
+  loop_detection: true,
+  model: true,
+  budget: true,
+} as const satisfies KnownKeys<RunConfig>);
 
 export interface ResolvedBudget {
   readonly max_total_tokens: number | undefined;
@@ -54,23 +69,31 @@ export interface StepSettings {
   readonly budget?: ResolvedBudget;
 }
 
-const RUN_CONFIG_KEYS = ['tool_execution', 'loop_detection', 'model', 'budget'];
-const BUDGET_KEYS = ['max_total_tokens', 'max_tool_calls', 'on_exceeded'];
-const TOOL_EXECUTION_KEYS = ['mode', 'max_iterations', 'on_max_iterations'];
-const LOOP_DETECTION_KEYS = ['window', 'threshold', 'action'];
-
-/** Checks a run config's shape; throws a {@link ConfigError} naming the first problem. */
+/** Checks a run config's shape; throws a {@link ConfigError} naming the first problem (`config.budget has unknown key 'max_calls'`). */
 export function checkRunConfig(config: unknown, where = 'config'): RunConfig {
   if (config === undefined || config === null) return {};
   checkRequestJson(where, config);
-  const object = plainObject(config, where, RUN_CONFIG_KEYS);
+  return checkSettings(config, where, 'config');
+}
+
+/**
+ * Checks the run-config keys of a definition (an agent's `tool_execution`, `loop_detection`, `model`,
+ * `budget`); an unknown key is an option: `unknown option 'max_iters' in agent 'u'.tool_execution`.
+ */
+export function checkDefinitionSettings(settings: RunConfig, where: string): RunConfig {
+  checkRequestJson(where, settings);
+  return checkSettings(settings, where, 'definition');
+}
+
+function checkSettings(config: unknown, where: string, owner: KeysOwner): RunConfig {
+  const object = plainObject(config, where, RUN_CONFIG_KEYS, owner);
   if (object.model !== undefined && (typeof object.model !== 'string' || object.model === '')) {
     throw new ConfigError(`${where}.model must be a non-empty string`);
   }
-  if (object.tool_execution !== undefined) plainObject(object.tool_execution, `${where}.tool_execution`, TOOL_EXECUTION_KEYS);
-  if (object.budget !== undefined) plainObject(object.budget, `${where}.budget`, BUDGET_KEYS);
+  if (object.tool_execution !== undefined) plainObject(object.tool_execution, `${where}.tool_execution`, TOOL_EXECUTION_KEYS, owner);
+  if (object.budget !== undefined) plainObject(object.budget, `${where}.budget`, BUDGET_KEYS, owner);
   if (object.loop_detection !== undefined && object.loop_detection !== false) {
-    plainObject(object.loop_detection, `${where}.loop_detection`, LOOP_DETECTION_KEYS);
+    plainObject(object.loop_detection, `${where}.loop_detection`, LOOP_DETECTION_KEYS, owner);
   }
   // Resolving against an empty base validates every value.
   resolveSettings(object as RunConfig, {}, where);
@@ -136,11 +159,10 @@ function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, w
   return Object.freeze({ window, threshold, action });
 }
 
-function plainObject(value: unknown, where: string, keys: readonly string[]): Record<string, unknown> {
+function plainObject(value: unknown, where: string, keys: Readonly<Record<string, true>>, owner: KeysOwner): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError(`${where} must be an object`);
   }
-  const unknown = Object.keys(value).filter((key) => !keys.includes(key));
-  if (unknown.length > 0) throw new ConfigError(`${where} has unknown key '${unknown[0]}' (allowed: ${keys.join(', ')})`);
+  checkKnownKeys(value, keys, where, owner);
   return value as Record<string, unknown>;
 }

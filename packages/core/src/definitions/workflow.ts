@@ -4,6 +4,7 @@ import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { type GraphStep, RUN_STEP_ID, type WorkflowGraph, findCycle } from '../workflow/graph.ts';
 import { Agent } from './agent.ts';
+import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 
 /** What a step's `input` or `args` function is given: the run input and its dependencies' outputs, by step id. */
 export interface StepInputs {
@@ -32,6 +33,9 @@ export interface ToolStepConfig extends StepConfigBase {
 
 export type WorkflowStepConfig = AgentStepConfig | ToolStepConfig;
 
+/** The keys of either kind of step; a key of the other kind is refused by name in `checkStep`. */
+const STEP_KEYS = { id: true, depends_on: true, agent: true, input: true, tool: true, args: true } as const satisfies KnownKeys<WorkflowStepConfig>;
+
 export type StepFailurePolicy = 'continue' | 'fail_fast';
 
 export interface WorkflowConfig {
@@ -40,6 +44,9 @@ export interface WorkflowConfig {
   /** `continue` (default): a failure skips only the steps that depend on it; `fail_fast`: it ends the run. */
   on_step_failure?: StepFailurePolicy;
 }
+
+/** The keys of {@link WorkflowConfig}: any other is refused, naming the nearest of these. */
+const WORKFLOW_KEYS = { name: true, steps: true, on_step_failure: true } as const satisfies KnownKeys<WorkflowConfig>;
 
 export type WorkflowStep =
   | { readonly type: 'agent'; readonly id: string; readonly depends_on: readonly string[]; readonly agent: Agent; readonly input?: AgentStepConfig['input'] }
@@ -64,14 +71,15 @@ export class Workflow {
   constructor(config: WorkflowConfig) {
     const name = config?.name;
     if (typeof name !== 'string' || !NamePattern.agent.test(name)) throw new ConfigError(`workflow name must match ${NamePattern.agent}, got ${JSON.stringify(name)}`);
+    checkKnownKeys(config, WORKFLOW_KEYS, `workflow '${name}'`, 'definition');
     if (!Array.isArray(config.steps) || config.steps.length === 0) throw new ConfigError(`workflow '${name}': steps must be a non-empty array`);
     const policy = config.on_step_failure ?? 'continue';
     if (policy !== 'continue' && policy !== 'fail_fast') {
       throw new ConfigError(`workflow '${name}': on_step_failure must be 'continue' or 'fail_fast', got ${JSON.stringify(policy)}`);
     }
     const byId = new Map<string, WorkflowStep>();
-    for (const step of config.steps) {
-      const checked = checkStep(name, step);
+    for (const [index, step] of config.steps.entries()) {
+      const checked = checkStep(name, step, index);
       if (byId.has(checked.id)) throw new ConfigError(`workflow '${name}': duplicate step id '${checked.id}'`);
       byId.set(checked.id, checked);
     }
@@ -120,9 +128,12 @@ export class Workflow {
   }
 }
 
-function checkStep(workflow: string, step: WorkflowStepConfig): WorkflowStep {
+function checkStep(workflow: string, step: WorkflowStepConfig, index: number): WorkflowStep {
   const where = `workflow '${workflow}'`;
   if (step === null || typeof step !== 'object') throw new ConfigError(`${where}: every step must be an object`);
+  // Before the id's own check, so a misspelt `id` is named as such; a step without an id is named by its place.
+  const named = typeof step.id === 'string' ? `step '${step.id}'` : `steps[${index}]`;
+  checkKnownKeys(step, STEP_KEYS, `${named} of ${where}`, 'definition');
   const id = step.id;
   if (typeof id !== 'string' || !NamePattern.stepId.test(id)) throw new ConfigError(`${where}: step id must match ${NamePattern.stepId}, got ${JSON.stringify(id)}`);
   if (id === RUN_STEP_ID) throw new ConfigError(`${where}: '${RUN_STEP_ID}' is reserved for the run's own events; pick another step id`);

@@ -1,5 +1,6 @@
 import { shortHash } from '../canonical.ts';
 import { TOOL_DEFAULTS } from '../defaults.ts';
+import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
 import { ConfigError } from '../errors.ts';
 import { NamePattern } from '../names.ts';
 import { compileSchema, type JsonSchema } from './schema.ts';
@@ -53,6 +54,20 @@ export interface ToolConfig<Args = any> {
   handler: ToolHandler<Args>;
 }
 
+/** The keys of {@link ToolConfig}: any other is refused, naming the nearest of these. */
+const TOOL_KEYS = {
+  name: true,
+  description: true,
+  input_schema: true,
+  timeout_ms: true,
+  concurrency: true,
+  retries: true,
+  max_result_bytes: true,
+  needs_approval: true,
+  approval_timeout_ms: true,
+  handler: true,
+} as const satisfies KnownKeys<ToolConfig>;
+
 /** A tool after its schema has been compiled and its options resolved. */
 export interface ToolDefinition {
   readonly kind: 'tool';
@@ -79,6 +94,7 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigError(`tool name must match ${TOOL_NAME} (letters, digits, _ and -), got ${JSON.stringify(name)}`);
   }
+  checkKnownKeys(config, TOOL_KEYS, `tool '${name}'`, 'definition');
   if (typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
   if (typeof config.description !== 'string') throw new ConfigError(`tool '${name}': description must be a string`);
   const check = compileSchema(name, config.input_schema);

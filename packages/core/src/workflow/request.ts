@@ -1,4 +1,5 @@
-import { type RunConfig, checkRunConfig } from '../definitions/settings.ts';
+import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
+import { RUN_CONFIG_KEYS, type RunConfig, checkRunConfig } from '../definitions/settings.ts';
 import { ConfigError } from '../errors.ts';
 import { checkRequestJson } from '../json-limits.ts';
 import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
@@ -9,6 +10,9 @@ export interface WorkflowRunConfig extends RunConfig {
   steps?: Readonly<Record<string, RunConfig>>;
 }
 
+/** The keys of {@link WorkflowRunConfig}: an agent run's, and `steps`. */
+const WORKFLOW_RUN_CONFIG_KEYS = { ...RUN_CONFIG_KEYS, steps: true } as const satisfies KnownKeys<WorkflowRunConfig>;
+
 /**
  * Checks a workflow run's `config`: the top-level keys of an agent run's config, plus `steps`,
  * whose keys must be agent steps of the workflow. Throws a {@link ConfigError} naming the problem.
@@ -17,6 +21,8 @@ export function checkWorkflowConfig(graph: WorkflowGraph, config: unknown): Work
   if (config === undefined || config === null) return {};
   checkRequestJson('config', config);
   if (typeof config !== 'object' || Array.isArray(config)) throw new ConfigError('config must be an object');
+  // Checked here, not only by checkRunConfig below, so a misspelt `steps` is suggested as such.
+  checkKnownKeys(config, WORKFLOW_RUN_CONFIG_KEYS, 'config', 'config');
   const { steps, ...shared } = config as Record<string, unknown>;
   checkRunConfig(shared);
   if (steps === undefined) return config as WorkflowRunConfig;
