@@ -36,6 +36,19 @@ export {
   type StepFailurePolicy,
 } from './definitions/workflow.ts';
 export { type KnownKeys, type KeysOwner, checkKnownKeys, nearestKey } from './definitions/known-keys.ts';
+export {
+  type ModelSettings,
+  type ModelFallback,
+  type ToolChoice,
+  MAX_MODEL_FALLBACKS,
+  MAX_EXTRA_BODY_BYTES,
+  checkModelSettings,
+  checkModelFallbacks,
+  checkToolChoice,
+  mergeModelSettings,
+  settingsForCall,
+} from './definitions/model-settings.ts';
+export { type ModelTarget, modelTargets, targetForAttempt, requestFor, providerFor } from './loop/model-targets.ts';
 export * from './workflow/graph.ts';
 export * from './workflow/request.ts';
 export * from './workflow/step-events.ts';

@@ -1,5 +1,6 @@
 import type { JsonSchema } from './tools/define.ts';
 import type { Tokens } from './events/types.ts';
+import type { ModelSettings } from './definitions/model-settings.ts';
 
 /** One message of a chat conversation, in the OpenAI chat-completions shape. */
 export type ChatMessage =
@@ -27,6 +28,12 @@ export interface ProviderRequest {
   readonly messages: readonly ChatMessage[];
   /** Empty when tools are disabled (the final-answer call). */
   readonly tools: readonly ToolSpec[];
+  /**
+   * What this call sends besides the messages and tools (SPEC §16), already adjusted to the call:
+   * `tool_choice` only on a step's first call, neither it nor `parallel_tool_calls` without tools.
+   * Absent when nothing is set.
+   */
+  readonly settings?: ModelSettings;
 }
 
 export interface ProviderResponse {

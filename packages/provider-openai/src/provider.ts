@@ -2,6 +2,7 @@ import { ConfigError, type ModelProvider, type ProviderRequest, type ProviderRes
 import OpenAI from 'openai';
 import { classifyOpenAIError } from './errors.ts';
 import { parseCompletion } from './parse.ts';
+import { type MaxTokensParam, maxTokensParamFor, toWire } from './wire.ts';
 
 export interface OpenAIProviderOptions {
   /** Any OpenAI-compatible endpoint, e.g. `http://127.0.0.1:8000/v1`. Default: `OPENAI_BASE_URL`, else OpenAI. */
@@ -14,6 +15,11 @@ export interface OpenAIProviderOptions {
   timeout_ms?: number;
   /** Provider id recorded in events (default `openai`). */
   id?: string;
+  /**
+   * The body field `model_settings.max_tokens` is sent as. Default: `max_completion_tokens` for
+   * OpenAI's own API (no base URL, `api.openai.com`, Azure OpenAI), `max_tokens` for any other server.
+   */
+  max_tokens_param?: MaxTokensParam;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -35,27 +41,21 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
     timeout: options.timeout_ms ?? DEFAULT_TIMEOUT_MS,
   });
   const defaultModel = options.model ?? process.env.ARCFLOW_MODEL ?? 'gpt-4o-mini';
+  const maxTokensParam = options.max_tokens_param ?? maxTokensParamFor(baseURL);
+  if (maxTokensParam !== 'max_tokens' && maxTokensParam !== 'max_completion_tokens') {
+    throw new ConfigError(`openaiProvider: max_tokens_param must be 'max_tokens' or 'max_completion_tokens', got ${JSON.stringify(maxTokensParam)}`);
+  }
   return {
     id: options.id ?? 'openai',
     defaultModel,
     async complete(request: ProviderRequest, callOptions?: { signal?: AbortSignal }): Promise<ProviderResponse> {
       let body: unknown;
       try {
-        body = await client.chat.completions.create(toWire(request), { signal: callOptions?.signal });
+        body = await client.chat.completions.create(toWire(request, maxTokensParam), { signal: callOptions?.signal });
       } catch (error) {
         throw classifyOpenAIError(error);
       }
       return parseCompletion(body);
     },
-  };
-}
-
-function toWire(request: ProviderRequest): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
-  return {
-    model: request.model,
-    messages: request.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-    ...(request.tools.length > 0
-      ? { tools: request.tools.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.parameters } })) }
-      : {}),
   };
 }

@@ -3,6 +3,7 @@ import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
+import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelSettings, checkToolChoice } from './model-settings.ts';
 import { type BudgetConfig, type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkDefinitionSettings, checkRunConfig, resolveSettings } from './settings.ts';
 
 export interface AgentConfig {
@@ -17,6 +18,12 @@ export interface AgentConfig {
   loop_detection?: LoopDetectionConfig | false;
   /** Optional caps on what a run of this agent may spend; a run's `config.budget` overrides them field by field. */
   budget?: BudgetConfig;
+  /** Temperature, `max_tokens`, `tool_choice`, … sent with each model call; a run's `config.model_settings` overrides them key by key (SPEC §16). */
+  model_settings?: ModelSettings;
+  /** The name of the worker's provider this agent's calls go through (`startWorker({ providers })`); else the worker's default provider. */
+  provider?: string;
+  /** Models tried in order when a call has failed for good with a retryable failure (at most 4). */
+  model_fallbacks?: readonly ModelFallback[];
 }
 
 /** The keys of {@link AgentConfig}: any other is refused, naming the nearest of these. */
@@ -29,6 +36,9 @@ const AGENT_KEYS = {
   tool_execution: true,
   loop_detection: true,
   budget: true,
+  model_settings: true,
+  provider: true,
+  model_fallbacks: true,
 } as const satisfies KnownKeys<AgentConfig>;
 
 const AGENT_NAME = NamePattern.agent;
@@ -44,6 +54,10 @@ export class Agent {
   readonly tool_execution: ToolExecutionConfig;
   readonly loop_detection: LoopDetectionConfig | false | undefined;
   readonly budget: BudgetConfig | undefined;
+  readonly model_settings: ModelSettings | undefined;
+  /** The worker's provider of this name makes the agent's calls; undefined: the worker's default provider. */
+  readonly provider: string | undefined;
+  readonly model_fallbacks: readonly ModelFallback[] | undefined;
   /** Settings with every default applied. */
   readonly settings: StepSettings;
   /**
@@ -59,7 +73,7 @@ export class Agent {
     if (typeof name !== 'string' || !AGENT_NAME.test(name)) {
       throw new ConfigError(`agent name must match ${AGENT_NAME}, got ${JSON.stringify(name)}`);
     }
-    checkKnownKeys(config, AGENT_KEYS, `agent '${name}'`, 'definition');
+    checkKnownKeys(config, AGENT_KEYS, `agent '${name}'`, 'definition', MODEL_SETTING_PATHS);
     const tools = config.tools ?? [];
     const byName = new Map<string, ToolDefinition>();
     for (const definition of tools) {
@@ -67,10 +81,21 @@ export class Agent {
       if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
       byName.set(definition.name, definition);
     }
+    if (config.provider !== undefined && (typeof config.provider !== 'string' || config.provider === '')) {
+      throw new ConfigError(`agent '${name}': provider must be a non-empty string (a name in the worker's providers)`);
+    }
     const own = checkDefinitionSettings(
-      { tool_execution: config.tool_execution, loop_detection: config.loop_detection, model: config.model, budget: config.budget },
+      {
+        tool_execution: config.tool_execution,
+        loop_detection: config.loop_detection,
+        model: config.model,
+        budget: config.budget,
+        model_settings: config.model_settings,
+        model_fallbacks: config.model_fallbacks,
+      },
       `agent '${name}'`,
     );
+    if (config.model_settings) checkModelSettings(config.model_settings, `agent '${name}'`, 'definition', [...byName.keys()]);
     this.name = name;
     this.role = config.role;
     this.instructions = config.instructions;
@@ -79,6 +104,9 @@ export class Agent {
     this.tool_execution = Object.freeze({ ...(config.tool_execution ?? {}) });
     this.loop_detection = config.loop_detection;
     this.budget = config.budget === undefined ? undefined : Object.freeze({ ...config.budget });
+    this.model_settings = config.model_settings === undefined ? undefined : Object.freeze({ ...config.model_settings });
+    this.provider = config.provider;
+    this.model_fallbacks = config.model_fallbacks === undefined ? undefined : Object.freeze(config.model_fallbacks.map((entry) => Object.freeze({ ...entry })));
     this.settings = resolveSettings(own);
     this.#toolsByName = byName;
     this.definition_hash = shortHash({
@@ -96,7 +124,8 @@ export class Agent {
         needs_approval: typeof item.needs_approval === 'function' ? 'per call' : item.needs_approval,
         approval_timeout_ms: item.approval_timeout_ms,
       })),
-      settings: this.settings,
+      settings: hashedSettings(this.settings),
+      ...(config.provider === undefined ? {} : { provider: config.provider }),
     });
   }
 
@@ -110,6 +139,31 @@ export class Agent {
     // Most runs bring no config: the agent's own settings, resolved once.
     if (config === undefined || config === null) return this.settings;
     const override = checkRunConfig(config);
-    return resolveSettings({ tool_execution: this.tool_execution, loop_detection: this.loop_detection, model: this.model, budget: this.budget }, override);
+    if (override.model_settings) checkToolChoice(override.model_settings, [...this.#toolsByName.keys()], 'config.model_settings');
+    return resolveSettings(
+      {
+        tool_execution: this.tool_execution,
+        loop_detection: this.loop_detection,
+        model: this.model,
+        budget: this.budget,
+        model_settings: this.model_settings,
+        model_fallbacks: this.model_fallbacks,
+      },
+      override,
+    );
   }
+}
+
+/**
+ * The settings as the definition hash sees them: model settings and fallbacks only when set, so an
+ * agent that uses neither keeps the hash it had before they existed (no `DefinitionChanged` for it
+ * on the deploy that brings them).
+ */
+function hashedSettings(settings: StepSettings): object {
+  const { model_settings, model_fallbacks, ...rest } = settings;
+  return {
+    ...rest,
+    ...(Object.keys(model_settings).length > 0 ? { model_settings } : {}),
+    ...(model_fallbacks.length > 0 ? { model_fallbacks } : {}),
+  };
 }

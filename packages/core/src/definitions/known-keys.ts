@@ -19,15 +19,16 @@ export type KeysOwner = 'definition' | 'config';
 /**
  * Refuses the first key of `value` that `known` lacks, with a {@link ConfigError} naming the key,
  * `where` it is (`agent 'u'`, `config.budget`), and the nearest known key when one is close, else
- * every known key. JavaScript callers and JSON configs have no compiler to catch `tool_exection`;
+ * every known key; `elsewhere` names where a key that belongs in a nested object goes. JavaScript callers and JSON configs have no compiler to catch `tool_exection`;
  * without this check it would be silently ignored.
  */
-export function checkKnownKeys(value: object, known: Readonly<Record<string, true>>, where: string, owner: KeysOwner): void {
+export function checkKnownKeys(value: object, known: Readonly<Record<string, true>>, where: string, owner: KeysOwner, elsewhere: Readonly<Record<string, string>> = {}): void {
   for (const key of Object.keys(value)) {
     if (Object.hasOwn(known, key)) continue;
     const keys = Object.keys(known);
     const head = owner === 'definition' ? `unknown option '${key}' in ${where}` : `${where} has unknown key '${key}'`;
-    const nearest = nearestKey(key, keys);
+    // A key that belongs one level down (`temperature` → `model_settings.temperature`).
+    const nearest = Object.hasOwn(elsewhere, key) ? elsewhere[key] : nearestKey(key, keys);
     throw new ConfigError(nearest ? `${head}; did you mean '${nearest}'?` : `${head} (allowed: ${keys.join(', ')})`);
   }
 }

@@ -2,6 +2,7 @@ import { checkRequestJson } from '../json-limits.ts';
 import { LOOP_DETECTION_DEFAULTS, TOOL_EXECUTION_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { type KeysOwner, type KnownKeys, checkKnownKeys } from './known-keys.ts';
+import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelFallbacks, checkModelSettings, mergeModelSettings } from './model-settings.ts';
 
 export type ToolExecutionMode = 'llm_select' | 'legacy_eager';
 
@@ -36,6 +37,10 @@ export interface RunConfig {
   loop_detection?: LoopDetectionConfig | false;
   model?: string;
   budget?: BudgetConfig;
+  /** Over the agent's, key by key (SPEC §16). */
+  model_settings?: ModelSettings;
+  /** Replaces the agent's list (SPEC §16). */
+  model_fallbacks?: readonly ModelFallback[];
 }
 
 /** The keys of {@link RunConfig}; a workflow run's config adds `steps`. */
@@ -44,6 +49,8 @@ export const RUN_CONFIG_KEYS = Object.freeze({
   loop_detection: true,
   model: true,
   budget: true,
+  model_settings: true,
+  model_fallbacks: true,
 } as const satisfies KnownKeys<RunConfig>);
 
 export interface ResolvedBudget {
@@ -67,6 +74,10 @@ export interface StepSettings {
   readonly model: string | undefined;
   /** Absent when neither the agent nor the run sets a cap. */
   readonly budget?: ResolvedBudget;
+  /** The run's model settings over the agent's; empty when neither sets any. */
+  readonly model_settings: ModelSettings;
+  /** The models to try, in order, after the first has failed for good (the run's list, else the agent's). */
+  readonly model_fallbacks: readonly ModelFallback[];
 }
 
 /** Checks a run config's shape; throws a {@link ConfigError} naming the first problem (`config.budget has unknown key 'max_calls'`). */
@@ -86,11 +97,13 @@ export function checkDefinitionSettings(settings: RunConfig, where: string): Run
 }
 
 function checkSettings(config: unknown, where: string, owner: KeysOwner): RunConfig {
-  const object = plainObject(config, where, RUN_CONFIG_KEYS, owner);
+  const object = plainObject(config, where, RUN_CONFIG_KEYS, owner, MODEL_SETTING_PATHS);
   if (object.model !== undefined && (typeof object.model !== 'string' || object.model === '')) {
     throw new ConfigError(`${where}.model must be a non-empty string`);
   }
   if (object.tool_execution !== undefined) plainObject(object.tool_execution, `${where}.tool_execution`, TOOL_EXECUTION_KEYS, owner);
+  if (object.model_settings !== undefined) checkModelSettings(object.model_settings, where, owner);
+  if (object.model_fallbacks !== undefined) checkModelFallbacks(object.model_fallbacks, where, owner);
   if (object.budget !== undefined) plainObject(object.budget, `${where}.budget`, BUDGET_KEYS, owner);
   if (object.loop_detection !== undefined && object.loop_detection !== false) {
     plainObject(object.loop_detection, `${where}.loop_detection`, LOOP_DETECTION_KEYS, owner);
@@ -125,6 +138,8 @@ export function resolveSettings(agent: RunConfig, override: RunConfig = {}, wher
     loop_detection: resolveLoopDetection(loopConfig, where),
     model: override.model ?? agent.model,
     ...(budget ? { budget } : {}),
+    model_settings: mergeModelSettings(agent.model_settings, override.model_settings),
+    model_fallbacks: Object.freeze([...(override.model_fallbacks ?? agent.model_fallbacks ?? [])]),
   });
 }
 
@@ -159,10 +174,10 @@ function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, w
   return Object.freeze({ window, threshold, action });
 }
 
-function plainObject(value: unknown, where: string, keys: Readonly<Record<string, true>>, owner: KeysOwner): Record<string, unknown> {
+function plainObject(value: unknown, where: string, keys: Readonly<Record<string, true>>, owner: KeysOwner, elsewhere?: Readonly<Record<string, string>>): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError(`${where} must be an object`);
   }
-  checkKnownKeys(value, keys, where, owner);
+  checkKnownKeys(value, keys, where, owner, elsewhere);
   return value as Record<string, unknown>;
 }

@@ -1,5 +1,6 @@
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
+import { settingsForCall } from '../definitions/model-settings.ts';
 import type { StepSettings } from '../definitions/settings.ts';
 import { ErrorCode } from '../errors.ts';
 import type { EventDraft } from '../events/types.ts';
@@ -21,7 +22,8 @@ export const FINAL_ANSWER_NOTE = 'The tool budget for this task is spent: no mor
 /** The request for the step's next provider call. */
 export function buildRequest(agent: Agent, state: StepState, settings: StepSettings, defaultModel: string): ProviderRequest {
   const tools = state.tools_disabled ? [] : agent.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.input_schema }));
-  return { model: settings.model ?? defaultModel, messages: state.messages, tools };
+  const callSettings = settingsForCall(settings.model_settings, { first: state.iterations === 0, hasTools: tools.length > 0 });
+  return { model: settings.model ?? defaultModel, messages: state.messages, tools, ...(Object.keys(callSettings).length > 0 ? { settings: callSettings } : {}) };
 }
 
 /** `ProviderRequestSent` for a request, sized without recording its content. */

@@ -21,7 +21,8 @@ import { type StepState, initialStepState } from '../loop/state.ts';
 import { agentInvokedEvent, agentRespondedEvent, providerFailureEvent, providerRunError, stepFailedEvent, stepRunError } from '../loop/step-events.ts';
 import { type ExecConfig, TEST_PROVIDER_ID, testResponse, testStepFor } from '../loop/test-mode.ts';
 import { type CallPlace, type SettledCall, cancelledCall, plannedCallEvents, settleExecution, shouldRetryTool, toolStartedEvent } from '../loop/tool-events.ts';
-import { type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
+import { type ModelProvider, type ProviderRequest, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
+import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts';
 import type { RunError, RunRecord } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler, watchSignal } from '../tools/run-handler.ts';
@@ -98,13 +99,34 @@ export class LocalStep {
     return { error, usage, iterations };
   }
 
-  /** One provider call, retried with backoff; a 429 waits `retry_after_seconds` without spending an attempt. */
+  /**
+   * One provider call, retried with backoff; a 429 waits `retry_after_seconds` without spending an
+   * attempt. A retryable failure that has spent its attempts passes the same request on to the
+   * next of the agent's `model_fallbacks`; the step fails when the last has failed.
+   */
   private async callProvider(state: StepState, test: Parameters<typeof testResponse>[0] | undefined): Promise<{ response: ProviderResponse } | { error: RunError }> {
-    const { agent, settings, log, step_id, options } = this;
-    const provider = test ? undefined : options.provider;
-    if (!test && !provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
+    const { agent, settings, options } = this;
+    if (!test && !options.provider && !agent.provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
+    const base = buildRequest(agent, state, settings, options.default_model ?? options.provider?.defaultModel ?? 'default');
+    const targets = test ? modelTargets(agent, settings).slice(0, 1) : modelTargets(agent, settings);
+    let outcome: { response: ProviderResponse } | { error: RunError; retryable: boolean } | undefined;
+    for (const target of targets) {
+      const provider = test ? undefined : providerFor(target, options.providers ?? {}, options.provider, agent.name);
+      outcome = await this.callTarget(state, requestFor(base, target, options.default_model, provider), provider, test);
+      if ('response' in outcome || !outcome.retryable || options.signal?.aborted) break;
+    }
+    return 'response' in outcome! ? outcome : { error: outcome!.error };
+  }
+
+  /** The attempts of one call to one model: retried with backoff, 429s waited out. */
+  private async callTarget(
+    state: StepState,
+    request: ProviderRequest,
+    provider: ModelProvider | undefined,
+    test: Parameters<typeof testResponse>[0] | undefined,
+  ): Promise<{ response: ProviderResponse } | { error: RunError; retryable: boolean }> {
+    const { log, step_id, options } = this;
     const provider_id = provider?.id ?? TEST_PROVIDER_ID;
-    const request = buildRequest(agent, state, settings, options.default_model ?? provider?.defaultModel ?? 'default');
     const iteration = state.iterations + 1;
     const attempts = options.provider_retry?.attempts ?? PROVIDER_RETRY_DEFAULTS.attempts;
     const baseMs = options.provider_retry?.backoff_ms ?? PROVIDER_RETRY_DEFAULTS.backoff_ms;
@@ -122,7 +144,7 @@ export class LocalStep {
         const waitMs = providerRetryDelayMs(failure, failure.rateLimited ? rateLimitWaits + 1 : attempt, baseMs, maxMs);
         log.append(providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)));
         const retry = failure.rateLimited ? ++rateLimitWaits <= PROVIDER_RETRY_DEFAULTS.rate_limit_waits : failure.retryable && attempt < attempts;
-        if (!retry || options.signal?.aborted) return { error: providerRunError(failure, attempt) };
+        if (!retry || options.signal?.aborted) return { error: providerRunError(failure, attempt), retryable: failure.retryable && !failure.rateLimited };
         if (!failure.rateLimited) attempt += 1;
         await sleep(waitMs, options.signal);
       }

@@ -19,6 +19,8 @@ import { runLocalWorkflow } from './run-local-workflow.ts';
 export interface RunLocalOptions {
   /** The model backend. Not needed when test mode scripts every step. */
   provider?: ModelProvider;
+  /** Named providers, for agents (and fallbacks) that name one with `provider` (SPEC §16). */
+  providers?: Readonly<Record<string, ModelProvider>>;
   exec_config?: ExecConfig;
   /** Per-run overrides of the agent's configuration. */
   config?: unknown;

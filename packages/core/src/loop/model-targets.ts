@@ -1,0 +1,57 @@
+import type { Agent } from '../definitions/agent.ts';
+import type { StepSettings } from '../definitions/settings.ts';
+import { ConfigError } from '../errors.ts';
+import type { ModelProvider, ProviderRequest } from '../provider.ts';
+
+/**
+ * One model a provider call may go to: the agent's own (entry 0), then each of its
+ * `model_fallbacks` in order (SPEC §16). `provider` is a name in the worker's providers, or
+ * undefined for the worker's default provider.
+ */
+export interface ModelTarget {
+  readonly entry: number;
+  readonly provider: string | undefined;
+  /** Undefined when neither the run nor the agent names a model: the worker's default, else the provider's. */
+  readonly model: string | undefined;
+}
+
+/** The models a step's calls may go to, in the order they are tried. */
+export function modelTargets(agent: Agent, settings: StepSettings): readonly ModelTarget[] {
+  const primary: ModelTarget = { entry: 0, provider: agent.provider, model: settings.model };
+  return [primary, ...settings.model_fallbacks.map((fallback, index) => ({ entry: index + 1, provider: fallback.provider ?? agent.provider, model: fallback.model }))];
+}
+
+/**
+ * Which target a provider call's attempt goes to, from the attempts already spent on the call:
+ * each target gets `attemptsPerTarget` tries, then the next one takes over. A pure function of a
+ * count the queue keeps durably, so a worker that dies after a fallback answered resumes at that
+ * fallback and never calls the primary again.
+ */
+export function targetForAttempt(targets: readonly ModelTarget[], attemptsSpent: number, attemptsPerTarget: number): { target: ModelTarget; attempt: number } {
+  const index = Math.min(Math.floor(attemptsSpent / attemptsPerTarget), targets.length - 1);
+  return { target: targets[index]!, attempt: attemptsSpent - index * attemptsPerTarget + 1 };
+}
+
+/**
+ * The request for one target: the same messages, tools and settings, to that target's model (else
+ * the worker's default model, else the provider's own, else `default`).
+ */
+export function requestFor(request: ProviderRequest, target: ModelTarget, defaultModel: string | undefined, provider: ModelProvider | undefined): ProviderRequest {
+  return { ...request, model: target.model ?? defaultModel ?? provider?.defaultModel ?? 'default' };
+}
+
+/** The provider a target names, or a clear refusal: `agent 'writer' uses provider 'fast', which this worker does not hold (it holds: local)`. */
+export function providerFor(target: ModelTarget, providers: Readonly<Record<string, ModelProvider>>, defaultProvider: ModelProvider | undefined, agentName: string): ModelProvider {
+  if (target.provider === undefined) {
+    if (!defaultProvider) throw new ConfigError(`agent '${agentName}' needs a provider: this worker has no default provider`);
+    return defaultProvider;
+  }
+  const provider = Object.hasOwn(providers, target.provider) ? providers[target.provider] : undefined;
+  if (!provider) {
+    const held = Object.keys(providers);
+    throw new ConfigError(
+      `agent '${agentName}' uses provider '${target.provider}', which this worker does not hold (${held.length > 0 ? `it holds: ${held.join(', ')}` : 'it holds no named providers'})`,
+    );
+  }
+  return provider;
+}
