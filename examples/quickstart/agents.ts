@@ -16,4 +16,5 @@ export const researcher = new Agent({
   instructions: 'Use get_weather when you need facts.',
   tools: [getWeather],
   tool_execution: { mode: 'llm_select', max_iterations: 5 },
+  model_settings: { temperature: 0.2, max_tokens: 800 }, // sent with each model call (docs/models.md)
 });
