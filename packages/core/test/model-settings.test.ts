@@ -1,6 +1,7 @@
-import { Agent, ConfigError, checkModelSettings, checkRunConfig, mergeModelSettings, runLocal, settingsForCall, tool } from '@arcflow/core';
+import { Agent, checkModelSettings, checkRunConfig, mergeModelSettings, runLocal, settingsForCall, tool } from '@arcflow/core';
 import { failure, reply, scriptedProvider, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
+import { refusal, untyped } from './refusal.ts';
 
 const lookup = tool({
   name: 'lookup',
@@ -8,16 +9,6 @@ const lookup = tool({
   input_schema: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
   handler: ({ word }: { word: string }) => `${word}: found`,
 });
-const untyped = (value: unknown) => value as never;
-const refusal = (make: () => unknown): string => {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('not refused');
-};
 const fast = { attempts: 2, backoff_ms: 1, max_backoff_ms: 2 };
 
 describe('model_settings, checked where given', () => {

@@ -1,23 +1,10 @@
-import { Agent, type AgentConfig, ConfigError, type KnownKeys, Workflow, checkRunConfig, checkWorkflowConfig, nearestKey, tool } from '@arcflow/core';
+import { Agent, type AgentConfig, type KnownKeys, Workflow, checkRunConfig, checkWorkflowConfig, nearestKey, tool } from '@arcflow/core';
 import { describe, expect, it } from 'vitest';
+import { refusal, untyped } from './refusal.ts';
 
 const input_schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
 const handler = () => 'ok';
 const getWeather = tool({ name: 'get_weather', description: 'Current weather', input_schema, handler });
-
-/** What JavaScript callers and JSON configs may pass: no compiler stands between them and the constructor. */
-const untyped = (value: Record<string, unknown>) => value as never;
-
-/** The error `build` throws; fails the test when it throws none or another kind. */
-function refusal(build: () => unknown): string {
-  try {
-    build();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError, got none');
-}
 
 describe('new Agent', () => {
   it('refuses a misspelt option, naming it and the nearest known one', () => {

@@ -23,37 +23,19 @@ describe('model settings on the wire (OpenAI-compatible server over HTTP)', () =
       { type: 'text', content: 'Done.' },
     ]);
     const start = server.requests.length;
+    const sameNamed = { temperature: 0.3, top_p: 0.9, max_tokens: 128, stop: ['END'], seed: 42, frequency_penalty: 0.5, presence_penalty: -0.5, parallel_tool_calls: false };
     const agent = new Agent({
       name: 'tuned',
       tools: [lookup],
-      model_settings: {
-        temperature: 0.3,
-        top_p: 0.9,
-        max_tokens: 128,
-        stop: ['END'],
-        seed: 42,
-        frequency_penalty: 0.5,
-        presence_penalty: -0.5,
-        parallel_tool_calls: false,
-        tool_choice: { name: 'lookup' },
-        reasoning_effort: 'low',
-        extra_body: { top_k: 20, repetition_penalty: 1.1 },
-      },
+      model_settings: { ...sameNamed, tool_choice: { name: 'lookup' }, reasoning_effort: 'low', extra_body: { top_k: 20, repetition_penalty: 1.1 } },
     });
     const provider = openaiProvider({ base_url: server.url, api_key: 'k', model: 'local-model' });
     const run = await runLocal(agent, 'go', { provider, logger: false });
     expect(run.status).toBe('completed');
     const [first, second] = server.requests.slice(start).map((request) => request.body);
     expect(first).toMatchObject({
+      ...sameNamed,
       model: 'local-model',
-      temperature: 0.3,
-      top_p: 0.9,
-      max_tokens: 128,
-      stop: ['END'],
-      seed: 42,
-      frequency_penalty: 0.5,
-      presence_penalty: -0.5,
-      parallel_tool_calls: false,
       tool_choice: { type: 'function', function: { name: 'lookup' } },
       reasoning_effort: 'low',
       top_k: 20,
