@@ -8,6 +8,7 @@ const SOURCES: Record<string, string> = {
   'arcflow/testing': './packages/arcflow/src/testing.ts',
   '@arcflow/core': './packages/core/src/index.ts',
   '@arcflow/queue': './packages/queue/src/index.ts',
+  '@arcflow/queue/client': './packages/queue/src/client-entry.ts',
   '@arcflow/provider-openai': './packages/provider-openai/src/index.ts',
   '@arcflow/telemetry': './packages/telemetry/src/index.ts',
   '@arcflow/telemetry/ids': './packages/telemetry/src/ids.ts',

@@ -10,50 +10,26 @@ import {
   type TraceEvent,
   byteSize,
   checkExecConfig,
-  checkRunConfig,
   type ApprovalAnswer,
   type ApprovalResolution,
   answerProblem,
-  checkWorkflowConfig,
-  checkWorkflowExecConfig,
-  newRunId,
   RUN_STEP_ID,
-  rootSteps,
   sinkSteps,
-  stepStartedEvent,
-  type WorkflowGraph,
-  workflowEnqueuedEvent,
   workflowOutput,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import type { ClientContext, ClientJobs, EnqueueRequest, QueueInfo } from './client-jobs.ts';
 import { connectRedis, duplicateRedis } from './redis-connect.ts';
 import { endRun, stopClosedWork } from './engine/end-run.ts';
-import { enqueueJoin } from './engine/join.ts';
-import { stepCarrier } from './engine/workflow-scheduler.ts';
-import { resolveApproval } from './engine/approvals.ts';
-import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
-import { type InitialSteps, type RunEnding, RunStore } from './store/run-store.ts';
-import { QueueName } from './keys.ts';
-import { QueuePool } from './engine/join.ts';
-import { partitionOfKey, partitionedRunId } from './partitions.ts';
-import { randomInt } from 'node:crypto';
+import { type RunEnding, RunStore } from './store/run-store.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { closeRedis, watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
-import { nearestName } from './nearest-name.ts';
 
 export type { ListQuery } from './list-query.ts';
-
-export interface EnqueueRequest {
-  agent: string;
-  input: string;
-  config?: unknown;
-  exec_config?: unknown;
-  /** A second enqueue with the same key returns the first run's id. */
-  idempotency_key?: string;
-}
+export type { EnqueueRequest, QueueInfo } from './client-jobs.ts';
 
 export interface ClientOptions extends ConnectionOptions {
   /** How long a call may wait for an unreachable Redis before it fails with `redis_unavailable` (default 5000). */
@@ -70,16 +46,6 @@ export interface AgentInfo {
   readonly live_workers: number;
   /** A workflow's steps: id, type and dependencies, in definition order. */
   readonly steps?: readonly { readonly id: string; readonly type: 'agent' | 'tool'; readonly depends_on: readonly string[] }[];
-}
-
-/** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
-export interface QueueInfo {
-  readonly name: string;
-  readonly waiting: number;
-  readonly active: number;
-  readonly delayed: number;
-  readonly failed: number;
-  readonly workers: number;
 }
 
 export interface ArcflowClient {
@@ -134,8 +100,6 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   const reach = <T>(operation: () => Promise<T>) => withRedis(redis, connection.redis, timeoutMs, health.reason, operation);
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
-  // A lost connection surfaces as the call's redis_unavailable.
-  const queues = new QueuePool(redis, store.keys);
   const registrations = new Map<string, { registration: AgentRegistration; at: number }>();
   const lookup = async (agent: string): Promise<AgentRegistration | undefined> => {
     const cached = registrations.get(agent);
@@ -168,12 +132,22 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     return done;
   };
 
-  /** A new run's id: in a partition (by its idempotency key, else at random) when there are several. */
-  const mintRunId = async (idempotency_key: string | undefined): Promise<string> => {
-    const { count } = await store.partitions.read();
-    if (count <= 1) return newRunId();
-    return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
-  };
+  const context: ClientContext = { redis, store, registry, prefix: connection.prefix, lookup, reach };
+  /**
+   * The queue operations (enqueue, queue depths, approvals, removing a cancelled call's job), with
+   * BullMQ behind them: imported on the first call that needs them, so reading runs never loads it.
+   */
+  let loadedJobs: Promise<ClientJobs> | undefined;
+  const jobs = (): Promise<ClientJobs> =>
+    (loadedJobs ??= import('./client-jobs.ts').then(
+      ({ ClientJobs }) => new ClientJobs(context),
+      (error: unknown) => {
+        loadedJobs = undefined; // a failed import is tried again by the next call
+        throw error;
+      },
+    ));
+  /** Where a cancel's closed calls have their queued jobs removed; BullMQ loads only when there are some. */
+  const toolJobs = { removeToolJob: async (tool_name: string, run_id: string, job_id: string) => (await jobs()).removeToolJob(tool_name, run_id, job_id) };
 
   /** A workflow run's cancel: its running steps are cancelled, the rest skipped; its completed sinks are its output. */
   const cancelledWorkflow = async (run_id: string, workflow: string): Promise<RunEnding> => {
@@ -197,62 +171,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
         throw new RequestError('invalid_request', 'idempotency_key must be 1-200 characters of letters, digits, _ . -');
       }
-      // Checked for any run here; against a workflow's graph once the registry names it one (below).
+      // Checked for any run here; against a workflow's graph once the registry names it one (see ClientJobs.enqueue).
       checkExecConfig(request.exec_config);
-      // Minted once per call (in the partition the map says): every retry below creates this same run, or finds it created.
-      let minted: string | undefined;
-      // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
-      const trace = mintRunTrace();
-      return reach(async () => {
-        minted ??= await mintRunId(request.idempotency_key);
-        const registration = await lookup(request.agent);
-        if (!registration) {
-          const known = await registry.known();
-          const nearest = nearestName(request.agent, known);
-          throw new RequestError(
-            'unknown_agent',
-            `unknown agent '${request.agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${connection.prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
-          );
-        }
-        const graph = registration.workflow;
-        if (graph) {
-          checkWorkflowConfig(graph, request.config);
-          checkWorkflowExecConfig(graph, request.exec_config);
-        } else checkRunConfig(request.config);
-        const roots = graph ? rootSteps(graph) : [];
-        // A key first used when the partitions were fewer is found where it was used.
-        const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
-        const { run_id } = earlier
-          ? { run_id: earlier }
-          : await store.createRun(
-              {
-                run_id: minted,
-                agent: request.agent,
-                input: request.input,
-                config: request.config,
-                exec_config: request.exec_config,
-                trace,
-                definition_hash: registration.definition_hash ?? '',
-              },
-              request.idempotency_key,
-              graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-              graph ? initialSteps(graph, roots) : undefined,
-            );
-        const created = run_id === minted;
-        // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
-        const spec = created ? undefined : await store.getSpec(run_id);
-        if (created || spec?.status === 'queued') {
-          const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
-          const target = { queue: registration.provider_queue, attempts: registration.provider_attempts };
-          if (graph) {
-            const steps = graph.steps.filter((step) => roots.includes(step.id));
-            await Promise.all(steps.map((step) => enqueueJoin(queues, target, { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
-          } else {
-            await enqueueJoin(queues, target, { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
-          }
-        }
-        return { run_id, created };
-      });
+      return (await jobs()).enqueue(request);
     },
 
     agents: () =>
@@ -270,33 +191,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         );
       }),
 
-    queues: () =>
-      reach(async () => {
-        const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
-        const names = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
-        const tags = await store.tags();
-        // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
-        return Promise.all(
-          names.map(async (name) => {
-            const parts = await Promise.all(
-              tags.map(async (tag) => {
-                const queue = queues.get(name, tag);
-                const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
-                return { counts, workers };
-              }),
-            );
-            const sum = (field: string) => parts.reduce((total, { counts }) => total + (counts[field] ?? 0), 0);
-            return {
-              name,
-              waiting: sum('waiting') + sum('prioritized'),
-              active: sum('active'),
-              delayed: sum('delayed'),
-              failed: sum('failed'),
-              workers: Math.max(0, ...parts.map(({ workers }) => workers)),
-            };
-          }),
-        );
-      }),
+    queues: async () => (await jobs()).queueInfos(),
 
     list: async (query) => {
       const checked = checkListQuery(query);
@@ -370,7 +265,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
         const ending = workflow ? await cancelledWorkflow(run_id, workflow) : { outcome: { status: 'cancelled' as const }, step_id: 's1' };
         const { ended, closed } = await endRun(store, run_id, ending);
-        if (ended) await stopClosedWork(redis, store, queues, run_id, closed);
+        if (ended) await stopClosedWork(redis, store, toolJobs, run_id, closed);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };
       });
     },
@@ -382,40 +277,15 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       }
       const problem = answerProblem(answer);
       if (problem) throw new RequestError('invalid_request', problem);
-      const { approved, reason, by } = answer;
-      return reach(async () => {
-        const status = await store.status(run_id);
-        if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
-        const outcome = await resolveApproval({ store, queues }, run_id, tool_call_id, {
-          approved,
-          ...(reason !== undefined ? { reason } : {}),
-          ...(by !== undefined ? { by } : {}),
-        });
-        switch (outcome.status) {
-          case 'resolved':
-          case 'resolved_before':
-            return outcome.resolution;
-          case 'run_ended':
-            throw new RequestError('not_pending', `tool call '${tool_call_id}' of run '${run_id}' is no longer waiting: the run has ended (${status})`);
-          default:
-            throw new RequestError('not_pending', `tool call '${tool_call_id}' never waited for approval in run '${run_id}'`);
-        }
-      });
+      return (await jobs()).approve(run_id, tool_call_id, answer);
     },
 
     async close() {
-      await queues.close();
+      // Queues opened by an earlier call (one still importing is waited for); a failed import opened none.
+      if (loadedJobs) await (await loadedJobs.catch(() => undefined))?.close();
       if (subscriber) await closeRedis(subscriber);
       await closeRedis(redis);
     },
   };
   return client;
-}
-
-/** A new workflow run's steps: its roots running (with their `StepStarted`), the rest pending. */
-function initialSteps(graph: WorkflowGraph, roots: readonly string[]): InitialSteps {
-  return {
-    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : 'pending'] as const),
-    started: graph.steps.filter((step) => roots.includes(step.id)).map(stepStartedEvent),
-  };
 }

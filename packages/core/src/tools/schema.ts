@@ -1,7 +1,5 @@
-import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import formatsPlugin from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
 
 /** JSON Schema describing a tool's arguments. */
@@ -24,15 +22,24 @@ const AJV_OPTIONS: Options = {
   addUsedSchema: false,
 };
 
+// ajv is loaded when the first schema is compiled, not when core is imported: a process that
+// defines no tool (`arcflow get`, a backend that only enqueues) never pays its ~60 ms. ajv is
+// CommonJS, so a synchronous require keeps `tool()` synchronous; Node caches it after the first.
+const load = createRequire(import.meta.url);
+const ajvModule = () => load('ajv') as typeof import('ajv');
+const ajv2019Module = () => load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
+const ajv2020Module = () => load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
+const formatsModule = () => load('ajv-formats') as typeof import('ajv-formats');
+
 /**
  * The draft a schema declares with `$schema`, and the validator for it. Without `$schema`,
  * draft 2019-09, which also reads every draft-07 keyword (`dependencies`, `items` as a list).
  */
 const DRAFTS: Readonly<Record<string, () => Ajv>> = {
-  '': () => new Ajv2019(AJV_OPTIONS),
-  'http://json-schema.org/draft-07/schema': () => new Ajv(AJV_OPTIONS),
-  'https://json-schema.org/draft/2019-09/schema': () => new Ajv2019(AJV_OPTIONS),
-  'https://json-schema.org/draft/2020-12/schema': () => new Ajv2020(AJV_OPTIONS),
+  '': () => new (ajv2019Module().Ajv2019)(AJV_OPTIONS),
+  'http://json-schema.org/draft-07/schema': () => new (ajvModule().Ajv)(AJV_OPTIONS),
+  'https://json-schema.org/draft/2019-09/schema': () => new (ajv2019Module().Ajv2019)(AJV_OPTIONS),
+  'https://json-schema.org/draft/2020-12/schema': () => new (ajv2020Module().Ajv2020)(AJV_OPTIONS),
 };
 
 const validators = new Map<string, Ajv>();
@@ -48,7 +55,7 @@ function validatorFor(toolName: string, declared: unknown): Ajv {
   let ajv = validators.get(draft);
   if (!ajv) {
     ajv = make();
-    formatsPlugin.default(ajv);
+    formatsModule().default(ajv);
     validators.set(draft, ajv);
   }
   return ajv;

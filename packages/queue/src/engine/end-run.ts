@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { JobId } from '../keys.ts';
 import type { QueuePool } from './join.ts';
 import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
-import { type RunTrace, emitRunSpan } from '../tracing.ts';
+import type { RunTrace } from '../tracing.ts';
 
 /**
  * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's
@@ -23,6 +23,8 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
   if (!tracingEnabled() || !(await store.claimRootSpan(run_id))) return;
   const [run, spec] = await Promise.all([store.getRun(run_id), store.getSpec(run_id)]);
   if (!run?.finished_at || !spec?.trace.traceparent) return;
+  // Imported here, not at the top: a client that cancels without tracing never loads the OpenTelemetry API.
+  const { emitRunSpan } = await import('../tracing.ts');
   emitRunSpan(spec.trace as RunTrace, {
     run_id,
     agent: spec.agent,
@@ -39,7 +41,7 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
  * is told, so in-flight handlers and provider calls stop, and the closed calls' jobs still queued
  * are removed (a job already running is locked, stays, and is told by the publish).
  */
-export async function stopClosedWork(redis: Redis, store: RunStore, queues: QueuePool, run_id: string, closed: readonly RoundCall[]): Promise<void> {
+export async function stopClosedWork(redis: Redis, store: RunStore, queues: Pick<QueuePool, 'removeToolJob'>, run_id: string, closed: readonly RoundCall[]): Promise<void> {
   await redis.publish(store.keys.cancelChannel, run_id);
   await Promise.all(closed.map((call) => queues.removeToolJob(call.tool_name, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { Packr } from 'msgpackr';
+import type { Packr } from 'msgpackr';
 import { SCRIPTS, type ScriptName } from './scripts.ts';
 
 /**
@@ -12,7 +12,17 @@ export type StoreScripts = {
 };
 
 // Plain msgpack maps (no record extension) that Redis's cmsgpack reads; an undefined field is nil, so absent in Lua.
-const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+// msgpackr is loaded by the first script call with a map, not on import: a client that only reads never needs it.
+let packer: Packr | undefined;
+let loadingPacker: Promise<Packr> | undefined;
+const loadPacker = (): Promise<Packr> =>
+  (loadingPacker ??= import('msgpackr').then(
+    ({ Packr }) => (packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true })),
+    (error: unknown) => {
+      loadingPacker = undefined; // a failed load is tried again by the next call
+      throw error;
+    },
+  ));
 
 /**
  * Calls each script by its SHA1 (`EVALSHA`); a server that does not have it yet (new, restarted,
@@ -23,8 +33,9 @@ const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
 export function storeScripts(redis: Redis): StoreScripts {
   const entries = Object.entries(SCRIPTS).map(([name, script]) => {
     const sha = createHash('sha1').update(script.lua).digest('hex');
-    const call = (keys: readonly string[], args: readonly (string | number)[] | Readonly<Record<string, unknown>>) => {
-      const sent = Array.isArray(args) ? (args as (string | number)[]) : [packer.pack(args)];
+    const call = (keys: readonly string[], args: readonly (string | number)[] | Readonly<Record<string, unknown>>): Promise<unknown> => {
+      if (!Array.isArray(args) && !packer) return loadPacker().then(() => call(keys, args));
+      const sent = Array.isArray(args) ? (args as (string | number)[]) : [(packer as Packr).pack(args)];
       return redis.evalsha(sha, script.numberOfKeys, ...keys, ...sent).catch((error: unknown) => {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
         return redis.eval(script.lua, script.numberOfKeys, ...keys, ...sent);

@@ -1,0 +1,14 @@
+/**
+ * `@arcflow/queue/client`: the client and what reads runs (the run store, keys, connections),
+ * without the worker. Importing it loads ioredis and `@arcflow/core`, not BullMQ: the client
+ * imports its queue operations (enqueue, approvals, queue depths) when one is first called, so
+ * a process that only reads runs (`arcflow get`, a status page) starts in the time of a Redis
+ * client. `@arcflow/queue` exports all of this too, with the worker.
+ */
+export { createClient, CLIENT_DEFAULTS, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ListQuery, type AgentInfo, type QueueInfo } from './client.ts';
+export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
+export { RunStore } from './store/run-store.ts';
+export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
+export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
+export { closeRedis, redisRefusal, redactUrl } from './connection.ts';
+export { isPartitionCount, MAX_PARTITIONS } from './store/partition-map.ts';

@@ -1,0 +1,210 @@
+import { randomInt } from 'node:crypto';
+import {
+  type ApprovalAnswer,
+  type ApprovalResolution,
+  RequestError,
+  type WorkflowGraph,
+  checkRunConfig,
+  checkWorkflowConfig,
+  checkWorkflowExecConfig,
+  newRunId,
+  rootSteps,
+  stepStartedEvent,
+  workflowEnqueuedEvent,
+} from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import { resolveApproval } from './engine/approvals.ts';
+import { QueuePool, enqueueJoin } from './engine/join.ts';
+import { stepCarrier } from './engine/workflow-scheduler.ts';
+import { QueueName } from './keys.ts';
+import { nearestName } from './nearest-name.ts';
+import { partitionOfKey, partitionedRunId } from './partitions.ts';
+import type { AgentRegistration, Registry } from './registry.ts';
+import type { InitialSteps, RunStore } from './store/run-store.ts';
+import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
+
+/**
+ * The client's operations on BullMQ's queues: enqueue (adds a run's first jobs), queue depths,
+ * approvals (add the approved call's job), and removing a cancelled call's job. `client.ts` loads
+ * this module on the first call that needs it, so a client that only reads runs never loads
+ * BullMQ, the OpenTelemetry API or msgpack (a process loads what it uses).
+ */
+
+export interface EnqueueRequest {
+  agent: string;
+  input: string;
+  config?: unknown;
+  exec_config?: unknown;
+  /** A second enqueue with the same key returns the first run's id. */
+  idempotency_key?: string;
+}
+
+/** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
+export interface QueueInfo {
+  readonly name: string;
+  readonly waiting: number;
+  readonly active: number;
+  readonly delayed: number;
+  readonly failed: number;
+  readonly workers: number;
+}
+
+/** What the client shares with this module: its connection, store and registry, and how it reaches Redis. */
+export interface ClientContext {
+  readonly redis: Redis;
+  readonly store: RunStore;
+  readonly registry: Registry;
+  readonly prefix: string;
+  /** An agent's registration, cached for a few seconds. */
+  lookup(agent: string): Promise<AgentRegistration | undefined>;
+  /** Runs an operation against Redis, failing with `redis_unavailable` when Redis stays away. */
+  reach<T>(operation: () => Promise<T>): Promise<T>;
+}
+
+/** The client's queue operations, over one pool of queues opened on first use and closed with the client. */
+export class ClientJobs {
+  private readonly queues: QueuePool;
+
+  constructor(private readonly context: ClientContext) {
+    // A lost connection surfaces as the call's redis_unavailable.
+    this.queues = new QueuePool(context.redis, context.store.keys);
+  }
+
+  /** Creates the run (once per idempotency key) and adds its first jobs; the request's fields are checked by the client. */
+  enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }> {
+    const { store, registry, lookup, reach, prefix } = this.context;
+    // Minted once per call (in the partition the map says): every retry below creates this same run, or finds it created.
+    let minted: string | undefined;
+    // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
+    const trace = mintRunTrace();
+    return reach(async () => {
+      minted ??= await this.mintRunId(request.idempotency_key);
+      const registration = await lookup(request.agent);
+      if (!registration) {
+        const known = await registry.known();
+        const nearest = nearestName(request.agent, known);
+        throw new RequestError(
+          'unknown_agent',
+          `unknown agent '${request.agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
+        );
+      }
+      const graph = registration.workflow;
+      if (graph) {
+        checkWorkflowConfig(graph, request.config);
+        checkWorkflowExecConfig(graph, request.exec_config);
+      } else checkRunConfig(request.config);
+      const roots = graph ? rootSteps(graph) : [];
+      // A key first used when the partitions were fewer is found where it was used.
+      const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
+      const { run_id } = earlier
+        ? { run_id: earlier }
+        : await store.createRun(
+            {
+              run_id: minted,
+              agent: request.agent,
+              input: request.input,
+              config: request.config,
+              exec_config: request.exec_config,
+              trace,
+              definition_hash: registration.definition_hash ?? '',
+            },
+            request.idempotency_key,
+            graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+            graph ? initialSteps(graph, roots) : undefined,
+          );
+      const created = run_id === minted;
+      // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
+      const spec = created ? undefined : await store.getSpec(run_id);
+      if (created || spec?.status === 'queued') {
+        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
+        const target = { queue: registration.provider_queue, attempts: registration.provider_attempts };
+        if (graph) {
+          const steps = graph.steps.filter((step) => roots.includes(step.id));
+          await Promise.all(steps.map((step) => enqueueJoin(this.queues, target, { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+        } else {
+          await enqueueJoin(this.queues, target, { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+        }
+      }
+      return { run_id, created };
+    });
+  }
+
+  /** Every queue of the registered agents, workflows and tools: its depth and live workers. */
+  queueInfos(): Promise<QueueInfo[]> {
+    const { store, registry, reach } = this.context;
+    return reach(async () => {
+      const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
+      const names = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
+      const tags = await store.tags();
+      // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
+      return Promise.all(
+        names.map(async (name) => {
+          const parts = await Promise.all(
+            tags.map(async (tag) => {
+              const queue = this.queues.get(name, tag);
+              const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
+              return { counts, workers };
+            }),
+          );
+          const sum = (field: string) => parts.reduce((total, { counts }) => total + (counts[field] ?? 0), 0);
+          return {
+            name,
+            waiting: sum('waiting') + sum('prioritized'),
+            active: sum('active'),
+            delayed: sum('delayed'),
+            failed: sum('failed'),
+            workers: Math.max(0, ...parts.map(({ workers }) => workers)),
+          };
+        }),
+      );
+    });
+  }
+
+  /** Answers a call waiting for approval; the arguments are checked by the client. */
+  approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution> {
+    const { store, reach } = this.context;
+    const { approved, reason, by } = answer;
+    return reach(async () => {
+      const status = await store.status(run_id);
+      if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+      const outcome = await resolveApproval({ store, queues: this.queues }, run_id, tool_call_id, {
+        approved,
+        ...(reason !== undefined ? { reason } : {}),
+        ...(by !== undefined ? { by } : {}),
+      });
+      switch (outcome.status) {
+        case 'resolved':
+        case 'resolved_before':
+          return outcome.resolution;
+        case 'run_ended':
+          throw new RequestError('not_pending', `tool call '${tool_call_id}' of run '${run_id}' is no longer waiting: the run has ended (${status})`);
+        default:
+          throw new RequestError('not_pending', `tool call '${tool_call_id}' never waited for approval in run '${run_id}'`);
+      }
+    });
+  }
+
+  /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */
+  removeToolJob(tool_name: string, run_id: string, job_id: string): Promise<void> {
+    return this.queues.removeToolJob(tool_name, run_id, job_id);
+  }
+
+  async close(): Promise<void> {
+    await this.queues.close();
+  }
+
+  /** A new run's id: in a partition (by its idempotency key, else at random) when there are several. */
+  private async mintRunId(idempotency_key: string | undefined): Promise<string> {
+    const { count } = await this.context.store.partitions.read();
+    if (count <= 1) return newRunId();
+    return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
+  }
+}
+
+/** A new workflow run's steps: its roots running (with their `StepStarted`), the rest pending. */
+function initialSteps(graph: WorkflowGraph, roots: readonly string[]): InitialSteps {
+  return {
+    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : 'pending'] as const),
+    started: graph.steps.filter((step) => roots.includes(step.id)).map(stepStartedEvent),
+  };
+}
