@@ -1,17 +1,34 @@
-import type { WorkflowGraph } from '@arcflow/core';
+import { type RunConfig, type WorkflowGraph, type WorkflowRunConfig, stepRunConfig } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import { providerAttempts, stepTargets } from './engine/jobs.ts';
 import type { Keys } from './keys.ts';
 
 /** What the registry knows of an agent (or workflow): where its provider jobs go and which tools it uses. */
 export interface AgentRegistration {
   readonly provider_queue: string;
   readonly tools: readonly string[];
-  /** Attempts per provider call, as the serving workers are configured. */
+  /** Attempts per provider call (per model, when a step has fallbacks), as the serving workers are configured. */
   readonly provider_attempts: number;
+  /**
+   * How many models each agent step may call, its agent's own and its `model_fallbacks`, by step id
+   * (an agent's one step is `s1`); a provider job gets `provider_attempts` times its step's count.
+   * Absent in registrations from before fallbacks: one.
+   */
+  readonly model_targets?: Readonly<Record<string, number>>;
   /** The agent's definition hash in the worker that registered it last. */
   readonly definition_hash?: string;
   /** Set for a workflow: its graph, from which clients start its first steps and check requests. */
   readonly workflow?: WorkflowGraph;
+}
+
+/**
+ * The attempts of a provider job of `step_id` in a run of this agent or workflow: the attempts
+ * per model times the step's models, from the run's config when it lists `model_fallbacks` (pass
+ * it where it is at hand), else as registered.
+ */
+export function registeredAttempts(registration: AgentRegistration, step_id: string, config?: unknown): number {
+  const own = registration.workflow ? stepRunConfig((config ?? undefined) as WorkflowRunConfig | undefined, step_id) : ((config ?? undefined) as RunConfig | undefined);
+  return providerAttempts(registration.provider_attempts, stepTargets(own, registration.model_targets?.[step_id]));
 }
 
 /**

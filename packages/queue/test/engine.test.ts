@@ -116,7 +116,7 @@ describe('queue engine', () => {
     expect(peak).toBe(1);
   });
 
-  it('pauses the queues of every agent the worker serves on 429, for retry_after_seconds, without spending an attempt', async () => {
+  it('pauses the queues of every agent on the provider that answered 429 (here both agents), for retry_after_seconds, without spending an attempt', async () => {
     const server = await startFakeOpenAI({
       turns: [
         { type: 'status', status: 429, headers: { 'retry-after': '1' } },

@@ -16,6 +16,11 @@ export const Attr = {
   agentName: 'gen_ai.agent.name',
   workflowName: 'arcflow.workflow.name',
   requestModel: 'gen_ai.request.model',
+  /** The request settings a `chat` span carries when set (SPEC §16); no other setting leaves the process. */
+  requestTemperature: 'gen_ai.request.temperature',
+  requestMaxTokens: 'gen_ai.request.max_tokens',
+  requestTopP: 'gen_ai.request.top_p',
+  requestSeed: 'gen_ai.request.seed',
   responseModel: 'gen_ai.response.model',
   finishReasons: 'gen_ai.response.finish_reasons',
   inputTokens: 'gen_ai.usage.input_tokens',

@@ -123,7 +123,19 @@ describe('one trace per run, across two worker processes', () => {
         'gen_ai.usage.output_tokens': 3,
         'arcflow.run_id': run_id,
         'arcflow.step_id': 's1',
+        'gen_ai.request.temperature': 0.3,
+        'gen_ai.request.max_tokens': 256,
+        'gen_ai.request.top_p': 0.8,
+        'gen_ai.request.seed': 11,
       });
+      // No other setting: only the request attributes the GenAI conventions name.
+      expect(Object.keys(chat.attributes).filter((key) => key.startsWith('gen_ai.request.')).sort()).toEqual([
+        'gen_ai.request.max_tokens',
+        'gen_ai.request.model',
+        'gen_ai.request.seed',
+        'gen_ai.request.temperature',
+        'gen_ai.request.top_p',
+      ]);
     }
     expect(chats.map((chat) => chat.attributes['arcflow.iteration']).sort()).toEqual([1, 2, 3]);
     const tools = named('execute_tool ');
@@ -171,6 +183,8 @@ describe('one trace per run, across two worker processes', () => {
     expect(stepJobs.every((span) => span.parentSpanId === step!.spanId)).toBe(true);
     const chat = flow.find((span) => span.name === 'chat fixture-model');
     expect(stepJobs.map((span) => span.spanId)).toContain(chat?.parentSpanId);
+    // An agent without settings: a chat span with none of the request settings.
+    expect(Object.keys(chat!.attributes).filter((key) => key.startsWith('gen_ai.request.'))).toEqual(['gen_ai.request.model']);
     const toolSpan = flow.find((span) => span.name === 'execute_tool probe');
     expect(toolSpan?.attributes).toMatchObject({ 'arcflow.step_id': 'probe_step', 'gen_ai.tool.call.id': 'probe_step' });
   });

@@ -52,6 +52,25 @@ export function joinJobData(data: ToolJobData): ProviderJobData {
 export const PROVIDER_JOB = 'provider';
 export const PROVIDER_BACKOFF = 'arcflow-provider';
 
+/**
+ * A provider job's attempts: each model its step may call (the agent's own, then each of its
+ * `model_fallbacks`) gets `perTarget` of them, so BullMQ's own count of attempts made says which
+ * target a try goes to (`targetForAttempt`), durably, across crashes and workers (SPEC §16).
+ */
+export function providerAttempts(perTarget: number, targets: number): number {
+  return perTarget * Math.max(1, targets);
+}
+
+/**
+ * How many models a step may call: its own and the run config's `model_fallbacks` when the config
+ * lists them (they replace the agent's), else `registered` (the agent's own count; 1 when unknown).
+ */
+export function stepTargets(config: { readonly model_fallbacks?: unknown } | undefined, registered: number | undefined): number {
+  const listed = config?.model_fallbacks;
+  if (Array.isArray(listed)) return 1 + listed.length;
+  return Number.isSafeInteger(registered) && registered! >= 1 ? registered! : 1;
+}
+
 export function providerJobOptions(data: ProviderJobData, attempts: number): JobsOptions {
   return { jobId: JobId.provider(data.run_id, data.step_id, data.iteration), attempts, backoff: { type: PROVIDER_BACKOFF } };
 }

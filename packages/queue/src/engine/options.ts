@@ -19,8 +19,14 @@ export interface WorkerOptions extends ConnectionOptions {
   worker_id?: string;
   /** The agents (and workflows' agents) this worker serves. */
   agents: readonly (Agent | Workflow)[];
-  /** The model backend; required for the `provider` role. */
+  /** The default model backend: the calls of agents that name no `provider` go to it. */
   provider?: ModelProvider;
+  /**
+   * Named model backends (SPEC §16): an agent with `provider: 'fast'` (or a fallback entry naming
+   * it) makes its calls through `providers.fast`. A worker with the `provider` role refuses to
+   * start when a served agent names one it does not hold.
+   */
+  providers?: Readonly<Record<string, ModelProvider>>;
   /** Which jobs this process takes (default both). */
   roles?: readonly WorkerRole[];
   /** Serve only these tools (default: every tool of the served agents). */
@@ -57,6 +63,7 @@ export interface WorkerOptions extends ConnectionOptions {
    * worker serves does not move: see docs/deploy.md.
    */
   serve_partitions?: readonly number[];
+  /** The model of a call whose agent (and run) name none; else the provider's own `defaultModel`. */
   default_model?: string;
   logger?: ToolLogger;
 }
@@ -107,11 +114,13 @@ export function resolveWorkerOptions(options: WorkerOptions) {
   if (roles.length === 0 || roles.some((role) => role !== 'provider' && role !== 'tools')) {
     throw new ConfigError(`roles must be a non-empty list of 'provider' and 'tools', got ${JSON.stringify(roles)}`);
   }
-  if (roles.includes('provider') && !options.provider) throw new ConfigError('the provider role needs a provider');
+  const providers = resolveProviders(options.providers);
+  if (roles.includes('provider') && !options.provider && Object.keys(providers).length === 0) throw new ConfigError('the provider role needs a provider');
   const resolved = {
     ...resolveConnection(options),
     roles: [...roles],
     provider: options.provider,
+    providers,
     tools: options.tools,
     provider_concurrency: options.concurrency?.provider ?? WORKER_DEFAULTS.provider_concurrency,
     tools_concurrency: options.concurrency?.tools ?? WORKER_DEFAULTS.tools_concurrency,
@@ -125,7 +134,8 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     watchdog_ms: options.watchdog_ms ?? WORKER_DEFAULTS.watchdog_ms,
     partitions: options.partitions ?? (clusterNodes(options.redis ?? CONNECTION_DEFAULTS.redis) ? WORKER_DEFAULTS.cluster_partitions : 1),
     serve_partitions: options.serve_partitions === undefined ? undefined : servedPartitions(options.serve_partitions),
-    default_model: options.default_model ?? options.provider?.defaultModel ?? 'default',
+    // Undefined: each call's provider's own default model (see requestFor).
+    default_model: options.default_model,
     logger: options.logger ?? stderrLogger('arcflow.worker'),
   };
   for (const key of [
@@ -144,6 +154,18 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     throw new ConfigError(`max_stalled_count must be an integer >= 0, got ${resolved.max_stalled_count}`);
   }
   return Object.freeze(resolved);
+}
+
+/** Named providers, each checked to be one (an object with an `id` and `complete`). */
+function resolveProviders(providers: WorkerOptions['providers']): Readonly<Record<string, ModelProvider>> {
+  if (providers === undefined) return Object.freeze({});
+  if (providers === null || typeof providers !== 'object' || Array.isArray(providers)) throw new ConfigError('providers must be an object of named model providers');
+  for (const [name, provider] of Object.entries(providers)) {
+    if (typeof provider?.complete !== 'function' || typeof provider.id !== 'string' || provider.id === '') {
+      throw new ConfigError(`providers.${name} must be a model provider (an object with an id and complete())`);
+    }
+  }
+  return Object.freeze({ ...providers });
 }
 
 function servedPartitions(partitions: readonly number[]): ReadonlySet<number> {

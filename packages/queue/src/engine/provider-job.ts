@@ -10,45 +10,33 @@ import {
   buildAgentStepInput,
   stepRunConfig,
   type PlannedCall,
-  type ProviderRequest,
   type ProviderResponse,
   type ResponseDecision,
   type StepState,
-  PROVIDER_RETRY_DEFAULTS,
-  TEST_PROVIDER_ID,
   TERMINAL_STATUSES,
-  type TestTurn,
   agentInvokedEvent,
   agentRespondedEvent,
   applyFinalAnswerNote,
   applyToolRound,
-  asProviderFailure,
-  buildRequest,
-  providerRetryDelayMs,
   checkExecConfig,
   decideResponse,
   initialStepState,
   lostCall,
-  normalizeResponse,
-  providerFailureEvent,
-  providerRunError,
   requestSentEvent,
   responseEvents,
   stepFailedEvent,
   stepRunError,
-  testResponse,
   testStepFor,
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
-import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import { DelayedError, type Job, Worker } from 'bullmq';
-import { SpanKind, failSpan, linkSpans, startChildSpan } from '../tracing.ts';
-import { QueueName } from '../keys.ts';
+import { DelayedError, type Job } from 'bullmq';
+import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
-import { WORKER_DEFAULTS } from './options.ts';
-import { type ProviderJobData, attemptsOf } from './jobs.ts';
+import type { ProviderJobData } from './jobs.ts';
+import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
+import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
@@ -60,6 +48,8 @@ export interface ProviderJobDeps extends RoundDeps {
   readonly scheduler: WorkflowScheduler;
   /** Runs a workflow's tool steps (their jobs are on the workflow's provider queue too). */
   readonly toolSteps: ToolStepProcessor;
+  /** Which provider and model each try of a call goes to (SPEC §16). */
+  readonly models: ModelRouter;
 }
 
 /** How long a job of a run this worker cannot read waits before it is offered again. */
@@ -79,12 +69,6 @@ type CalledProvider =
   | { readonly response: ProviderResponse; readonly decision: ResponseDecision; readonly ended: boolean }
   /** An earlier delivery's response (and plan) stands. */
   | { readonly recorded: RecordedResponse };
-
-interface PreparedCall {
-  readonly provider_id: string;
-  readonly request: ProviderRequest;
-  readonly test: { readonly responses: readonly TestTurn[] } | undefined;
-}
 
 /**
  * Processes provider job `n` of a step: folds round `n-1` into the state (its tool jobs are this
@@ -146,17 +130,25 @@ export class ProviderJobProcessor {
     const ready = await this.readyState(context, snapshot);
     if (ready === 'step-ended') return 'step-done';
     if (!ready) return 'stale';
-    // Folding is deterministic, so the request built from this state is the one any delivery would send.
-    const call = this.prepareCall(context, ready.state);
-    const requestSent = requestSentEvent(step_id, iteration, call.provider_id, call.request);
-    // One per delivery: a write sent again after a lost reply adds it once.
-    const state = await this.commit(context, ready, snapshot.response ? [] : [{ event: requestSent, once: `sent|${step_id}|${iteration}|${job.attemptsStarted}` }]);
-    if (!state) return 'stale';
     if (snapshot.response) {
-      // A re-delivery: the response and the plan decided on it are recorded already.
+      // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
+      const state = await this.commit(context, ready, []);
+      if (!state) return 'stale';
       await this.actOnRecorded(context, state, snapshot.response);
       return 'ok';
     }
+    // Folding is deterministic, so the request built from this state is the one any delivery would
+    // send; the job's attempts made say which of the step's models this try goes to.
+    const call = this.deps.models.prepare({ ...context, test: context.test && 'responses' in context.test ? context.test : undefined, job }, ready.state);
+    if ('error' in call) {
+      const failed = { outcome: { status: 'failed', error: call.error }, step_id, events: [{ event: stepFailedEvent(step_id, call.error) }] } as const;
+      if (await this.commit(context, ready, [])) await this.endStep(context, failed);
+      return call.error.error_code;
+    }
+    const requestSent = requestSentEvent(step_id, iteration, call.provider_id, call.request);
+    // One per delivery: a write sent again after a lost reply adds it once.
+    const state = await this.commit(context, ready, [{ event: requestSent, once: `sent|${step_id}|${iteration}|${job.attemptsStarted}` }]);
+    if (!state) return 'stale';
     const called = await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
     if ('recorded' in called) await this.actOnRecorded(context, state, called.recorded);
@@ -303,16 +295,6 @@ export class ProviderJobProcessor {
     return ready.state;
   }
 
-  /** The request for call `n` and who answers it: the worker's provider, or test mode's script. */
-  private prepareCall(context: StepContext, state: StepState): PreparedCall {
-    const test = context.test && 'responses' in context.test ? context.test : undefined;
-    return {
-      provider_id: test ? TEST_PROVIDER_ID : this.deps.options.provider!.id,
-      request: buildRequest(context.agent, state, context.settings, this.deps.options.default_model),
-      test,
-    };
-  }
-
   /**
    * Round `n-1` folded in from its recorded response and the plan recorded with it (never decided
    * again: a deploy between two jobs must not change what was fanned out), with the recorded
@@ -351,39 +333,17 @@ export class ProviderJobProcessor {
    * calls it fans out are marked open in the same write.
    */
   private async callProvider(context: StepContext, state: StepState, call: PreparedCall, job: Job<ProviderJobData>): Promise<CalledProvider | undefined> {
-    const { store, options, cancellation } = this.deps;
+    const { store, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
-    const { provider_id, request, test } = call;
-    const started = performance.now();
     const { signal, release } = cancellation.signalFor(run_id);
-    const chat = startChildSpan(SpanKind.CLIENT, () => ({
-      name: SpanName.chat(request.model),
-      attributes: {
-        [Attr.operationName]: 'chat',
-        [Attr.providerName]: provider_id,
-        [Attr.requestModel]: request.model,
-        [Attr.runId]: run_id,
-        [Attr.stepId]: step_id,
-        [Attr.iteration]: iteration,
-      },
-    }));
-    let response: ProviderResponse;
-    try {
-      response = normalizeResponse(test ? testResponse(test, iteration) : await options.provider!.complete(request, { signal }), iteration);
-      chat.setAttributes({
-        [Attr.inputTokens]: response.usage.input,
-        [Attr.outputTokens]: response.usage.output,
-        [Attr.finishReasons]: [response.finish_reason],
-        ...(response.model ? { [Attr.responseModel]: response.model } : {}),
-      });
-    } catch (thrown) {
-      failSpan(chat, asProviderFailure(thrown).error_code);
-      return this.providerFailed(context, job, provider_id, thrown);
-    } finally {
-      chat.end();
-      release();
+    const answer = await callModel(call, { run_id, step_id, iteration }, signal).finally(release);
+    if ('thrown' in answer) {
+      const error = await providerFailed(this.deps, job, call, answer.thrown);
+      await this.endStep(context, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
+      return undefined;
     }
-    const events = responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started));
+    const { response } = answer;
+    const events = responseEvents(state, call.provider_id, call.request.model, response, answer.latency_ms);
     // Decided before recording, so the round of calls it fans out is opened in the same write.
     const decision = markApprovals(decideResponse(context.agent, state, context.settings, response, context.spent), { step_id, iteration }, run_id, this.deps.logger);
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
@@ -393,7 +353,13 @@ export class ProviderJobProcessor {
       run_id,
       step_id,
       iteration,
-      { response, plan: planOf(decision, (planned) => fansOut(planned, context.settings)), spent: context.spent },
+      {
+        response,
+        plan: planOf(decision, (planned) => fansOut(planned, context.settings)),
+        spent: context.spent,
+        // Which of the step's models answered: the agent's own, or a fallback.
+        target: { provider_id: call.provider_id, model: call.request.model },
+      },
       events.map((event) => ({ event })),
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
@@ -404,45 +370,6 @@ export class ProviderJobProcessor {
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
     if (ending) await emitRunSpanOnce(store, run_id);
     return { response, decision, ended: ending !== undefined };
-  }
-
-  /**
-   * A 429 pauses the provider's queue for every worker, without spending an attempt; retryable
-   * errors go back to BullMQ's backoff; the last attempt or a permanent error fails the run.
-   */
-  private async providerFailed(context: StepContext, job: Job<ProviderJobData>, provider_id: string, thrown: unknown): Promise<undefined> {
-    const { store, options, queues } = this.deps;
-    const { run_id, step_id, iteration } = context.data;
-    const failure = asProviderFailure(thrown);
-    const attempt = job.attemptsMade + 1;
-    const maxAttempts = attemptsOf(job);
-    const waitMs = providerRetryDelayMs(failure, attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
-    // The failure's own sentence, never the provider's error text (which may echo the prompt):
-    // arcflow's providers and response checks word their failures themselves.
-    this.deps.logger.warn('provider call failed', {
-      run_id,
-      step_id,
-      iteration,
-      provider: provider_id,
-      error_code: failure.error_code,
-      status: failure.status,
-      retryable: failure.retryable,
-      attempt,
-      reason: failure.message,
-    });
-    const failed = providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000));
-    await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
-    if (failure.rateLimited && job.attemptsStarted <= maxAttempts + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
-      // The provider said to wait: every agent (and workflow) this worker serves calls it, so each one's queue waits.
-      const served = [...this.deps.agents.keys(), ...this.deps.workflows.keys()];
-      const tags = await this.deps.store.tags();
-      await Promise.all(served.flatMap((name) => tags.map((tag) => queues.get(QueueName.agent(name), tag).rateLimit(waitMs))));
-      throw Worker.RateLimitError();
-    }
-    if (failure.retryable && !failure.rateLimited && attempt < maxAttempts) throw new Error(`provider call failed (${failure.error_code}); retrying`);
-    const error = providerRunError(failure, attempt);
-    await this.endStep(context, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
-    return undefined;
   }
 
   /** Acts on the decision for response `n`. */

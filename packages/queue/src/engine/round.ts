@@ -1,11 +1,11 @@
 import type { Agent, CallPlace, ExecuteCall, PlannedCall, RunSpent, StepSettings, TestStep } from '@arcflow/core';
-import { backoffMs, plannedCallEvents } from '@arcflow/core';
+import { backoffMs, modelTargets, plannedCallEvents } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
 import type { RunSpec } from '../store/run-store.ts';
 import { requestApproval } from './approvals.ts';
-import { type JoinTarget, type ProviderJobData, type ToolJobData, toolJobOptions } from './jobs.ts';
+import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import type { ResolvedWorkerOptions } from './options.ts';
 import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
@@ -92,7 +92,11 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
   const { run_id, step_id, iteration } = context.data;
   const trace = childCarrier(context.data.trace, context.span);
   // A workflow step's jobs stay on the workflow's queue: only workers serving the workflow take them.
-  const join: JoinTarget = context.workflow?.queue ?? { queue: QueueName.agent(context.agent.name), attempts: options.provider_attempts };
+  // Each of the step's models gets the configured attempts (SPEC §16).
+  const join: JoinTarget = {
+    queue: context.workflow?.queue.queue ?? QueueName.agent(context.agent.name),
+    attempts: providerAttempts(options.provider_attempts, modelTargets(context.agent, context.settings).length),
+  };
   if (calls.length === 0) {
     await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
     return;

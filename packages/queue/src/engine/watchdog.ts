@@ -2,7 +2,7 @@ import { ErrorCode, RUN_STEP_ID, type RunError, type ToolLogger, ToolResultText,
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, QueueName } from '../keys.ts';
-import type { Registry } from '../registry.ts';
+import { type Registry, registeredAttempts } from '../registry.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { StepFrontier } from '../store/watchdog-store.ts';
 import { type RunTrace, firstJobCarrier } from '../tracing.ts';
@@ -133,13 +133,13 @@ export class Watchdog {
     }
     for (const { step_id, frontier } of frontiers) {
       if (!frontier) continue;
-      await this.repair(run_id, step_id, frontier, providerQueue, registration.provider_attempts);
+      await this.repair(run_id, step_id, frontier, providerQueue, registeredAttempts(registration, step_id));
       this.deps.logger.warn('watchdog re-added the next job of a run that had stopped', { run_id, step_id, iteration: frontier.next, repair: repairs });
     }
     if (graph && view) {
       // Steps that could start (or a run that could end) after a step was settled by a process that died before moving the run on.
       const queue = { queue: registration.provider_queue, attempts: registration.provider_attempts };
-      await this.deps.scheduler.advance({ run_id, graph, queue, trace: head.trace }, view);
+      await this.deps.scheduler.advance({ run_id, graph, queue, targets: registration.model_targets ?? {}, trace: head.trace }, view);
     }
     await store.watchdog.markChecked(run_id, nowMs);
     return 'repaired';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Agent, ConfigError, NamePattern, type ToolDefinition, Workflow, backoffMs, stepFailedEvent, stepRunError } from '@arcflow/core';
+import { type Agent, ConfigError, NamePattern, type ToolDefinition, Workflow, backoffMs, modelTargets, stepFailedEvent, stepRunError } from '@arcflow/core';
 import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
@@ -14,6 +14,8 @@ import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemp
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
 import { ProviderJobProcessor } from './provider-job.ts';
+import { ModelRouter } from './model-call.ts';
+import { retryDelayOf } from './provider-failure.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
 import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from './approvals.ts';
@@ -45,6 +47,8 @@ export interface ArcflowWorker {
 export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> {
   const options = resolveWorkerOptions(input);
   const { agents, workflows } = collectDefinitions(input.agents);
+  // Refuses, before connecting, an agent (or fallback) whose provider this worker lacks.
+  const models = options.roles.includes('provider') ? new ModelRouter(options, { agents, workflows }) : undefined;
   const tools = collectTools(agents, workflows, options.tools);
   const id = input.worker_id ?? newWorkerId();
   // One connection for BullMQ and the store; each tick's commands go out in one socket write
@@ -99,8 +103,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const rebalance = () => {
     for (const { worker, budget } of shared) worker.concurrency = share(budget);
   };
-  if (options.roles.includes('provider')) {
-    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues };
+  if (models) {
+    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
     const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
       if (job?.name === APPROVAL_TIMEOUT_JOB) return;
@@ -135,7 +139,11 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
           prefix: tag,
           concurrency: share(options.provider_concurrency),
           limiter: PROVIDER_WORKER_LIMITER,
-          settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+          // A provider failure says how long its next try waits (a hand-over to a fallback waits for nothing).
+          settings: {
+            backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
+              retryDelayOf(error) ?? backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms),
+          },
         });
         worker.on('failed', onFailed);
         worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
@@ -146,6 +154,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         provider_queue: queueName,
         tools: definition.tools.map((tool) => tool.name),
         provider_attempts: options.provider_attempts,
+        model_targets: modelTargetCounts(definition),
         definition_hash: definition.definition_hash,
         ...(definition instanceof Workflow ? { workflow: definition.graph } : {}),
       });
@@ -238,6 +247,12 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
       return closing;
     },
   };
+}
+
+/** How many models each agent step may call (its own and its fallbacks), by step id: an agent's one step is `s1`. */
+function modelTargetCounts(definition: Agent | Workflow): Record<string, number> {
+  if (!(definition instanceof Workflow)) return { s1: modelTargets(definition, definition.settings).length };
+  return Object.fromEntries(definition.steps.flatMap((step) => (step.type === 'agent' ? [[step.id, modelTargets(step.agent, step.agent.settings).length]] : [])));
 }
 
 /** A worker id: `worker_` and 8 hex characters. */

@@ -5,8 +5,11 @@ import {
   type WorkflowEnd,
   type Workflow,
   type WorkflowGraph,
+  type WorkflowRunConfig,
+  modelTargets,
   planMoves,
   sinkSteps,
+  stepRunConfig,
   stepCompletedEvent,
   workflowOutput,
   workflowRunError,
@@ -18,21 +21,30 @@ import { CANCEL_CLOSING, type RunEnding, type RunStore } from '../store/run-stor
 import type { StepEnding, StepsView } from '../store/workflow-store.ts';
 import { emitStepSpan, firstJobCarrier, stepTraceparent } from '../tracing.ts';
 import { endRun, stopClosedWork } from './end-run.ts';
-import type { JoinTarget, ProviderJobData, TraceCarrier } from './jobs.ts';
+import { type JoinTarget, type ProviderJobData, type TraceCarrier, providerAttempts, stepTargets } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 
 /** What the scheduler needs of a workflow run: its graph, its provider queue, and the run's trace. */
 export interface WorkflowRun {
   readonly run_id: string;
   readonly graph: WorkflowGraph;
-  /** The workflow's provider queue: every step's provider jobs (and a tool step's join) go there. */
+  /**
+   * The workflow's provider queue: every step's provider jobs (and a tool step's join) go there,
+   * with `attempts` per model: an agent step's jobs get that times its `targets`.
+   */
   readonly queue: JoinTarget;
+  /** How many models each agent step may call (its agent's and its fallbacks); absent: one. */
+  readonly targets?: Readonly<Record<string, number>>;
   readonly trace: { readonly traceparent?: string; readonly request?: string };
 }
 
-/** The scheduler's view of a run of `workflow` on this worker: its provider queue takes `attempts` per job. */
-export function workflowRunOf(workflow: Workflow, spec: { run_id: string; trace: WorkflowRun['trace'] }, attempts: number): WorkflowRun {
-  return { run_id: spec.run_id, graph: workflow.graph, queue: { queue: QueueName.agent(workflow.name), attempts }, trace: spec.trace };
+/** The scheduler's view of a run of `workflow` on this worker: its provider queue takes `attempts` per model per job. */
+export function workflowRunOf(workflow: Workflow, spec: { run_id: string; config?: unknown; trace: WorkflowRun['trace'] }, attempts: number): WorkflowRun {
+  const config = spec.config as WorkflowRunConfig | undefined;
+  const targets = Object.fromEntries(
+    workflow.steps.flatMap((step) => (step.type === 'agent' ? [[step.id, stepTargets(stepRunConfig(config, step.id), modelTargets(step.agent, step.agent.settings).length)]] : [])),
+  );
+  return { run_id: spec.run_id, graph: workflow.graph, queue: { queue: QueueName.agent(workflow.name), attempts }, targets, trace: spec.trace };
 }
 
 export interface SchedulerDeps {
@@ -90,7 +102,7 @@ export class WorkflowScheduler {
     await Promise.all(
       steps.map((step) => {
         const data: ProviderJobData = { run_id: run.run_id, step_id: step.id, iteration: 1, trace: stepCarrier(run.trace, step) };
-        return enqueueJoin(this.deps.queues, run.queue, data);
+        return enqueueJoin(this.deps.queues, { queue: run.queue.queue, attempts: providerAttempts(run.queue.attempts, run.targets?.[step.id] ?? 1) }, data);
       }),
     );
   }
@@ -145,6 +157,9 @@ export class WorkflowDirectory {
       run_id,
       graph: registration.workflow,
       queue: { queue: registration.provider_queue, attempts: registration.provider_attempts },
+      // The run's config is not read here: a step whose run lists its own fallbacks gets its agent's
+      // count of attempts, shared evenly among the run's models (see ModelRouter.prepare).
+      targets: registration.model_targets ?? {},
       trace: trace.traceparent ? { traceparent: trace.traceparent } : {},
     };
   }

@@ -36,12 +36,24 @@ export interface RecordedCall {
 /** What the loop decided on a response: recorded with it, so a later job never decides again. */
 export type RecordedPlan = { readonly type: 'complete' | 'fail' | 'final_answer' } | { readonly type: 'tools'; readonly calls: readonly RecordedCall[] };
 
-/** A response as the store keeps it: the model's answer and the decision taken on it. */
+/** The model that answered a call: the agent's own, or one of its `model_fallbacks` (SPEC §16). */
+export interface AnsweredBy {
+  readonly provider_id: string;
+  readonly model: string;
+}
+
+/**
+ * A response as the store keeps it: the model's answer and the decision taken on it. Format 2
+ * gained `target` as an optional field: a reader that predates it ignores it, and a response
+ * recorded before it has none, so both directions of a rolling deploy read each other's values.
+ */
 export interface RecordedResponse {
   readonly response: ProviderResponse;
   readonly plan: RecordedPlan;
   /** What the run had spent before this response (the budget's view when the plan was decided); absent when it was nothing. */
   readonly spent?: RunSpent;
+  /** The provider and model that answered; absent in responses recorded before fallbacks existed. */
+  readonly target?: AnsweredBy;
 }
 
 /** The plan to record for a decision; `fansOut` says which calls became tool jobs. */
@@ -94,7 +106,15 @@ export function writeResponse(recorded: RecordedResponse): string {
 export function readResponse(json: string, what: string): RecordedResponse {
   const value = unwrap(json, what);
   const spent = value.spent as RunSpent | undefined;
-  return { response: value.response as ProviderResponse, plan: value.plan as RecordedPlan, ...(spent ? { spent } : {}) };
+  const target = value.target === undefined ? undefined : answeredBy(value.target, what);
+  return { response: value.response as ProviderResponse, plan: value.plan as RecordedPlan, ...(spent ? { spent } : {}), ...(target ? { target } : {}) };
+}
+
+/** A recorded `target`, checked: two non-empty strings, else the value is unreadable. */
+function answeredBy(value: unknown, what: string): AnsweredBy {
+  const { provider_id, model } = (value ?? {}) as Record<string, unknown>;
+  if (typeof provider_id !== 'string' || provider_id === '' || typeof model !== 'string' || model === '') throw new StoredFormatError(`${what}'s target`, 'malformed');
+  return { provider_id, model };
 }
 
 function unwrap(json: string, what: string): Record<string, unknown> {

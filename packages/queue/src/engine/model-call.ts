@@ -1,0 +1,203 @@
+import {
+  type Agent,
+  ConfigError,
+  type ModelProvider,
+  type ModelSettings,
+  type ModelTarget,
+  type ProviderRequest,
+  type ProviderResponse,
+  type RunError,
+  type StepSettings,
+  type StepState,
+  TEST_PROVIDER_ID,
+  type TestTurn,
+  type Workflow,
+  asProviderFailure,
+  buildRequest,
+  modelTargets,
+  normalizeResponse,
+  providerFor,
+  requestFor,
+  stepRunError,
+  targetForAttempt,
+  testResponse,
+} from '@arcflow/core';
+import { Attr, SpanName } from '@arcflow/telemetry/semconv';
+import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
+import { QueueName } from '../keys.ts';
+import { attemptsOf } from './jobs.ts';
+
+/** One try of a provider call: who answers it, with what request, and where the try stands among the step's models. */
+export interface PreparedCall {
+  /** Undefined in test mode: the run's scripted turns answer. */
+  readonly provider: ModelProvider | undefined;
+  readonly provider_id: string;
+  readonly request: ProviderRequest;
+  readonly test: { readonly responses: readonly TestTurn[] } | undefined;
+  /** This try's number at its target (1 for the first). */
+  readonly attempt: number;
+  /** How many tries each target gets. */
+  readonly attemptsPerTarget: number;
+  /** A later target (a `model_fallbacks` entry) takes over once this one's tries are spent. */
+  readonly fallsBack: boolean;
+}
+
+/** What a provider job's step gives the router: its agent, settings, test mode and its job's attempt counts. */
+export interface CallSite {
+  readonly agent: Agent;
+  readonly settings: StepSettings;
+  readonly test: { readonly responses: readonly TestTurn[] } | undefined;
+  /** BullMQ's count of the job's failed tries, and its attempts in all. */
+  readonly job: { readonly attemptsMade: number; readonly opts: { readonly attempts?: number } };
+}
+
+/**
+ * Where a worker's model calls go (SPEC §16): each agent's provider (a named one, else the
+ * worker's default), each of its fallbacks in turn, and which provider queues a provider's 429
+ * pauses. Built once when the worker starts, which is when an agent naming a provider the worker
+ * lacks is refused.
+ */
+export class ModelRouter {
+  /** Provider → the provider queues whose agents' calls go to it first. */
+  private readonly queuesOf = new Map<ModelProvider, Set<string>>();
+
+  constructor(
+    private readonly options: {
+      readonly provider: ModelProvider | undefined;
+      readonly providers: Readonly<Record<string, ModelProvider>>;
+      readonly default_model: string | undefined;
+    },
+    served: { readonly agents: ReadonlyMap<string, Agent>; readonly workflows: ReadonlyMap<string, Workflow> },
+  ) {
+    for (const agent of served.agents.values()) {
+      // Throws the one-line ConfigError for a provider this worker lacks, the agent's own or a fallback's.
+      const [primary] = modelTargets(agent, agent.settings).map((target) => providerFor(target, options.providers, options.provider, agent.name));
+      this.pausedWith(primary!, QueueName.agent(agent.name));
+    }
+    for (const workflow of served.workflows.values()) {
+      for (const step of workflow.steps) if (step.type === 'agent') this.pausedWith(this.primaryOf(step.agent), QueueName.agent(workflow.name));
+    }
+  }
+
+  /**
+   * The request for this try of call `n` and who answers it: the target `targetForAttempt` picks
+   * from the job's attempts made (each target gets an equal share of the job's attempts), or test
+   * mode's script. An error when the run's own `model_fallbacks` name a provider this worker lacks.
+   */
+  prepare(site: CallSite, state: StepState): PreparedCall | { readonly error: RunError } {
+    const { agent, settings, test, job } = site;
+    const base = buildRequest(agent, state, settings, this.options.default_model ?? 'default');
+    const targets = modelTargets(agent, settings);
+    if (test) {
+      // Test mode's turns stand for the agent's own model; fallbacks are never needed.
+      const primary = targets[0]!;
+      return {
+        provider: undefined,
+        provider_id: TEST_PROVIDER_ID,
+        request: requestFor(base, primary, this.options.default_model, this.primaryOf(agent)),
+        test,
+        attempt: job.attemptsMade + 1,
+        attemptsPerTarget: attemptsOf(job),
+        fallsBack: false,
+      };
+    }
+    let providers: ModelProvider[];
+    try {
+      providers = targets.map((target) => providerFor(target, this.options.providers, this.options.provider, agent.name));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return { error: stepRunError('unknown_provider', error.message) };
+    }
+    const attemptsPerTarget = Math.max(1, Math.floor(attemptsOf(job) / targets.length));
+    const { target, attempt } = targetForAttempt(targets, job.attemptsMade, attemptsPerTarget);
+    const provider = providers[target.entry]!;
+    return {
+      provider,
+      provider_id: provider.id,
+      request: requestFor(base, target, this.options.default_model, provider),
+      test: undefined,
+      attempt,
+      attemptsPerTarget,
+      fallsBack: target.entry < targets.length - 1,
+    };
+  }
+
+  /**
+   * The provider queues a 429 from `provider` pauses: those of the agents (and workflows) whose
+   * calls go to it first, and the queue of the job that met it (a fallback's provider may answer
+   * 429 to an agent whose own provider is another).
+   */
+  queuesPausedBy(provider: ModelProvider | undefined, ownQueue: string): string[] {
+    return [...new Set([...(provider ? (this.queuesOf.get(provider) ?? []) : []), ownQueue])];
+  }
+
+  private primaryOf(agent: Agent): ModelProvider | undefined {
+    const primary: ModelTarget = { entry: 0, provider: agent.provider, model: undefined };
+    try {
+      return providerFor(primary, this.options.providers, this.options.provider, agent.name);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private pausedWith(provider: ModelProvider | undefined, queue: string): void {
+    if (!provider) return;
+    const queues = this.queuesOf.get(provider) ?? new Set<string>();
+    queues.add(queue);
+    this.queuesOf.set(provider, queues);
+  }
+}
+
+/** A try's outcome: the response, normalised, with its latency; or what the provider threw. */
+export type ModelAnswer = { readonly response: ProviderResponse; readonly latency_ms: number } | { readonly thrown: unknown };
+
+/**
+ * Makes one try of a call under its `chat` span: the GenAI request attributes (the model, and
+ * the settings the conventions name, only when set), the provider that answered, the usage.
+ */
+export async function callModel(
+  call: PreparedCall,
+  place: { readonly run_id: string; readonly step_id: string; readonly iteration: number },
+  signal: AbortSignal,
+): Promise<ModelAnswer> {
+  const { provider_id, request, test } = call;
+  const started = performance.now();
+  const chat = startChildSpan(SpanKind.CLIENT, () => ({
+    name: SpanName.chat(request.model),
+    attributes: {
+      [Attr.operationName]: 'chat',
+      [Attr.providerName]: provider_id,
+      [Attr.requestModel]: request.model,
+      ...requestAttributes(request.settings),
+      [Attr.runId]: place.run_id,
+      [Attr.stepId]: place.step_id,
+      [Attr.iteration]: place.iteration,
+    },
+  }));
+  try {
+    const response = normalizeResponse(test ? testResponse(test, place.iteration) : await call.provider!.complete(request, { signal }), place.iteration);
+    chat.setAttributes({
+      [Attr.inputTokens]: response.usage.input,
+      [Attr.outputTokens]: response.usage.output,
+      [Attr.finishReasons]: [response.finish_reason],
+      ...(response.model ? { [Attr.responseModel]: response.model } : {}),
+    });
+    return { response, latency_ms: Math.round(performance.now() - started) };
+  } catch (thrown) {
+    failSpan(chat, asProviderFailure(thrown).error_code);
+    return { thrown };
+  } finally {
+    chat.end();
+  }
+}
+
+/** The settings a `chat` span may carry (SPEC §16): temperature, max_tokens, top_p and seed, each only when set. */
+function requestAttributes(settings: ModelSettings | undefined): Record<string, number> {
+  if (!settings) return {};
+  const attributes: Record<string, number> = {};
+  if (settings.temperature !== undefined) attributes[Attr.requestTemperature] = settings.temperature;
+  if (settings.max_tokens !== undefined) attributes[Attr.requestMaxTokens] = settings.max_tokens;
+  if (settings.top_p !== undefined) attributes[Attr.requestTopP] = settings.top_p;
+  if (settings.seed !== undefined) attributes[Attr.requestSeed] = settings.seed;
+  return attributes;
+}
