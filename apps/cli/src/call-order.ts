@@ -1,5 +1,5 @@
 import type { TraceEvent } from '@arcflow/core';
-import { RunStore, connectRedis, resolveConnection } from '@arcflow/queue';
+import { RunStore, connectRedis, resolveConnection } from '@arcflow/queue/client';
 
 /** Each round's tool call ids in the model's order, by {@link roundKey}. */
 export type CallOrder = ReadonlyMap<string, readonly string[]>;

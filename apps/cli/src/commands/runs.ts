@@ -1,5 +1,5 @@
 import { RequestError, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
-import { type ArcflowClient, createClient } from '@arcflow/queue';
+import { type ArcflowClient, createClient } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatRun, formatRunList } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
