@@ -5,6 +5,7 @@ import {
   RequestError,
   type WorkflowGraph,
   checkRunConfig,
+  checkToolChoice,
   checkWorkflowConfig,
   checkWorkflowExecConfig,
   newRunId,
@@ -19,7 +20,7 @@ import { stepCarrier } from './engine/workflow-scheduler.ts';
 import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
-import type { AgentRegistration, Registry } from './registry.ts';
+import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 
@@ -92,7 +93,11 @@ export class ClientJobs {
       if (graph) {
         checkWorkflowConfig(graph, request.config);
         checkWorkflowExecConfig(graph, request.exec_config);
-      } else checkRunConfig(request.config);
+      } else {
+        const own = checkRunConfig(request.config);
+        // A forced tool must be one the agent has: the registration names its tools.
+        if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
+      }
       const roots = graph ? rootSteps(graph) : [];
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
@@ -117,12 +122,13 @@ export class ClientJobs {
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {
         const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
-        const target = { queue: registration.provider_queue, attempts: registration.provider_attempts };
+        // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
+        const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
         if (graph) {
           const steps = graph.steps.filter((step) => roots.includes(step.id));
-          await Promise.all(steps.map((step) => enqueueJoin(this.queues, target, { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+          await Promise.all(steps.map((step) => enqueueJoin(this.queues, target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
         } else {
-          await enqueueJoin(this.queues, target, { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+          await enqueueJoin(this.queues, target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
         }
       }
       return { run_id, created };

@@ -1,0 +1,287 @@
+import { Agent, ConfigError, type ModelProvider, type TraceEvent, Workflow, silentLogger, tool } from '@arcflow/core';
+import { openaiProvider } from '@arcflow/provider-openai';
+import { QueueName, type WorkerOptions, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Queue } from 'bullmq';
+import { type FakeOpenAIServer, type FakeTurn, TEST_REDIS_URL, assertEventInvariants, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { FAST, collect, testResources, until } from './harness.ts';
+
+// SPEC §16 through the BullMQ engine: model settings on the wire, named providers, fallbacks, and
+// a 429 that pauses only the provider that sent it. Real Redis, real BullMQ, fake OpenAI servers.
+
+const { prefixes, open, redis } = testResources();
+
+const noop = tool({ name: 'noop', description: 'does nothing', input_schema: { type: 'object' }, handler: async () => 'nothing' });
+
+async function server(options: { turns?: FakeTurn[]; fallback?: () => FakeTurn } = {}): Promise<FakeOpenAIServer> {
+  const started = await startFakeOpenAI(options);
+  open.push(started);
+  return started;
+}
+
+const openai = (fake: FakeOpenAIServer, id: string, model = `${id}-default`): ModelProvider => openaiProvider({ base_url: fake.url, api_key: 'k', id, model });
+
+async function engine(name: string, options: Omit<WorkerOptions, 'redis' | 'prefix'>) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const worker = await startWorker({ redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST, ...options });
+  open.push(worker);
+  const client = createClient({ redis: TEST_REDIS_URL, prefix });
+  open.push(client);
+  const run = async (agent: string, config?: unknown) => {
+    const { run_id } = await client.enqueue({ agent, input: 'go', ...(config === undefined ? {} : { config }) });
+    const record = await client.wait(run_id, { timeout_ms: 20_000 });
+    const events = await collect(client, run_id);
+    assertEventInvariants(events);
+    return { run_id, record, events };
+  };
+  return { prefix, client, run };
+}
+
+const ofKind = <K extends TraceEvent['kind']>(events: TraceEvent[], kind: K) => events.filter((event): event is Extract<TraceEvent, { kind: K }> => event.kind === kind);
+
+describe('model settings through a worker', () => {
+  const settings = {
+    temperature: 0.2,
+    top_p: 0.9,
+    max_tokens: 64,
+    stop: ['END'],
+    seed: 7,
+    frequency_penalty: 0.5,
+    presence_penalty: -0.5,
+    parallel_tool_calls: false,
+    tool_choice: 'auto',
+    reasoning_effort: 'low',
+    extra_body: { top_k: 40 },
+  } as const;
+
+  it("sends every setting under its wire name, and a run's config.model_settings over the agent's, key by key; events carry none of them", async () => {
+    const fake = await server({ fallback: () => ({ type: 'text', content: 'ok' }) });
+    const { run } = await engine('settings-wire', { agents: [new Agent({ name: 'tuned', tools: [noop], model_settings: settings })], provider: openai(fake, 'local') });
+    const plain = await run('tuned');
+    expect(plain.record.status).toBe('completed');
+    // Not OpenAI's own host, so max_tokens goes as max_tokens; extra_body's keys are merged in.
+    expect(fake.requests[0]!.body).toMatchObject({
+      temperature: 0.2,
+      top_p: 0.9,
+      max_tokens: 64,
+      stop: ['END'],
+      seed: 7,
+      frequency_penalty: 0.5,
+      presence_penalty: -0.5,
+      parallel_tool_calls: false,
+      tool_choice: 'auto',
+      reasoning_effort: 'low',
+      top_k: 40,
+    });
+    const overridden = await run('tuned', { model_settings: { temperature: 1.5, seed: 9 } });
+    expect(overridden.record.status).toBe('completed');
+    expect(fake.requests[1]!.body).toMatchObject({ temperature: 1.5, seed: 9, top_p: 0.9, max_tokens: 64, top_k: 40 });
+    // Settings never appear in events (SPEC §16).
+    const logged = JSON.stringify([...plain.events, ...overridden.events]);
+    for (const key of ['temperature', 'top_p', 'max_tokens', 'top_k', 'seed', 'reasoning_effort', 'END']) expect(logged).not.toContain(key);
+  });
+
+  it("sends tool_choice 'required' on a step's first call and 'auto' after it, so the run ends; a named choice goes in the function form", async () => {
+    const fake = await server({
+      turns: [
+        { type: 'tools', calls: [{ name: 'noop', arguments: {} }] },
+        { type: 'text', content: 'done' },
+        { type: 'tools', calls: [{ name: 'noop', arguments: {} }] },
+        { type: 'text', content: 'done again' },
+      ],
+    });
+    const { run } = await engine('tool-choice', {
+      agents: [new Agent({ name: 'forced', tools: [noop], model_settings: { tool_choice: 'required' } })],
+      provider: openai(fake, 'local'),
+    });
+    const forced = await run('forced');
+    expect(forced.record).toMatchObject({ status: 'completed', output: 'done' });
+    expect(fake.requests.slice(0, 2).map((request) => request.body.tool_choice)).toEqual(['required', 'auto']);
+    const named = await run('forced', { model_settings: { tool_choice: { name: 'noop' } } });
+    expect(named.record).toMatchObject({ status: 'completed', output: 'done again' });
+    expect(fake.requests.slice(2).map((request) => request.body.tool_choice)).toEqual([{ type: 'function', function: { name: 'noop' } }, 'auto']);
+  });
+
+  it('refuses a bad model_settings or model_fallbacks value at enqueue, naming the key, and queues nothing', async () => {
+    const fake = await server({ fallback: () => ({ type: 'text', content: 'ok' }) });
+    const { client, prefix } = await engine('settings-refused', { agents: [new Agent({ name: 'strict', tools: [noop] })], provider: openai(fake, 'local') });
+    const refused: [unknown, RegExp][] = [
+      [{ model_settings: { temperature: 3 } }, /^config\.model_settings\.temperature: expected a number from 0 to 2$/],
+      [{ model_settings: { max_tokens: 0 } }, /^config\.model_settings\.max_tokens: expected an integer >= 1$/],
+      [{ model_settings: { extra_body: { model: 'x' } } }, /^config\.model_settings\.extra_body: may not set 'model'/],
+      [{ model_settings: { tool_choice: { name: 'missing' } } }, /^config\.model_settings\.tool_choice: names 'missing', which is not one of the agent's tools \(noop\)$/],
+      [{ model_settings: { temprature: 1 } }, /temprature.*temperature/],
+      [{ temperature: 1 }, /model_settings\.temperature/],
+      [{ model_fallbacks: [{ model: '' }] }, /^config\.model_fallbacks\[0\]\.model: expected a non-empty string$/],
+      [{ model_fallbacks: [1, 2, 3, 4, 5].map((n) => ({ model: `m${n}` })) }, /^config\.model_fallbacks: expected a list of at most 4/],
+    ];
+    for (const [config, message] of refused) await expect(client.enqueue({ agent: 'strict', input: 'go', config })).rejects.toThrow(message);
+    expect((await client.list()).runs).toEqual([]);
+    const queue = new Queue(QueueName.agent('strict'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(queue);
+    expect(Object.values(await queue.getJobCounts()).every((count) => count === 0)).toBe(true);
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe('several providers', () => {
+  it('sends each agent’s calls through its own provider, a workflow step’s too, with the provider’s id in events and its default model', async () => {
+    const alphaServer = await server({ fallback: () => ({ type: 'text', content: 'from alpha' }) });
+    const betaServer = await server({ fallback: () => ({ type: 'text', content: 'from beta' }) });
+    const flow = new Workflow({ name: 'flow', steps: [{ id: 'write', agent: new Agent({ name: 'flow_writer', provider: 'beta', model: 'beta-flow' }) }] });
+    const { run } = await engine('two-providers', {
+      agents: [new Agent({ name: 'on_alpha', provider: 'alpha' }), new Agent({ name: 'on_beta', provider: 'beta', model: 'beta-model' }), flow],
+      providers: { alpha: openai(alphaServer, 'alpha'), beta: openai(betaServer, 'beta') },
+    });
+    const [alpha, beta, flowRun] = await Promise.all([run('on_alpha'), run('on_beta'), run('flow')]);
+    expect(alpha.record).toMatchObject({ status: 'completed', output: 'from alpha' });
+    expect(beta.record).toMatchObject({ status: 'completed', output: 'from beta' });
+    expect(flowRun.record).toMatchObject({ status: 'completed', output: 'from beta' });
+    expect(alphaServer.requests.map((request) => request.body.model)).toEqual(['alpha-default']);
+    expect(betaServer.requests.map((request) => request.body.model).sort()).toEqual(['beta-flow', 'beta-model']);
+    expect(ofKind(alpha.events, 'ProviderRequestSent')).toEqual([expect.objectContaining({ provider_id: 'alpha', model_id: 'alpha-default' })]);
+    expect(ofKind(beta.events, 'ProviderResponseReceived')).toEqual([expect.objectContaining({ provider_id: 'beta' })]);
+    expect(ofKind(flowRun.events, 'ProviderRequestSent')).toEqual([expect.objectContaining({ provider_id: 'beta', model_id: 'beta-flow' })]);
+  });
+
+  it('refuses to start a worker whose agent, fallback or workflow step names a provider it lacks, in one line', async () => {
+    const local = openaiProvider({ base_url: 'http://127.0.0.1:9/v1', api_key: 'k', id: 'local' });
+    const start = (agents: WorkerOptions['agents'], options: Partial<WorkerOptions> = {}) =>
+      startWorker({ agents, redis: TEST_REDIS_URL, prefix: testPrefix('refused'), logger: silentLogger, ...options });
+    const refusal = async (promise: Promise<unknown>) => {
+      const error = await promise.then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).not.toContain('\n');
+      return (error as Error).message;
+    };
+    expect(await refusal(start([new Agent({ name: 'writer', provider: 'fast' })], { providers: { local } }))).toBe(
+      "agent 'writer' uses provider 'fast', which this worker does not hold (it holds: local)",
+    );
+    expect(await refusal(start([new Agent({ name: 'careful', model_fallbacks: [{ model: 'm', provider: 'backup' }] })], { provider: local }))).toBe(
+      "agent 'careful' uses provider 'backup', which this worker does not hold (it holds no named providers)",
+    );
+    const flow = new Workflow({ name: 'flow', steps: [{ id: 'one', agent: new Agent({ name: 'step_agent', provider: 'fast' }) }] });
+    expect(await refusal(start([flow], { providers: { local } }))).toBe("agent 'step_agent' uses provider 'fast', which this worker does not hold (it holds: local)");
+    expect(await refusal(start([new Agent({ name: 'plain' })], { providers: { local } }))).toBe("agent 'plain' needs a provider: this worker has no default provider");
+    // A tools-only worker makes no model calls: it starts.
+    const toolsOnly = await start([new Agent({ name: 'writer', provider: 'fast', tools: [noop] })], { roles: ['tools'], providers: { local } });
+    await toolsOnly.close();
+  });
+});
+
+describe('fallbacks', () => {
+  const fallbackAgent = () => new Agent({ name: 'careful', model: 'primary-model', model_fallbacks: [{ model: 'backup-model', provider: 'backup' }] });
+
+  it('passes a call that keeps failing with 503 on to the fallback, which answers; each try has its own events; the answering model is recorded', async () => {
+    const primary = await server({ fallback: () => ({ type: 'status', status: 503 }) });
+    const backup = await server({ fallback: () => ({ type: 'text', content: 'from the backup' }) });
+    const { run, prefix } = await engine('fallback-503', {
+      agents: [fallbackAgent()],
+      provider: openai(primary, 'primary'),
+      providers: { backup: openai(backup, 'backup') },
+      provider_attempts: 2,
+    });
+    const { record, events, run_id } = await run('careful');
+    expect(record).toMatchObject({ status: 'completed', output: 'from the backup' });
+    expect(primary.requests).toHaveLength(2);
+    expect(backup.requests.map((request) => request.body.model)).toEqual(['backup-model']);
+    expect(ofKind(events, 'ProviderError').map(({ provider_id, status, retryable, attempt }) => ({ provider_id, status, retryable, attempt }))).toEqual([
+      { provider_id: 'primary', status: 503, retryable: true, attempt: 1 },
+      { provider_id: 'primary', status: 503, retryable: true, attempt: 2 },
+    ]);
+    expect(ofKind(events, 'ProviderRequestSent').map(({ provider_id, model_id }) => `${provider_id}/${model_id}`)).toEqual([
+      'primary/primary-model',
+      'primary/primary-model',
+      'backup/backup-model',
+    ]);
+    expect(ofKind(events, 'ProviderResponseReceived')).toEqual([expect.objectContaining({ provider_id: 'backup', model_id: 'backup-model' })]);
+    const stored = JSON.parse((await redis.get(keysFor(prefix).run(run_id).response('s1', 1)))!);
+    expect(stored).toMatchObject({ v: 2, target: { provider_id: 'backup', model: 'backup-model' } });
+  });
+
+  it("uses a run's config.model_fallbacks, each model with the worker's attempts", async () => {
+    const primary = await server({ fallback: () => ({ type: 'status', status: 500 }) });
+    const backup = await server({ fallback: () => ({ type: 'text', content: 'configured backup' }) });
+    const { run } = await engine('fallback-config', {
+      agents: [new Agent({ name: 'plain', model: 'primary-model' })],
+      provider: openai(primary, 'primary'),
+      providers: { backup: openai(backup, 'backup') },
+      provider_attempts: 3,
+    });
+    const { record } = await run('plain', { model_fallbacks: [{ model: 'backup-model', provider: 'backup' }] });
+    expect(record).toMatchObject({ status: 'completed', output: 'configured backup' });
+    expect(primary.requests).toHaveLength(3);
+    const unheld = await run('plain', { model_fallbacks: [{ model: 'x', provider: 'nowhere' }] });
+    expect(unheld.record.status).toBe('failed');
+    expect(unheld.record.error).toMatchObject({
+      error_code: 'unknown_provider',
+      message: "agent 'plain' uses provider 'nowhere', which this worker does not hold (it holds: backup)",
+    });
+  });
+
+  it('does not pass a 401 on to the fallback: the step fails provider_error', async () => {
+    const primary = await server({ fallback: () => ({ type: 'status', status: 401 }) });
+    const backup = await server({ fallback: () => ({ type: 'text', content: 'never' }) });
+    const { run } = await engine('fallback-401', {
+      agents: [fallbackAgent()],
+      provider: openai(primary, 'primary'),
+      providers: { backup: openai(backup, 'backup') },
+      provider_attempts: 2,
+    });
+    const { record, events } = await run('careful');
+    expect(record.status).toBe('failed');
+    expect(record.error).toMatchObject({ error_code: 'provider_error' });
+    expect(primary.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(0);
+    expect(ofKind(events, 'ProviderError')).toEqual([expect.objectContaining({ provider_id: 'primary', status: 401, retryable: false })]);
+  });
+
+  it('fails provider_error once the last model has failed too', async () => {
+    const primary = await server({ fallback: () => ({ type: 'status', status: 502 }) });
+    const backup = await server({ fallback: () => ({ type: 'malformed' }) });
+    const { run } = await engine('fallback-exhausted', {
+      agents: [fallbackAgent()],
+      provider: openai(primary, 'primary'),
+      providers: { backup: openai(backup, 'backup') },
+      provider_attempts: 2,
+    });
+    const { record, events } = await run('careful');
+    expect(record.status).toBe('failed');
+    expect(record.error).toMatchObject({ error_code: 'provider_error' });
+    expect([primary.requests.length, backup.requests.length]).toEqual([2, 2]);
+    expect(ofKind(events, 'ProviderError').map((event) => event.provider_id)).toEqual(['primary', 'primary', 'backup', 'backup']);
+  });
+});
+
+describe('rate limits', () => {
+  it('pauses only the provider that answered 429: an agent on another provider answers meanwhile at its usual speed', async () => {
+    const limited = await server({
+      turns: [
+        { type: 'status', status: 429, headers: { 'retry-after': '2' } },
+        { type: 'text', content: 'after the wait' },
+      ],
+    });
+    const free = await server({ fallback: () => ({ type: 'text', content: 'no wait' }) });
+    const { client, run } = await engine('ratelimit-scope', {
+      agents: [new Agent({ name: 'on_limited', provider: 'limited' }), new Agent({ name: 'on_free', provider: 'free' })],
+      providers: { limited: openai(limited, 'limited'), free: openai(free, 'free') },
+    });
+    const { run_id } = await client.enqueue({ agent: 'on_limited', input: 'go' });
+    await until(async () => ofKind(await collect(client, run_id), 'ProviderRateLimited').length === 1);
+    const started = Date.now();
+    const other = await run('on_free');
+    const otherMs = Date.now() - started;
+    expect(other.record).toMatchObject({ status: 'completed', output: 'no wait' });
+    expect(otherMs).toBeLessThan(1_000);
+    const waited = await client.wait(run_id, { timeout_ms: 20_000 });
+    expect(waited).toMatchObject({ status: 'completed', output: 'after the wait' });
+    const events = await collect(client, run_id);
+    expect(ofKind(events, 'ProviderRateLimited')).toEqual([expect.objectContaining({ provider_id: 'limited', retry_after_seconds: 2, attempt: 1 })]);
+    const [limitedAt, retriedAt] = ofKind(events, 'ProviderRequestSent').map((event) => event.ts);
+    expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(1_900);
+  });
+});
