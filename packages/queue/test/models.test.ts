@@ -4,6 +4,7 @@ import { QueueName, type WorkerOptions, createClient, keysFor, startWorker } fro
 import { Queue } from 'bullmq';
 import { type FakeOpenAIServer, type FakeTurn, TEST_REDIS_URL, assertEventInvariants, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
+import { StoredFormatError, readResponse, writeResponse } from '../src/store/formats.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
 
 // SPEC §16 through the BullMQ engine: model settings on the wire, named providers, fallbacks, and
@@ -283,5 +284,25 @@ describe('rate limits', () => {
     expect(ofKind(events, 'ProviderRateLimited')).toEqual([expect.objectContaining({ provider_id: 'limited', retry_after_seconds: 2, attempt: 1 })]);
     const [limitedAt, retriedAt] = ofKind(events, 'ProviderRequestSent').map((event) => event.ts);
     expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(1_900);
+  });
+});
+
+describe('the recorded response format', () => {
+  const response = { content: 'hi', tool_calls: [], finish_reason: 'stop', usage: { input: 1, output: 1, total: 2 } };
+
+  it('reads the model that answered, and a response recorded before fallbacks existed (format 2, no target)', () => {
+    const recorded = { response, plan: { type: 'complete' as const }, target: { provider_id: 'backup', model: 'backup-model' } };
+    expect(readResponse(writeResponse(recorded), 'response')).toEqual(recorded);
+    expect(readResponse(JSON.stringify({ v: 2, response, plan: { type: 'complete' } }), 'response')).toEqual({ response, plan: { type: 'complete' } });
+  });
+
+  it('refuses a malformed target as unreadable by any version', () => {
+    const read = () => readResponse(JSON.stringify({ v: 2, response, plan: { type: 'complete' }, target: { provider_id: 7 } }), 'response 1');
+    expect(read).toThrow(StoredFormatError);
+    try {
+      read();
+    } catch (error) {
+      expect((error as StoredFormatError).newer).toBe(false);
+    }
   });
 });
