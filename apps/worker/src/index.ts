@@ -30,7 +30,13 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   const roles = options.roles ?? ['provider', 'tools'];
   // The OpenAI provider's module (and the `openai` SDK) only when the environment asks for it.
   const provider: ModelProvider | undefined = env.openai ? (await import('@arcflow/provider-openai')).openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
-  if (roles.includes('provider') && !provider) {
+  const providers = loaded.worker_options.providers ?? {};
+  // Agents that name a provider use the module's named ones (checked when the engine starts); the rest need the default.
+  const agents = loaded.definitions.flatMap((definition) =>
+    definition.kind === 'agent' ? [definition] : definition.steps.flatMap((step) => (step.type === 'agent' ? [step.agent] : [])),
+  );
+  const needsDefault = agents.some((agent) => agent.provider === undefined);
+  if (roles.includes('provider') && !provider && needsDefault) {
     throw new ConfigError('no model provider: set OPENAI_API_KEY or OPENAI_BASE_URL, or export `provider` from the module');
   }
   const worker_id = newWorkerId();
@@ -71,6 +77,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     logger: workerLogger(worker_id),
     agents: loaded.definitions,
     provider,
+    providers,
     roles,
     tools: options.tools,
     concurrency: options.concurrency ? { provider: options.concurrency, tools: options.concurrency } : undefined,
@@ -83,7 +90,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   });
   worker = await starting;
   process.stdout.write(
-    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'} tracing=${telemetry.enabled ? 'on' : 'off'}\n`,
+    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'}${Object.keys(providers).length > 0 ? ` providers=${Object.keys(providers).join(',')}` : ''} tracing=${telemetry.enabled ? 'on' : 'off'}\n`,
   );
   return worker;
 }

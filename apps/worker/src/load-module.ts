@@ -1,12 +1,22 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Agent, ConfigError, type ModelProvider, type Workflow } from '@arcflow/core';
+import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Workflow, checkKnownKeys } from '@arcflow/core';
 import { useTypeScriptLoader } from './typescript-loader.ts';
+
+/** What a module may pass to the engine as `export const worker_options = { … }` (SPEC §14, §16). */
+export interface ModuleWorkerOptions {
+  /** Named providers, for agents (and fallbacks) that name one with `provider`. */
+  readonly providers?: Readonly<Record<string, ModelProvider>>;
+}
+
+const WORKER_OPTIONS_KEYS = { providers: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
 
 export interface LoadedModule {
   readonly definitions: (Agent | Workflow)[];
   /** A `provider` the module exports, used when no OpenAI settings are in the environment. */
   readonly provider: ModelProvider | undefined;
+  /** The module's `worker_options`, checked. */
+  readonly worker_options: ModuleWorkerOptions;
 }
 
 const isDefinition = (value: unknown): value is Agent | Workflow =>
@@ -78,6 +88,27 @@ export async function loadModule(path: string): Promise<LoadedModule> {
     for (const item of Array.isArray(value) ? value : [value]) if (isDefinition(item)) definitions.add(item);
   }
   if (definitions.size === 0) throw new ConfigError(nothingExported(path, exports));
-  const provider = exports.provider ?? (exports.default as { provider?: unknown } | null | undefined)?.provider;
-  return { definitions: [...definitions], provider: isProvider(provider) ? provider : undefined };
+  const fromDefault = exports.default as { provider?: unknown; worker_options?: unknown } | null | undefined;
+  const provider = exports.provider ?? fromDefault?.provider;
+  return {
+    definitions: [...definitions],
+    provider: isProvider(provider) ? provider : undefined,
+    worker_options: checkWorkerOptions(exports.worker_options ?? fromDefault?.worker_options, path),
+  };
+}
+
+/** A module's `worker_options`: an object of known keys; `providers` a map of names to providers. */
+function checkWorkerOptions(value: unknown, path: string): ModuleWorkerOptions {
+  if (value === undefined) return {};
+  const where = `worker_options of '${path}'`;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${where} must be an object`);
+  checkKnownKeys(value, WORKER_OPTIONS_KEYS, where, 'definition');
+  const { providers } = value as { providers?: unknown };
+  if (providers === undefined) return {};
+  if (providers === null || typeof providers !== 'object' || Array.isArray(providers)) throw new ConfigError(`${where}: providers must be an object of name: provider`);
+  for (const [name, provider] of Object.entries(providers)) {
+    if (!isProvider(provider))
+      throw new ConfigError(`${where}: providers.${name} is not a model provider (make it with openaiProvider({ … }), or give it an id and a complete method)`);
+  }
+  return { providers: providers as Record<string, ModelProvider> };
 }
