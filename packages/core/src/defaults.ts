@@ -11,6 +11,11 @@ export const LOOP_DETECTION_DEFAULTS = Object.freeze({
   action: 'inject' as const,
 });
 
+/** Structured output (SPEC §11): how many more calls a step may make after an answer that fails its output schema. */
+export const OUTPUT_DEFAULTS = Object.freeze({
+  retries: 2,
+});
+
 export const TOOL_DEFAULTS = Object.freeze({
   timeout_ms: 30_000,
   retries: 0,

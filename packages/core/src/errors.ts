@@ -18,6 +18,8 @@ export const ErrorCode = {
   Stalled: 'stalled',
   /** A response that would take the run over its budget (tokens or tool calls). */
   BudgetExceeded: 'budget_exceeded',
+  /** The model's answers kept failing the step's output schema after its `output_retries` (SPEC §11). */
+  InvalidOutput: 'invalid_output',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -4,6 +4,7 @@ export {
   TOOL_EXECUTION_DEFAULTS,
   LOOP_DETECTION_DEFAULTS,
   TOOL_DEFAULTS,
+  OUTPUT_DEFAULTS,
   PROVIDER_RETRY_DEFAULTS,
   MAX_INPUT_BYTES,
   MAX_ARGUMENT_BYTES,
@@ -48,6 +49,17 @@ export {
   mergeModelSettings,
   settingsForCall,
 } from './definitions/model-settings.ts';
+export { type ResolvedOutput, type ResponseFormat, resolveOutput, responseFormatFor, fitsStrictSubset } from './definitions/output-schema.ts';
+export {
+  type AnswerDecision,
+  type OutputCheck,
+  OUTPUT_NOT_JSON,
+  invalidOutputMessage,
+  checkOutput,
+  decideAnswer,
+  decideFixedOutput,
+  applyOutputRepair,
+} from './loop/output.ts';
 export { type ModelTarget, modelTargets, targetForAttempt, requestFor, providerFor } from './loop/model-targets.ts';
 export * from './workflow/graph.ts';
 export * from './workflow/request.ts';

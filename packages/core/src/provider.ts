@@ -1,6 +1,7 @@
 import type { JsonSchema } from './tools/define.ts';
 import type { Tokens } from './events/types.ts';
 import type { ModelSettings } from './definitions/model-settings.ts';
+import type { ResponseFormat } from './definitions/output-schema.ts';
 
 /** One message of a chat conversation, in the OpenAI chat-completions shape. */
 export type ChatMessage =
@@ -34,6 +35,11 @@ export interface ProviderRequest {
    * Absent when nothing is set.
    */
   readonly settings?: ModelSettings;
+  /**
+   * The shape the answer must take (SPEC §11): `{ type: 'json_schema', json_schema: { name, schema,
+   * strict } }` on every call of a step with an output schema; absent otherwise.
+   */
+  readonly response_format?: ResponseFormat;
 }
 
 export interface ProviderResponse {

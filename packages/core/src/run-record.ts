@@ -21,7 +21,10 @@ export interface RunRecord {
   readonly workflow?: string;
   /** A workflow run's steps, by step id. */
   readonly steps?: Readonly<Record<string, StepRecord>>;
+  /** The final answer's text; under an output schema, JSON text that validated (SPEC §11). */
   readonly output?: string;
+  /** `output` parsed, when the run's agent had an output schema (SPEC §11); absent otherwise. */
+  readonly output_json?: unknown;
   readonly error?: RunError;
   readonly usage: Tokens;
   /** Provider calls made by the run. */

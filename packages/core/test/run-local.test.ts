@@ -1,5 +1,12 @@
 import { runLocal } from '@arcflow/core';
-import { type ScenarioRunner, defineHostileOutputScenarios, defineBudgetScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
+import {
+  type ScenarioRunner,
+  defineHostileOutputScenarios,
+  defineBudgetScenarios,
+  defineLoopScenarios,
+  defineOutputScenarios,
+  defineWorkflowScenarios,
+} from '@arcflow/testing/scenarios';
 
 const local: ScenarioRunner = (agent, input, options) => runLocal(agent, input, { ...options, exec_config: options.exec_config as never, logger: options.logger ?? false });
 
@@ -7,3 +14,4 @@ defineLoopScenarios('runLocal', local);
 defineHostileOutputScenarios('runLocal', local);
 defineWorkflowScenarios('runLocal', local);
 defineBudgetScenarios('runLocal', local);
+defineOutputScenarios('runLocal', local);

@@ -27,7 +27,7 @@ describe('new Agent', () => {
 
   it('lists the known options instead when nothing is close', () => {
     expect(refusal(() => new Agent(untyped({ name: 'u', colour: 'red' })))).toBe(
-      "unknown option 'colour' in agent 'u' (allowed: name, role, instructions, tools, model, tool_execution, loop_detection, budget, model_settings, provider, model_fallbacks)",
+      "unknown option 'colour' in agent 'u' (allowed: name, role, instructions, tools, model, tool_execution, loop_detection, budget, model_settings, provider, model_fallbacks, output_schema, output_retries)",
     );
     // A model setting one level too high is pointed to where it goes.
     expect(refusal(() => new Agent(untyped({ name: 'u', temperature: 0.2 })))).toBe("unknown option 'temperature' in agent 'u'; did you mean 'model_settings.temperature'?");
@@ -119,7 +119,7 @@ describe('run configs', () => {
 
   it('list the allowed keys when nothing is close', () => {
     expect(refusal(() => checkRunConfig({ colour: 'red' }))).toBe(
-      "config has unknown key 'colour' (allowed: tool_execution, loop_detection, model, budget, model_settings, model_fallbacks)",
+      "config has unknown key 'colour' (allowed: tool_execution, loop_detection, model, budget, model_settings, model_fallbacks, output_schema, output_retries)",
     );
     expect(refusal(() => checkRunConfig({ budget: { currency: 'EUR' } }))).toBe(
       "config.budget has unknown key 'currency' (allowed: max_total_tokens, max_tool_calls, on_exceeded)",

@@ -3,3 +3,4 @@ export { defineLoopScenarios, type ScenarioRunner } from './scenarios.ts';
 export { defineHostileOutputScenarios } from './hostile-scenarios.ts';
 export { defineWorkflowScenarios } from './workflow-scenarios.ts';
 export { defineBudgetScenarios } from './budget-scenarios.ts';
+export { defineOutputScenarios } from './output-scenarios.ts';

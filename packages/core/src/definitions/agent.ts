@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors.ts';
 import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
-import type { ToolDefinition } from '../tools/define.ts';
+import type { JsonSchema, ToolDefinition } from '../tools/define.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelSettings, checkToolChoice } from './model-settings.ts';
 import { type BudgetConfig, type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkDefinitionSettings, checkRunConfig, resolveSettings } from './settings.ts';
@@ -24,6 +24,10 @@ export interface AgentConfig {
   provider?: string;
   /** Models tried in order when a call has failed for good with a retryable failure (at most 4). */
   model_fallbacks?: readonly ModelFallback[];
+  /** JSON Schema the final answer must parse into and satisfy (SPEC §11); a run's `config.output_schema` replaces it. */
+  output_schema?: JsonSchema;
+  /** More calls the model gets after an answer that fails `output_schema` (default 2); they count as iterations. */
+  output_retries?: number;
 }
 
 /** The keys of {@link AgentConfig}: any other is refused, naming the nearest of these. */
@@ -39,6 +43,8 @@ const AGENT_KEYS = {
   model_settings: true,
   provider: true,
   model_fallbacks: true,
+  output_schema: true,
+  output_retries: true,
 } as const satisfies KnownKeys<AgentConfig>;
 
 const AGENT_NAME = NamePattern.agent;
@@ -58,6 +64,8 @@ export class Agent {
   /** The worker's provider of this name makes the agent's calls; undefined: the worker's default provider. */
   readonly provider: string | undefined;
   readonly model_fallbacks: readonly ModelFallback[] | undefined;
+  readonly output_schema: JsonSchema | undefined;
+  readonly output_retries: number | undefined;
   /** Settings with every default applied. */
   readonly settings: StepSettings;
   /**
@@ -92,6 +100,8 @@ export class Agent {
         budget: config.budget,
         model_settings: config.model_settings,
         model_fallbacks: config.model_fallbacks,
+        output_schema: config.output_schema,
+        output_retries: config.output_retries,
       },
       `agent '${name}'`,
     );
@@ -107,6 +117,8 @@ export class Agent {
     this.model_settings = config.model_settings === undefined ? undefined : Object.freeze({ ...config.model_settings });
     this.provider = config.provider;
     this.model_fallbacks = config.model_fallbacks === undefined ? undefined : Object.freeze(config.model_fallbacks.map((entry) => Object.freeze({ ...entry })));
+    this.output_schema = config.output_schema;
+    this.output_retries = config.output_retries;
     this.settings = resolveSettings(own);
     this.#toolsByName = byName;
     this.definition_hash = shortHash({
@@ -148,6 +160,8 @@ export class Agent {
         budget: this.budget,
         model_settings: this.model_settings,
         model_fallbacks: this.model_fallbacks,
+        output_schema: this.output_schema,
+        output_retries: this.output_retries,
       },
       override,
     );
@@ -155,15 +169,16 @@ export class Agent {
 }
 
 /**
- * The settings as the definition hash sees them: model settings and fallbacks only when set, so an
- * agent that uses neither keeps the hash it had before they existed (no `DefinitionChanged` for it
- * on the deploy that brings them).
+ * The settings as the definition hash sees them: model settings, fallbacks and the output schema
+ * (by its hash, with its retries) only when set, so an agent that uses none of them keeps the hash
+ * it had before they existed (no `DefinitionChanged` for it on the deploy that brings them).
  */
 function hashedSettings(settings: StepSettings): object {
-  const { model_settings, model_fallbacks, ...rest } = settings;
+  const { model_settings, model_fallbacks, output, ...rest } = settings;
   return {
     ...rest,
     ...(Object.keys(model_settings).length > 0 ? { model_settings } : {}),
     ...(model_fallbacks.length > 0 ? { model_fallbacks } : {}),
+    ...(output ? { output: { schema_hash: output.schema_hash, retries: output.retries } } : {}),
   };
 }

@@ -2,6 +2,8 @@ import { checkRequestJson } from '../json-limits.ts';
 import { LOOP_DETECTION_DEFAULTS, TOOL_EXECUTION_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { type KeysOwner, type KnownKeys, checkKnownKeys } from './known-keys.ts';
+import { type ResolvedOutput, resolveOutput } from './output-schema.ts';
+import type { JsonSchema } from '../tools/schema.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelFallbacks, checkModelSettings, mergeModelSettings } from './model-settings.ts';
 
 export type ToolExecutionMode = 'llm_select' | 'legacy_eager';
@@ -41,6 +43,10 @@ export interface RunConfig {
   model_settings?: ModelSettings;
   /** Replaces the agent's list (SPEC §16). */
   model_fallbacks?: readonly ModelFallback[];
+  /** JSON Schema the final answer must parse into and satisfy (SPEC §11); replaces the agent's. */
+  output_schema?: JsonSchema;
+  /** More calls the model gets after an answer that fails the output schema (default 2); they count as iterations. */
+  output_retries?: number;
 }
 
 /** The keys of {@link RunConfig}; a workflow run's config adds `steps`. */
@@ -51,6 +57,8 @@ export const RUN_CONFIG_KEYS = Object.freeze({
   budget: true,
   model_settings: true,
   model_fallbacks: true,
+  output_schema: true,
+  output_retries: true,
 } as const satisfies KnownKeys<RunConfig>);
 
 export interface ResolvedBudget {
@@ -78,6 +86,8 @@ export interface StepSettings {
   readonly model_settings: ModelSettings;
   /** The models to try, in order, after the first has failed for good (the run's list, else the agent's). */
   readonly model_fallbacks: readonly ModelFallback[];
+  /** Absent when neither the run nor the agent sets an output schema. */
+  readonly output?: ResolvedOutput;
 }
 
 /** Checks a run config's shape; throws a {@link ConfigError} naming the first problem (`config.budget has unknown key 'max_calls'`). */
@@ -89,7 +99,7 @@ export function checkRunConfig(config: unknown, where = 'config'): RunConfig {
 
 /**
  * Checks the run-config keys of a definition (an agent's `tool_execution`, `loop_detection`, `model`,
- * `budget`); an unknown key is an option: `unknown option 'max_iters' in agent 'u'.tool_execution`.
+ * `budget`, `output_schema`, …); an unknown key is an option: `unknown option 'max_iters' in agent 'u'.tool_execution`.
  */
 export function checkDefinitionSettings(settings: RunConfig, where: string): RunConfig {
   checkRequestJson(where, settings);
@@ -131,6 +141,7 @@ export function resolveSettings(agent: RunConfig, override: RunConfig = {}, wher
   }
   const loopConfig = override.loop_detection !== undefined ? override.loop_detection : agent.loop_detection;
   const budget = resolveBudget({ ...(agent.budget ?? {}), ...(override.budget ?? {}) }, where);
+  const output = resolveOutput(override.output_schema ?? agent.output_schema, override.output_retries ?? agent.output_retries, where);
   return Object.freeze({
     mode,
     max_iterations,
@@ -140,6 +151,7 @@ export function resolveSettings(agent: RunConfig, override: RunConfig = {}, wher
     ...(budget ? { budget } : {}),
     model_settings: mergeModelSettings(agent.model_settings, override.model_settings),
     model_fallbacks: Object.freeze([...(override.model_fallbacks ?? agent.model_fallbacks ?? [])]),
+    ...(output ? { output } : {}),
   });
 }
 

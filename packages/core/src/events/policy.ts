@@ -22,6 +22,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   LoopDetected: [...TOOL, 'repeats', 'window', 'action'],
   ToolApprovalRequested: [...TOOL, 'input_schema_hash', 'input_size_bytes'],
   ToolApprovalResolved: [...TOOL, 'approved', 'by'],
+  OutputValidationFailed: ['violation_description'],
   AgentResponseReceived: ['output_size_bytes', 'iterations'],
   StepExecutionFailed: ['error_code', 'message'],
   StepStarted: ['step_type', 'depends_on'],

@@ -139,6 +139,12 @@ export interface ToolApprovalResolved extends InIteration {
   readonly approved: boolean;
   readonly by?: string;
 }
+/** An answer that failed the step's output schema (SPEC §11); the model is asked again, or the step fails. */
+export interface OutputValidationFailed extends Base {
+  readonly kind: 'OutputValidationFailed';
+  /** Path and expectation only, never the value: `title: expected string`, `output is not valid JSON`. */
+  readonly violation_description: string;
+}
 export interface AgentResponseReceived extends Base {
   readonly kind: 'AgentResponseReceived';
   readonly output_size_bytes: number;
@@ -185,6 +191,7 @@ export type TraceEvent =
   | LoopDetected
   | ToolApprovalRequested
   | ToolApprovalResolved
+  | OutputValidationFailed
   | AgentResponseReceived
   | StepExecutionFailed
   | StepStarted

@@ -1,19 +1,24 @@
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
 import { settingsForCall } from '../definitions/model-settings.ts';
+import { responseFormatFor } from '../definitions/output-schema.ts';
 import type { StepSettings } from '../definitions/settings.ts';
 import { ErrorCode } from '../errors.ts';
 import type { EventDraft } from '../events/types.ts';
 import { type ChatMessage, type ProviderRequest, type ProviderResponse, addTokens } from '../provider.ts';
 import { ToolResultText } from '../tools/result-text.ts';
+import { decideAnswer } from './output.ts';
 import { type PlannedCall, planToolRound } from './plan.ts';
 import type { StepState } from './state.ts';
 
 /** What follows a provider response. This is the one place the loop decides. */
 export type ResponseDecision =
-  | { readonly type: 'complete'; readonly output: string }
+  /** `output_json`: the parsed answer, under an output schema (SPEC §11). */
+  | { readonly type: 'complete'; readonly output: string; readonly output_json?: unknown }
   | { readonly type: 'fail'; readonly error_code: string; readonly message: string; readonly events: EventDraft[] }
   | { readonly type: 'final_answer' }
+  /** The answer failed the output schema: the model is told so and asked again (`applyOutputRepair`). */
+  | { readonly type: 'repair_output'; readonly violation_description: string; readonly events: EventDraft[] }
   | { readonly type: 'tools'; readonly calls: readonly PlannedCall[] };
 
 /** The note that precedes the final-answer call, when the tool budget is spent. */
@@ -23,7 +28,13 @@ export const FINAL_ANSWER_NOTE = 'The tool budget for this task is spent: no mor
 export function buildRequest(agent: Agent, state: StepState, settings: StepSettings, defaultModel: string): ProviderRequest {
   const tools = state.tools_disabled ? [] : agent.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.input_schema }));
   const callSettings = settingsForCall(settings.model_settings, { first: state.iterations === 0, hasTools: tools.length > 0 });
-  return { model: settings.model ?? defaultModel, messages: state.messages, tools, ...(Object.keys(callSettings).length > 0 ? { settings: callSettings } : {}) };
+  return {
+    model: settings.model ?? defaultModel,
+    messages: state.messages,
+    tools,
+    ...(Object.keys(callSettings).length > 0 ? { settings: callSettings } : {}),
+    ...(settings.output ? { response_format: responseFormatFor(agent.name, settings.output) } : {}),
+  };
 }
 
 /** `ProviderRequestSent` for a request, sized without recording its content. */
@@ -76,7 +87,13 @@ export function executedCalls(decision: ResponseDecision): number {
  */
 export function decideResponse(agent: Agent, state: StepState, settings: StepSettings, response: ProviderResponse, spent: RunSpent = NOTHING_SPENT): ResponseDecision {
   const iteration = state.iterations + 1;
-  if (response.tool_calls.length === 0) return { type: 'complete', output: response.content ?? '' };
+  if (response.tool_calls.length === 0) {
+    const answer = decideAnswer(state, settings, response.content ?? '');
+    if (answer.type !== 'repair_output') return answer;
+    // A repair is one more call: not past the run's token budget.
+    const over = overBudget(settings, spent, response, 0);
+    return over ? stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: ${over}`, answer.events) : answer;
+  }
   if (state.tools_disabled || iteration >= settings.max_iterations) {
     if (!state.tools_disabled && settings.on_max_iterations === 'final_answer') return { type: 'final_answer' };
     return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);

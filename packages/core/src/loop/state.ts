@@ -18,6 +18,8 @@ export interface StepState {
   readonly last_results: Readonly<Record<string, string>>;
   /** True when the next call is the final-answer call, with tools disabled. */
   readonly tools_disabled: boolean;
+  /** Answers that failed the output schema so far (SPEC §11); absent until the first. */
+  readonly output_rejections?: number;
 }
 
 /** The state of a step before its first provider call. */

@@ -17,6 +17,7 @@ import {
 import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
 import { normalizeResponse } from '../loop/normalize.ts';
+import { applyOutputRepair, decideFixedOutput } from '../loop/output.ts';
 import { type StepState, initialStepState } from '../loop/state.ts';
 import { agentInvokedEvent, agentRespondedEvent, providerFailureEvent, providerRunError, stepFailedEvent, stepRunError } from '../loop/step-events.ts';
 import { type ExecConfig, TEST_PROVIDER_ID, testResponse, testStepFor } from '../loop/test-mode.ts';
@@ -34,6 +35,8 @@ const toolLimits = new WeakMap<ToolDefinition, LimitFunction>();
 
 export interface StepOutcome {
   output?: string;
+  /** The parsed output, under an output schema (the key is absent otherwise: `null` is a value). */
+  output_json?: unknown;
   error?: RunError;
   usage: RunRecord['usage'];
   iterations: number;
@@ -58,8 +61,13 @@ export class LocalStep {
     log.append(agentInvokedEvent(agent, settings, step_id));
     const test = testStepFor(this.exec, step_id);
     if (test && 'output' in test) {
-      log.append(agentRespondedEvent(step_id, test.output, 0));
-      return { output: test.output, usage: ZERO_TOKENS, iterations: 0 };
+      const fixed = decideFixedOutput(step_id, settings, test.output);
+      if (fixed.type === 'fail') {
+        log.append(...fixed.events);
+        return this.fail(ZERO_TOKENS, 0, stepRunError(fixed.error_code, fixed.message));
+      }
+      log.append(agentRespondedEvent(step_id, fixed.output, 0));
+      return { ...withoutType(fixed), usage: ZERO_TOKENS, iterations: 0 };
     }
     let state = initialStepState(agent, input, step_id);
     for (;;) {
@@ -79,12 +87,16 @@ export class LocalStep {
       switch (decision.type) {
         case 'complete':
           log.append(agentRespondedEvent(step_id, decision.output, iteration));
-          return { output: decision.output, usage: usageWith(state, response), iterations: iteration };
+          return { ...withoutType(decision), usage: usageWith(state, response), iterations: iteration };
         case 'fail':
           log.append(...decision.events);
           return this.fail(usageWith(state, response), iteration, stepRunError(decision.error_code, decision.message));
         case 'final_answer':
           state = applyFinalAnswerNote(state, response);
+          break;
+        case 'repair_output':
+          log.append(...decision.events);
+          state = applyOutputRepair(state, response, decision.violation_description);
           break;
         case 'tools': {
           const contents = await this.runTools(decision.calls, { step_id, iteration });
@@ -250,6 +262,11 @@ export class LocalTools {
     this.log.append(settled.terminal);
     return settled;
   }
+}
+
+/** A completed decision's output and, under an output schema, its parsed value. */
+function withoutType({ type: _, ...output }: { type: 'complete'; output: string; output_json?: unknown }): Pick<StepOutcome, 'output' | 'output_json'> {
+  return output;
 }
 
 function elapsed(started: number): number {

@@ -77,6 +77,7 @@ export async function runLocal(definition: Agent | Workflow, input: string, opti
     status: cancelled ? 'cancelled' : outcome.error ? 'failed' : 'completed',
     agent: agent.name,
     ...(outcome.output !== undefined && !cancelled ? { output: outcome.output } : {}),
+    ...('output_json' in outcome && !cancelled ? { output_json: outcome.output_json } : {}),
     ...(outcome.error && !cancelled ? { error: outcome.error } : {}),
     usage: outcome.usage,
     iterations: outcome.iterations,

@@ -97,7 +97,7 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
   checkKnownKeys(config, TOOL_KEYS, `tool '${name}'`, 'definition');
   if (typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
   if (typeof config.description !== 'string') throw new ConfigError(`tool '${name}': description must be a string`);
-  const check = compileSchema(name, config.input_schema);
+  const check = compileSchema(`tool '${name}': input_schema`, config.input_schema);
   const timeout_ms = positiveInt(name, 'timeout_ms', config.timeout_ms ?? TOOL_DEFAULTS.timeout_ms, 1);
   const retries = positiveInt(name, 'retries', config.retries ?? TOOL_DEFAULTS.retries, 0);
   const max_result_bytes = positiveInt(name, 'max_result_bytes', config.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);

@@ -44,13 +44,11 @@ const DRAFTS: Readonly<Record<string, () => Ajv>> = {
 
 const validators = new Map<string, Ajv>();
 
-function validatorFor(toolName: string, declared: unknown): Ajv {
+function validatorFor(subject: string, declared: unknown): Ajv {
   const draft = typeof declared === 'string' ? declared.replace(/#$/, '') : declared === undefined ? '' : undefined;
   const make = draft === undefined ? undefined : DRAFTS[draft];
   if (draft === undefined || !make) {
-    throw new ConfigError(
-      `tool '${toolName}': input_schema declares $schema ${JSON.stringify(declared)}, which arcflow cannot enforce; use draft-07, 2019-09 or 2020-12, or leave $schema out`,
-    );
+    throw new ConfigError(`${subject} declares $schema ${JSON.stringify(declared)}, which arcflow cannot enforce; use draft-07, 2019-09 or 2020-12, or leave $schema out`);
   }
   let ajv = validators.get(draft);
   if (!ajv) {
@@ -62,19 +60,20 @@ function validatorFor(toolName: string, declared: unknown): Ajv {
 }
 
 /**
- * Compiles a tool's input schema once. Refused, naming the tool: a schema that is not an object,
- * is invalid for its draft, or uses a keyword or format the validator cannot enforce.
+ * Compiles a schema once: a tool's input schema, an agent's or a run's output schema. Refused,
+ * naming `subject` (`tool 'get_weather': input_schema`): a schema that is not an object, is
+ * invalid for its draft, or uses a keyword or format the validator cannot enforce.
  */
-export function compileSchema(toolName: string, schema: unknown): ArgumentCheck {
+export function compileSchema(subject: string, schema: unknown): ArgumentCheck {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
-    throw new ConfigError(`tool '${toolName}': input_schema must be a JSON Schema object`);
+    throw new ConfigError(`${subject} must be a JSON Schema object`);
   }
-  const ajv = validatorFor(toolName, (schema as JsonSchema).$schema);
+  const ajv = validatorFor(subject, (schema as JsonSchema).$schema);
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(schema);
   } catch (error) {
-    throw new ConfigError(`tool '${toolName}': input_schema cannot be enforced: ${(error as Error).message}`);
+    throw new ConfigError(`${subject} cannot be enforced: ${(error as Error).message}`);
   }
   const declared = declaredNames(schema);
   return (args) => (validate(args) ? undefined : describeViolations(validate.errors ?? [], args, declared));

@@ -3,8 +3,15 @@ import type { PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepSta
 /**
  * The format of what the store keeps per step (its state, its recorded responses). Written into
  * every stored value and checked when read: a worker never acts on a value it cannot read.
+ * Format 3 added structured output's repairs (a plan of type `repair_output`, a state's
+ * `output_rejections`); a value is written in the oldest format that holds it, so a worker that
+ * reads only format 2 goes on reading every run without structured output during a rolling deploy,
+ * and leaves the rest (delayed) to a worker that reads 3.
  */
-export const STORE_FORMAT = 2;
+export const STORE_FORMAT = 3;
+
+/** The oldest format this worker reads. */
+export const OLDEST_STORE_FORMAT = 2;
 
 /** A stored value of a format this worker cannot read (a newer or an older arcflow wrote it). */
 export class StoredFormatError extends Error {
@@ -13,7 +20,7 @@ export class StoredFormatError extends Error {
     readonly what: string,
     readonly found: unknown,
   ) {
-    super(`${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads format ${STORE_FORMAT}`);
+    super(`${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}`);
   }
 
   /** A newer arcflow wrote it (a worker of that version can read it); otherwise no version can. */
@@ -34,7 +41,11 @@ export interface RecordedCall {
 }
 
 /** What the loop decided on a response: recorded with it, so a later job never decides again. */
-export type RecordedPlan = { readonly type: 'complete' | 'fail' | 'final_answer' } | { readonly type: 'tools'; readonly calls: readonly RecordedCall[] };
+export type RecordedPlan =
+  | { readonly type: 'complete' | 'fail' | 'final_answer' }
+  | { readonly type: 'tools'; readonly calls: readonly RecordedCall[] }
+  /** The answer failed the output schema (format 3): the next call tells the model this violation. */
+  | { readonly type: 'repair_output'; readonly violation_description: string };
 
 /** The model that answered a call: the agent's own, or one of its `model_fallbacks` (SPEC §16). */
 export interface AnsweredBy {
@@ -58,6 +69,7 @@ export interface RecordedResponse {
 
 /** The plan to record for a decision; `fansOut` says which calls became tool jobs. */
 export function planOf(decision: ResponseDecision, fansOut: (planned: PlannedCall) => boolean): RecordedPlan {
+  if (decision.type === 'repair_output') return { type: 'repair_output', violation_description: decision.violation_description };
   if (decision.type !== 'tools') return { type: decision.type };
   return {
     type: 'tools',
@@ -92,22 +104,28 @@ export function samePlan(a: RecordedPlan, b: RecordedPlan): boolean {
 }
 
 export function writeState(state: StepState): string {
-  return JSON.stringify({ v: STORE_FORMAT, state });
+  return JSON.stringify({ v: state.output_rejections ? 3 : 2, state });
 }
 
 export function readState(json: string, what: string): StepState {
-  return unwrap(json, what).state as StepState;
+  const value = unwrap(json, what);
+  const state = value.state as StepState;
+  const rejections = state?.output_rejections;
+  if (rejections !== undefined && (value.v !== 3 || !Number.isInteger(rejections) || rejections < 1)) throw new StoredFormatError(`${what}'s output_rejections`, 'malformed');
+  return state;
 }
 
 export function writeResponse(recorded: RecordedResponse): string {
-  return JSON.stringify({ v: STORE_FORMAT, ...recorded });
+  return JSON.stringify({ v: recorded.plan.type === 'repair_output' ? 3 : 2, ...recorded });
 }
 
 export function readResponse(json: string, what: string): RecordedResponse {
   const value = unwrap(json, what);
   const spent = value.spent as RunSpent | undefined;
   const target = value.target === undefined ? undefined : answeredBy(value.target, what);
-  return { response: value.response as ProviderResponse, plan: value.plan as RecordedPlan, ...(spent ? { spent } : {}), ...(target ? { target } : {}) };
+  const plan = value.plan as RecordedPlan;
+  if (plan?.type === 'repair_output' && (value.v !== 3 || typeof plan.violation_description !== 'string')) throw new StoredFormatError(`${what}'s plan`, 'malformed');
+  return { response: value.response as ProviderResponse, plan, ...(spent ? { spent } : {}), ...(target ? { target } : {}) };
 }
 
 /** A recorded `target`, checked: two non-empty strings, else the value is unreadable. */
@@ -125,6 +143,6 @@ function unwrap(json: string, what: string): Record<string, unknown> {
     throw new StoredFormatError(what, 'unparseable');
   }
   const format = (value as { v?: unknown } | null)?.v;
-  if (format !== STORE_FORMAT) throw new StoredFormatError(what, format);
+  if (!Number.isInteger(format) || (format as number) < OLDEST_STORE_FORMAT || (format as number) > STORE_FORMAT) throw new StoredFormatError(what, format);
   return value as Record<string, unknown>;
 }
