@@ -20,7 +20,10 @@ export function maxTokensParamFor(baseUrl: string | undefined): MaxTokensParam {
   return host === 'api.openai.com' || host.endsWith('.openai.azure.com') ? 'max_completion_tokens' : 'max_tokens';
 }
 
-/** The chat-completions body for a request: messages, tools, and each setting under its wire name. */
+/**
+ * The chat-completions body for a request: messages, tools, each setting under its wire name, and
+ * `response_format` when the step has an output schema (SPEC §11; it wins over one in `extra_body`).
+ */
 export function toWire(request: ProviderRequest, maxTokensParam: MaxTokensParam): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
   const settings: ModelSettings = request.settings ?? {};
   const { extra_body, max_tokens, tool_choice, stop, ...plain } = settings;
@@ -36,5 +39,6 @@ export function toWire(request: ProviderRequest, maxTokensParam: MaxTokensParam)
     ...(request.tools.length > 0
       ? { tools: request.tools.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.parameters } })) }
       : {}),
+    ...(request.response_format ? { response_format: { type: 'json_schema' as const, json_schema: { ...request.response_format.json_schema } } } : {}),
   };
 }

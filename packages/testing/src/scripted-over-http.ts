@@ -35,5 +35,6 @@ function fromWire(request: FakeRequest): ProviderRequest {
     model: request.body.model,
     messages: request.body.messages,
     tools: tools.map(({ function: fn }) => ({ name: fn.name, description: fn.description, parameters: fn.parameters })),
+    ...(request.body.response_format ? { response_format: request.body.response_format } : {}),
   };
 }
