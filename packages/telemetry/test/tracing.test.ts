@@ -129,13 +129,11 @@ describe('one trace per run, across two worker processes', () => {
         'gen_ai.request.seed': 11,
       });
       // No other setting: only the request attributes the GenAI conventions name.
-      expect(Object.keys(chat.attributes).filter((key) => key.startsWith('gen_ai.request.')).sort()).toEqual([
-        'gen_ai.request.max_tokens',
-        'gen_ai.request.model',
-        'gen_ai.request.seed',
-        'gen_ai.request.temperature',
-        'gen_ai.request.top_p',
-      ]);
+      expect(
+        Object.keys(chat.attributes)
+          .filter((key) => key.startsWith('gen_ai.request.'))
+          .sort(),
+      ).toEqual(['gen_ai.request.max_tokens', 'gen_ai.request.model', 'gen_ai.request.seed', 'gen_ai.request.temperature', 'gen_ai.request.top_p']);
     }
     expect(chats.map((chat) => chat.attributes['arcflow.iteration']).sort()).toEqual([1, 2, 3]);
     const tools = named('execute_tool ');
