@@ -32,8 +32,19 @@ export const PROVIDER_RETRY_DEFAULTS = Object.freeze({
   rate_limit_waits: 50,
 });
 
-/** Largest run input accepted, in bytes of UTF-8. */
+/** Largest run input accepted, in bytes of UTF-8 (a list of messages: of its JSON text). */
 export const MAX_INPUT_BYTES = 256 * 1024;
+
+/**
+ * Limits of a run's input messages (SPEC §11) besides the whole input's {@link MAX_INPUT_BYTES}.
+ * An image URL is checked on its own so that its refusal names it: a `data:` URL (the image
+ * itself) may take most of the input, leaving room for the text around it; an `http(s):` URL
+ * longer than servers accept is a mistake.
+ */
+export const INPUT_MESSAGE_LIMITS = Object.freeze({
+  max_data_url_bytes: 192 * 1024,
+  max_url_bytes: 8 * 1024,
+});
 
 /** Largest tool-call arguments accepted from the model, in bytes; larger calls are answered as invalid. */
 export const MAX_ARGUMENT_BYTES = 256 * 1024;

@@ -7,6 +7,7 @@ export {
   OUTPUT_DEFAULTS,
   PROVIDER_RETRY_DEFAULTS,
   MAX_INPUT_BYTES,
+  INPUT_MESSAGE_LIMITS,
   MAX_ARGUMENT_BYTES,
   MAX_TOOL_CALLS_PER_RESPONSE,
   MAX_RESPONSE_BYTES,
@@ -80,6 +81,7 @@ export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
 export * from './run-record.ts';
 export { type StepState, initialStepState } from './loop/state.ts';
+export { type RunInput, checkRunInput, checkWorkflowInput, inputMessages } from './conversation/messages.ts';
 export {
   type ResponseDecision,
   FINAL_ANSWER_NOTE,

@@ -1,3 +1,4 @@
+import { type RunInput, inputMessages } from '../conversation/messages.ts';
 import type { Agent } from '../definitions/agent.ts';
 import type { Tokens } from '../events/types.ts';
 import { type ChatMessage, ZERO_TOKENS } from '../provider.ts';
@@ -22,11 +23,11 @@ export interface StepState {
   readonly output_rejections?: number;
 }
 
-/** The state of a step before its first provider call. */
-export function initialStepState(agent: Agent, input: string, step_id: string): StepState {
+/** The state of a step before its first provider call: the agent's instructions as a system message, then the input's messages. */
+export function initialStepState(agent: Agent, input: RunInput, step_id: string): StepState {
   const system = [agent.role && `You are ${agent.role}.`, agent.instructions].filter(Boolean).join('\n\n');
   const messages: ChatMessage[] = [];
   if (system) messages.push({ role: 'system', content: system });
-  messages.push({ role: 'user', content: input });
+  messages.push(...inputMessages(input));
   return { step_id, iterations: 0, messages, usage: ZERO_TOKENS, history: [], last_results: {}, tools_disabled: false };
 }

@@ -1,6 +1,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Agent } from '../definitions/agent.ts';
 import type { StepSettings } from '../definitions/settings.ts';
+import type { RunInput } from '../conversation/messages.ts';
 import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
@@ -56,7 +57,7 @@ export class LocalStep {
     private readonly spent: { tokens: number; tool_calls: number },
   ) {}
 
-  async run(input: string): Promise<StepOutcome> {
+  async run(input: RunInput): Promise<StepOutcome> {
     const { agent, settings, step_id, log } = this;
     log.append(agentInvokedEvent(agent, settings, step_id));
     const test = testStepFor(this.exec, step_id);

@@ -1,9 +1,8 @@
 import { newRunId } from '../run-record.ts';
 import { NamePattern } from '../names.ts';
-import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
 import { Workflow } from '../definitions/workflow.ts';
-import { MAX_INPUT_BYTES } from '../defaults.ts';
+import { type RunInput, checkRunInput, checkWorkflowInput } from '../conversation/messages.ts';
 import { RequestError } from '../errors.ts';
 import type { TraceEvent } from '../events/types.ts';
 import { runFinishedEvent } from '../loop/step-events.ts';
@@ -50,16 +49,15 @@ export type LocalRun = RunRecord & { readonly events: readonly TraceEvent[] };
 
 /**
  * Runs an agent (or a workflow) to its end in this process, with the semantics and events of the queue engine.
- * The reference for the loop's behaviour, and the baseline for the benchmarks.
+ * The reference for the loop's behaviour, and the baseline for the benchmarks. `input` is a string or, for an
+ * agent, a list of chat messages (SPEC §11), refused as the client refuses it.
  */
-export async function runLocal(definition: Agent | Workflow, input: string, options: RunLocalOptions = {}): Promise<LocalRun> {
-  if (typeof input !== 'string') throw new RequestError('invalid_input', 'input must be a string');
-  if (byteSize(input) > MAX_INPUT_BYTES) {
-    throw new RequestError('input_too_large', `input is ${byteSize(input)} bytes; the limit is ${MAX_INPUT_BYTES}`);
-  }
+export async function runLocal(definition: Agent | Workflow, input: RunInput, options: RunLocalOptions = {}): Promise<LocalRun> {
+  // Checked as the client checks it (SPEC §11): a string, or messages each of the right shape and size.
+  checkRunInput(input);
   const run_id = options.run_id ?? newRunId();
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
-  if (definition instanceof Workflow) return runLocalWorkflow(definition, input, run_id, options);
+  if (definition instanceof Workflow) return runLocalWorkflow(definition, checkWorkflowInput(input, definition.name), run_id, options);
   const agent = definition;
   const settings = agent.settingsFor(options.config);
   const exec = checkExecConfig(options.exec_config);
