@@ -3,10 +3,12 @@ import {
   type ApprovalAnswer,
   type ApprovalResolution,
   RequestError,
+  type RunInput,
   type WorkflowGraph,
   checkRunConfig,
   checkToolChoice,
   checkWorkflowConfig,
+  checkWorkflowInput,
   checkWorkflowExecConfig,
   newRunId,
   rootSteps,
@@ -33,7 +35,8 @@ import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 
 export interface EnqueueRequest {
   agent: string;
-  input: string;
+  /** A string (one user message), or a list of chat messages (SPEC §11); a workflow takes a string. */
+  input: RunInput;
   config?: unknown;
   exec_config?: unknown;
   /** A second enqueue with the same key returns the first run's id. */
@@ -91,6 +94,7 @@ export class ClientJobs {
       }
       const graph = registration.workflow;
       if (graph) {
+        checkWorkflowInput(request.input, request.agent);
         checkWorkflowConfig(graph, request.config);
         checkWorkflowExecConfig(graph, request.exec_config);
       } else {

@@ -1,6 +1,5 @@
 import {
   ConfigError,
-  MAX_INPUT_BYTES,
   NamePattern,
   silentLogger,
   RequestError,
@@ -8,8 +7,8 @@ import {
   RUN_TERMINAL_KINDS,
   TERMINAL_STATUSES,
   type TraceEvent,
-  byteSize,
   checkExecConfig,
+  checkRunInput,
   type ApprovalAnswer,
   type ApprovalResolution,
   answerProblem,
@@ -165,9 +164,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (typeof request?.agent !== 'string' || !NamePattern.agent.test(request.agent)) {
         throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(request?.agent)?.slice(0, 120)}`);
       }
-      if (typeof request.input !== 'string') throw new RequestError('invalid_input', 'input must be a string');
-      const size = byteSize(request.input);
-      if (size > MAX_INPUT_BYTES) throw new RequestError('input_too_large', `input is ${size} bytes; the limit is ${MAX_INPUT_BYTES}`);
+      // A string, or a list of messages checked message by message (SPEC §11): a refusal names the index and field.
+      checkRunInput(request.input);
       if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
         throw new RequestError('invalid_request', 'idempotency_key must be 1-200 characters of letters, digits, _ . -');
       }

@@ -32,6 +32,7 @@ import type { Span } from '@opentelemetry/api';
 import { DelayedError, type Job } from 'bullmq';
 import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
+import { workflowInputText } from '../store/input-format.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
@@ -268,7 +269,7 @@ export class ProviderJobProcessor {
     const { spec, data } = context;
     const step = this.deps.workflows.get(spec.agent)!.step(data.step_id) as Extract<WorkflowStep, { type: 'agent' }>;
     const outputs = await this.deps.store.workflows.outputs(spec.run_id, step.depends_on);
-    const built = buildAgentStepInput(step, { input: spec.input, outputs: outputs as Record<string, string> });
+    const built = buildAgentStepInput(step, { input: workflowInputText(spec.input, spec.run_id), outputs: outputs as Record<string, string> });
     if (built.ok) return built.value;
     this.deps.logger.error('workflow step input failed', { run_id: spec.run_id, step_id: data.step_id, error: built.thrown ?? built.error.message });
     await this.endStep(context, { outcome: { status: 'failed', error: built.error }, step_id: data.step_id, events: [{ event: stepFailedEvent(data.step_id, built.error) }] });

@@ -11,6 +11,7 @@ import {
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
+import { workflowInputText } from '../store/input-format.ts';
 import type { RunSpec } from '../store/run-store.ts';
 import type { StepEnding } from '../store/workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
@@ -41,7 +42,7 @@ export class ToolStepProcessor {
     if (test && 'output' in test)
       return this.settle(run, { step_id: step.id, outcome: { status: 'completed', output: test.output }, completed: stepCompletedEvent(step.id, test.output, 0) });
     const outputs = await store.workflows.outputs(run_id, step.depends_on);
-    const built = planToolStep(step, { input: spec.input, outputs: outputs as Record<string, string> });
+    const built = planToolStep(step, { input: workflowInputText(spec.input, run_id), outputs: outputs as Record<string, string> });
     if (!built.ok) {
       logger.error('workflow step input failed', { run_id, step_id: step.id, error: built.thrown ?? built.error.message });
       return this.fail(run, step.id, built.error);

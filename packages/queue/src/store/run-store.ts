@@ -5,6 +5,7 @@ import {
   type SkipReason,
   type RunError,
   type RunRecord,
+  type RunInput,
   type RunStatus,
   type StepState,
   type TraceEvent,
@@ -14,6 +15,7 @@ import {
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
+import { readInput, writeInput } from './input-format.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { PartitionMap } from './partition-map.ts';
@@ -32,7 +34,8 @@ export interface RunSpec {
   readonly run_id: string;
   readonly status: RunStatus;
   readonly agent: string;
-  readonly input: string;
+  /** A string, or a list of messages (SPEC §11). */
+  readonly input: RunInput;
   readonly config: unknown;
   readonly exec_config: unknown;
   /** The run's trace: its root span (`traceparent`) and the span enqueue was called in (`request`). */
@@ -149,7 +152,7 @@ export class RunStore {
       run_id: spec.run_id,
       status: 'queued',
       agent: spec.agent,
-      input: spec.input,
+      ...writeInput(spec.input),
       config: JSON.stringify(spec.config ?? null),
       exec_config: JSON.stringify(spec.exec_config ?? null),
       trace: JSON.stringify(spec.trace),
@@ -415,7 +418,7 @@ export class RunStore {
     const where = `${run_id}/${step_id}`;
     return {
       spec: specFrom(run_id, fields),
-      spent: { tokens: Number(fields[7] ?? 0), tool_calls: Number(fields[8] ?? 0) },
+      spent: { tokens: Number(fields[8] ?? 0), tool_calls: Number(fields[9] ?? 0) },
       state: state === null ? undefined : readState(state, `state of ${where}`),
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
@@ -529,16 +532,16 @@ function pairsToRecord(flat: readonly string[]): Record<string, string> {
 }
 
 /** The record fields a run's spec is read from, in order (`loadStep.lua` reads the same). */
-const SPEC_FIELDS = ['status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash'] as const;
+const SPEC_FIELDS = ['status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind'] as const;
 
 function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {
-  const [status, agent, input, config, exec_config, trace, definition_hash] = fields;
+  const [status, agent, input, config, exec_config, trace, definition_hash, input_kind] = fields;
   if (!status || agent == null || input == null) return undefined;
   return {
     run_id,
     status: status as RunStatus,
     agent,
-    input,
+    input: readInput(input, input_kind, `input of run ${run_id}`),
     config: JSON.parse(config ?? 'null'),
     exec_config: JSON.parse(exec_config ?? 'null'),
     trace: JSON.parse(trace ?? '{}'),

@@ -3,7 +3,7 @@
   KEYS[1] record
   ARGV[1] step_id   ARGV[2] iteration
   Returns the record's fields (status, agent, input, config, exec_config, trace, definition_hash,
-  usage_total, tool_calls: the last two what the whole run has spent), the step's
+  input_kind, usage_total, tool_calls: the last two what the whole run has spent), the step's
   state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
   links as flat field/value lists. Writes nothing.
 ]]
@@ -11,7 +11,7 @@
 local step, n = ARGV[1], wholeArg('iteration', ARGV[2])
 local previous = n > 1
 return {
-  redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'usage_total', 'tool_calls'),
+  redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind', 'usage_total', 'tool_calls'),
   redis.call('HGET', stateKey(step), 'json'),
   previous and redis.call('GET', roundKey(step, 'response', n - 1)),
   redis.call('GET', roundKey(step, 'response', n)),
