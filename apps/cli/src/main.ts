@@ -8,7 +8,8 @@ const runs = () => import('./commands/runs.ts');
 const USAGE = `usage: arcflow <command> [options]
 
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N]
-  enqueue <agent> <input> [--config JSON] [--exec-config JSON] [--idempotency-key K] [--wait] [--json]
+  enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--idempotency-key K] [--wait] [--json]
+                       --input-json: the input as a JSON list of chat messages ({ role, content })
   get <run_id> [--json]
   events <run_id> [--follow] [--json]
   inspect <run_id>
@@ -35,6 +36,7 @@ const OPTIONS = {
   tools: { type: 'string' },
   concurrency: { type: 'string' },
   config: { type: 'string' },
+  'input-json': { type: 'string' },
   'exec-config': { type: 'string' },
   'idempotency-key': { type: 'string' },
   'timeout-ms': { type: 'string' },
@@ -75,8 +77,10 @@ async function main(argv: string[]): Promise<number> {
       need(0, '--module <file>');
       return (await import('./commands/worker.ts')).workerCommand(values);
     case 'enqueue':
-      need(2, '<agent> <input>');
-      return (await runs()).enqueueCommand(args[0]!, args[1]!, values);
+      // The input is the second argument, or a list of messages in --input-json (SPEC §11), never both.
+      if (values['input-json'] === undefined) need(2, '<agent> <input>, or <agent> --input-json JSON');
+      else need(1, '<agent> and --input-json JSON, with no <input>');
+      return (await runs()).enqueueCommand(args[0]!, args[1], values);
     case 'get':
       need(1, '<run_id>');
       return (await runs()).getCommand(args[0]!, values);

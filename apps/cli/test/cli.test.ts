@@ -72,6 +72,30 @@ describe('arcflow CLI', () => {
     expect(code).toBe(0);
   });
 
+  it('enqueues a list of messages with --input-json, and refuses a bad one naming its field, with nothing queued', async () => {
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Trip to Lima?' },
+    ];
+    const enqueued = await arcflow('enqueue', 'travel_researcher', '--input-json', JSON.stringify(messages), '--wait', '--json');
+    expect(enqueued.code).toBe(0);
+    const record = JSON.parse(enqueued.stdout);
+    expect(record).toMatchObject({ status: 'completed' });
+    expect(record.output).toContain('Lima');
+
+    const runsBefore = JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs.length;
+    const bad = await arcflow('enqueue', 'travel_researcher', '--input-json', '[{"role":"user","content":"hi"},{"role":"user"}]');
+    expect(bad).toMatchObject({ code: 1, stdout: '' });
+    expect(bad.stderr).toBe('arcflow: input[1].content: expected a string or a list of text and image_url parts\n');
+    const notJson = await arcflow('enqueue', 'travel_researcher', '--input-json', '[{role:');
+    expect(notJson.code).toBe(1);
+    expect(notJson.stderr).toContain('arcflow: --input-json is not valid JSON');
+    const both = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--input-json', JSON.stringify(messages));
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('enqueue takes <agent> and --input-json JSON, with no <input>');
+    expect(JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs).toHaveLength(runsBefore);
+  });
+
   it('prints just the run id without --wait, and honours an idempotency key', async () => {
     const first = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-1');
     const second = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-1');

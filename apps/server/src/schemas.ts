@@ -61,7 +61,24 @@ export const TraceEvent = Type.Object(
 export const EnqueueBody = Type.Object(
   {
     agent: Type.String({ description: 'an agent or workflow name', minLength: 1, maxLength: 100 }),
-    input: Type.String(),
+    // Checked by the client, not here, so that a refusal names the message and field (`input[2].role: …`),
+    // and untyped here since Fastify's type coercion would turn a one-message list into something else.
+    input: Type.Unknown({
+      description:
+        "a string (one user message), or a list of chat messages { role: 'user' | 'assistant' | 'system' | 'tool', content, … } with content a string or a list of { type: 'text', text } and { type: 'image_url', image_url: { url } } parts; a workflow takes a string",
+      examples: [
+        'Weather in Oslo?',
+        [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: 'https://example.com/cat.jpg' } },
+            ],
+          },
+        ],
+      ],
+    }),
     config: Type.Optional(Type.Unknown()),
     exec_config: Type.Optional(Type.Unknown({ description: "test mode: needs the 'admin' scope" })),
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),

@@ -105,6 +105,44 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(badJson.body).toMatchObject({ status: 400, code: 'invalid_request' });
   });
 
+  it('enqueues a list of messages, and answers a bad one with a 400 problem naming its index and field', async () => {
+    const input = [
+      { role: 'system', content: 'Be quick.' },
+      { role: 'user', content: 'wait=10 from messages' },
+    ];
+    const created = await enqueue({ agent: 'api_agent', input });
+    expect(created.status).toBe(201);
+    let record: Record<string, any> = {};
+    for (let tries = 0; tries < 100 && record.status !== 'completed'; tries += 1) {
+      record = (await json(await call(`/v1/runs/${created.body.run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(record).toMatchObject({ status: 'completed', output: 'done: wait=10 from messages' });
+
+    const bad = await enqueue({
+      agent: 'api_agent',
+      input: [
+        { role: 'user', content: 'hi' },
+        { role: 'tool', content: 'x' },
+      ],
+    });
+    expect(bad).toMatchObject({
+      status: 400,
+      type: expect.stringMatching(/^application\/problem\+json/),
+      body: { status: 400, code: 'invalid_input', detail: 'input[1].tool_call_id: required on a tool message (a non-empty string)' },
+    });
+    expect((await enqueue({ agent: 'api_agent', input: [{ role: 'user', content: [{ type: 'text', text: 7 }] }] })).body).toMatchObject({
+      status: 400,
+      detail: 'input[0].content[0].text: expected a string',
+    });
+    expect((await enqueue({ agent: 'api_agent', input: {} })).body).toMatchObject({ status: 400, detail: 'input: expected a string or a list of messages' });
+    expect((await enqueue({ agent: 'api_flow', input })).body).toMatchObject({
+      status: 400,
+      code: 'invalid_input',
+      detail: expect.stringContaining("workflow 'api_flow' takes a string"),
+    });
+  });
+
   it('follows a run over SSE and resumes after a dropped connection with nothing lost or repeated', async () => {
     const { body } = await enqueue({ agent: 'api_agent', input: 'wait=300 follow me' });
     const sse = { accept: 'text/event-stream' };

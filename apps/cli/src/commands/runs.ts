@@ -1,4 +1,4 @@
-import { RequestError, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
+import { RequestError, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatRun, formatRunList } from '../format.ts';
@@ -36,6 +36,8 @@ export function wholeMilliseconds(flag: string, value: string | undefined): numb
 }
 
 export interface EnqueueFlags {
+  /** The input as a JSON list of chat messages, instead of the <input> argument. */
+  'input-json'?: string;
   config?: string;
   'exec-config'?: string;
   'idempotency-key'?: string;
@@ -44,12 +46,16 @@ export interface EnqueueFlags {
   'timeout-ms'?: string;
 }
 
-/** `arcflow enqueue`: prints the run id; with --wait, the outcome. Exit 1 if the run did not complete. */
-export async function enqueueCommand(agent: string, input: string, flags: EnqueueFlags): Promise<number> {
+/**
+ * `arcflow enqueue`: prints the run id; with --wait, the outcome. Exit 1 if the run did not complete.
+ * The input is `input`, or the messages of `--input-json` (checked by the client, as any input).
+ */
+export async function enqueueCommand(agent: string, input: string | undefined, flags: EnqueueFlags): Promise<number> {
+  const given = input ?? parseJsonFlag('--input-json', flags['input-json']);
   return withClient(async (client) => {
     const { run_id } = await client.enqueue({
       agent,
-      input,
+      input: given as RunInput,
       config: parseJsonFlag('--config', flags.config),
       exec_config: parseJsonFlag('--exec-config', flags['exec-config']),
       idempotency_key: flags['idempotency-key'],

@@ -1,4 +1,4 @@
-import { type RunRecord, TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
+import { type RunInput, type RunRecord, TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
@@ -35,7 +35,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
       if (exec_config !== undefined && exec_config !== null && !allows(request.caller!, 'admin')) {
         throw new HttpProblem(403, 'forbidden', "test mode (exec_config) needs a key with the 'admin' scope");
       }
-      const { run_id, created } = await client.enqueue(request.body);
+      // The input's messages are checked by the client (SPEC §11), as for any caller.
+      const { run_id, created } = await client.enqueue({ ...request.body, input: request.body.input as RunInput });
       return reply.status(created ? 201 : 200).send({ run_id });
     },
   );
