@@ -26,6 +26,7 @@ export const RunRecord = Type.Object(
     agent: Type.Optional(Type.String()),
     workflow: Type.Optional(Type.String()),
     output: Type.Optional(Type.String()),
+    output_json: Type.Optional(Type.Unknown({ description: "the output parsed, when the run's agent had an output_schema" })),
     error: Type.Optional(Type.Ref('RunError')),
     usage: Type.Ref('Tokens'),
     iterations: Type.Integer(),

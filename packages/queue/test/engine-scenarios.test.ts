@@ -1,5 +1,5 @@
 import { cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
+import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineOutputScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { afterAll } from 'vitest';
 import { engineRunner } from './harness.ts';
 
@@ -18,3 +18,4 @@ defineHostileOutputScenarios('queue engine', engineRunner(nextPrefix));
 defineWorkflowScenarios('queue engine', engineRunner(nextPrefix));
 defineWorkflowScenarios('queue engine, two workers', engineRunner(nextPrefix, {}, 2));
 defineBudgetScenarios('queue engine', engineRunner(nextPrefix));
+defineOutputScenarios('queue engine', engineRunner(nextPrefix));

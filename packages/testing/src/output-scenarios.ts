@@ -1,6 +1,6 @@
-import { Agent, type LocalRun, type TraceEvent, tool } from '@arcflow/core';
+import { Agent, type LocalRun, type TraceEvent, Workflow, tool } from '@arcflow/core';
 import { describe, expect, it } from 'vitest';
-import { assertEventInvariants } from './invariants.ts';
+import { assertEventInvariants, assertWorkflowInvariants } from './invariants.ts';
 import type { ScenarioRunner } from './scenarios.ts';
 import { type ScriptedProvider, type ScriptedTurn, reply, scriptedProvider as localScriptedProvider, toolCall } from './scripted-provider.ts';
 
@@ -104,6 +104,17 @@ export function defineOutputScenarios(name: string, runner: ScenarioRunner, scri
       expect(invalid.status).toBe('failed');
       expect(invalid.error).toMatchObject({ error_code: 'invalid_output' });
       expect(kinds(invalid)).toEqual(['RunEnqueued', 'AgentInvoked', 'OutputValidationFailed', 'StepExecutionFailed', 'RunFailed']);
+    });
+
+    it("repairs a workflow agent step's answer under its step config's schema; the step's output is the JSON text", async () => {
+      const model = scriptedProvider([reply('{"title":"Dune"}'), reply('{"title":"Dune","year":1965}')]);
+      const workflow = new Workflow({ name: 'catalogue', steps: [{ id: 'extract', agent: new Agent({ name: 'cataloguer' }) }] });
+      const result = await runner(workflow, 'a book?', { provider: model, config: { steps: { extract: { output_schema: bookSchema } } } });
+      assertWorkflowInvariants(result.events);
+      expect(result.status).toBe('completed');
+      expect(result.steps?.extract).toMatchObject({ status: 'completed', output: '{"title":"Dune","year":1965}' });
+      expect(model.requests[1]?.messages.at(-1)).toEqual({ role: 'user', content: 'Error: invalid output — year: required' });
+      expect(ofKind(result, 'OutputValidationFailed')).toEqual([expect.objectContaining({ step_id: 'extract', iteration: 1 })]);
     });
 
     it('leaves a run without a schema as it was: no response_format, no output_json', async () => {

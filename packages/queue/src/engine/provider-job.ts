@@ -15,10 +15,11 @@ import {
   type StepState,
   TERMINAL_STATUSES,
   agentInvokedEvent,
-  agentRespondedEvent,
   applyFinalAnswerNote,
+  applyOutputRepair,
   applyToolRound,
   checkExecConfig,
+  decideFixedOutput,
   decideResponse,
   initialStepState,
   lostCall,
@@ -39,6 +40,7 @@ import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
 import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
+import { endingFor } from './step-ending.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
 import { type WorkflowRun, type WorkflowScheduler, settleAgentStep, workflowRunOf } from './workflow-scheduler.ts';
@@ -118,14 +120,9 @@ export class ProviderJobProcessor {
       spent: snapshot.spent,
     };
     if (iteration === 1 && context.test && 'output' in context.test) {
-      await this.endStep(context, {
-        outcome: { status: 'completed', output: context.test.output },
-        step_id,
-        events: [
-          { event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` },
-          { event: agentRespondedEvent(step_id, context.test.output, 0), once: `responded|${step_id}` },
-        ],
-      });
+      // Checked against the output schema like an answer, with no model to ask again.
+      const ending = endingFor(step_id, 0, decideFixedOutput(step_id, context.settings, context.test.output))!;
+      await this.endStep(context, { ...ending, events: [{ event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` }, ...(ending.events ?? [])] });
       return 'step-done';
     }
     const ready = await this.readyState(context, snapshot);
@@ -200,7 +197,7 @@ export class ProviderJobProcessor {
     if (samePlan(planOf(decision, fanned), plan)) return this.act(context, decision);
     const { run_id, step_id, iteration } = context.data;
     this.deps.logger.warn('this worker decides a recorded response differently (its agent changed); following the recorded plan', { run_id, step_id, iteration });
-    if (plan.type === 'final_answer') return enqueueNext(this.deps, context, []);
+    if (plan.type === 'final_answer' || plan.type === 'repair_output') return enqueueNext(this.deps, context, []);
     // A response that completed or failed the step ended the run in the same write.
     if (plan.type !== 'tools') return;
     const mine = new Map(decision.type === 'tools' ? decision.calls.map((planned) => [planned.index, planned]) : []);
@@ -309,6 +306,7 @@ export class ProviderJobProcessor {
     if (!recorded) throw new Error(`response ${previous} of ${run_id}/${step_id} is missing`);
     const { response, plan } = recorded;
     if (plan.type === 'final_answer') return applyFinalAnswerNote(state, response);
+    if (plan.type === 'repair_output') return applyOutputRepair(state, response, plan.violation_description);
     if (plan.type !== 'tools') throw new Error(`round ${previous} of ${run_id}/${step_id} did not ask for tools`);
     const place = { step_id, iteration: previous };
     const calls = plan.calls.map((entry) => ({ ...entry, call: response.tool_calls[entry.index]! }) as unknown as PlannedCall);
@@ -361,7 +359,8 @@ export class ProviderJobProcessor {
         // Which of the step's models answered: the agent's own, or a fallback.
         target: { provider_id: call.provider_id, model: call.request.model },
       },
-      events.map((event) => ({ event })),
+      // A rejected answer's OutputValidationFailed is written with it; a failure's events with the ending.
+      [...events, ...(decision.type === 'repair_output' ? decision.events : [])].map((event) => ({ event })),
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
       executedCalls(decision),
@@ -383,6 +382,7 @@ export class ProviderJobProcessor {
         return;
       }
       case 'final_answer':
+      case 'repair_output':
         await enqueueNext(this.deps, context, []);
         return;
       case 'tools':
@@ -403,21 +403,3 @@ type StepTarget =
     }
   | { readonly type: 'tool'; readonly step: Extract<WorkflowStep, { type: 'tool' }>; readonly run: WorkflowRun }
   | { readonly error: RunError };
-
-/** How a decision ends the run, if it does: the outcome and the step's last events. */
-function endingFor(step_id: string, iteration: number, decision: ResponseDecision): RunEnding | undefined {
-  switch (decision.type) {
-    case 'complete':
-      return {
-        outcome: { status: 'completed', output: decision.output },
-        step_id,
-        events: [{ event: agentRespondedEvent(step_id, decision.output, iteration), once: `responded|${step_id}` }],
-      };
-    case 'fail': {
-      const error = stepRunError(decision.error_code, decision.message);
-      return { outcome: { status: 'failed', error }, step_id, events: [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }] };
-    }
-    default:
-      return undefined;
-  }
-}

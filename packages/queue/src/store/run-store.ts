@@ -16,6 +16,7 @@ import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { readInput, writeInput } from './input-format.ts';
+import { type OutputType, readOutput } from './output-format.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { PartitionMap } from './partition-map.ts';
@@ -54,7 +55,9 @@ export interface RecordedResult {
 export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status: 'recorded'; readonly openInRound: number };
 
 /** How a run ends. */
-export type RunOutcome = { status: 'completed'; output: string } | { status: 'failed'; error: RunError; output?: string } | { status: 'cancelled'; output?: string };
+export type RunOutcome =
+  /** `output_type`: what the output text is, when not plain text (see `output-format.ts`). */
+  { status: 'completed'; output: string; output_type?: OutputType } | { status: 'failed'; error: RunError; output?: string } | { status: 'cancelled'; output?: string };
 
 /** A run's end as the store writes it: the outcome, the step it ends in, and that step's last events (if any). */
 export interface RunEnding {
@@ -198,7 +201,7 @@ export class RunStore {
       status: record.status as RunStatus,
       agent: record.agent ?? '',
       ...(record.workflow ? { workflow: record.workflow, steps } : {}),
-      ...(record.output !== undefined ? { output: record.output } : {}),
+      ...readOutput(record.output, record.output_type),
       ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
       usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
       iterations: Number(record.iterations ?? 0),
@@ -455,6 +458,7 @@ export class RunStore {
       step_id,
       ts: Date.now(),
       output: outcome.output,
+      output_type: outcome.status === 'completed' ? outcome.output_type : undefined,
       error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : undefined,
       error_code: outcome.status === 'failed' ? outcome.error.error_code : undefined,
       closing: ending.closing ?? (outcome.status === 'cancelled' ? CANCEL_CLOSING : undefined),

@@ -3,6 +3,7 @@
     status            'completed' | 'failed' | 'cancelled'
     step_id, ts       the step the run ends in; when (ms)
     output?, error?   the record's output text and error JSON
+    output_type?      'json' when output is the JSON text of a structured answer (SPEC §11)
     error_code?       RunFailed's code
     closing?          {content, code}: close every fanned-out call still open with this result
                       and a ToolCallFailed of this code (a cancel; a run failed as stalled)
@@ -20,6 +21,7 @@ local function checkEnding(ending)
   needWhole('ts', ending.ts)
   needWhole('retention_seconds', ending.retention_seconds)
   if ending.output ~= nil then needText('output', ending.output) end
+  if ending.output_type ~= nil then needText('output_type', ending.output_type) end
   if ending.error ~= nil then needText('error', ending.error) end
   if ending.error_code ~= nil then needText('error_code', ending.error_code) end
   if ending.closing ~= nil then
@@ -81,6 +83,7 @@ local function finish(ending)
   append('', cjson.encode(event))
   local fields = {'status', ending.status, 'finished_at', ending.ts}
   if ending.output then fields[#fields + 1] = 'output'; fields[#fields + 1] = ending.output end
+  if ending.output_type then fields[#fields + 1] = 'output_type'; fields[#fields + 1] = ending.output_type end
   if ending.error then fields[#fields + 1] = 'error'; fields[#fields + 1] = ending.error end
   redis.call('HSET', record, unpack(fields))
   -- The index lists itself (createRun puts it there), so this expires it too.
