@@ -22,6 +22,7 @@ export {
   type ModelProvider,
   type ProviderRequest,
   type ProviderResponse,
+  type ResponseFormat,
   type TraceEvent,
   type EventKind,
   type RunRecord,
