@@ -10,7 +10,7 @@ import { enqueueOverHttp, followerCost } from './http.ts';
 import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
-import { modelSettingsRow } from './model-settings.ts';
+import { modelSettingsRow, wireRow } from './model-settings.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -286,7 +286,7 @@ try {
   if (wanted('startup')) rows.push(...(await startupRows(prefix('startup'), progress)));
   if (wanted('settings')) {
     progress('a provider call with and without model settings');
-    rows.push(await modelSettingsRow());
+    rows.push(wireRow(), await modelSettingsRow());
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

@@ -26,10 +26,13 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   boundHeapGrowth(env.heapGrowingPercent);
   // Before the user's module, so spans it starts at load time are exported too.
   const telemetry = await startTelemetry(env.otel);
+  // The OpenAI provider's module (and the `openai` SDK) only when the environment asks for it, and
+  // before the user's module: a TypeScript module registers tsx, and what is imported after that
+  // passes through its loader.
+  const openai = env.openai ? await import('@arcflow/provider-openai') : undefined;
   const loaded = await loadModule(options.module);
   const roles = options.roles ?? ['provider', 'tools'];
-  // The OpenAI provider's module (and the `openai` SDK) only when the environment asks for it.
-  const provider: ModelProvider | undefined = env.openai ? (await import('@arcflow/provider-openai')).openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
+  const provider: ModelProvider | undefined = openai && env.openai ? openai.openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
   const providers = loaded.worker_options.providers ?? {};
   // Agents that name a provider use the module's named ones (checked when the engine starts); the rest need the default.
   const agents = loaded.definitions.flatMap((definition) =>

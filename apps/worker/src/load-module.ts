@@ -78,7 +78,7 @@ function nothingExported(path: string, exports: Record<string, unknown>): string
 export async function loadModule(path: string): Promise<LoadedModule> {
   let exports: Record<string, unknown>;
   try {
-    if (TYPESCRIPT_FILE.test(path)) await useTypeScriptLoader();
+    if (TYPESCRIPT_FILE.test(path)) await useTypeScriptLoader(resolve(path));
     exports = await import(pathToFileURL(resolve(path)).href);
   } catch (error) {
     throw new ConfigError(`cannot load module '${path}': ${loadFailure(error as NodeJS.ErrnoException)}`);

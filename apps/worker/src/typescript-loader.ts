@@ -1,3 +1,6 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
 /**
  * Set by whatever registered a TypeScript loader for the whole process already: the `arcflow`
  * command does so when it runs from the repository's sources.
@@ -14,11 +17,29 @@ let registering: Promise<void> | undefined;
  * and it keeps what users' TypeScript relies on — `enum`s, `paths` in tsconfig, and `./x.js`
  * naming `./x.ts` — on every supported Node line.
  */
-export function useTypeScriptLoader(): Promise<void> {
+export function useTypeScriptLoader(modulePath: string): Promise<void> {
   if ((globalThis as Record<symbol, unknown>)[TYPESCRIPT_LOADER_REGISTERED]) return Promise.resolve();
-  registering ??= import('tsx/esm/api').then(({ register }) => {
-    register();
-    (globalThis as Record<symbol, unknown>)[TYPESCRIPT_LOADER_REGISTERED] = true;
-  });
+  registering ??= preloadArcflow(modulePath)
+    .then(() => import('tsx/esm/api'))
+    .then(({ register }) => {
+      register();
+      (globalThis as Record<symbol, unknown>)[TYPESCRIPT_LOADER_REGISTERED] = true;
+    });
   return registering;
+}
+
+/**
+ * Loads the `arcflow` package the user's module will import, as it resolves from the module's
+ * folder, before tsx is registered: a module already loaded is not loaded again through tsx's
+ * loader (each import through it is a round trip to the loader's thread). A module that does not
+ * see the package loses nothing.
+ */
+async function preloadArcflow(modulePath: string): Promise<void> {
+  let entry: string;
+  try {
+    entry = createRequire(modulePath).resolve('arcflow');
+  } catch {
+    return;
+  }
+  await import(pathToFileURL(entry).href);
 }
