@@ -11,7 +11,7 @@ import { REDIS_URL, type Row } from './lib.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Starts of each command and each floor; the median is reported. */
-const TRIALS = 7;
+const TRIALS = 11;
 
 const AGENT = `import { Agent, tool } from 'arcflow';
 const echo = tool({
