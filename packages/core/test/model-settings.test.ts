@@ -134,6 +134,13 @@ describe('model settings and fallbacks in runLocal', () => {
     expect(alsoDown.requests).toHaveLength(2);
   });
 
+  it("sends a named provider's own model when the agent names none, before the worker's default", async () => {
+    const local = scriptedProvider([reply('local answer')], { id: 'local', model: 'qwen-local' });
+    const run = await runLocal(new Agent({ name: 'triage', provider: 'local' }), 'go', { providers: { local }, default_model: 'gpt-default', logger: false });
+    expect(run.output).toBe('local answer');
+    expect(local.requests[0]!.model).toBe('qwen-local');
+  });
+
   it('refuses an agent whose provider is not held, naming both', async () => {
     const agent = new Agent({ name: 'writer', provider: 'fast' });
     await expect(runLocal(agent, 'go', { provider: scriptedProvider([reply('x')]), providers: { local: scriptedProvider([reply('x')]) }, logger: false })).rejects.toThrow(

@@ -76,6 +76,9 @@ describe('output_schema and output_retries (SPEC §11)', () => {
     let deep: Record<string, unknown> = { type: 'string' };
     for (let level = 0; level < 6; level += 1) deep = { type: 'object', properties: { x: deep }, required: ['x'], additionalProperties: false };
     expect(fitsStrictSubset(deep)).toBe(false);
+    // A nullable object must be closed too, and the root may not be an anyOf.
+    expect(fitsStrictSubset({ ...schema, properties: { answer: { type: ['object', 'null'], properties: {} } } })).toBe(false);
+    expect(fitsStrictSubset({ ...schema, anyOf: [{ type: 'object' }] })).toBe(false);
   });
 
   it('names the format after the agent, in the characters the name allows', async () => {

@@ -212,3 +212,12 @@ describe('nearestKey', () => {
     expect(nearestKey('x', [])).toBeUndefined();
   });
 });
+
+describe('a huge unknown key', () => {
+  it('comes back cut, not whole', () => {
+    const key = 'k'.repeat(100_000);
+    const message = refusal(() => checkRunConfig({ [key]: 1 }));
+    expect(message.length).toBeLessThan(400);
+    expect(message).toContain(`'${'k'.repeat(64)}…'`);
+  });
+});

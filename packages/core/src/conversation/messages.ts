@@ -1,6 +1,6 @@
 import { byteSize } from '../canonical.ts';
 import { INPUT_MESSAGE_LIMITS, MAX_INPUT_BYTES } from '../defaults.ts';
-import { nearestKey } from '../definitions/known-keys.ts';
+import { clipped, nearestKey } from '../definitions/known-keys.ts';
 import { RequestError } from '../errors.ts';
 import type { ChatMessage } from '../provider.ts';
 
@@ -86,7 +86,7 @@ function onlyFields(value: Record<string, unknown>, allowed: readonly string[], 
   for (const key of Object.keys(value)) {
     if (allowed.includes(key)) continue;
     const nearest = nearestKey(key, allowed);
-    refuse(`${at}.${key}`, `not a field of ${what}${nearest ? `; did you mean '${nearest}'?` : ` (allowed: ${allowed.join(', ')})`}`);
+    refuse(`${at}.${clipped(key)}`, `not a field of ${what}${nearest ? `; did you mean '${nearest}'?` : ` (allowed: ${allowed.join(', ')})`}`);
   }
 }
 
@@ -152,7 +152,7 @@ function checkToolCalls(calls: unknown, at: string): void {
     if (!isRecord(call)) refuse(where, "expected a call { id, type: 'function', function: { name, arguments } }");
     onlyFields(call, ['id', 'type', 'function'], where, 'a tool call');
     const id = nonEmptyString(call.id, `${where}.id`);
-    if (ids.has(id)) refuse(`${where}.id`, `repeats the id '${id}' of an earlier call`);
+    if (ids.has(id)) refuse(`${where}.id`, `repeats the id '${clipped(id)}' of an earlier call`);
     ids.add(id);
     if (call.type !== 'function') refuse(`${where}.type`, "expected 'function'");
     const fn = call.function;

@@ -26,11 +26,16 @@ export function checkKnownKeys(value: object, known: Readonly<Record<string, tru
   for (const key of Object.keys(value)) {
     if (Object.hasOwn(known, key)) continue;
     const keys = Object.keys(known);
-    const head = owner === 'definition' ? `unknown option '${key}' in ${where}` : `${where} has unknown key '${key}'`;
+    const head = owner === 'definition' ? `unknown option '${clipped(key)}' in ${where}` : `${where} has unknown key '${clipped(key)}'`;
     // A key that belongs one level down (`temperature` → `model_settings.temperature`).
     const nearest = Object.hasOwn(elsewhere, key) ? elsewhere[key] : nearestKey(key, keys);
     throw new ConfigError(nearest ? `${head}; did you mean '${nearest}'?` : `${head} (allowed: ${keys.join(', ')})`);
   }
+}
+
+/** A name from outside, cut to at most `max` characters for a message (a 100 KB key must not come back as a 100 KB error). */
+export function clipped(name: string, max = 64): string {
+  return name.length > max ? `${name.slice(0, max)}…` : name;
 }
 
 /**

@@ -76,7 +76,8 @@ const STRICT_MAX_PROPERTIES = 100;
 
 /** Whether a schema fits OpenAI's strict subset (see above), within its documented nesting and size limits. */
 export function fitsStrictSubset(schema: JsonSchema): boolean {
-  if (schema.type !== 'object') return false;
+  // OpenAI's strict mode takes an object at the root, and no anyOf there.
+  if (schema.type !== 'object' || schema.anyOf !== undefined) return false;
   const counted = { properties: 0 };
   return strictNode(schema, 0, counted) && counted.properties <= STRICT_MAX_PROPERTIES;
 }
@@ -86,7 +87,8 @@ function strictNode(node: unknown, depth: number, counted: { properties: number 
   const record = node as Record<string, unknown>;
   if (!Object.keys(record).every((key) => STRICT_KEYWORDS.has(key))) return false;
   const children: unknown[] = [];
-  if (record.properties !== undefined || record.type === 'object') {
+  const mayBeObject = record.type === 'object' || (Array.isArray(record.type) && record.type.includes('object'));
+  if (record.properties !== undefined || mayBeObject) {
     if (depth >= STRICT_MAX_DEPTH || record.additionalProperties !== false) return false;
     const properties = record.properties ?? {};
     if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) return false;

@@ -33,11 +33,14 @@ export function targetForAttempt(targets: readonly ModelTarget[], attemptsSpent:
 }
 
 /**
- * The request for one target: the same messages, tools and settings, to that target's model (else
- * the worker's default model, else the provider's own, else `default`).
+ * The request for one target: the same messages, tools and settings, to that target's model; else,
+ * for a named provider, that provider's own model; else the worker's default model, else the
+ * default provider's own, else `default`.
  */
 export function requestFor(request: ProviderRequest, target: ModelTarget, defaultModel: string | undefined, provider: ModelProvider | undefined): ProviderRequest {
-  return { ...request, model: target.model ?? defaultModel ?? provider?.defaultModel ?? 'default' };
+  // A named provider's own model comes before the worker's default: that default is meant for the default provider.
+  const providerModel = target.provider === undefined ? undefined : provider?.defaultModel;
+  return { ...request, model: target.model ?? providerModel ?? defaultModel ?? provider?.defaultModel ?? 'default' };
 }
 
 /** The provider a target names, or a clear refusal: `agent 'writer' uses provider 'fast', which this worker does not hold (it holds: local)`. */
