@@ -8,8 +8,10 @@ const runs = () => import('./commands/runs.ts');
 const USAGE = `usage: arcflow <command> [options]
 
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N]
-  enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--idempotency-key K] [--wait] [--json]
+  enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--idempotency-key K]
+          [--thread ID [--on-busy queue|steer|reject]] [--wait] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
+                       --thread: run on the thread's conversation so far; append the run's messages to it
   get <run_id> [--json]
   events <run_id> [--follow] [--json]
   inspect <run_id>
@@ -39,6 +41,8 @@ const OPTIONS = {
   'input-json': { type: 'string' },
   'exec-config': { type: 'string' },
   'idempotency-key': { type: 'string' },
+  thread: { type: 'string' },
+  'on-busy': { type: 'string' },
   'timeout-ms': { type: 'string' },
   runs: { type: 'string' },
   port: { type: 'string' },

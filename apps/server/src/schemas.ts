@@ -1,4 +1,5 @@
 import { Type } from '@fastify/type-provider-typebox';
+import { THREAD_ID_PATTERN } from '@arcflow/core';
 
 /** The request and response shapes of the API: validation and the OpenAPI document both come from these. */
 
@@ -83,6 +84,15 @@ export const EnqueueBody = Type.Object(
     config: Type.Optional(Type.Unknown()),
     exec_config: Type.Optional(Type.Unknown({ description: "test mode: needs the 'admin' scope" })),
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    thread_id: Type.Optional(
+      Type.String({
+        pattern: THREAD_ID_PATTERN.source,
+        description: "the thread the run continues: it runs on the thread's conversation so far, and appends its messages when it completes",
+      }),
+    ),
+    on_busy: Type.Optional(
+      Type.Union([Type.Literal('queue'), Type.Literal('steer'), Type.Literal('reject')], { description: 'when the thread has a run queued or running (default queue)' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -82,6 +82,7 @@ export * from './provider.ts';
 export * from './run-record.ts';
 export { type StepState, initialStepState } from './loop/state.ts';
 export { type RunInput, checkRunInput, checkWorkflowInput, inputMessages } from './conversation/messages.ts';
+export { OnBusy, THREAD_ID_PATTERN, checkOnBusy, checkThreadId } from './conversation/threads.ts';
 export {
   type ResponseDecision,
   FINAL_ANSWER_NOTE,

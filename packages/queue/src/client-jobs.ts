@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import {
   type ApprovalAnswer,
   type ApprovalResolution,
+  type OnBusy,
   RequestError,
   type RunInput,
   type WorkflowGraph,
@@ -24,6 +25,7 @@ import { nearestName } from './nearest-name.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
+import { ThreadStore } from './store/thread-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 
 /**
@@ -41,6 +43,10 @@ export interface EnqueueRequest {
   exec_config?: unknown;
   /** A second enqueue with the same key returns the first run's id. */
   idempotency_key?: string;
+  /** The thread the run continues (SPEC §11): it runs on the thread's conversation so far. */
+  thread_id?: string;
+  /** What the run does when its thread has a run queued or running (default `queue`). */
+  on_busy?: OnBusy;
 }
 
 /** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
@@ -57,6 +63,7 @@ export interface QueueInfo {
 export interface ClientContext {
   readonly redis: Redis;
   readonly store: RunStore;
+  readonly threads: ThreadStore;
   readonly registry: Registry;
   readonly prefix: string;
   /** An agent's registration, cached for a few seconds. */
@@ -82,7 +89,7 @@ export class ClientJobs {
     // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
     const trace = mintRunTrace();
     return reach(async () => {
-      minted ??= await this.mintRunId(request.idempotency_key);
+      minted ??= await this.mintRunId(request.idempotency_key, request.thread_id);
       const registration = await lookup(request.agent);
       if (!registration) {
         const known = await registry.known();
@@ -94,6 +101,7 @@ export class ClientJobs {
       }
       const graph = registration.workflow;
       if (graph) {
+        if (request.thread_id !== undefined) throw new RequestError('invalid_request', `thread_id: '${request.agent}' is a workflow; threads are for agent runs`);
         checkWorkflowInput(request.input, request.agent);
         checkWorkflowConfig(graph, request.config);
         checkWorkflowExecConfig(graph, request.exec_config);
@@ -125,6 +133,8 @@ export class ClientJobs {
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {
+        // On its thread before its first job, so the job reads the thread's conversation.
+        if (request.thread_id !== undefined) await this.context.threads.join(run_id, request.thread_id);
         const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
         // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
         const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
@@ -203,10 +213,14 @@ export class ClientJobs {
     await this.queues.close();
   }
 
-  /** A new run's id: in a partition (by its idempotency key, else at random) when there are several. */
-  private async mintRunId(idempotency_key: string | undefined): Promise<string> {
+  /**
+   * A new run's id: in a partition when there are several — its thread's (so the run's scripts
+   * reach the thread), else by its idempotency key, else at random.
+   */
+  private async mintRunId(idempotency_key: string | undefined, thread_id: string | undefined): Promise<string> {
     const { count } = await this.context.store.partitions.read();
     if (count <= 1) return newRunId();
+    if (thread_id !== undefined) return partitionedRunId(ThreadStore.partitionOf(thread_id, count)!);
     return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
   }
 }

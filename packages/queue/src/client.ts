@@ -8,7 +8,9 @@ import {
   TERMINAL_STATUSES,
   type TraceEvent,
   checkExecConfig,
+  checkOnBusy,
   checkRunInput,
+  checkThreadId,
   type ApprovalAnswer,
   type ApprovalResolution,
   answerProblem,
@@ -23,6 +25,7 @@ import { endRun, stopClosedWork } from './engine/end-run.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
 import { type RunEnding, RunStore } from './store/run-store.ts';
+import { ThreadStore } from './store/thread-store.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { closeRedis, watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
@@ -131,7 +134,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     return done;
   };
 
-  const context: ClientContext = { redis, store, registry, prefix: connection.prefix, lookup, reach };
+  const threads = new ThreadStore(redis, store.keys, connection.prefix, store.partitions);
+  const context: ClientContext = { redis, store, threads, registry, prefix: connection.prefix, lookup, reach };
   /**
    * The queue operations (enqueue, queue depths, approvals, removing a cancelled call's job), with
    * BullMQ behind them: imported on the first call that needs them, so reading runs never loads it.
@@ -171,6 +175,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       }
       // Checked for any run here; against a workflow's graph once the registry names it one (see ClientJobs.enqueue).
       checkExecConfig(request.exec_config);
+      // A thread (SPEC §11): its id, and what a run does when the thread is busy.
+      if (request.thread_id !== undefined) checkThreadId(request.thread_id);
+      if (request.on_busy !== undefined) checkOnBusy(request.on_busy);
       return (await jobs()).enqueue(request);
     },
 

@@ -169,6 +169,21 @@ export function keysFor(prefix: string): Keys {
   };
 }
 
+/**
+ * A thread's keys (SPEC §11), under the tag of the partition its runs are minted in (so a run's
+ * ending script reaches its thread in the same slot): `<tag>:thread:<id>` its messages (one JSON
+ * each, appended by the script that completes a run), `…:runs` its runs in enqueue order. The
+ * store's scripts name them the same way from the run's tag and its record's `thread_id`.
+ */
+export const THREAD_KEY_INFIX = ':thread:';
+/** A run's messages staged for its thread, moved there by the write that completes the run. */
+export const THREAD_STAGED_SUFFIX = ':thread-staged';
+
+export function threadKeys(tag: string, thread_id: string): { readonly messages: string; readonly runs: string } {
+  const messages = `${tag}${THREAD_KEY_INFIX}${thread_id}`;
+  return { messages, runs: `${messages}:runs` };
+}
+
 /** Queue names (BullMQ forbids `:` in them). */
 export const QueueName = {
   /** An agent's provider jobs: only workers serving the agent take them. */

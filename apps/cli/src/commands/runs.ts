@@ -1,4 +1,4 @@
-import { RequestError, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
+import { type OnBusy, RequestError, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatRun, formatRunList } from '../format.ts';
@@ -41,6 +41,10 @@ export interface EnqueueFlags {
   config?: string;
   'exec-config'?: string;
   'idempotency-key'?: string;
+  /** The thread the run continues (SPEC §11). */
+  thread?: string;
+  /** What the run does when its thread is busy: queue (default), steer or reject. */
+  'on-busy'?: string;
   wait?: boolean;
   json?: boolean;
   'timeout-ms'?: string;
@@ -59,6 +63,9 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
       config: parseJsonFlag('--config', flags.config),
       exec_config: parseJsonFlag('--exec-config', flags['exec-config']),
       idempotency_key: flags['idempotency-key'],
+      // Checked by the client: a bad thread id is an invalid_request naming thread_id.
+      ...(flags.thread !== undefined ? { thread_id: flags.thread } : {}),
+      ...(flags['on-busy'] !== undefined ? { on_busy: flags['on-busy'] as OnBusy } : {}),
     });
     if (!flags.wait) {
       console.log(flags.json ? JSON.stringify({ run_id }) : run_id);

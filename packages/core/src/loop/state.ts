@@ -23,11 +23,14 @@ export interface StepState {
   readonly output_rejections?: number;
 }
 
-/** The state of a step before its first provider call: the agent's instructions as a system message, then the input's messages. */
-export function initialStepState(agent: Agent, input: RunInput, step_id: string): StepState {
+/**
+ * The state of a step before its first provider call: the agent's instructions as a system
+ * message, then `earlier` (a thread's conversation so far, SPEC §11), then the input's messages.
+ */
+export function initialStepState(agent: Agent, input: RunInput, step_id: string, earlier: readonly ChatMessage[] = []): StepState {
   const system = [agent.role && `You are ${agent.role}.`, agent.instructions].filter(Boolean).join('\n\n');
   const messages: ChatMessage[] = [];
   if (system) messages.push({ role: 'system', content: system });
-  messages.push(...inputMessages(input));
+  messages.push(...earlier, ...inputMessages(input));
   return { step_id, iterations: 0, messages, usage: ZERO_TOKENS, history: [], last_results: {}, tools_disabled: false };
 }

@@ -41,8 +41,10 @@ import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts'
 import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
+import { stageThreadMessages } from './thread-run.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
+import type { ThreadStore } from '../store/thread-store.ts';
 import { type WorkflowRun, type WorkflowScheduler, settleAgentStep, workflowRunOf } from './workflow-scheduler.ts';
 
 export interface ProviderJobDeps extends RoundDeps {
@@ -53,6 +55,8 @@ export interface ProviderJobDeps extends RoundDeps {
   readonly toolSteps: ToolStepProcessor;
   /** Which provider and model each try of a call goes to (SPEC §16). */
   readonly models: ModelRouter;
+  /** The threads runs are on (SPEC §11). */
+  readonly threads: ThreadStore;
 }
 
 /** How long a job of a run this worker cannot read waits before it is offered again. */
@@ -247,8 +251,10 @@ export class ProviderJobProcessor {
     if (!stored && data.iteration === 1) {
       const input = context.workflow ? await this.workflowStepInput(context) : spec.input;
       if (input === undefined) return 'step-ended';
+      // A run on a thread starts on the thread's conversation so far (SPEC §11).
+      const thread = context.workflow ? undefined : await this.deps.threads.history(spec.run_id);
       return {
-        state: initialStepState(agent, input, data.step_id),
+        state: initialStepState(agent, input, data.step_id, thread?.messages),
         expected: -1,
         events: [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }],
       };
@@ -348,6 +354,7 @@ export class ProviderJobProcessor {
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
     const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
+    if (ending?.outcome.status === 'completed') await stageThreadMessages(this.deps.threads, context, state, response);
     const recorded = await store.recordResponse(
       run_id,
       step_id,

@@ -7,6 +7,7 @@ import { coalesceWrites } from '../redis-writes.ts';
 import { closeRedis, redisRefusal, isConnectionError, outageOf, redactUrl, watchConnection } from '../connection.ts';
 import { type AgentRegistration, Registry } from '../registry.ts';
 import { RunStore } from '../store/run-store.ts';
+import { ThreadStore } from '../store/thread-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
 import { CancellationListener } from './cancellation.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
@@ -104,7 +105,8 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     for (const { worker, budget } of shared) worker.concurrency = share(budget);
   };
   if (models) {
-    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models };
+    const threads = new ThreadStore(connection, store.keys, options.prefix, store.partitions);
+    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models, threads };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
     const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
       if (job?.name === APPROVAL_TIMEOUT_JOB) return;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACTIVE_RUNS_SUFFIX, RUNS_INDEX_SUFFIX, RUN_KEY_SUFFIX } from '../keys.ts';
+import { ACTIVE_RUNS_SUFFIX, RUNS_INDEX_SUFFIX, RUN_KEY_SUFFIX, THREAD_KEY_INFIX, THREAD_STAGED_SUFFIX } from '../keys.ts';
 
 /**
  * The run store's Lua scripts, one file each in `commands/` (a header names its KEYS and its
@@ -38,6 +38,8 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.approvals': RUN_KEY_SUFFIX.approvals,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
+  THREAD_KEY_INFIX,
+  THREAD_STAGED_SUFFIX,
 };
 
 /** A script's text: its file with `--- @include "name"` lines replaced by `includes/name.lua`, and placeholders filled. */
@@ -68,5 +70,8 @@ export const SCRIPTS = {
   openToolStep: script('openToolStep'),
   requestApproval: script('requestApproval'),
   resolveApproval: script('resolveApproval'),
+  joinThread: script('joinThread'),
+  threadHistory: script('threadHistory'),
+  stageThreadMessages: script('stageThreadMessages'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

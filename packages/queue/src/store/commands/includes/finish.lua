@@ -11,7 +11,9 @@
     steps?            a workflow run's steps still open: {running = status they end in,
                       skip_reason = StepSkipped reason for those not started}
     events            the step's last events, {dedupeId, json} pairs
-  Then the run's terminal event, with the usage summed in Redis. Returns the closed calls (JSON).
+  Then the run's terminal event, with the usage summed in Redis. A run on a thread (SPEC §11)
+  that completes appends its staged messages to the thread here, in the write that completes it,
+  so once; any ending sets the thread's retention again. Returns the closed calls (JSON).
 ]]
 local function checkEnding(ending)
   if type(ending) ~= 'table' then refuse('ending must be a map') end
@@ -53,6 +55,24 @@ local function closeSteps(how, ts)
   end
 end
 
+-- A thread run's ending: a completed run's staged messages go onto the thread; the thread expires
+-- the retention period after its last run ends.
+local function endOnThread(ending, tag)
+  local thread_id = redis.call('HGET', record, 'thread_id')
+  if not thread_id then return end
+  local thread = tag .. '{{THREAD_KEY_INFIX}}' .. thread_id
+  local staged = record .. '{{THREAD_STAGED_SUFFIX}}'
+  if ending.status == 'completed' then
+    local messages = redis.call('LRANGE', staged, 0, -1)
+    for i = 1, #messages, 1000 do
+      redis.call('RPUSH', thread, unpack(messages, i, math.min(i + 999, #messages)))
+    end
+  end
+  redis.call('DEL', staged)
+  redis.call('EXPIRE', thread, ending.retention_seconds)
+  redis.call('EXPIRE', thread .. ':runs', ending.retention_seconds)
+end
+
 local function finish(ending)
   local closed = {}
   if ending.closing then
@@ -89,6 +109,7 @@ local function finish(ending)
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
   local run_id, active, tag = runIdentity()
+  endOnThread(ending, tag)
   redis.call('ZREM', active, run_id)
   -- Waiting clients are told on the partition's channel (sharded: in this slot).
   redis.call('SPUBLISH', tag .. ':finished', run_id)
