@@ -32,6 +32,7 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   payload_too_large: 413,
   redis_unavailable: 503,
   not_pending: 409,
+  thread_busy: 409,
 };
 
 const TITLES: Readonly<Record<number, string>> = {

@@ -34,6 +34,8 @@ export const RunRecord = Type.Object(
     created_at: Type.Integer({ description: 'epoch ms' }),
     finished_at: Type.Optional(Type.Integer({ description: 'epoch ms' })),
     trace_id: Type.Optional(Type.String({ description: "the run's OpenTelemetry trace id" })),
+    thread_id: Type.Optional(Type.String({ description: 'the thread the run is on' })),
+    steered_into: Type.Optional(Type.String({ description: 'on_busy: steer — the active run of the thread its input was given to' })),
     pending_approvals: Type.Optional(
       Type.Array(
         Type.Object({

@@ -35,6 +35,10 @@ export interface RunRecord {
   readonly trace_id?: string;
   /** The partition the run lives in (SPEC §9; 0 with one partition). */
   readonly partition?: number;
+  /** The thread the run is on (SPEC §11). */
+  readonly thread_id?: string;
+  /** A run enqueued with `on_busy: steer`: the run its input was given to (it ended at once, completed). */
+  readonly steered_into?: string;
   /** Calls waiting for a person's approval (their arguments are for the approvers; never in events). */
   readonly pending_approvals?: readonly PendingApproval[];
 }

@@ -11,6 +11,7 @@ import {
   checkWorkflowConfig,
   checkWorkflowInput,
   checkWorkflowExecConfig,
+  inputMessages,
   newRunId,
   rootSteps,
   stepStartedEvent,
@@ -20,6 +21,8 @@ import type { Redis } from 'ioredis';
 import { resolveApproval } from './engine/approvals.ts';
 import { QueuePool, enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
+import { PROVIDER_JOB, providerJobOptions } from './engine/jobs.ts';
+import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
 import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
@@ -133,8 +136,9 @@ export class ClientJobs {
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {
-        // On its thread before its first job, so the job reads the thread's conversation.
-        if (request.thread_id !== undefined) await this.context.threads.join(run_id, request.thread_id);
+        // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
+        const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request);
+        if (join === 'steered') return { run_id, created };
         const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
         // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
         const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
@@ -142,11 +146,30 @@ export class ClientJobs {
           const steps = graph.steps.filter((step) => roots.includes(step.id));
           await Promise.all(steps.map((step) => enqueueJoin(this.queues, target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
         } else {
-          await enqueueJoin(this.queues, target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+          const data = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
+          if (join === 'wait') {
+            // Its turn comes when the thread's active run ends (whose end promotes this job); until then it looks again now and then.
+            const { queue, attempts } = target('s1');
+            await this.queues.forRun(queue, run_id).add(PROVIDER_JOB, data, { ...providerJobOptions(data, attempts), delay: THREAD_WAIT_MS });
+          } else {
+            await enqueueJoin(this.queues, target('s1'), data);
+          }
         }
       }
       return { run_id, created };
     });
+  }
+
+  /**
+   * Puts a created run on its thread: `start` (the thread was free), `wait` (queued behind its
+   * active run) or `steered` (its input given to the active run; it has ended, completed). A run
+   * refused as `thread_busy` (`on_busy: reject`) was removed again: nothing is queued.
+   */
+  private async joinThread(run_id: string, request: EnqueueRequest): Promise<'start' | 'wait' | 'steered'> {
+    const { store, threads } = this.context;
+    const { decision, active } = await threads.join(run_id, request.thread_id!, request.on_busy ?? 'queue', inputMessages(request.input), store.retentionSeconds);
+    if (decision === 'busy') throw new RequestError('thread_busy', `thread '${request.thread_id}' is busy: run '${active}' is active (on_busy: reject)`);
+    return decision;
   }
 
   /** Every queue of the registered agents, workflows and tools: its depth and live workers. */
@@ -202,6 +225,11 @@ export class ClientJobs {
           throw new RequestError('not_pending', `tool call '${tool_call_id}' never waited for approval in run '${run_id}'`);
       }
     });
+  }
+
+  /** After a thread run ended: the first job of the thread's next run is promoted (see `startNextOnThread`). */
+  startNextOnThread(run_id: string): Promise<void> {
+    return startNextOnThread(this.context.threads, this.queues, run_id);
   }
 
   /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */

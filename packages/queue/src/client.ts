@@ -271,6 +271,8 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         const ending = workflow ? await cancelledWorkflow(run_id, workflow) : { outcome: { status: 'cancelled' as const }, step_id: 's1' };
         const { ended, closed } = await endRun(store, run_id, ending);
         if (ended) await stopClosedWork(redis, store, toolJobs, run_id, closed);
+        // A thread's next run starts now (SPEC §11), not when its job's delay is up.
+        if (ended && (await threads.isThreadRun(run_id))) await (await jobs()).startNextOnThread(run_id);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };
       });
     },

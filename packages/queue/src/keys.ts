@@ -172,16 +172,19 @@ export function keysFor(prefix: string): Keys {
 /**
  * A thread's keys (SPEC §11), under the tag of the partition its runs are minted in (so a run's
  * ending script reaches its thread in the same slot): `<tag>:thread:<id>` its messages (one JSON
- * each, appended by the script that completes a run), `…:runs` its runs in enqueue order. The
+ * each, appended by the script that completes a run), `…:runs` its runs in enqueue order,
+ * `…:active` the one run that may run now and `…:waiting` the runs queued behind it. The
  * store's scripts name them the same way from the run's tag and its record's `thread_id`.
  */
 export const THREAD_KEY_INFIX = ':thread:';
 /** A run's messages staged for its thread, moved there by the write that completes the run. */
 export const THREAD_STAGED_SUFFIX = ':thread-staged';
+/** Messages steered into a thread's active run by later runs (`on_busy: steer`), taken by its next call. */
+export const THREAD_INJECTED_SUFFIX = ':injected';
 
-export function threadKeys(tag: string, thread_id: string): { readonly messages: string; readonly runs: string } {
+export function threadKeys(tag: string, thread_id: string): { readonly messages: string; readonly runs: string; readonly active: string; readonly waiting: string } {
   const messages = `${tag}${THREAD_KEY_INFIX}${thread_id}`;
-  return { messages, runs: `${messages}:runs` };
+  return { messages, runs: `${messages}:runs`, active: `${messages}:active`, waiting: `${messages}:waiting` };
 }
 
 /** Queue names (BullMQ forbids `:` in them). */

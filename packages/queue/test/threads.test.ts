@@ -19,6 +19,7 @@ function answer(request: FakeRequest): FakeTurn {
   if (last.role === 'tool') return { type: 'text', content: `after ${last.content}` };
   if (last.content.startsWith('tool:')) return { type: 'tools', calls: [{ name: 'lookup', arguments: { word: last.content.slice(5) } }] };
   if (last.content === 'block') return { type: 'tools', calls: [{ name: 'block', arguments: {} }] };
+  if (last.content === 'gate') return { type: 'tools', calls: [{ name: 'gate', arguments: {} }] };
   if (last.content === 'fail') return { type: 'status', status: 400, body: { error: { message: 'no' } } };
   return { type: 'text', content: `re: ${last.content}` };
 }
@@ -34,8 +35,19 @@ async function setup(name: string) {
     await client.close();
     await fake.close();
   };
-  return { fake, start, client, threads, close };
+  return { fake, start, client, threads, close, key: workers.key, reader: workers.reader };
 }
+
+/** Resolves when the run has an event of this kind. */
+const untilEvent = (client: ReturnType<typeof createClient>, run_id: string, kind: string) =>
+  until(
+    async () => {
+      for await (const event of client.events(run_id)) if (event.kind === kind) return true;
+      return false;
+    },
+    20_000,
+    50,
+  );
 
 /** The messages of a request body after the instructions. */
 const afterInstructions = (request: FakeRequest | undefined): ChatMessage[] => request?.body.messages.slice(1) ?? [];
@@ -103,6 +115,83 @@ describe('threads', () => {
     const messages = await threads.messages('killed');
     expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(messages.at(-1)).toEqual({ role: 'assistant', content: 'after block done on execution 2' });
+    await close();
+  });
+
+  it('runs 50 runs enqueued at once on one thread one at a time, in enqueue order, each on the turns before it', async () => {
+    const { fake, start, client, threads, close } = await setup('thread-fifty');
+    await start();
+    const inputs = Array.from({ length: 50 }, (_, i) => `m${i}`);
+    const enqueued = await Promise.all(inputs.map((input) => client.enqueue({ agent: 'chat', input, thread_id: 'busy' })));
+    const order = await threads.runIds('busy');
+    expect(new Set(order)).toEqual(new Set(enqueued.map(({ run_id }) => run_id)));
+    const runs = await Promise.all(order.map((run_id) => client.wait(run_id, { timeout_ms: 50_000 })));
+    expect(runs.every((run) => run.status === 'completed')).toBe(true);
+    // One at a time: each run's first call was made after the run before it finished.
+    const inputOf = new Map(await Promise.all(order.map(async (run_id) => [run_id, ((await client.get(run_id)) as unknown as { output: string }).output.slice(4)] as const)));
+    const messages = await threads.messages('busy');
+    expect(messages).toHaveLength(100);
+    expect(messages.filter((_, i) => i % 2 === 0).map((message) => message.content)).toEqual(order.map((run_id) => inputOf.get(run_id)));
+    // Each request saw exactly the turns of the runs before it, then its own input.
+    expect(fake.requests.map((request) => request.body.messages.length)).toEqual(order.map((_, k) => 1 + 2 * k + 1));
+    for (let k = 1; k < runs.length; k++) expect(runs[k]!.created_at <= runs[k]!.finished_at! && runs[k - 1]!.finished_at! <= runs[k]!.finished_at!).toBe(true);
+    await close();
+  }, 60_000);
+
+  it('refuses a run on a busy thread with on_busy: reject (thread_busy), queuing nothing', async () => {
+    const { start, client, threads, close } = await setup('thread-reject');
+    await start();
+    const { run_id } = await client.enqueue({ agent: 'chat', input: 'block', thread_id: 'r' });
+    await untilEvent(client, run_id, 'ToolCallStarted');
+    const error = await client.enqueue({ agent: 'chat', input: 'hi', thread_id: 'r', on_busy: 'reject' }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(RequestError);
+    expect(error).toMatchObject({ code: 'thread_busy' });
+    expect(await threads.runIds('r')).toEqual([run_id]);
+    expect((await client.list({ agent: 'chat' })).runs.map((run) => run.run_id)).toEqual([run_id]);
+    await close();
+  });
+
+  it('steers a run mid-tool-round: the input reaches its next provider call, and the steering run ends completed', async () => {
+    const { fake, start, client, threads, close, key, reader } = await setup('thread-steer');
+    await start();
+    const { run_id } = await client.enqueue({ agent: 'chat', input: 'gate', thread_id: 's' });
+    await untilEvent(client, run_id, 'ToolCallStarted');
+    const steering = await client.enqueue({ agent: 'chat', input: 'also this', thread_id: 's', on_busy: 'steer' });
+    expect(await client.get(steering.run_id)).toMatchObject({ status: 'completed', steered_into: run_id, thread_id: 's' });
+    await reader().set(key('gate'), '1');
+    expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 're: also this' });
+    const second = fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
+    expect(second.slice(-2)).toEqual([
+      { role: 'tool', tool_call_id: expect.any(String), content: 'gate opened' },
+      { role: 'user', content: 'also this' },
+    ]);
+    const events = [];
+    for await (const event of client.events(run_id)) events.push(event);
+    expect(events.find((event) => event.kind === 'MessagesInjected')).toMatchObject({
+      count: 1,
+      input_size_bytes: JSON.stringify([{ role: 'user', content: 'also this' }]).length,
+      iteration: 2,
+    });
+    expect((await threads.messages('s')).map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant']);
+    await close();
+  });
+
+  it('starts the next queued run when the active one is cancelled, on the transcript it left (nothing from the cancelled run)', async () => {
+    const { start, client, threads, close } = await setup('thread-cancel');
+    await start();
+    const first = await client.enqueue({ agent: 'chat', input: 'block', thread_id: 'c' });
+    await untilEvent(client, first.run_id, 'ToolCallStarted');
+    const second = await client.enqueue({ agent: 'chat', input: 'next', thread_id: 'c' });
+    expect((await client.get(second.run_id))?.status).toBe('queued');
+    await client.cancel(first.run_id);
+    const startedAt = Date.now();
+    expect(await client.wait(second.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 're: next' });
+    // Promoted by the cancel, not left to its job's delay.
+    expect(Date.now() - startedAt).toBeLessThan(4_000);
+    expect(await threads.messages('c')).toEqual([
+      { role: 'user', content: 'next' },
+      { role: 'assistant', content: 're: next' },
+    ]);
     await close();
   });
 });

@@ -145,6 +145,15 @@ export interface OutputValidationFailed extends Base {
   /** Path and expectation only, never the value: `title: expected string`, `output is not valid JSON`. */
   readonly violation_description: string;
 }
+/**
+ * Messages steered into the run (SPEC §11, `on_busy: steer`): a later run of its thread gave its
+ * input, which enters the conversation before call `iteration`. Sizes only, never the messages.
+ */
+export interface MessagesInjected extends InIteration {
+  readonly kind: 'MessagesInjected';
+  readonly count: number;
+  readonly input_size_bytes: number;
+}
 export interface AgentResponseReceived extends Base {
   readonly kind: 'AgentResponseReceived';
   readonly output_size_bytes: number;
@@ -192,6 +201,7 @@ export type TraceEvent =
   | ToolApprovalRequested
   | ToolApprovalResolved
   | OutputValidationFailed
+  | MessagesInjected
   | AgentResponseReceived
   | StepExecutionFailed
   | StepStarted

@@ -41,7 +41,7 @@ import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts'
 import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
-import { stageThreadMessages } from './thread-run.ts';
+import { THREAD_WAIT_MS, injectSteered, stageThreadMessages, startNextOnThread } from './thread-run.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
@@ -129,9 +129,19 @@ export class ProviderJobProcessor {
       await this.endStep(context, { ...ending, events: [{ event: agentInvokedEvent(agent, context.settings, step_id), once: `invoked|${step_id}` }, ...(ending.events ?? [])] });
       return 'step-done';
     }
-    const ready = await this.readyState(context, snapshot);
+    let ready = await this.readyState(context, snapshot);
     if (ready === 'step-ended') return 'step-done';
+    if (ready === 'thread-waiting') {
+      // Another run of its thread is active: this one looks again later (that run's end promotes this job).
+      await job.moveToDelayed(Date.now() + THREAD_WAIT_MS, token);
+      throw new DelayedError();
+    }
     if (!ready) return 'stale';
+    if (ready.expected !== undefined && !context.workflow) {
+      // Messages steered into the run (SPEC §11) enter the state this call is made on.
+      const steered = await injectSteered(this.deps.threads, run_id, ready.state, iteration);
+      if (steered.event) ready = { ...ready, state: steered.state, events: [...ready.events, { event: steered.event, once: `injected|${step_id}|${iteration}` }] };
+    }
     if (snapshot.response) {
       // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
       const state = await this.commit(context, ready, []);
@@ -182,6 +192,7 @@ export class ProviderJobProcessor {
     const { run_id } = context.data;
     if (!context.workflow) {
       await endRun(this.deps.store, run_id, ending);
+      await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
       return;
     }
     await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending);
@@ -245,7 +256,7 @@ export class ProviderJobProcessor {
    * `AgentInvoked`), or round `n-1` folded in. Undefined when this job is stale; `step-ended` when
    * a workflow step's input could not be built (the step failed).
    */
-  private async readyState(context: StepContext, snapshot: StepSnapshot): Promise<PendingState | 'step-ended' | undefined> {
+  private async readyState(context: StepContext, snapshot: StepSnapshot): Promise<PendingState | 'step-ended' | 'thread-waiting' | undefined> {
     const { spec, agent, settings, data } = context;
     const stored = snapshot.state;
     if (!stored && data.iteration === 1) {
@@ -253,6 +264,7 @@ export class ProviderJobProcessor {
       if (input === undefined) return 'step-ended';
       // A run on a thread starts on the thread's conversation so far (SPEC §11).
       const thread = context.workflow ? undefined : await this.deps.threads.history(spec.run_id);
+      if (thread && 'waiting' in thread) return 'thread-waiting';
       return {
         state: initialStepState(agent, input, data.step_id, thread?.messages),
         expected: -1,
@@ -376,6 +388,7 @@ export class ProviderJobProcessor {
     // An earlier delivery's response stands: act on that one, as it was decided.
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
     if (ending) await emitRunSpanOnce(store, run_id);
+    if (ending) await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
     return { response, decision, ended: ending !== undefined };
   }
 

@@ -209,6 +209,8 @@ export class RunStore {
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
       partition: partitionOf(run_id) ?? 0,
       ...traceIdOf(record.trace),
+      ...(record.thread_id ? { thread_id: record.thread_id } : {}),
+      ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
     };
   }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACTIVE_RUNS_SUFFIX, RUNS_INDEX_SUFFIX, RUN_KEY_SUFFIX, THREAD_KEY_INFIX, THREAD_STAGED_SUFFIX } from '../keys.ts';
+import { ACTIVE_RUNS_SUFFIX, RUNS_INDEX_SUFFIX, RUN_KEY_SUFFIX, THREAD_INJECTED_SUFFIX, THREAD_KEY_INFIX, THREAD_STAGED_SUFFIX } from '../keys.ts';
 
 /**
  * The run store's Lua scripts, one file each in `commands/` (a header names its KEYS and its
@@ -40,6 +40,7 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   RUNS_INDEX_SUFFIX,
   THREAD_KEY_INFIX,
   THREAD_STAGED_SUFFIX,
+  THREAD_INJECTED_SUFFIX,
 };
 
 /** A script's text: its file with `--- @include "name"` lines replaced by `includes/name.lua`, and placeholders filled. */
@@ -73,5 +74,6 @@ export const SCRIPTS = {
   joinThread: script('joinThread'),
   threadHistory: script('threadHistory'),
   stageThreadMessages: script('stageThreadMessages'),
+  takeInjected: script('takeInjected'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

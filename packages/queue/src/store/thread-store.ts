@@ -1,4 +1,4 @@
-import type { ChatMessage } from '@arcflow/core';
+import type { ChatMessage, OnBusy } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, hashTag, threadKeys } from '../keys.ts';
 import { partitionOfKey, partitionTag } from '../partitions.ts';
@@ -6,10 +6,13 @@ import type { PartitionMap } from './partition-map.ts';
 import { StoredFormatError } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 
-/** A thread run's conversation so far, as its first call reads it (see `threadHistory.lua`). */
-export interface ThreadHistory {
-  readonly thread_id: string;
-  readonly messages: readonly ChatMessage[];
+/** A thread run's conversation so far, as its first call reads it (see `threadHistory.lua`); `waiting` while another run of its thread is active. */
+export type ThreadHistory = { readonly thread_id: string; readonly messages: readonly ChatMessage[] } | { readonly thread_id: string; readonly waiting: true };
+
+/** What joining its thread made of a new run (see `joinThread.lua`), and the thread's active run. */
+export interface ThreadJoin {
+  readonly decision: 'start' | 'wait' | 'busy' | 'steered';
+  readonly active: string;
 }
 
 /**
@@ -26,6 +29,20 @@ export class ThreadStore {
     private readonly scripts: StoreScripts = storeScripts(redis),
   ) {}
 
+  /** Which runs are on a thread, as this process has learnt (a run's thread never changes). */
+  private readonly onThread = new Map<string, boolean>();
+
+  /** Whether a run is on a thread: asked of Redis once per run and process. */
+  async isThreadRun(run_id: string): Promise<boolean> {
+    const known = this.onThread.get(run_id);
+    if (known !== undefined) return known;
+    const found = (await this.redis.hexists(this.keys.record(run_id), 'thread_id')) === 1;
+    // Bounded: a worker that has seen many runs forgets them all and asks again.
+    if (this.onThread.size >= 10_000) this.onThread.clear();
+    this.onThread.set(run_id, found);
+    return found;
+  }
+
   /** The partition a thread's runs are minted in among `count` (undefined: the prefix's own tag). */
   static partitionOf(thread_id: string, count: number): number | undefined {
     return count <= 1 ? undefined : partitionOfKey(`thread:${thread_id}`, count);
@@ -38,15 +55,39 @@ export class ThreadStore {
     return k === undefined ? hashTag(this.prefix) : partitionTag(this.prefix, k);
   }
 
-  /** Puts a created run on its thread, once (before its first job is added). */
-  async join(run_id: string, thread_id: string): Promise<void> {
-    await this.scripts.joinThread([this.keys.record(run_id)], [thread_id]);
+  /** Puts a created run on its thread, once (before any job of it is added): see {@link ThreadJoin}. */
+  async join(run_id: string, thread_id: string, on_busy: OnBusy, input: readonly ChatMessage[], retention_seconds: number): Promise<ThreadJoin> {
+    const [decision, active] = (await this.scripts.joinThread([this.keys.record(run_id)], {
+      thread_id,
+      on_busy,
+      messages: input.map((message) => JSON.stringify(message)),
+      ts: Date.now(),
+      retention_seconds,
+    })) as [ThreadJoin['decision'], string];
+    return { decision, active };
+  }
+
+  /** The messages steered into the run that call `iteration` takes (the same for every delivery of it). */
+  async take(run_id: string, step_id: string, iteration: number): Promise<ChatMessage[]> {
+    const lines = (await this.scripts.takeInjected([this.keys.record(run_id)], [step_id, iteration])) as string[];
+    return lines.map((line, at) => readThreadMessage(line, `messages steered into ${run_id}[${at}]`));
+  }
+
+  /** The run a thread run's end made active, while it has not started: its id and agent (to start its first job now). */
+  async next(run_id: string): Promise<{ run_id: string; agent: string } | undefined> {
+    const thread_id = await this.redis.hget(this.keys.record(run_id), 'thread_id');
+    if (thread_id == null) return undefined;
+    const active = await this.redis.get(threadKeys(this.keys.tagOf(run_id), thread_id).active);
+    if (active === null || active === run_id) return undefined;
+    const [status, agent] = await this.redis.hmget(this.keys.record(active), 'status', 'agent');
+    return status === 'queued' && agent != null ? { run_id: active, agent } : undefined;
   }
 
   /** The conversation a thread run starts on; undefined for a run on no thread. */
   async history(run_id: string): Promise<ThreadHistory | undefined> {
-    const [thread_id, , ...lines] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, ...string[]];
+    const [thread_id, base, ...lines] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, ...string[]];
     if (thread_id === undefined) return undefined;
+    if (base === -1) return { thread_id, waiting: true };
     return { thread_id, messages: lines.map((line, at) => readThreadMessage(line, `thread ${thread_id}[${at}]`)) };
   }
 
@@ -75,7 +116,7 @@ export class ThreadStore {
   /** Deletes a thread's messages and its list of runs (its runs stay, as runs). True when there was one. */
   async delete(thread_id: string): Promise<boolean> {
     const keys = threadKeys(await this.tagOf(thread_id), thread_id);
-    return (await this.redis.del(keys.messages, keys.runs)) > 0;
+    return (await this.redis.del(keys.messages, keys.runs, keys.active, keys.waiting)) > 0;
   }
 }
 

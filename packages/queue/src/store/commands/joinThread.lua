@@ -1,21 +1,72 @@
 --[[
-  Puts a new run on its thread (SPEC §11): the record names the thread (`thread_id`), and the
-  thread's list of runs gets the run, once. The thread's keys stop expiring while it has a run
-  to come (the ending of its last run sets their retention again, see finish).
+  Puts a new run on its thread (SPEC §11), after createRun and before any job of it is added: the
+  record names the thread (`thread_id`), the thread's list of runs gets the run, and the thread's
+  one-active-run rule decides (the thread's `:active` run id and `:waiting` list, in order):
+    the thread is free (no active run, or it has ended): the run is active now        -> 'start'
+    busy, on_busy 'queue': the run waits, queued, behind the others                    -> 'wait'
+    busy, on_busy 'reject': the run is removed again (record, events, index entries)  -> 'busy'
+    busy, on_busy 'steer': the input's messages go to the active run's `:injected`
+      list (its next call takes them), and the run ends at once, completed, with
+      `steered_into` naming the active run                                             -> 'steered'
   KEYS[1] record
-  ARGV[1] thread_id
-  Returns 1 when the run joined now, 0 when it had joined (a resend).
+  ARGV[1] msgpack map: thread_id, on_busy, messages (the input's messages, JSON each),
+          ts (ms), retention_seconds
+  Returns {decision, active run id or ''}; a resend returns the first call's decision.
   Safe to run twice.
 ]]
 --- @include "prelude"
-local thread_id = ARGV[1]
-needText('thread_id', thread_id)
-if redis.call('EXISTS', record) == 0 then refuse('joinThread: no run at ' .. record) end
-local _, _, tag = runIdentity()
-local thread = tag .. '{{THREAD_KEY_INFIX}}' .. thread_id
-if redis.call('HSETNX', record, 'thread_id', thread_id) == 0 then return 0 end
-local run_id = runIdentity()
+--- @include "finish"
+local args = cmsgpack.unpack(ARGV[1])
+needText('thread_id', args.thread_id)
+needText('on_busy', args.on_busy)
+if args.on_busy ~= 'queue' and args.on_busy ~= 'steer' and args.on_busy ~= 'reject' then refuse('on_busy must be queue, steer or reject') end
+if type(args.messages) ~= 'table' then refuse('messages must be a list') end
+for _, json in ipairs(args.messages) do needText('messages[]', json) end
+needWhole('ts', args.ts)
+needWhole('retention_seconds', args.retention_seconds)
+local run_id, active, tag = runIdentity()
+local thread = tag .. '{{THREAD_KEY_INFIX}}' .. args.thread_id
+local fields = redis.call('HMGET', record, 'status', 'thread_join', 'steered_into', 'agent')
+if not fields[1] then
+  -- Gone: removed by an earlier 'busy' answer to this same call.
+  return {'busy', redis.call('GET', thread .. ':active') or ''}
+end
+if fields[2] then return {fields[2], fields[3] or redis.call('GET', thread .. ':active') or ''} end
+
+-- The active run, unless it has ended (or is gone): then the thread is free.
+local current = redis.call('GET', thread .. ':active')
+if current then
+  local status = redis.call('HGET', tag .. ':run:' .. current, 'status')
+  if (not status) or isTerminal(status) then current = nil end
+end
+
+if current and args.on_busy == 'reject' then
+  for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('DEL', key) end
+  redis.call('DEL', record)
+  redis.call('ZREM', active, run_id)
+  redis.call('ZREM', tag .. '{{RUNS_INDEX_SUFFIX}}', run_id)
+  redis.call('ZREM', tag .. '{{RUNS_INDEX_SUFFIX}}:agent:' .. fields[4], run_id)
+  return {'busy', current}
+end
+
+redis.call('HSET', record, 'thread_id', args.thread_id)
 redis.call('RPUSH', thread .. ':runs', run_id)
-redis.call('PERSIST', thread)
-redis.call('PERSIST', thread .. ':runs')
-return 1
+for _, key in ipairs({thread, thread .. ':runs', thread .. ':active', thread .. ':waiting'}) do redis.call('PERSIST', key) end
+
+if not current then
+  redis.call('SET', thread .. ':active', run_id)
+  redis.call('HSET', record, 'thread_join', 'start')
+  return {'start', run_id}
+end
+if args.on_busy == 'queue' then
+  redis.call('RPUSH', thread .. ':waiting', run_id)
+  redis.call('HSET', record, 'thread_join', 'wait')
+  return {'wait', current}
+end
+-- steer: the active run's next call takes these messages (see takeInjected).
+local injected = tag .. ':run:' .. current .. '{{THREAD_INJECTED_SUFFIX}}'
+if #args.messages > 0 then redis.call('RPUSH', injected, unpack(args.messages)) end
+redis.call('SADD', tag .. ':run:' .. current .. '{{RUN_KEY_SUFFIX.index}}', injected)
+redis.call('HSET', record, 'thread_join', 'steered', 'steered_into', current)
+finish({status = 'completed', step_id = 's1', ts = args.ts, output = '', retention_seconds = args.retention_seconds, events = {}})
+return {'steered', current}

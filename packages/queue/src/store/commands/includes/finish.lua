@@ -55,9 +55,11 @@ local function closeSteps(how, ts)
   end
 end
 
--- A thread run's ending: a completed run's staged messages go onto the thread; the thread expires
+-- A thread run's ending: a completed run's staged messages go onto the thread; the active run's
+-- end starts the next waiting run that has not ended (its job is promoted by the ending process,
+-- or runs when its delay is up); a waiting run's end takes it out of the line. The thread expires
 -- the retention period after its last run ends.
-local function endOnThread(ending, tag)
+local function endOnThread(ending, run_id, tag)
   local thread_id = redis.call('HGET', record, 'thread_id')
   if not thread_id then return end
   local thread = tag .. '{{THREAD_KEY_INFIX}}' .. thread_id
@@ -69,8 +71,23 @@ local function endOnThread(ending, tag)
     end
   end
   redis.call('DEL', staged)
-  redis.call('EXPIRE', thread, ending.retention_seconds)
-  redis.call('EXPIRE', thread .. ':runs', ending.retention_seconds)
+  if redis.call('GET', thread .. ':active') == run_id then
+    redis.call('DEL', thread .. ':active')
+    while true do
+      local next_id = redis.call('LPOP', thread .. ':waiting')
+      if not next_id then break end
+      local status = redis.call('HGET', tag .. ':run:' .. next_id, 'status')
+      if status and not isTerminal(status) then
+        redis.call('SET', thread .. ':active', next_id)
+        break
+      end
+    end
+  else
+    redis.call('LREM', thread .. ':waiting', 0, run_id)
+  end
+  if redis.call('EXISTS', thread .. ':active') == 0 then
+    for _, key in ipairs({thread, thread .. ':runs', thread .. ':waiting'}) do redis.call('EXPIRE', key, ending.retention_seconds) end
+  end
 end
 
 local function finish(ending)
@@ -109,7 +126,7 @@ local function finish(ending)
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
   local run_id, active, tag = runIdentity()
-  endOnThread(ending, tag)
+  endOnThread(ending, run_id, tag)
   redis.call('ZREM', active, run_id)
   -- Waiting clients are told on the partition's channel (sharded: in this slot).
   redis.call('SPUBLISH', tag .. ':finished', run_id)
