@@ -1,4 +1,4 @@
-import type { RunRecord, TraceEvent } from '@arcflow/core';
+import type { ChatMessage, RunRecord, TraceEvent } from '@arcflow/core';
 
 /** One event as a line for people: seq, kind, then its fields (ids and numbers only, as recorded). */
 export function formatEvent(event: TraceEvent): string {
@@ -27,6 +27,14 @@ function compact(value: unknown): string {
     return `${tokens.input}/${tokens.output}/${tokens.total}`;
   }
   return JSON.stringify(value);
+}
+
+/** A message of a conversation for people: `role: text` (parts as their text, images as [image], tool calls by name). */
+export function formatMessage(message: ChatMessage): string {
+  const content = message.content;
+  const text = typeof content === 'string' ? content : content === null ? '' : content.map((part) => (part.type === 'text' ? part.text : '[image]')).join(' ');
+  const calls = message.role === 'assistant' && message.tool_calls?.length ? ` [calls ${message.tool_calls.map((call) => call.function.name).join(', ')}]` : '';
+  return `${message.role}: ${printable(text)}${calls}`;
 }
 
 /** A run record for people. */

@@ -13,6 +13,7 @@ const USAGE = `usage: arcflow <command> [options]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
                        --thread: run on the thread's conversation so far; append the run's messages to it
   get <run_id> [--json]
+  thread <thread_id> [--json]   a thread's messages and runs
   events <run_id> [--follow] [--json]
   inspect <run_id>
   cancel <run_id>
@@ -88,6 +89,9 @@ async function main(argv: string[]): Promise<number> {
     case 'get':
       need(1, '<run_id>');
       return (await runs()).getCommand(args[0]!, values);
+    case 'thread':
+      need(1, '<thread_id>');
+      return (await runs()).threadCommand(args[0]!, values);
     case 'events':
       need(1, '<run_id>');
       return (await runs()).eventsCommand(args[0]!, values);

@@ -103,6 +103,27 @@ describe('arcflow CLI', () => {
     expect(second.stdout.trim()).toBe(first.stdout.trim());
   });
 
+  it('runs on a thread with --thread, and prints the thread with `thread` (text and --json)', async () => {
+    const first = await arcflow('enqueue', 'travel_researcher', 'Trip to Oslo?', '--thread', 'cli:trip', '--wait', '--json');
+    expect(first.code).toBe(0);
+    const second = await arcflow('enqueue', 'travel_researcher', 'And Bergen?', '--thread', 'cli:trip', '--on-busy', 'queue', '--wait', '--json');
+    expect(JSON.parse(second.stdout)).toMatchObject({ status: 'completed', thread_id: 'cli:trip' });
+    const shown = await arcflow('thread', 'cli:trip', '--json');
+    expect(shown.code).toBe(0);
+    const thread = JSON.parse(shown.stdout);
+    expect(thread.runs.map((run: { run_id: string }) => run.run_id)).toEqual([JSON.parse(first.stdout).run_id, JSON.parse(second.stdout).run_id]);
+    expect(thread.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)).toEqual([
+      'Trip to Oslo?',
+      'And Bergen?',
+    ]);
+    const text = await arcflow('thread', 'cli:trip');
+    expect(text.stdout).toContain('user: And Bergen?');
+    expect(text.stdout).toContain('runs (2):');
+    const bad = await arcflow('enqueue', 'travel_researcher', 'x', '--thread', 'bad id');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('thread_id');
+  });
+
   it('refuses an unknown agent and bad JSON with a clear message and exit code 1', async () => {
     const unknown = await arcflow('enqueue', 'nobody', 'hi');
     expect(unknown.code).toBe(1);

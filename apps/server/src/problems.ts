@@ -24,6 +24,7 @@ export class HttpProblem extends Error {
 const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   unknown_agent: 404,
   unknown_run: 404,
+  unknown_thread: 404,
   invalid_request: 400,
   invalid_input: 400,
   invalid_run_id: 400,

@@ -25,6 +25,7 @@ import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, pr
 import { consoleRoutes } from './routes/console.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
+import { threadRoutes } from './routes/threads.ts';
 import { Problem, RunError, RunRecord, Tokens, TraceEvent } from './schemas.ts';
 
 declare module 'fastify' {
@@ -127,6 +128,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(threadRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
   app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());

@@ -296,10 +296,11 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/approvals/{tool_call_id}',
       '/v1/runs/{run_id}/cancel',
       '/v1/runs/{run_id}/events',
+      '/v1/threads/{thread_id}',
     ]);
     for (const [path, methods] of paths) {
       for (const [method, operation] of Object.entries(methods)) {
-        const url = path.replace('{run_id}', run.run_id).replace('{tool_call_id}', 'c_none');
+        const url = path.replace('{run_id}', run.run_id).replace('{tool_call_id}', 'c_none').replace('{thread_id}', 'doc-thread');
         const response = await call(url, {
           method: method.toUpperCase(),
           ...(method === 'post' && path === '/v1/runs' ? { body: JSON.stringify({ agent: 'api_agent', input: 'doc' }) } : {}),
@@ -327,6 +328,34 @@ describe('clients in other languages', () => {
 });
 
 describe('arcflow serve: limits and refusals', () => {
+  it('runs on a thread (thread_id), queues and rejects (409 thread_busy) behind its active run, reads and deletes the thread', async () => {
+    const thread = `t-${prefix}`;
+    const first = await enqueue({ agent: 'api_agent', input: 'wait=300 one', thread_id: thread });
+    expect(first.status).toBe(201);
+    const rejected = await enqueue({ agent: 'api_agent', input: 'wait=10 never', thread_id: thread, on_busy: 'reject' });
+    expect(rejected).toMatchObject({ status: 409, body: { code: 'thread_busy' } });
+    const second = await enqueue({ agent: 'api_agent', input: 'wait=10 two', thread_id: thread });
+    expect(second.status).toBe(201);
+    let record: Record<string, any> = {};
+    for (let tries = 0; tries < 200 && record.status !== 'completed'; tries += 1) {
+      record = (await json(await call(`/v1/runs/${second.body.run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(record).toMatchObject({ status: 'completed', thread_id: thread });
+    const read = await json(await call(`/v1/threads/${thread}`, { key: 'read' }));
+    expect(read.status).toBe(200);
+    expect(read.body.runs.map((run: { run_id: string }) => run.run_id)).toEqual([first.body.run_id, second.body.run_id]);
+    expect(read.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)).toEqual([
+      'wait=300 one',
+      'wait=10 two',
+    ]);
+    expect(read.body.messages.at(-1)).toMatchObject({ role: 'assistant', content: expect.stringMatching(/^done: /) });
+    expect((await json(await call('/v1/threads/bad%20id', { key: 'read' }))).status).toBe(400);
+    expect((await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'read' })).status).toBe(403);
+    expect(await json(await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'write' }))).toMatchObject({ status: 200, body: { thread_id: thread, deleted: true } });
+    expect((await json(await call(`/v1/threads/${thread}`, { key: 'read' }))).status).toBe(404);
+  });
+
   it('limits each key to ARCFLOW_API_RATE requests a second, with Retry-After', async () => {
     const limited = await spawnServe({ ...env, ARCFLOW_API_RATE: '5' });
     try {

@@ -46,6 +46,7 @@ export {
   type ClientOptions,
   type EnqueueRequest,
   type ListQuery,
+  type ThreadHandle,
   type ArcflowWorker,
   type WorkerOptions,
   type WorkerRole,

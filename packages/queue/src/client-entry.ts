@@ -5,7 +5,17 @@
  * a process that only reads runs (`arcflow get`, a status page) starts in the time of a Redis
  * client. `@arcflow/queue` exports all of this too, with the worker.
  */
-export { createClient, CLIENT_DEFAULTS, type ArcflowClient, type ClientOptions, type EnqueueRequest, type ListQuery, type AgentInfo, type QueueInfo } from './client.ts';
+export {
+  createClient,
+  CLIENT_DEFAULTS,
+  type ArcflowClient,
+  type ClientOptions,
+  type EnqueueRequest,
+  type ListQuery,
+  type AgentInfo,
+  type QueueInfo,
+  type ThreadHandle,
+} from './client.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
 export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';

@@ -13,6 +13,7 @@ import {
   checkThreadId,
   type ApprovalAnswer,
   type ApprovalResolution,
+  type ChatMessage,
   answerProblem,
   RUN_STEP_ID,
   sinkSteps,
@@ -70,7 +71,19 @@ export interface ArcflowClient {
    * one. A call that is not waiting (never was, or its run has ended) is a `not_pending` error.
    */
   approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution>;
+  /** A thread (SPEC §11): its messages, its runs in enqueue order, and deleting it (its runs stay). */
+  thread(thread_id: string): ThreadHandle;
   close(): Promise<void>;
+}
+
+/** What `client.thread(id)` gives. A bad thread id is an `invalid_request` naming `thread_id`. */
+export interface ThreadHandle {
+  /** The thread's messages, oldest first (empty for a thread with none). */
+  messages(): Promise<ChatMessage[]>;
+  /** The thread's runs in enqueue order (those retention has removed are left out). */
+  runs(): Promise<RunRecord[]>;
+  /** Deletes the thread's messages and line of runs; true when there was a thread. */
+  delete(): Promise<boolean>;
 }
 
 // Pub/sub wakes waiters at once; the poll only covers a message lost to a reconnect.
@@ -285,6 +298,19 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       const problem = answerProblem(answer);
       if (problem) throw new RequestError('invalid_request', problem);
       return (await jobs()).approve(run_id, tool_call_id, answer);
+    },
+
+    thread(thread_id) {
+      const checked = () => checkThreadId(thread_id);
+      return {
+        messages: async () => reach(() => threads.messages(checked())),
+        runs: async () =>
+          reach(async () => {
+            const records = await Promise.all((await threads.runIds(checked())).map((run_id) => store.getRun(run_id)));
+            return records.filter((record): record is RunRecord => record !== undefined);
+          }),
+        delete: async () => reach(() => threads.delete(checked())),
+      };
     },
 
     async close() {

@@ -73,6 +73,14 @@ describe('threads', () => {
     expect(expected).toHaveLength(5 * 2 + 2 * 2);
     expect(expected.filter((message) => message.role === 'tool')).toHaveLength(2);
     expect(await threads.runIds('user-42:chat')).toHaveLength(5);
+    // The client's view: messages, runs in enqueue order, delete.
+    const handle = client.thread('user-42:chat');
+    expect(await handle.messages()).toEqual(expected);
+    expect((await handle.runs()).map((run) => [run.status, run.thread_id])).toEqual(Array.from({ length: 5 }, () => ['completed', 'user-42:chat']));
+    expect(await handle.delete()).toBe(true);
+    expect(await handle.messages()).toEqual([]);
+    expect(await client.thread('user-42:chat').runs()).toEqual([]);
+    await expect(client.thread('no spaces').messages()).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining('thread_id') });
     await close();
   });
 

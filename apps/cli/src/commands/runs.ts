@@ -1,7 +1,7 @@
 import { type OnBusy, RequestError, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
-import { formatEvent, formatRun, formatRunList } from '../format.ts';
+import { formatEvent, formatMessage, formatRun, formatRunList } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
@@ -74,6 +74,23 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
     const run = await client.wait(run_id, { timeout_ms: wholeMilliseconds('--timeout-ms', flags['timeout-ms']) ?? 600_000 });
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
     return run.status === 'completed' ? 0 : 1;
+  });
+}
+
+/** `arcflow thread`: a thread's messages (role: text, one a line) and its runs; with --json, `{ thread_id, messages, runs }`. */
+export async function threadCommand(thread_id: string, flags: { json?: boolean }): Promise<number> {
+  return withClient(async (client) => {
+    const thread = client.thread(thread_id);
+    const [messages, runs] = await Promise.all([thread.messages(), thread.runs()]);
+    if (flags.json) {
+      console.log(JSON.stringify({ thread_id, messages, runs }));
+      return 0;
+    }
+    if (messages.length === 0 && runs.length === 0) throw new RequestError('unknown_thread', `unknown thread '${thread_id}'`);
+    for (const message of messages) console.log(formatMessage(message));
+    console.log(`\nruns (${runs.length}):`);
+    for (const run of runs) console.log(`  ${run.run_id}  ${run.status}${run.steered_into ? ` (steered into ${run.steered_into})` : ''}`);
+    return 0;
   });
 }
 
