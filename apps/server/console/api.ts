@@ -28,8 +28,22 @@ export interface Run {
   created_at: number;
   finished_at?: number;
   trace_id?: string;
+  thread_id?: string;
+  steered_into?: string;
   steps?: Record<string, { status: string; output?: string; error?: RunError }>;
   pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
+}
+/** A chat message as a thread keeps it (the chat-completions shape). */
+export interface Message {
+  role: string;
+  content: string | { type: string; text?: string }[] | null;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+export interface Thread {
+  thread_id: string;
+  messages: Message[];
+  runs: Run[];
 }
 export interface Event {
   seq: number;

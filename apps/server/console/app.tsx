@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { type Me, type Problem, api } from './api.ts';
 import { useRoute } from './hooks.ts';
 import { RunPage } from './run-page.tsx';
+import { ThreadPage } from './thread-page.tsx';
 import { Agents, Queues, RunsList, SignIn } from './views.tsx';
 
 function App() {
@@ -23,6 +24,7 @@ function App() {
     setMe(null);
   };
   const runMatch = /^#\/runs\/(.+)$/.exec(route);
+  const threadMatch = /^#\/threads\/(.+)$/.exec(route);
   const tab = (href: string, label: string) => (
     <a href={href} class={route.startsWith(href) ? 'on' : ''}>
       {label}
@@ -49,6 +51,8 @@ function App() {
       <main>
         {runMatch ? (
           <RunPage run_id={decodeURIComponent(runMatch[1]!)} me={me} />
+        ) : threadMatch ? (
+          <ThreadPage thread_id={decodeURIComponent(threadMatch[1]!)} />
         ) : route.startsWith('#/agents') ? (
           <Agents />
         ) : route.startsWith('#/queues') ? (

@@ -42,6 +42,12 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
             <span>iterations</span>
             {run.iterations}
           </div>
+          {run.thread_id && (
+            <div>
+              <span>thread</span>
+              <a href={`#/threads/${encodeURIComponent(run.thread_id)}`}>{run.thread_id}</a>
+            </div>
+          )}
           <div>
             <span>tokens (in / out / total)</span>
             {run.usage.input} / {run.usage.output} / {run.usage.total}

@@ -40,7 +40,7 @@ async function signIn(page: Page): Promise<void> {
 }
 
 /** Enqueues a run over the API, from outside the browser; its id. */
-async function enqueue(body: { agent: string; input: string }): Promise<string> {
+async function enqueue(body: { agent: string; input: string; thread_id?: string }): Promise<string> {
   const response = await fetch(`${serve.url}/v1/runs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
@@ -88,6 +88,23 @@ describe('the web console, in a real Chromium', () => {
     expect(overflow).toBeLessThanOrEqual(0);
     expect(violations).toEqual([]);
     await page.close();
+  });
+
+  it("shows a thread's messages as a conversation and its runs, reached from a run's page", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const page = await context.newPage();
+    await signIn(page);
+    const thread = `console-${prefix}`;
+    const first = await enqueue({ agent: 'api_agent', input: 'wait=10 first question', thread_id: thread });
+    const second = await enqueue({ agent: 'api_agent', input: 'wait=10 second question', thread_id: thread });
+    await page.goto(`${serve.url}/#/runs/${first}`);
+    await page.locator(`a[href="#/threads/${encodeURIComponent(thread)}"]`).click();
+    await page.locator(`tr[data-run="${second}"] .badge`, { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await page.locator('.message.user', { hasText: 'second question' }).waitFor({ timeout: 5_000 });
+    expect(await page.locator('.message.user').allTextContents()).toEqual(['userwait=10 first question', 'userwait=10 second question']);
+    expect(await page.locator('.message.tool').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: `${SCREENSHOTS}console-thread.png`, fullPage: true });
+    await context.close();
   });
 
   it("shows a workflow run's graph with each step's status", async () => {

@@ -1,0 +1,68 @@
+// A thread's page (SPEC §11): its messages as a conversation, and its runs in enqueue order, live.
+import { type Message, type Thread, api } from './api.ts';
+import { usePolled } from './hooks.ts';
+import { Badge, time } from './ui.tsx';
+
+/** A message's text: its string, or its parts' text (an image as [image]). */
+function textOf(message: Message): string {
+  const { content } = message;
+  if (content === null) return '';
+  return typeof content === 'string' ? content : content.map((part) => (part.type === 'text' ? (part.text ?? '') : '[image]')).join(' ');
+}
+
+export function ThreadPage({ thread_id }: { thread_id: string }) {
+  // A thread grows while it has runs to come: polled, never "done".
+  const thread = usePolled(() => api<Thread>(`/v1/threads/${encodeURIComponent(thread_id)}`), 2_000, [thread_id]);
+  if (thread.error && !thread.value) return <p class="error">{thread.error}</p>;
+  if (!thread.value) return <p class="muted">Loading…</p>;
+  const { messages, runs } = thread.value;
+  return (
+    <div>
+      <div class="card">
+        <h2 class="mono">thread {thread_id}</h2>
+        <div class="conversation">
+          {messages.map((message, index) => (
+            <div class={`message ${message.role}`} data-message={index}>
+              <span class="role">{message.role}</span>
+              {textOf(message) && <p>{textOf(message)}</p>}
+              {message.tool_calls?.map((call) => (
+                <p class="mono">
+                  calls {call.function.name}({call.function.arguments})
+                </p>
+              ))}
+            </div>
+          ))}
+          {messages.length === 0 && <p class="muted">No messages yet: a thread gets a run's messages when the run completes.</p>}
+        </div>
+      </div>
+      <div class="card">
+        <h2>Runs</h2>
+        <table>
+          <thead>
+            <tr>
+              <th>run</th>
+              <th>status</th>
+              <th>agent</th>
+              <th>created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((run) => (
+              <tr data-run={run.run_id}>
+                <td class="mono">
+                  <a href={`#/runs/${encodeURIComponent(run.run_id)}`}>{run.run_id}</a>
+                  {run.steered_into && <span class="muted"> steered into {run.steered_into}</span>}
+                </td>
+                <td>
+                  <Badge status={run.status} />
+                </td>
+                <td>{run.agent}</td>
+                <td>{time(run.created_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
+  );
+}
