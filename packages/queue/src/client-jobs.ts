@@ -28,7 +28,7 @@ import { nearestName } from './nearest-name.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
-import { ThreadStore } from './store/thread-store.ts';
+import type { ThreadStore } from './store/thread-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 
 /**
@@ -248,7 +248,11 @@ export class ClientJobs {
   private async mintRunId(idempotency_key: string | undefined, thread_id: string | undefined): Promise<string> {
     const { count } = await this.context.store.partitions.read();
     if (count <= 1) return newRunId();
-    if (thread_id !== undefined) return partitionedRunId(ThreadStore.partitionOf(thread_id, count)!);
+    if (thread_id !== undefined) {
+      // Where the thread lives, so the run's scripts reach it in one slot.
+      const { k } = await this.context.threads.locate(thread_id);
+      return k === undefined ? newRunId() : partitionedRunId(k);
+    }
     return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
   }
 }

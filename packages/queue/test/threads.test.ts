@@ -2,6 +2,7 @@ import { type ChatMessage, RequestError } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
 import { type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
+import { hashTag, threadKeys } from '../src/keys.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ThreadStore } from '../src/store/thread-store.ts';
 import { fixtureWorkers, until } from './harness.ts';
@@ -201,5 +202,23 @@ describe('threads', () => {
       { role: 'assistant', content: 're: next' },
     ]);
     await close();
+  });
+
+  it('finds a thread where it began when partitions are added, so its later runs are minted there', async () => {
+    const { reader, prefix } = forTest('thread-partitions');
+    const storeAt = () => new RunStore(reader(), prefix, 3600);
+    const threadsAt = (store: RunStore) => new ThreadStore(reader(), store.keys, prefix, store.partitions);
+    const before = storeAt();
+    await before.partitions.ensure(2);
+    const placed = await threadsAt(before).locate('grown');
+    expect(placed.k).toBe(ThreadStore.partitionOf('grown', 2));
+    await reader().rpush(threadKeys(placed.tag, 'grown').runs, 'run_x');
+    await reader().rpush(threadKeys(hashTag(prefix), 'old').runs, 'run_y');
+    const after = storeAt();
+    await after.partitions.ensure(8);
+    const threads = threadsAt(after);
+    expect(await threads.locate('grown')).toEqual(placed);
+    expect(await threads.locate('old')).toEqual({ k: undefined, tag: hashTag(prefix) });
+    expect((await threads.locate('new')).k).toBe(ThreadStore.partitionOf('new', 8));
   });
 });

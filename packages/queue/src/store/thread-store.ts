@@ -48,11 +48,28 @@ export class ThreadStore {
     return count <= 1 ? undefined : partitionOfKey(`thread:${thread_id}`, count);
   }
 
-  /** The hash tag a thread's keys live under now. */
+  /**
+   * Where a thread lives: the partition its keys exist in, looked for under every partition count
+   * the map has had (a thread begun before partitions were added stays where it began, and its
+   * later runs are minted there), else the partition its id hashes to now. `k` undefined: the
+   * prefix's own tag.
+   */
+  async locate(thread_id: string): Promise<{ readonly k: number | undefined; readonly tag: string }> {
+    const { count, history } = await this.partitions.read();
+    const places = new Map<string, number | undefined>();
+    for (const n of [count, ...[...history].reverse(), 1]) {
+      const k = ThreadStore.partitionOf(thread_id, n);
+      places.set(k === undefined ? hashTag(this.prefix) : partitionTag(this.prefix, k), k);
+    }
+    const entries = [...places];
+    const found = await Promise.all(entries.map(([tag]) => this.redis.exists(threadKeys(tag, thread_id).runs)));
+    const [tag, k] = entries[Math.max(0, found.indexOf(1))]!;
+    return { k, tag };
+  }
+
+  /** The hash tag a thread's keys live under. */
   async tagOf(thread_id: string): Promise<string> {
-    const { count } = await this.partitions.read();
-    const k = ThreadStore.partitionOf(thread_id, count);
-    return k === undefined ? hashTag(this.prefix) : partitionTag(this.prefix, k);
+    return (await this.locate(thread_id)).tag;
   }
 
   /** Puts a created run on its thread, once (before any job of it is added): see {@link ThreadJoin}. */
