@@ -221,4 +221,26 @@ describe('threads', () => {
     expect(await threads.locate('old')).toEqual({ k: undefined, tag: hashTag(prefix) });
     expect((await threads.locate('new')).k).toBe(ThreadStore.partitionOf('new', 8));
   });
+
+  it("appends messages steered in after a run's last call after its answer, when it completes", async () => {
+    const { reader, prefix } = forTest('thread-late-steer');
+    const store = new RunStore(reader(), prefix, 3600);
+    const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
+    const create = (run_id: string, input: string) =>
+      store.createRun({ run_id, agent: 'chat', input, config: undefined, exec_config: undefined, trace: {}, definition_hash: '' }, undefined, {
+        kind: 'RunEnqueued',
+        step_id: 's1',
+        agent: 'chat',
+      });
+    const user = (content: string) => ({ role: 'user', content }) as const;
+    await create('run_lateactive', 'first');
+    expect(await threads.join('run_lateactive', 'late', 'queue', [user('first')], 3600)).toEqual({ decision: 'start', active: 'run_lateactive' });
+    await create('run_latesteer', 'also');
+    expect(await threads.join('run_latesteer', 'late', 'steer', [user('also')], 3600)).toEqual({ decision: 'steered', active: 'run_lateactive' });
+    expect(await store.getRun('run_latesteer')).toMatchObject({ status: 'completed', steered_into: 'run_lateactive' });
+    // The active run's last call was made before the steer: no call took the message.
+    await threads.stage('run_lateactive', [user('first'), { role: 'assistant', content: 'answer' }]);
+    await store.finishRun('run_lateactive', { outcome: { status: 'completed', output: 'answer' }, step_id: 's1' });
+    expect(await threads.messages('late')).toEqual([user('first'), { role: 'assistant', content: 'answer' }, user('also')]);
+  });
 });

@@ -66,6 +66,9 @@ local function endOnThread(ending, run_id, tag)
   local staged = record .. '{{THREAD_STAGED_SUFFIX}}'
   if ending.status == 'completed' then
     local messages = redis.call('LRANGE', staged, 0, -1)
+    -- Messages steered in after the run's last call (no call took them) follow its answer.
+    local taken = tonumber(redis.call('HGET', record, 'injected_taken') or '0')
+    for _, json in ipairs(redis.call('LRANGE', record .. '{{THREAD_INJECTED_SUFFIX}}', taken, -1)) do messages[#messages + 1] = json end
     for i = 1, #messages, 1000 do
       redis.call('RPUSH', thread, unpack(messages, i, math.min(i + 999, #messages)))
     end
