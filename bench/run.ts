@@ -11,6 +11,7 @@ import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
+import { type TranscriptWindow, transcriptRun } from './transcript.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -287,6 +288,37 @@ try {
   if (wanted('settings')) {
     progress('a provider call with and without model settings');
     rows.push(wireRow(), await modelSettingsRow());
+  }
+  if (wanted('transcript')) {
+    progress('a 301-iteration run and a 2,000-iteration run, each tool result 4 KiB');
+    const run = await transcriptRun(prefix('transcript'), 301, [10, 290]);
+    const [early, late] = run.windows as [TranscriptWindow, TranscriptWindow];
+    rows.push({
+      measure: 'engine time per iteration at 290-300 (vs 10-20), 4 KiB results',
+      arcflow: ms(late.iterationMs),
+      baseline: ms(early.iterationMs),
+      ratio: `${(late.iterationMs / early.iterationMs).toFixed(2)}x`,
+      target: '<= 1.25x',
+      verdict: verdict(late.iterationMs <= 1.25 * early.iterationMs),
+    });
+    rows.push({
+      measure: 'Redis bytes in per iteration at 290-300 (vs 10-20), 4 KiB results',
+      arcflow: `${(late.bytesIn / 1024).toFixed(1)} KiB`,
+      baseline: `${(early.bytesIn / 1024).toFixed(1)} KiB`,
+      ratio: `${(late.bytesIn / early.bytesIn).toFixed(2)}x`,
+      target: '<= 1.25x',
+      verdict: verdict(late.bytesIn <= 1.25 * early.bytesIn),
+    });
+    const long = await transcriptRun(prefix('transcript-long'), 2_000, [10, 1_985]);
+    const [first, last] = long.windows as [TranscriptWindow, TranscriptWindow];
+    rows.push({
+      measure: '2,000-iteration run completes: total time; per iteration at 1,985-1,995 (vs 10-20)',
+      arcflow: `${(long.totalMs / 1000).toFixed(1)} s; ${ms(last.iterationMs)}, ${(last.bytesIn / 1024).toFixed(1)} KiB`,
+      baseline: `${ms(first.iterationMs)}, ${(first.bytesIn / 1024).toFixed(1)} KiB`,
+      ratio: `${(last.iterationMs / first.iterationMs).toFixed(2)}x time, ${(last.bytesIn / first.bytesIn).toFixed(2)}x bytes`,
+      target: 'completes',
+      verdict: 'yes',
+    });
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

@@ -86,6 +86,14 @@ export function stateKey(record: string, step_id: string): string {
   return `${record}:${step_id}:state`;
 }
 
+/**
+ * A step's transcript: its messages, one JSON each, in a list that is only appended to (by the
+ * save that commits them; see `saveState.lua`): `<record>:<step>:transcript`.
+ */
+export function transcriptKey(record: string, step_id: string): string {
+  return `${record}:${step_id}:transcript`;
+}
+
 /** A round's key of one kind (`response`, `results`, `spans`): `<record>:<step>:<kind>:<n>`. */
 export function roundKey(record: string, step_id: string, kind: 'response' | 'results' | 'spans', iteration: number): string {
   return `${record}:${step_id}:${kind}:${iteration}`;
@@ -129,6 +137,10 @@ export class RunKeys {
 
   state(step_id: string): string {
     return stateKey(this.base, step_id);
+  }
+
+  transcript(step_id: string): string {
+    return transcriptKey(this.base, step_id);
   }
 
   response(step_id: string, iteration: number): string {

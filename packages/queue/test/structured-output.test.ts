@@ -20,7 +20,7 @@ async function engine(name: string, agent: Agent, turns: string[]) {
 }
 
 describe('structured output in the store (SPEC §11)', () => {
-  it('keeps a repair as format 3 and everything else as format 2, and the record as JSON text with output_type', async () => {
+  it('keeps a repair as format 3 and everything else as format 2 (a state as format 4), and the record as JSON text with output_type', async () => {
     const { prefix, client } = await engine('output-stored', new Agent({ name: 'stored_output', output_schema: schema }), ['{"answer":7}', '{"answer":"seven"}']);
     const { run_id } = await client.enqueue({ agent: 'stored_output', input: 'go' });
     const run = await client.wait(run_id, { timeout_ms: 10_000 });
@@ -29,7 +29,8 @@ describe('structured output in the store (SPEC §11)', () => {
     const [first, second] = (await redis.mget(keys.response('s1', 1), keys.response('s1', 2))).map((json) => JSON.parse(json!));
     expect(first).toMatchObject({ v: 3, plan: { type: 'repair_output', violation_description: 'answer: expected string' } });
     expect(second).toMatchObject({ v: 2, plan: { type: 'complete' } });
-    expect(JSON.parse((await redis.hget(keys.state('s1'), 'json'))!)).toMatchObject({ v: 3, state: { iterations: 1, output_rejections: 1 } });
+    expect(JSON.parse((await redis.hget(keys.state('s1'), 'json'))!)).toMatchObject({ v: 4, messages: 3, state: { iterations: 1, output_rejections: 1 } });
+    expect(await redis.llen(keys.transcript('s1'))).toBe(3);
     expect(await redis.hget(keysFor(prefix).record(run_id), 'output_type')).toBe('json');
   });
 
@@ -59,11 +60,14 @@ describe('structured output in the store (SPEC §11)', () => {
     // A repair can only have been written as format 3.
     expect(unreadable(() => readResponse(JSON.stringify({ ...repair, v: 2 }), 'response 1'))).toBe(true);
     const state: StepState = { step_id: 's1', iterations: 1, messages: [], usage: response.usage, history: [], last_results: {}, tools_disabled: false, output_rejections: 1 };
-    expect(readState(writeState(state), 'state')).toEqual(state);
-    expect(JSON.parse(writeState({ ...state, output_rejections: undefined }))).toMatchObject({ v: 2 });
+    const { messages: _inline, ...listed } = state;
+    // A state is written as format 4 (its messages in the step's transcript list); 3 and 2 (messages inline) still read.
+    expect(readState(writeState(state), 'state')).toEqual({ kind: 'listed', state: listed, messages: 0 });
+    expect(readState(JSON.stringify({ v: 3, state }), 'state')).toEqual({ kind: 'inline', state });
     expect(unreadable(() => readState(JSON.stringify({ v: 2, state }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ v: 3.5, state }), 'state'))).toBe(true);
-    expect(unreadable(() => readState(JSON.stringify({ v: 4, state }), 'state'))).toBe(false);
+    expect(unreadable(() => readState(JSON.stringify({ v: 4, state }), 'state'))).toBe(true);
+    expect(unreadable(() => readState(JSON.stringify({ v: 5, state }), 'state'))).toBe(false);
   });
 
   it('reads an output by its type: JSON parsed, text (or a type it does not know) as it is', () => {

@@ -37,6 +37,26 @@ export function buildRequest(agent: Agent, state: StepState, settings: StepSetti
   };
 }
 
+/** Each message's JSON size, once per message object: a step's messages carry over from call to call. */
+const messageSizes = new WeakMap<ChatMessage, number>();
+
+/**
+ * The byte size of `JSON.stringify(messages)`, from each message's own (remembered) size, so a
+ * long conversation is not serialised again at every call (SPEC §11: the transcript is append-only).
+ */
+export function messagesByteSize(messages: readonly ChatMessage[]): number {
+  let total = messages.length > 0 ? 1 + messages.length : 2;
+  for (const message of messages) {
+    let size = messageSizes.get(message);
+    if (size === undefined) {
+      size = byteSize(JSON.stringify(message));
+      messageSizes.set(message, size);
+    }
+    total += size;
+  }
+  return total;
+}
+
 /** `ProviderRequestSent` for a request, sized without recording its content. */
 export function requestSentEvent(step_id: string, iteration: number, provider_id: string, request: ProviderRequest): EventDraft {
   return {
@@ -45,7 +65,7 @@ export function requestSentEvent(step_id: string, iteration: number, provider_id
     iteration,
     provider_id,
     model_id: request.model,
-    prompt_size_bytes: byteSize(JSON.stringify(request.messages)),
+    prompt_size_bytes: messagesByteSize(request.messages),
     tools_count: request.tools.length,
   };
 }

@@ -1,4 +1,4 @@
-import type { PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepState } from '@arcflow/core';
+import type { ChatMessage, PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepState } from '@arcflow/core';
 
 /**
  * The format of what the store keeps per step (its state, its recorded responses). Written into
@@ -7,8 +7,14 @@ import type { PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepSta
  * `output_rejections`); a value is written in the oldest format that holds it, so a worker that
  * reads only format 2 goes on reading every run without structured output during a rolling deploy,
  * and leaves the rest (delayed) to a worker that reads 3.
+ *
+ * Format 4 is a step's state without its messages: they are in the step's transcript list (see
+ * `transcriptKey`), appended once per save, and the state names how many of them it holds
+ * (`messages`). Every state is saved in format 4 now (a worker of format 3 refuses it as newer,
+ * and leaves the job to a worker that reads it); states of formats 2 and 3 (messages inline)
+ * still load, and their next save moves their messages into the list.
  */
-export const STORE_FORMAT = 3;
+export const STORE_FORMAT = 4;
 
 /** The oldest format this worker reads. */
 export const OLDEST_STORE_FORMAT = 2;
@@ -103,16 +109,46 @@ export function samePlan(a: RecordedPlan, b: RecordedPlan): boolean {
   );
 }
 
+/** A step's state as format 4 stores it: everything but its messages, and how many messages it has in its transcript list. */
 export function writeState(state: StepState): string {
-  return JSON.stringify({ v: state.output_rejections ? 3 : 2, state });
+  const { messages, ...rest } = state;
+  return JSON.stringify({ v: 4, messages: messages.length, state: rest });
 }
 
-export function readState(json: string, what: string): StepState {
+/**
+ * A stored state, read: `inline` (formats 2 and 3) carries its messages; `listed` (format 4)
+ * says how many of the step's transcript list are its messages, which the caller reads.
+ */
+export type StoredState =
+  | { readonly kind: 'inline'; readonly state: StepState }
+  | { readonly kind: 'listed'; readonly state: Omit<StepState, 'messages'>; readonly messages: number };
+
+export function readState(json: string, what: string): StoredState {
   const value = unwrap(json, what);
   const state = value.state as StepState;
-  const rejections = state?.output_rejections;
-  if (rejections !== undefined && (value.v !== 3 || !Number.isInteger(rejections) || rejections < 1)) throw new StoredFormatError(`${what}'s output_rejections`, 'malformed');
-  return state;
+  if (typeof state !== 'object' || state === null || !Number.isInteger(state.iterations)) throw new StoredFormatError(`${what}'s state`, 'malformed');
+  const rejections = state.output_rejections;
+  if (rejections !== undefined && ((value.v as number) < 3 || !Number.isInteger(rejections) || rejections < 1))
+    throw new StoredFormatError(`${what}'s output_rejections`, 'malformed');
+  if (value.v !== 4) {
+    if (!Array.isArray(state.messages)) throw new StoredFormatError(`${what}'s messages`, 'malformed');
+    return { kind: 'inline', state };
+  }
+  const count = value.messages;
+  if (!Number.isInteger(count) || (count as number) < 0 || 'messages' in state) throw new StoredFormatError(`${what}'s messages`, 'malformed');
+  return { kind: 'listed', state, messages: count as number };
+}
+
+/** A transcript list entry (one message's JSON), checked as far as the loop relies on it. */
+export function readMessage(json: string, what: string): ChatMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new StoredFormatError(what, 'unparseable');
+  }
+  if (typeof value !== 'object' || value === null || typeof (value as { role?: unknown }).role !== 'string') throw new StoredFormatError(what, 'malformed');
+  return value as ChatMessage;
 }
 
 export function writeResponse(recorded: RecordedResponse): string {

@@ -1,5 +1,6 @@
 import {
   type CallPlace,
+  type ChatMessage,
   type EventDraft,
   type RunSpent,
   type SkipReason,
@@ -14,7 +15,8 @@ import {
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
-import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
+import { type RecordedResponse, type StoredState, StoredFormatError, readMessage, readResponse, readState, writeResponse, writeState } from './formats.ts';
+import { TranscriptCache } from './transcript-cache.ts';
 import { readInput, writeInput } from './input-format.ts';
 import { type OutputType, readOutput } from './output-format.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
@@ -130,6 +132,8 @@ export class RunStore {
   /** What the watchdog reads of runs that have gone quiet. */
   readonly watchdog: WatchdogStore;
   private readonly scripts: StoreScripts;
+  /** The transcripts this worker read or wrote lately: a read asks Redis only for what it lacks. */
+  private readonly transcripts = new TranscriptCache();
 
   constructor(
     private readonly redis: Redis,
@@ -310,24 +314,65 @@ export class RunStore {
     });
   }
 
+  /**
+   * A step's state with all its messages (read from its transcript list after those this worker
+   * has cached), or undefined when the step has none yet.
+   */
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
-    const json = await this.redis.hget(this.runKeys(run_id).state(step_id), 'json');
-    return json ? readState(json, `state of ${run_id}/${step_id}`) : undefined;
+    const keys = this.runKeys(run_id);
+    const json = await this.redis.hget(keys.state(step_id), 'json');
+    if (!json) return undefined;
+    const stored = readState(json, `state of ${run_id}/${step_id}`);
+    if (stored.kind === 'inline') return stored.state;
+    // The list's first `stored.messages` are this state's; later ones (a save since) are not.
+    const cached = this.transcripts.get(run_id, step_id).slice(0, stored.messages);
+    const tail = cached.length < stored.messages ? await this.redis.lrange(keys.transcript(step_id), cached.length, stored.messages - 1) : [];
+    return this.withMessages(run_id, step_id, stored, cached, cached.length, tail);
+  }
+
+  /**
+   * A listed state with its messages: the cached ones, then `tail` (the list from `from` on);
+   * what was read is cached. A list that does not hold the state's messages is unreadable.
+   */
+  private withMessages(
+    run_id: string,
+    step_id: string,
+    stored: Extract<StoredState, { kind: 'listed' }>,
+    cached: readonly ChatMessage[],
+    from: number,
+    tail: readonly string[],
+  ): StepState {
+    const what = `transcript of ${run_id}/${step_id}`;
+    const head = cached.slice(0, from);
+    if (from + tail.length < stored.messages) throw new StoredFormatError(what, 'malformed');
+    const messages = head.concat(tail.slice(0, stored.messages - from).map((line, at) => readMessage(line, `${what}[${from + at}]`)));
+    this.transcripts.set(run_id, step_id, messages, byteLength(tail));
+    return { ...stored.state, messages } as StepState;
   }
 
   /**
    * Saves a step's state if it is still at `expectedIterations` (-1: no state yet), appending
-   * `events` in the same step. `saved` is false when another delivery got there first.
+   * `events` in the same step. Its messages go to the step's transcript list, which receives only
+   * those it does not hold yet (the ones after this worker's cached transcript of the step).
+   * `saved` is false when another delivery got there first.
    */
   async saveState(run_id: string, state: StepState, expectedIterations: number, events: readonly PendingEvent[] = [], markRunning = false): Promise<'saved' | 'stale' | 'ended'> {
+    const { messages } = state;
+    // What the list holds already: the cached messages (committed) the state begins with.
+    const from = expectedIterations === -1 ? 0 : Math.min(this.transcripts.get(run_id, state.step_id).length, messages.length);
+    const added = messages.slice(from).map((message) => JSON.stringify(message));
     const outcome = await this.scripts.saveState([this.keys.record(run_id)], {
       step_id: state.step_id,
       expected: expectedIterations,
       iterations: state.iterations,
       json: writeState(state),
+      count: messages.length,
+      from,
+      messages: added,
       mark_running: markRunning,
       events: this.pairs(events),
     });
+    if (outcome === 1) this.transcripts.set(run_id, state.step_id, messages, byteLength(added));
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
 
@@ -410,21 +455,20 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, state, previousResponse, response, results, spans] = (await this.scripts.loadStep([this.keys.record(run_id)], [step_id, iteration])) as [
-      (string | null)[],
-      string | null,
-      string | null,
-      string | null,
-      string[],
-      string[],
-    ];
+    const cached = this.transcripts.get(run_id, step_id);
+    const [fields, json, previousResponse, response, results, spans, from, tail] = (await this.scripts.loadStep(
+      [this.keys.record(run_id)],
+      [step_id, iteration, cached.length],
+    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[]];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
+    const stored = json === null ? undefined : readState(json, `state of ${where}`);
+    const state = stored === undefined ? undefined : stored.kind === 'inline' ? stored.state : this.withMessages(run_id, step_id, stored, cached, from, tail);
     return {
       spec: specFrom(run_id, fields),
       spent: { tokens: Number(fields[8] ?? 0), tool_calls: Number(fields[9] ?? 0) },
-      state: state === null ? undefined : readState(state, `state of ${where}`),
+      state,
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
       previousResults,
@@ -485,6 +529,13 @@ export class RunStore {
     stored.ts = ts;
     return JSON.stringify(stored);
   }
+}
+
+/** The bytes of some JSON texts (as the transcript cache counts them). */
+function byteLength(lines: readonly string[]): number {
+  let total = 0;
+  for (const line of lines) total += Buffer.byteLength(line);
+  return total;
 }
 
 /** A terminal event's failure code, kept beside the call's result (a tool step's outcome); '' when it completed. */

@@ -1,15 +1,20 @@
 --[[
   Everything a provider job reads, in one call.
   KEYS[1] record
-  ARGV[1] step_id   ARGV[2] iteration
+  ARGV[1] step_id   ARGV[2] iteration   ARGV[3] cached (how many of the step's transcript
+  messages the worker has; the list's first messages never change)
   Returns the record's fields (status, agent, input, config, exec_config, trace, definition_hash,
   input_kind, usage_total, tool_calls: the last two what the whole run has spent), the step's
   state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
-  links as flat field/value lists. Writes nothing.
+  links as flat field/value lists; then where the transcript's tail begins (`cached`, or 0 when
+  the list is shorter than that) and the messages from there on. Writes nothing.
 ]]
 --- @include "prelude"
-local step, n = ARGV[1], wholeArg('iteration', ARGV[2])
+local step, n, cached = ARGV[1], wholeArg('iteration', ARGV[2]), wholeArg('cached', ARGV[3])
 local previous = n > 1
+local transcript = transcriptKey(step)
+local from = cached
+if from > 0 and redis.call('LLEN', transcript) < from then from = 0 end
 return {
   redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind', 'usage_total', 'tool_calls'),
   redis.call('HGET', stateKey(step), 'json'),
@@ -17,4 +22,6 @@ return {
   redis.call('GET', roundKey(step, 'response', n)),
   previous and redis.call('HGETALL', roundKey(step, 'results', n - 1)) or {},
   previous and redis.call('HGETALL', roundKey(step, 'spans', n - 1)) or {},
+  from,
+  redis.call('LRANGE', transcript, from, -1),
 }

@@ -1,6 +1,6 @@
 --[[
   Shared by every store script. KEYS[1] is the run's record key; the run's other keys are named
-  from it as keys.ts names them (RUN_KEY_SUFFIX, stateKey, roundKey), so each script is sent one
+  from it as keys.ts names them (RUN_KEY_SUFFIX, stateKey, transcriptKey, roundKey), so each script is sent one
   key. A script's arguments are named in its header: scalars as positions bound to named locals
   on its first lines, lists and maps as one msgpack map (read with cmsgpack, by name).
 ]]
@@ -21,6 +21,7 @@ local function runIdentity()
 end
 
 local function stateKey(step) return record .. ':' .. step .. ':state' end
+local function transcriptKey(step) return record .. ':' .. step .. ':transcript' end
 local function roundKey(step, kind, n) return record .. ':' .. step .. ':' .. kind .. ':' .. n end
 -- A round's field in the pending hash (its open count); the round's fanned-out calls are in field .. '|calls'.
 local function roundField(step, n) return step .. '|' .. n end

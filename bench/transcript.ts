@@ -1,0 +1,75 @@
+// The append-only transcript (SPEC §11): what one iteration costs early and late in a long run
+// whose tool returns 4 KiB: the engine's own time between provider calls, and the bytes Redis
+// receives (INFO stats total_net_input_bytes; run it with nothing else on that Redis).
+import { Agent, type ModelProvider, type ProviderResponse, silentLogger, tool } from '@arcflow/core';
+import { createClient, startWorker } from '@arcflow/queue';
+import { Redis } from 'ioredis';
+import { REDIS_URL, percentile } from './lib.ts';
+
+const PAGE = 'x'.repeat(4096);
+const pages = tool({ name: 'bench_page', description: 'a 4 KiB page', input_schema: { type: 'object' }, handler: () => PAGE });
+const reader = new Agent({ name: 'bench_reader', instructions: 'read every page', tools: [pages], loop_detection: false, tool_execution: { max_iterations: 10_000 } });
+
+/** Iterations measured: 10 of them from each of these on. */
+const WINDOW = 10;
+
+export interface TranscriptWindow {
+  /** The first iteration of the window. */
+  readonly from: number;
+  /** Median engine time between provider calls (ms): from the model's answer to the next call. */
+  readonly iterationMs: number;
+  /** Bytes Redis received per iteration, on average over the window. */
+  readonly bytesIn: number;
+}
+
+export interface TranscriptRun {
+  readonly iterations: number;
+  readonly totalMs: number;
+  readonly windows: readonly TranscriptWindow[];
+}
+
+const inputBytes = async (redis: Redis) => Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1] ?? Number.NaN);
+
+/** One run of `iterations` calls (one 4 KiB result each), measured over WINDOW iterations from each of `starts`. */
+export async function transcriptRun(prefix: string, iterations: number, starts: readonly number[]): Promise<TranscriptRun> {
+  const redis = new Redis(REDIS_URL);
+  const arrive: number[] = [];
+  const leave: number[] = [];
+  const bytes = new Map<number, number>();
+  const edges = new Set(starts.flatMap((start) => [start, start + WINDOW]));
+  const provider: ModelProvider = {
+    id: 'pages',
+    defaultModel: 'pages',
+    async complete(request): Promise<ProviderResponse> {
+      const n = request.messages.filter((message) => message.role === 'tool').length + 1;
+      arrive[n] = performance.now();
+      if (edges.has(n)) bytes.set(n, await inputBytes(redis));
+      const usage = { input: 1, output: 1, total: 2 };
+      const response: ProviderResponse =
+        n >= iterations
+          ? { content: 'done', tool_calls: [], finish_reason: 'stop', usage }
+          : { content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'bench_page', arguments: '{}' } }], finish_reason: 'tool_calls', usage };
+      leave[n] = performance.now();
+      return response;
+    },
+  };
+  const worker = await startWorker({ agents: [reader], provider, redis: REDIS_URL, prefix, logger: silentLogger });
+  const client = createClient({ redis: REDIS_URL, prefix });
+  try {
+    const started = performance.now();
+    const { run_id } = await client.enqueue({ agent: reader.name, input: 'read' });
+    const record = await client.wait(run_id, { timeout_ms: 30 * 60_000 });
+    const totalMs = performance.now() - started;
+    if (record.status !== 'completed') throw new Error(`bench run ${run_id} ended ${record.status}`);
+    const windows = starts.map((from) => {
+      const times: number[] = [];
+      for (let n = from; n < from + WINDOW; n += 1) times.push(arrive[n + 1]! - leave[n]!);
+      return { from, iterationMs: percentile(times, 50), bytesIn: (bytes.get(from + WINDOW)! - bytes.get(from)!) / WINDOW };
+    });
+    return { iterations, totalMs, windows };
+  } finally {
+    await client.close();
+    await worker.close();
+    await redis.quit();
+  }
+}
