@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { type Keys, hashTag, threadKeys } from '../keys.ts';
 import { partitionOfKey, partitionTag } from '../partitions.ts';
 import type { PartitionMap } from './partition-map.ts';
-import { StoredFormatError } from './formats.ts';
+import { readMessage } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 
 /** A thread run's conversation so far, as its first call reads it (see `threadHistory.lua`); `waiting` while another run of its thread is active. */
@@ -87,7 +87,7 @@ export class ThreadStore {
   /** The messages steered into the run that call `iteration` takes (the same for every delivery of it). */
   async take(run_id: string, step_id: string, iteration: number): Promise<ChatMessage[]> {
     const lines = (await this.scripts.takeInjected([this.keys.record(run_id)], [step_id, iteration])) as string[];
-    return lines.map((line, at) => readThreadMessage(line, `messages steered into ${run_id}[${at}]`));
+    return lines.map((line, at) => readMessage(line, `messages steered into ${run_id}[${at}]`));
   }
 
   /** The run a thread run's end made active, while it has not started: its id and agent (to start its first job now). */
@@ -105,7 +105,7 @@ export class ThreadStore {
     const [thread_id, base, ...lines] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, ...string[]];
     if (thread_id === undefined) return undefined;
     if (base === -1) return { thread_id, waiting: true };
-    return { thread_id, messages: lines.map((line, at) => readThreadMessage(line, `thread ${thread_id}[${at}]`)) };
+    return { thread_id, messages: lines.map((line, at) => readMessage(line, `thread ${thread_id}[${at}]`)) };
   }
 
   /** How many of a run's first messages came before its own (instructions aside); undefined off a thread. */
@@ -122,7 +122,7 @@ export class ThreadStore {
   /** A thread's messages, oldest first. */
   async messages(thread_id: string): Promise<ChatMessage[]> {
     const lines = await this.redis.lrange(threadKeys(await this.tagOf(thread_id), thread_id).messages, 0, -1);
-    return lines.map((line, at) => readThreadMessage(line, `thread ${thread_id}[${at}]`));
+    return lines.map((line, at) => readMessage(line, `thread ${thread_id}[${at}]`));
   }
 
   /** A thread's run ids, in enqueue order. */
@@ -135,16 +135,4 @@ export class ThreadStore {
     const keys = threadKeys(await this.tagOf(thread_id), thread_id);
     return (await this.redis.del(keys.messages, keys.runs, keys.active, keys.waiting)) > 0;
   }
-}
-
-/** A thread's message as stored: JSON of an object with a role. */
-function readThreadMessage(json: string, what: string): ChatMessage {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    throw new StoredFormatError(what, 'unparseable');
-  }
-  if (typeof value !== 'object' || value === null || typeof (value as { role?: unknown }).role !== 'string') throw new StoredFormatError(what, 'malformed');
-  return value as ChatMessage;
 }
