@@ -1,7 +1,7 @@
 // A thread's page (SPEC §11): its messages as a conversation, and its runs in enqueue order, live.
 import { type Message, type Thread, api } from './api.ts';
 import { usePolled } from './hooks.ts';
-import { Badge, time } from './ui.tsx';
+import { RunsTable } from './views.tsx';
 
 /** A message's text: its string, or its parts' text (an image as [image]). */
 function textOf(message: Message): string {
@@ -37,31 +37,7 @@ export function ThreadPage({ thread_id }: { thread_id: string }) {
       </div>
       <div class="card">
         <h2>Runs</h2>
-        <table>
-          <thead>
-            <tr>
-              <th>run</th>
-              <th>status</th>
-              <th>agent</th>
-              <th>created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {runs.map((run) => (
-              <tr data-run={run.run_id}>
-                <td class="mono">
-                  <a href={`#/runs/${encodeURIComponent(run.run_id)}`}>{run.run_id}</a>
-                  {run.steered_into && <span class="muted"> steered into {run.steered_into}</span>}
-                </td>
-                <td>
-                  <Badge status={run.status} />
-                </td>
-                <td>{run.agent}</td>
-                <td>{time(run.created_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <RunsTable runs={runs} />
       </div>
     </div>
   );

@@ -54,36 +54,44 @@ export function RunsList() {
         </select>
       </div>
       {runs.error && <p class="error">{runs.error}</p>}
-      <table>
-        <thead>
-          <tr>
-            <th>run</th>
-            <th>status</th>
-            <th>agent</th>
-            <th class="hide-narrow">created</th>
-            <th>duration</th>
-            <th class="hide-narrow">tokens</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(runs.value?.runs ?? []).map((run) => (
-            <tr data-run={run.run_id}>
-              <td class="id">
-                <a href={`#/runs/${run.run_id}`}>{run.run_id}</a>
-              </td>
-              <td>
-                <Badge status={run.status} />
-              </td>
-              <td>{run.workflow ? `${run.workflow} (workflow)` : run.agent}</td>
-              <td class="hide-narrow">{time(run.created_at)}</td>
-              <td>{duration(run)}</td>
-              <td class="hide-narrow">{run.usage.total}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RunsTable runs={runs.value?.runs ?? []} />
       {runs.value && runs.value.runs.length === 0 && <p class="muted">No runs yet.</p>}
     </div>
+  );
+}
+
+/** Runs, a row each: id (and the run it was steered into), status, agent or workflow, start, duration, tokens. */
+export function RunsTable({ runs }: { runs: readonly Run[] }) {
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th>run</th>
+          <th>status</th>
+          <th>agent</th>
+          <th class="hide-narrow">created</th>
+          <th>duration</th>
+          <th class="hide-narrow">tokens</th>
+        </tr>
+      </thead>
+      <tbody>
+        {runs.map((run) => (
+          <tr data-run={run.run_id}>
+            <td class="id">
+              <a href={`#/runs/${encodeURIComponent(run.run_id)}`}>{run.run_id}</a>
+              {run.steered_into && <span class="muted"> steered into {run.steered_into}</span>}
+            </td>
+            <td>
+              <Badge status={run.status} />
+            </td>
+            <td>{run.workflow ? `${run.workflow} (workflow)` : run.agent}</td>
+            <td class="hide-narrow">{time(run.created_at)}</td>
+            <td>{duration(run)}</td>
+            <td class="hide-narrow">{run.usage.total}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
