@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Workflow, checkKnownKeys } from '@arcflow/core';
+import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Workflow, checkKnownKeys, isPlainObject } from '@arcflow/core';
 import { useTypeScriptLoader } from './typescript-loader.ts';
 
 /** What a module may pass to the engine as `export const worker_options = { … }` (SPEC §14, §16). */
@@ -55,7 +55,7 @@ function exportedValues(exports: Record<string, unknown>): unknown[] {
     .filter(([name]) => name !== COMMONJS_EXPORTS)
     .map(([, value]) => value);
   const object = exports.default;
-  if (object !== null && typeof object === 'object' && !Array.isArray(object) && !isDefinition(object)) values.push(...Object.values(object));
+  if (isPlainObject(object) && !isDefinition(object)) values.push(...Object.values(object));
   return values;
 }
 
@@ -97,18 +97,14 @@ export async function loadModule(path: string): Promise<LoadedModule> {
   };
 }
 
-/** A module's `worker_options`: an object of known keys; `providers` a map of names to providers. */
+/**
+ * A module's `worker_options`: an object of known keys. What each key holds is the engine's to
+ * check (`startWorker` refuses a `providers` entry that is not a model provider).
+ */
 function checkWorkerOptions(value: unknown, path: string): ModuleWorkerOptions {
   if (value === undefined) return {};
   const where = `worker_options of '${path}'`;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${where} must be an object`);
+  if (!isPlainObject(value)) throw new ConfigError(`${where} must be an object`);
   checkKnownKeys(value, WORKER_OPTIONS_KEYS, where, 'definition');
-  const { providers } = value as { providers?: unknown };
-  if (providers === undefined) return {};
-  if (providers === null || typeof providers !== 'object' || Array.isArray(providers)) throw new ConfigError(`${where}: providers must be an object of name: provider`);
-  for (const [name, provider] of Object.entries(providers)) {
-    if (!isProvider(provider))
-      throw new ConfigError(`${where}: providers.${name} is not a model provider (make it with openaiProvider({ … }), or give it an id and a complete method)`);
-  }
-  return { providers: providers as Record<string, ModelProvider> };
+  return value as ModuleWorkerOptions;
 }

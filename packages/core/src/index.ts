@@ -1,5 +1,6 @@
 export { ErrorCode, ConfigError, ToolArgumentError, RequestError, type ToolFailureCode } from './errors.ts';
 export { canonicalJson, shortHash, byteSize } from './canonical.ts';
+export { isPlainObject } from './plain-object.ts';
 export {
   TOOL_EXECUTION_DEFAULTS,
   LOOP_DETECTION_DEFAULTS,

@@ -3,6 +3,7 @@ import { INPUT_MESSAGE_LIMITS, MAX_INPUT_BYTES } from '../defaults.ts';
 import { clipped, nearestKey } from '../definitions/known-keys.ts';
 import { RequestError } from '../errors.ts';
 import type { ChatMessage } from '../provider.ts';
+import { isPlainObject } from '../plain-object.ts';
 
 /**
  * A run's input (SPEC §11): a string, which is one user message, or a list of messages in the
@@ -77,10 +78,6 @@ function refuse(at: string, problem: string, code = 'invalid_input'): never {
   throw new RequestError(code, `${at}: ${problem}`);
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Refuses the first field of `value` not in `allowed`, suggesting the nearest allowed one. */
 function onlyFields(value: Record<string, unknown>, allowed: readonly string[], at: string, what: string): void {
   for (const key of Object.keys(value)) {
@@ -96,7 +93,7 @@ function nonEmptyString(value: unknown, at: string, problem = 'expected a non-em
 }
 
 function checkMessage(message: unknown, at: string): ChatMessage {
-  if (!isRecord(message)) refuse(at, 'expected a message { role, content }');
+  if (!isPlainObject(message)) refuse(at, 'expected a message { role, content }');
   const role = message.role as Role;
   if (!ROLES.includes(role)) {
     refuse(`${at}.role`, `expected 'user', 'assistant', 'system' or 'tool'${typeof role === 'string' ? `, got '${role.slice(0, 40)}'` : ''}`);
@@ -117,7 +114,7 @@ function checkMessage(message: unknown, at: string): ChatMessage {
 }
 
 function checkPart(part: unknown, at: string, role: Role): void {
-  if (!isRecord(part))
+  if (!isPlainObject(part))
     refuse(at, role === 'user' ? "expected a part { type: 'text', text } or { type: 'image_url', image_url: { url } }" : "expected a part { type: 'text', text }");
   if (part.type === 'text') {
     onlyFields(part, ['type', 'text'], at, 'a text part');
@@ -128,7 +125,7 @@ function checkPart(part: unknown, at: string, role: Role): void {
   if (role !== 'user') refuse(`${at}.type`, `image_url parts go in user messages, not ${role} messages`);
   onlyFields(part, ['type', 'image_url'], at, 'an image_url part');
   const image = part.image_url;
-  if (!isRecord(image)) refuse(`${at}.image_url`, 'expected { url }');
+  if (!isPlainObject(image)) refuse(`${at}.image_url`, 'expected { url }');
   onlyFields(image, ['url', 'detail'], `${at}.image_url`, 'an image_url');
   if (image.detail !== undefined && !IMAGE_DETAILS.includes(image.detail)) refuse(`${at}.image_url.detail`, "expected 'auto', 'low' or 'high'");
   checkImageUrl(image.url, `${at}.image_url.url`);
@@ -149,14 +146,14 @@ function checkToolCalls(calls: unknown, at: string): void {
   const ids = new Set<string>();
   calls.forEach((call, index) => {
     const where = `${at}[${index}]`;
-    if (!isRecord(call)) refuse(where, "expected a call { id, type: 'function', function: { name, arguments } }");
+    if (!isPlainObject(call)) refuse(where, "expected a call { id, type: 'function', function: { name, arguments } }");
     onlyFields(call, ['id', 'type', 'function'], where, 'a tool call');
     const id = nonEmptyString(call.id, `${where}.id`);
     if (ids.has(id)) refuse(`${where}.id`, `repeats the id '${clipped(id)}' of an earlier call`);
     ids.add(id);
     if (call.type !== 'function') refuse(`${where}.type`, "expected 'function'");
     const fn = call.function;
-    if (!isRecord(fn)) refuse(`${where}.function`, 'expected { name, arguments }');
+    if (!isPlainObject(fn)) refuse(`${where}.function`, 'expected { name, arguments }');
     onlyFields(fn, ['name', 'arguments'], `${where}.function`, 'a function call');
     nonEmptyString(fn.name, `${where}.function.name`);
     if (typeof fn.arguments !== 'string') refuse(`${where}.function.arguments`, 'expected a string (the arguments as JSON text)');

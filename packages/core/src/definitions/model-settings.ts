@@ -1,6 +1,7 @@
 import { ConfigError } from '../errors.ts';
 import { byteSize } from '../canonical.ts';
 import { type KeysOwner, type KnownKeys, checkKnownKeys } from './known-keys.ts';
+import { isPlainObject } from '../plain-object.ts';
 
 /** Which tool the model must call, or whether it may call any (SPEC §16). */
 export type ToolChoice = 'auto' | 'required' | 'none' | { readonly name: string };
@@ -61,7 +62,6 @@ const RESERVED_BODY_KEYS = ['model', 'messages', 'tools', 'stream'] as const;
 const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
 const TOOL_CHOICES = ['auto', 'required', 'none'] as const;
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 const numberIn = (value: unknown, low: number, high: number): boolean => typeof value === 'number' && Number.isFinite(value) && value >= low && value <= high;
 
 /** Each key's check: the sentence after `model_settings.<key>: ` when the value is wrong. */

@@ -2,6 +2,7 @@ import { shortHash } from '../canonical.ts';
 import { OUTPUT_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { type ArgumentCheck, type JsonSchema, compileSchema } from '../tools/schema.ts';
+import { isPlainObject } from '../plain-object.ts';
 
 /** A step's structured output (SPEC §11), resolved once: the schema, compiled, and how many repair calls it allows. */
 export interface ResolvedOutput {
@@ -36,7 +37,7 @@ export function resolveOutput(schema: unknown, retries: unknown, where: string):
   if (!Number.isInteger(count) || (count as number) < 0) throw new ConfigError(`${where}.output_retries must be an integer >= 0, got ${JSON.stringify(count)}`);
   if (schema === undefined) return undefined;
   const subject = `${where}.output_schema`;
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw new ConfigError(`${subject} must be a JSON Schema object`);
+  if (!isPlainObject(schema)) throw new ConfigError(`${subject} must be a JSON Schema object`);
   const schema_hash = shortHash(schema);
   let entry = compiled.get(schema_hash);
   if (!entry) {
@@ -83,7 +84,7 @@ export function fitsStrictSubset(schema: JsonSchema): boolean {
 }
 
 function strictNode(node: unknown, depth: number, counted: { properties: number }): boolean {
-  if (node === null || typeof node !== 'object' || Array.isArray(node)) return false;
+  if (!isPlainObject(node)) return false;
   const record = node as Record<string, unknown>;
   if (!Object.keys(record).every((key) => STRICT_KEYWORDS.has(key))) return false;
   const children: unknown[] = [];
@@ -91,7 +92,7 @@ function strictNode(node: unknown, depth: number, counted: { properties: number 
   if (record.properties !== undefined || mayBeObject) {
     if (depth >= STRICT_MAX_DEPTH || record.additionalProperties !== false) return false;
     const properties = record.properties ?? {};
-    if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) return false;
+    if (!isPlainObject(properties)) return false;
     const names = Object.keys(properties);
     const required = Array.isArray(record.required) ? record.required : [];
     if (required.length !== names.length || !names.every((name) => required.includes(name))) return false;

@@ -5,6 +5,7 @@ import { type KeysOwner, type KnownKeys, checkKnownKeys } from './known-keys.ts'
 import { type ResolvedOutput, resolveOutput } from './output-schema.ts';
 import type { JsonSchema } from '../tools/schema.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelFallbacks, checkModelSettings, mergeModelSettings } from './model-settings.ts';
+import { isPlainObject } from '../plain-object.ts';
 
 export type ToolExecutionMode = 'llm_select' | 'legacy_eager';
 
@@ -187,9 +188,7 @@ function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, w
 }
 
 function plainObject(value: unknown, where: string, keys: Readonly<Record<string, true>>, owner: KeysOwner, elsewhere?: Readonly<Record<string, string>>): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new ConfigError(`${where} must be an object`);
-  }
+  if (!isPlainObject(value)) throw new ConfigError(`${where} must be an object`);
   checkKnownKeys(value, keys, where, owner, elsewhere);
   return value as Record<string, unknown>;
 }
