@@ -3,7 +3,6 @@ import {
   ConfigError,
   type ModelProvider,
   type ModelSettings,
-  type ModelTarget,
   type ProviderRequest,
   type ProviderResponse,
   type RunError,
@@ -132,9 +131,8 @@ export class ModelRouter {
   }
 
   private primaryOf(agent: Agent): ModelProvider | undefined {
-    const primary: ModelTarget = { entry: 0, provider: agent.provider, model: undefined };
     try {
-      return providerFor(primary, this.options.providers, this.options.provider, agent.name);
+      return providerFor(modelTargets(agent, agent.settings)[0]!, this.options.providers, this.options.provider, agent.name);
     } catch {
       return undefined;
     }
