@@ -243,4 +243,29 @@ describe('threads', () => {
     await store.finishRun('run_lateactive', { outcome: { status: 'completed', output: 'answer' }, step_id: 's1' });
     expect(await threads.messages('late')).toEqual([user('first'), { role: 'assistant', content: 'answer' }, user('also')]);
   });
+
+  it('gives a message steered in between two deliveries of a call to the next call, never to a delivery whose state may not stand', async () => {
+    const { reader, prefix } = forTest('thread-steer-race');
+    const store = new RunStore(reader(), prefix, 3600);
+    const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
+    const user = (content: string) => ({ role: 'user', content }) as const;
+    for (const [run_id, input] of [
+      ['run_raceactive', 'first'],
+      ['run_racesteer', 'between'],
+    ]) {
+      await store.createRun({ run_id: run_id!, agent: 'chat', input: input!, config: undefined, exec_config: undefined, trace: {}, definition_hash: '' }, undefined, {
+        kind: 'RunEnqueued',
+        step_id: 's1',
+        agent: 'chat',
+      });
+    }
+    await threads.join('run_raceactive', 'race', 'queue', [user('first')], 3600);
+    // The delivery whose save stands found nothing to take for call 2 …
+    expect(await threads.take('run_raceactive', 's1', 2)).toEqual([]);
+    await threads.join('run_racesteer', 'race', 'steer', [user('between')], 3600);
+    // … so a later delivery of call 2 (whose save will lose) takes nothing either, and call 3 takes it.
+    expect(await threads.take('run_raceactive', 's1', 2)).toEqual([]);
+    expect(await threads.take('run_raceactive', 's1', 3)).toEqual([user('between')]);
+    expect(await threads.take('run_raceactive', 's1', 3)).toEqual([user('between')]);
+  });
 });
