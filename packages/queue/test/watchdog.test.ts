@@ -7,6 +7,7 @@ import { QueuePool } from '../src/engine/join.ts';
 import { Watchdog } from '../src/engine/watchdog.ts';
 import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
 import { Registry } from '../src/registry.ts';
+import { ThreadStore } from '../src/store/thread-store.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -124,6 +125,26 @@ describe('the watchdog', () => {
     const events: TraceEvent[] = await collect(client, run_id);
     assertEventInvariants(events);
   });
+
+  it("starts the next run of a failed run's thread at once, not when its wait is up", async () => {
+    const prefix = testPrefix('wd-thread');
+    prefixes.push(prefix);
+    // Registers the agent, then goes away: the thread's runs wait in their queue.
+    await (await startWorker({ agents: [agent], provider: scriptedProvider([reply('x')]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const first = await client.enqueue({ agent: 'watched', input: 'one', thread_id: 'wd' });
+    const second = await client.enqueue({ agent: 'watched', input: 'two', thread_id: 'wd' });
+    const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(providerQueue);
+    const secondJob = JobId.provider(second.run_id, 's1', 1);
+    expect(await providerQueue.getJobState(secondJob)).toBe('delayed');
+    await redis.del(keysFor(prefix).agent('watched'));
+    const watchdog = standaloneWatchdog(prefix);
+    const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
+    expect(await watchdog.dog.check(first.run_id, nowMs)).toBe('failed');
+    expect(await providerQueue.getJobState(secondJob)).toBe('waiting');
+  });
 });
 
 describe('the watchdog keeping the listing indexes', () => {
@@ -149,6 +170,17 @@ function standaloneWatchdog(prefix: string) {
   const queues = new QueuePool(redis, store.keys);
   open.push(queues);
   const scheduler = new WorkflowScheduler({ store, queues, redis, logger: silentLogger });
-  const dog = new Watchdog({ store, redis, queues, registry: new Registry(redis, store.keys, 20_000), scheduler, logger: silentLogger, worker_id: 'test', watchdog_ms: 1 });
+  const threads = new ThreadStore(redis, store.keys, prefix, store.partitions);
+  const dog = new Watchdog({
+    store,
+    redis,
+    queues,
+    threads,
+    registry: new Registry(redis, store.keys, 20_000),
+    scheduler,
+    logger: silentLogger,
+    worker_id: 'test',
+    watchdog_ms: 1,
+  });
   return { store, dog };
 }

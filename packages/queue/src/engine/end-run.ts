@@ -3,16 +3,30 @@ import type { Redis } from 'ioredis';
 import { JobId } from '../keys.ts';
 import type { QueuePool } from './join.ts';
 import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
+import type { ThreadStore } from '../store/thread-store.ts';
 import type { RunTrace } from '../tracing.ts';
+import { startNextOnThread } from './thread-run.ts';
+
+/** What a run's end hands on: the next run of its thread (SPEC §11), whose first job starts now. */
+export interface Succession {
+  readonly threads: ThreadStore;
+  readonly queues: QueuePool;
+}
 
 /**
  * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's
- * root span if it traces.
+ * root span if it traces and, given a `succession`, starts the next run of its thread.
  */
-export async function endRun(store: RunStore, run_id: string, ending: RunEnding): Promise<RunEnded> {
+export async function endRun(store: RunStore, run_id: string, ending: RunEnding, succession?: Succession): Promise<RunEnded> {
   const outcome = await store.finishRun(run_id, ending);
-  if (outcome.ended) await emitRunSpanOnce(store, run_id);
+  if (outcome.ended) await runEnded(store, run_id, succession);
   return outcome;
+}
+
+/** What follows the write that ended a run, in the process that made it. */
+export async function runEnded(store: RunStore, run_id: string, succession?: Succession): Promise<void> {
+  await emitRunSpanOnce(store, run_id);
+  if (succession) await startNextOnThread(succession.threads, succession.queues, run_id);
 }
 
 /**

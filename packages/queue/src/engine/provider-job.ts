@@ -35,13 +35,13 @@ import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
 import { workflowInputText } from '../store/input-format.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
-import { emitRunSpanOnce, endRun } from './end-run.ts';
+import { endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
 import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
-import { THREAD_WAIT_MS, injectSteered, stageThreadMessages, startNextOnThread } from './thread-run.ts';
+import { THREAD_WAIT_MS, injectSteered, stageThreadMessages } from './thread-run.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
@@ -103,7 +103,7 @@ export class ProviderJobProcessor {
     if (!spec || TERMINAL_STATUSES.has(spec.status)) return 'run-ended';
     const target = this.resolve(spec, step_id);
     if ('error' in target) {
-      await endRun(store, run_id, { outcome: { status: 'failed', error: target.error }, step_id });
+      await endRun(store, run_id, { outcome: { status: 'failed', error: target.error }, step_id }, this.deps);
       return target.error.error_code;
     }
     if (target.type === 'tool') return this.deps.toolSteps.process(job, span, spec, target.run, target.step);
@@ -191,8 +191,7 @@ export class ProviderJobProcessor {
   private async endStep(context: StepContext, ending: RunEnding): Promise<void> {
     const { run_id } = context.data;
     if (!context.workflow) {
-      await endRun(this.deps.store, run_id, ending);
-      await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
+      await endRun(this.deps.store, run_id, ending, this.deps);
       return;
     }
     await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending);
@@ -243,7 +242,7 @@ export class ProviderJobProcessor {
     if (!error.newer) {
       this.deps.logger.error('run stored unreadably; failing it', { run_id, step_id, iteration, error: error.message });
       const failure = stepRunError('unreadable_state', `${error.what} cannot be read (${JSON.stringify(error.found) ?? 'no format'}); the run cannot go on`);
-      await endRun(this.deps.store, run_id, { outcome: { status: 'failed', error: failure }, step_id, events: [{ event: stepFailedEvent(step_id, failure) }] });
+      await endRun(this.deps.store, run_id, { outcome: { status: 'failed', error: failure }, step_id, events: [{ event: stepFailedEvent(step_id, failure) }] }, this.deps);
       return failure.error_code;
     }
     this.deps.logger.error('run stored in a format this worker cannot read; leaving it for a worker that can', { run_id, step_id, iteration, error: error.message });
@@ -387,8 +386,7 @@ export class ProviderJobProcessor {
     if (!recorded) return undefined;
     // An earlier delivery's response stands: act on that one, as it was decided.
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
-    if (ending) await emitRunSpanOnce(store, run_id);
-    if (ending) await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
+    if (ending) await runEnded(store, run_id, this.deps);
     return { response, decision, ended: ending !== undefined };
   }
 

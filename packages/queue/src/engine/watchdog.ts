@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { JobId, QueueName } from '../keys.ts';
 import { type Registry, registeredAttempts } from '../registry.ts';
 import type { RunStore } from '../store/run-store.ts';
+import type { ThreadStore } from '../store/thread-store.ts';
 import type { StepFrontier } from '../store/watchdog-store.ts';
 import { type RunTrace, firstJobCarrier } from '../tracing.ts';
 import { endRun } from './end-run.ts';
@@ -26,6 +27,8 @@ export interface WatchdogDeps {
   readonly store: RunStore;
   readonly redis: Redis;
   readonly queues: QueuePool;
+  /** A run the watchdog fails hands its thread on to the next run at once. */
+  readonly threads: ThreadStore;
   readonly registry: Registry;
   readonly logger: ToolLogger;
   readonly worker_id: string;
@@ -182,13 +185,18 @@ export class Watchdog {
   private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {
     const error: RunError = { code: 'RunStalled', error_code: ErrorCode.Stalled, message };
     const workflow = frontier.workflow !== undefined;
-    const { ended } = await endRun(this.deps.store, run_id, {
-      outcome: { status: 'failed', error },
-      step_id: workflow ? RUN_STEP_ID : STEP_ID,
-      events: steps.map((step_id) => ({ event: stepFailedEvent(step_id, error) })),
-      closing: { content: ToolResultText.unavailable(), code: ErrorCode.WorkerLost },
-      ...(workflow ? { steps: { running: 'failed' as const, skip_reason: 'run_failed' as const } } : {}),
-    });
+    const { ended } = await endRun(
+      this.deps.store,
+      run_id,
+      {
+        outcome: { status: 'failed', error },
+        step_id: workflow ? RUN_STEP_ID : STEP_ID,
+        events: steps.map((step_id) => ({ event: stepFailedEvent(step_id, error) })),
+        closing: { content: ToolResultText.unavailable(), code: ErrorCode.WorkerLost },
+        ...(workflow ? { steps: { running: 'failed' as const, skip_reason: 'run_failed' as const } } : {}),
+      },
+      this.deps,
+    );
     if (ended) this.deps.logger.error('watchdog failed a run that made no progress', { run_id, steps, error_code: ErrorCode.Stalled });
     return 'failed';
   }

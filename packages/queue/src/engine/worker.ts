@@ -10,7 +10,7 @@ import { RunStore } from '../store/run-store.ts';
 import { ThreadStore } from '../store/thread-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
 import { CancellationListener } from './cancellation.ts';
-import { emitRunSpanOnce, endRun } from './end-run.ts';
+import { type Succession, emitRunSpanOnce, endRun } from './end-run.ts';
 import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
@@ -82,6 +82,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
   const queues = new QueuePool(connection, store.keys);
+  const threads = new ThreadStore(connection, store.keys, options.prefix, store.partitions);
   const workers: Worker[] = [];
   const common = {
     connection,
@@ -105,7 +106,6 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     for (const { worker, budget } of shared) worker.concurrency = share(budget);
   };
   if (models) {
-    const threads = new ThreadStore(connection, store.keys, options.prefix, store.partitions);
     const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models, threads };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
     const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
@@ -195,7 +195,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   }
   for (const tag of tags) for (const serve of serveTag) serve(tag);
 
-  const watchdog = new Watchdog({ store, redis: connection, queues, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
+  const watchdog = new Watchdog({ store, redis: connection, queues, threads, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
   await registry.announce(id, registrations, options.serve_partitions);
   watchdog.start();
   // Partitions another worker added are served from the next heartbeat on.
@@ -277,7 +277,7 @@ function stalledOut(reason: string | undefined): boolean {
  * step on its own (the run moves on as its `on_step_failure` says).
  */
 async function failStepIfFinal(
-  deps: { store: RunStore; workflows: ReadonlyMap<string, Workflow>; scheduler: WorkflowScheduler; options: { provider_attempts: number } },
+  deps: Succession & { store: RunStore; workflows: ReadonlyMap<string, Workflow>; scheduler: WorkflowScheduler; options: { provider_attempts: number } },
   job: Job<ProviderJobData> | undefined,
   reason: string | undefined,
 ): Promise<void> {
@@ -289,7 +289,7 @@ async function failStepIfFinal(
     const spec = await deps.store.getSpec(run_id);
     const workflow = spec ? deps.workflows.get(spec.agent) : undefined;
     if (!spec || !workflow) {
-      await endRun(deps.store, run_id, ending);
+      await endRun(deps.store, run_id, ending, deps);
       return;
     }
     await deps.scheduler.settle(workflowRunOf(workflow, spec, deps.options.provider_attempts), ending);
