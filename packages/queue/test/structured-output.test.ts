@@ -67,7 +67,20 @@ describe('structured output in the store (SPEC §11)', () => {
     expect(unreadable(() => readState(JSON.stringify({ v: 2, state }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ v: 3.5, state }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ v: 4, state }), 'state'))).toBe(true);
-    expect(unreadable(() => readState(JSON.stringify({ v: 5, state }), 'state'))).toBe(false);
+    expect(unreadable(() => readState(JSON.stringify({ v: 6, state }), 'state'))).toBe(false);
+    // Format 5: a state that began on a thread's conversation names those messages (`earlier`) and is the only one written in 5.
+    const began: StepState = {
+      ...state,
+      messages: [{ role: 'system', content: 'i' }, ...Array.from({ length: 3 }, () => ({ role: 'user' as const, content: 't' }))],
+      earlier: { at: 1, count: 2 },
+    };
+    const written = JSON.parse(writeState(began));
+    expect(written).toMatchObject({ v: 5, messages: 2, state: { earlier: { at: 1, count: 2 } } });
+    expect(readState(writeState(began), 'state')).toMatchObject({ kind: 'listed', messages: 2, state: { earlier: { at: 1, count: 2 } } });
+    expect(unreadable(() => readState(JSON.stringify({ ...written, v: 4 }), 'state'))).toBe(true);
+    expect(unreadable(() => readState(JSON.stringify({ ...written, state: listed }), 'state'))).toBe(true);
+    expect(unreadable(() => readState(JSON.stringify({ ...written, state: { ...written.state, earlier: { at: 3, count: 2 } } }), 'state'))).toBe(true);
+    expect(unreadable(() => readState(JSON.stringify({ ...written, state: { ...written.state, earlier: { at: 1, count: -1 } } }), 'state'))).toBe(true);
   });
 
   it('reads an output by its type: JSON parsed, text (or a type it does not know) as it is', () => {

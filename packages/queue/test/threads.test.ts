@@ -36,7 +36,7 @@ async function setup(name: string) {
     await client.close();
     await fake.close();
   };
-  return { fake, start, client, threads, close, key: workers.key, reader: workers.reader };
+  return { fake, start, client, threads, store, close, key: workers.key, reader: workers.reader };
 }
 
 /** Resolves when the run has an event of this kind. */
@@ -55,7 +55,7 @@ const afterInstructions = (request: FakeRequest | undefined): ChatMessage[] => r
 
 describe('threads', () => {
   it('runs each of 5 runs on the messages of the runs before it, and appends each run once', async () => {
-    const { fake, start, client, threads, close } = await setup('thread-five');
+    const { fake, start, client, threads, store, reader, close } = await setup('thread-five');
     await start();
     const inputs = ['hello', 'tool:apple', 'and then?', 'tool:pear', 'bye'];
     const expected: ChatMessage[] = [];
@@ -73,7 +73,15 @@ describe('threads', () => {
     }
     expect(expected).toHaveLength(5 * 2 + 2 * 2);
     expect(expected.filter((message) => message.role === 'tool')).toHaveLength(2);
-    expect(await threads.runIds('user-42:chat')).toHaveLength(5);
+    const runIds = await threads.runIds('user-42:chat');
+    expect(runIds).toHaveLength(5);
+    // The thread's messages are not copied into a run: its transcript list holds the instructions and its own messages only.
+    const fifth = store.keys.run(runIds[4]!);
+    expect(JSON.parse((await reader().hget(fifth.state('s1'), 'json'))!)).toMatchObject({ v: 5, messages: 2, state: { earlier: { at: 1, count: 12 } } });
+    expect(await reader().lrange(fifth.transcript('s1'), 0, -1)).toEqual([
+      JSON.stringify({ role: 'system', content: 'Chat along.' }),
+      JSON.stringify({ role: 'user', content: 'bye' }),
+    ]);
     // The client's view: messages, runs in enqueue order, delete.
     const handle = client.thread('user-42:chat');
     expect(await handle.messages()).toEqual(expected);
@@ -105,8 +113,10 @@ describe('threads', () => {
   });
 
   it('appends a run killed mid-tool (SIGKILL) exactly once, when another worker completes it', async () => {
-    const { start, client, threads, close } = await setup('thread-kill');
+    const { fake, start, client, threads, close } = await setup('thread-kill');
     const first = await start();
+    const earlier = await client.enqueue({ agent: 'chat', input: 'hello', thread_id: 'killed' });
+    expect((await client.wait(earlier.run_id, { timeout_ms: 20_000 })).status).toBe('completed');
     const { run_id } = await client.enqueue({ agent: 'chat', input: 'block', thread_id: 'killed' });
     await until(
       async () => {
@@ -116,13 +126,21 @@ describe('threads', () => {
       20_000,
       50,
     );
+    // A thread whose run is active is not deleted: that run reads the messages it began on from the thread.
+    await expect(client.thread('killed').delete()).rejects.toMatchObject({ code: 'thread_busy', message: expect.stringContaining(run_id) });
     first.kill('SIGKILL');
     await first.exited;
+    // A new process, which has read nothing of the thread: the run goes on on the conversation it began on.
     await start();
     const run = await client.wait(run_id, { timeout_ms: 40_000 });
     expect(run.status).toBe('completed');
+    expect(afterInstructions(fake.requests.at(-1)).slice(0, 3)).toEqual([
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 're: hello' },
+      { role: 'user', content: 'block' },
+    ]);
     const messages = await threads.messages('killed');
-    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant']);
     expect(messages.at(-1)).toEqual({ role: 'assistant', content: 'after block done on execution 2' });
     await close();
   });

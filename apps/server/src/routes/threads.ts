@@ -36,9 +36,9 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ThreadRoutesOptions> = asyn
     {
       config: { scope: 'write' },
       schema: {
-        summary: "Delete a thread's messages and line of runs (its runs stay)",
+        summary: "Delete a thread's messages and line of runs (its runs stay); refused while one of its runs is active",
         params: ThreadParams,
-        response: { 200: Type.Object({ thread_id: Type.String(), deleted: Type.Boolean() }), ...problems(400, 401, 403, 404, 429, 503) },
+        response: { 200: Type.Object({ thread_id: Type.String(), deleted: Type.Boolean() }), ...problems(400, 401, 403, 404, 409, 429, 503) },
       },
     },
     async (request) => {

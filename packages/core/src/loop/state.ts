@@ -21,6 +21,12 @@ export interface StepState {
   readonly tools_disabled: boolean;
   /** Answers that failed the output schema so far (SPEC §11); absent until the first. */
   readonly output_rejections?: number;
+  /**
+   * Where the thread's conversation that the step began on sits among its messages (SPEC §11):
+   * `count` messages from `at`. Absent when it began on none. A store may keep those messages once,
+   * with the thread, instead of in every run's transcript.
+   */
+  readonly earlier?: { readonly at: number; readonly count: number };
 }
 
 /**
@@ -31,6 +37,16 @@ export function initialStepState(agent: Agent, input: RunInput, step_id: string,
   const system = [agent.role && `You are ${agent.role}.`, agent.instructions].filter(Boolean).join('\n\n');
   const messages: ChatMessage[] = [];
   if (system) messages.push({ role: 'system', content: system });
+  const at = messages.length;
   messages.push(...earlier, ...inputMessages(input));
-  return { step_id, iterations: 0, messages, usage: ZERO_TOKENS, history: [], last_results: {}, tools_disabled: false };
+  return {
+    step_id,
+    iterations: 0,
+    messages,
+    usage: ZERO_TOKENS,
+    history: [],
+    last_results: {},
+    tools_disabled: false,
+    ...(earlier.length > 0 ? { earlier: { at, count: earlier.length } } : {}),
+  };
 }

@@ -264,8 +264,9 @@ export class ProviderJobProcessor {
       // A run on a thread starts on the thread's conversation so far (SPEC §11).
       const thread = context.workflow ? undefined : await this.deps.threads.history(spec.run_id);
       if (thread && 'waiting' in thread) return 'thread-waiting';
+      const earlier = thread && thread.count > 0 ? await this.deps.store.threadMessages(spec.run_id, thread) : [];
       return {
-        state: initialStepState(agent, input, data.step_id, thread?.messages),
+        state: initialStepState(agent, input, data.step_id, earlier),
         expected: -1,
         events: [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }],
       };

@@ -13,8 +13,12 @@ import type { ChatMessage, PlannedCall, ProviderResponse, ResponseDecision, RunS
  * (`messages`). Every state is saved in format 4 now (a worker of format 3 refuses it as newer,
  * and leaves the job to a worker that reads it); states of formats 2 and 3 (messages inline)
  * still load, and their next save moves their messages into the list.
+ *
+ * Format 5 is format 4 for a state that began on a thread's conversation (its `earlier`): those
+ * messages stay in the thread's list, and the step's transcript list holds the others only. Only
+ * such states are written in 5, so a worker of format 4 goes on with every other run.
  */
-export const STORE_FORMAT = 4;
+export const STORE_FORMAT = 5;
 
 /** The oldest format this worker reads. */
 export const OLDEST_STORE_FORMAT = 2;
@@ -26,7 +30,11 @@ export class StoredFormatError extends Error {
     readonly what: string,
     readonly found: unknown,
   ) {
-    super(`${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}`);
+    super(
+      found === 'missing'
+        ? `${what} is missing from Redis`
+        : `${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}`,
+    );
   }
 
   /** A newer arcflow wrote it (a worker of that version can read it); otherwise no version can. */
@@ -109,15 +117,25 @@ export function samePlan(a: RecordedPlan, b: RecordedPlan): boolean {
   );
 }
 
-/** A step's state as format 4 stores it: everything but its messages, and how many messages it has in its transcript list. */
+/**
+ * A step's state as formats 4 and 5 store it: everything but its messages, and how many messages
+ * it has in its transcript list (with 5, those beside the thread's it began on: see `ownMessages`).
+ */
 export function writeState(state: StepState): string {
   const { messages, ...rest } = state;
-  return JSON.stringify({ v: 4, messages: messages.length, state: rest });
+  return JSON.stringify({ v: state.earlier ? 5 : 4, messages: ownMessages(state).length, state: rest });
+}
+
+/** The messages of a state that its step's transcript list holds: all but the thread's it began on. */
+export function ownMessages(state: Pick<StepState, 'messages' | 'earlier'>): readonly ChatMessage[] {
+  const { messages, earlier } = state;
+  return earlier ? [...messages.slice(0, earlier.at), ...messages.slice(earlier.at + earlier.count)] : messages;
 }
 
 /**
- * A stored state, read: `inline` (formats 2 and 3) carries its messages; `listed` (format 4)
- * says how many of the step's transcript list are its messages, which the caller reads.
+ * A stored state, read: `inline` (formats 2 and 3) carries its messages; `listed` (formats 4
+ * and 5) says how many of the step's transcript list are its messages, which the caller reads
+ * (and, with `earlier`, puts the thread's first messages among).
  */
 export type StoredState =
   | { readonly kind: 'inline'; readonly state: StepState }
@@ -130,13 +148,22 @@ export function readState(json: string, what: string): StoredState {
   const rejections = state.output_rejections;
   if (rejections !== undefined && ((value.v as number) < 3 || !Number.isInteger(rejections) || rejections < 1))
     throw new StoredFormatError(`${what}'s output_rejections`, 'malformed');
-  if (value.v !== 4) {
+  if (value.v !== 4 && value.v !== 5) {
     if (!Array.isArray(state.messages)) throw new StoredFormatError(`${what}'s messages`, 'malformed');
     return { kind: 'inline', state };
   }
   const count = value.messages;
+  const { earlier } = state;
   if (!Number.isInteger(count) || (count as number) < 0 || 'messages' in state) throw new StoredFormatError(`${what}'s messages`, 'malformed');
+  if ((value.v === 5) !== (earlier !== undefined) || (earlier !== undefined && !validEarlier(earlier, count as number)))
+    throw new StoredFormatError(`${what}'s earlier messages`, 'malformed');
   return { kind: 'listed', state, messages: count as number };
+}
+
+/** A state's `earlier`: whole numbers, placed within the messages the list holds. */
+function validEarlier(earlier: unknown, listed: number): boolean {
+  const { at, count } = (earlier ?? {}) as { at?: unknown; count?: unknown };
+  return Number.isSafeInteger(at) && Number.isSafeInteger(count) && (at as number) >= 0 && (count as number) > 0 && (at as number) <= listed;
 }
 
 /** A transcript list entry (one message's JSON), checked as far as the loop relies on it. */

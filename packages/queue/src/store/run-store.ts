@@ -16,7 +16,7 @@ import {
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
 import { type RecordedResponse, type StoredState, StoredFormatError, readMessage, readResponse, readState, writeResponse, writeState } from './formats.ts';
-import { TranscriptCache } from './transcript-cache.ts';
+import { type ThreadPlace, Transcripts } from './transcripts.ts';
 import { readInput, writeInput } from './input-format.ts';
 import { type OutputType, readOutput } from './output-format.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
@@ -132,8 +132,8 @@ export class RunStore {
   /** What the watchdog reads of runs that have gone quiet. */
   readonly watchdog: WatchdogStore;
   private readonly scripts: StoreScripts;
-  /** The transcripts this worker read or wrote lately: a read asks Redis only for what it lacks. */
-  private readonly transcripts = new TranscriptCache();
+  /** The steps' messages: a read asks Redis only for what this worker lacks. */
+  private readonly transcripts: Transcripts;
 
   constructor(
     private readonly redis: Redis,
@@ -146,6 +146,7 @@ export class RunStore {
     this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
     this.partitions = new PartitionMap(redis, this.keys, prefix);
     this.watchdog = new WatchdogStore(redis, this.keys, this);
+    this.transcripts = new Transcripts(redis, this.keys);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -324,30 +325,13 @@ export class RunStore {
     if (!json) return undefined;
     const stored = readState(json, `state of ${run_id}/${step_id}`);
     if (stored.kind === 'inline') return stored.state;
-    // The list's first `stored.messages` are this state's; later ones (a save since) are not.
-    const cached = this.transcripts.get(run_id, step_id).slice(0, stored.messages);
-    const tail = cached.length < stored.messages ? await this.redis.lrange(keys.transcript(step_id), cached.length, stored.messages - 1) : [];
-    return this.withMessages(run_id, step_id, stored, cached, cached.length, tail);
+    const thread = stored.state.earlier ? await this.redis.hmget(keys.record, 'thread_id', 'thread_origin', 'thread_base') : [];
+    return this.transcripts.load(run_id, step_id, stored, threadPlace(thread[0] ?? null, thread[1] ?? null, thread[2] ?? null));
   }
 
-  /**
-   * A listed state with its messages: the cached ones, then `tail` (the list from `from` on);
-   * what was read is cached. A list that does not hold the state's messages is unreadable.
-   */
-  private withMessages(
-    run_id: string,
-    step_id: string,
-    stored: Extract<StoredState, { kind: 'listed' }>,
-    cached: readonly ChatMessage[],
-    from: number,
-    tail: readonly string[],
-  ): StepState {
-    const what = `transcript of ${run_id}/${step_id}`;
-    const head = cached.slice(0, from);
-    if (from + tail.length < stored.messages) throw new StoredFormatError(what, 'malformed');
-    const messages = head.concat(tail.slice(0, stored.messages - from).map((line, at) => readMessage(line, `${what}[${from + at}]`)));
-    this.transcripts.set(run_id, step_id, messages, byteLength(tail));
-    return { ...stored.state, messages } as StepState;
+  /** The first messages of the thread a run began on (SPEC §11), read once per worker. */
+  threadMessages(run_id: string, thread: ThreadPlace): Promise<ChatMessage[]> {
+    return this.transcripts.threadMessages(run_id, thread);
   }
 
   /**
@@ -357,22 +341,19 @@ export class RunStore {
    * `saved` is false when another delivery got there first.
    */
   async saveState(run_id: string, state: StepState, expectedIterations: number, events: readonly PendingEvent[] = [], markRunning = false): Promise<'saved' | 'stale' | 'ended'> {
-    const { messages } = state;
-    // What the list holds already: the cached messages (committed) the state begins with.
-    const from = expectedIterations === -1 ? 0 : Math.min(this.transcripts.get(run_id, state.step_id).length, messages.length);
-    const added = messages.slice(from).map((message) => JSON.stringify(message));
+    const { count, from, added } = this.transcripts.toSave(run_id, state, expectedIterations === -1);
     const outcome = await this.scripts.saveState([this.keys.record(run_id)], {
       step_id: state.step_id,
       expected: expectedIterations,
       iterations: state.iterations,
       json: writeState(state),
-      count: messages.length,
+      count,
       from,
       messages: added,
       mark_running: markRunning,
       events: this.pairs(events),
     });
-    if (outcome === 1) this.transcripts.set(run_id, state.step_id, messages, byteLength(added));
+    if (outcome === 1) this.transcripts.saved(run_id, state, added);
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
 
@@ -455,16 +436,16 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const cached = this.transcripts.get(run_id, step_id);
     const [fields, json, previousResponse, response, results, spans, from, tail] = (await this.scripts.loadStep(
       [this.keys.record(run_id)],
-      [step_id, iteration, cached.length],
+      [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
     )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[]];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
     const stored = json === null ? undefined : readState(json, `state of ${where}`);
-    const state = stored === undefined ? undefined : stored.kind === 'inline' ? stored.state : this.withMessages(run_id, step_id, stored, cached, from, tail);
+    const thread = threadPlace(fields[10] ?? null, fields[11] ?? null, fields[12] ?? null);
+    const state = stored === undefined ? undefined : stored.kind === 'inline' ? stored.state : await this.transcripts.withMessages(run_id, step_id, stored, from, tail, thread);
     return {
       spec: specFrom(run_id, fields),
       spent: { tokens: Number(fields[8] ?? 0), tool_calls: Number(fields[9] ?? 0) },
@@ -531,13 +512,6 @@ export class RunStore {
   }
 }
 
-/** The bytes of some JSON texts (as the transcript cache counts them). */
-function byteLength(lines: readonly string[]): number {
-  let total = 0;
-  for (const line of lines) total += Buffer.byteLength(line);
-  return total;
-}
-
 /** A terminal event's failure code, kept beside the call's result (a tool step's outcome); '' when it completed. */
 function failureCode(terminal: EventDraft): string {
   switch (terminal.kind) {
@@ -590,6 +564,12 @@ function pairsToRecord(flat: readonly string[]): Record<string, string> {
 
 /** The record fields a run's spec is read from, in order (`loadStep.lua` reads the same). */
 const SPEC_FIELDS = ['status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind'] as const;
+
+/** Where a run's thread conversation is, from its record's fields; undefined for a run on no thread (or one that began on none). */
+function threadPlace(thread_id: string | null, origin: string | null, base: string | null): ThreadPlace | undefined {
+  const count = Number(base);
+  return thread_id != null && origin != null && Number.isSafeInteger(count) && count > 0 ? { thread_id, origin, count } : undefined;
+}
 
 function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {
   const [status, agent, input, config, exec_config, trace, definition_hash, input_kind] = fields;

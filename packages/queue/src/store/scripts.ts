@@ -75,5 +75,6 @@ export const SCRIPTS = {
   threadHistory: script('threadHistory'),
   stageThreadMessages: script('stageThreadMessages'),
   takeInjected: script('takeInjected'),
+  deleteThread: script('deleteThread'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

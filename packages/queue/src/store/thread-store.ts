@@ -1,13 +1,14 @@
-import type { ChatMessage, OnBusy } from '@arcflow/core';
+import { type ChatMessage, type OnBusy, RequestError } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, hashTag, threadKeys } from '../keys.ts';
 import { partitionOfKey, partitionTag } from '../partitions.ts';
 import type { PartitionMap } from './partition-map.ts';
 import { readMessage } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
+import type { ThreadPlace } from './transcripts.ts';
 
-/** A thread run's conversation so far, as its first call reads it (see `threadHistory.lua`); `waiting` while another run of its thread is active. */
-export type ThreadHistory = { readonly thread_id: string; readonly messages: readonly ChatMessage[] } | { readonly thread_id: string; readonly waiting: true };
+/** Where a thread run's conversation so far is, as its first call finds it (see `threadHistory.lua`); `waiting` while another run of its thread is active. */
+export type ThreadHistory = ThreadPlace | { readonly thread_id: string; readonly waiting: true };
 
 /** What joining its thread made of a new run (see `joinThread.lua`), and the thread's active run. */
 export interface ThreadJoin {
@@ -100,12 +101,12 @@ export class ThreadStore {
     return status === 'queued' && agent != null ? { run_id: active, agent } : undefined;
   }
 
-  /** The conversation a thread run starts on; undefined for a run on no thread. */
+  /** Where the conversation a thread run starts on is; undefined for a run on no thread. */
   async history(run_id: string): Promise<ThreadHistory | undefined> {
-    const [thread_id, base, ...lines] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, ...string[]];
+    const [thread_id, count, origin] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, string?];
     if (thread_id === undefined) return undefined;
-    if (base === -1) return { thread_id, waiting: true };
-    return { thread_id, messages: lines.map((line, at) => readMessage(line, `thread ${thread_id}[${at}]`)) };
+    if (count === -1) return { thread_id, waiting: true };
+    return { thread_id, origin: origin!, count: count! };
   }
 
   /** How many of a run's first messages came before its own (instructions aside); undefined off a thread. */
@@ -130,9 +131,15 @@ export class ThreadStore {
     return this.redis.lrange(threadKeys(await this.tagOf(thread_id), thread_id).runs, 0, -1);
   }
 
-  /** Deletes a thread's messages and its list of runs (its runs stay, as runs). True when there was one. */
+  /**
+   * Deletes a thread's messages and its list of runs (its runs stay, as runs). True when there was
+   * one; refused (`thread_busy`) while a run of it is active, which reads the messages it began on.
+   */
   async delete(thread_id: string): Promise<boolean> {
     const keys = threadKeys(await this.tagOf(thread_id), thread_id);
-    return (await this.redis.del(keys.messages, keys.runs, keys.active, keys.waiting)) > 0;
+    const [outcome, active] = (await this.scripts.deleteThread([keys.messages], [])) as [number, string?];
+    if (outcome === -1)
+      throw new RequestError('thread_busy', `thread '${thread_id}' is busy: run '${active}' is active; cancel it or wait for it to end before deleting the thread`);
+    return outcome === 1;
   }
 }

@@ -1,7 +1,7 @@
 import type { ChatMessage } from '@arcflow/core';
 
-/** The transcript cache's bounds: steps kept, and the message bytes (JSON) kept across them. */
-export const TRANSCRIPT_CACHE_DEFAULTS = Object.freeze({ maxSteps: 1_000, maxBytes: 64 * 1024 * 1024 });
+/** The transcript cache's bounds: lists kept, and the message bytes (JSON) kept across them. */
+export const TRANSCRIPT_CACHE_DEFAULTS = Object.freeze({ maxLists: 1_000, maxBytes: 64 * 1024 * 1024 });
 
 interface Entry {
   messages: ChatMessage[];
@@ -9,23 +9,33 @@ interface Entry {
 }
 
 /**
- * The transcripts a worker has read or written lately, per run and step: the first messages of a
- * step's transcript list, which never change once written (the list is only appended to, and
- * only by a save that commits them). A read asks Redis for the messages after the ones cached.
- * Least recently used first out, bounded by steps and by bytes; a miss only costs a longer read.
+ * The message lists a worker has read or written lately: the first messages of a step's transcript
+ * list, or of a thread's messages, which never change once written (the lists are only appended
+ * to, and only by a write that commits them). A read asks Redis for the messages after the ones
+ * cached. Least recently used first out, bounded by lists and by bytes; a miss only costs a
+ * longer read. Keys: {@link TranscriptCache.step}, {@link TranscriptCache.thread}.
  */
 export class TranscriptCache {
   private readonly entries = new Map<string, Entry>();
   private totalBytes = 0;
 
   constructor(
-    private readonly maxSteps = TRANSCRIPT_CACHE_DEFAULTS.maxSteps,
+    private readonly maxLists = TRANSCRIPT_CACHE_DEFAULTS.maxLists,
     private readonly maxBytes = TRANSCRIPT_CACHE_DEFAULTS.maxBytes,
   ) {}
 
-  /** The cached first messages of a step's transcript (none when it is not cached). */
-  get(run_id: string, step_id: string): readonly ChatMessage[] {
-    const key = `${run_id}/${step_id}`;
+  /** The key of a step's transcript list. */
+  static step(run_id: string, step_id: string): string {
+    return `step ${run_id}/${step_id}`;
+  }
+
+  /** The key of a thread's messages: `origin` (its first run) tells a thread from a deleted one of the same id. */
+  static thread(thread_key: string, origin: string): string {
+    return `thread ${thread_key} ${origin}`;
+  }
+
+  /** The cached first messages of a list (none when it is not cached). */
+  get(key: string): readonly ChatMessage[] {
     const entry = this.entries.get(key);
     if (!entry) return [];
     // Most recently used last.
@@ -35,11 +45,10 @@ export class TranscriptCache {
   }
 
   /**
-   * Notes that a step's transcript list holds `messages` first (committed: read from Redis, or
-   * appended by a save that succeeded). `addedBytes`: the JSON size of those not cached before.
+   * Notes that a list holds `messages` first (committed: read from Redis, or appended by a save
+   * that succeeded). `addedBytes`: the JSON size of those not cached before.
    */
-  set(run_id: string, step_id: string, messages: readonly ChatMessage[], addedBytes: number): void {
-    const key = `${run_id}/${step_id}`;
+  set(key: string, messages: readonly ChatMessage[], addedBytes: number): void {
     const previous = this.entries.get(key);
     if (previous && previous.messages.length >= messages.length) return;
     const sizeBytes = (previous?.sizeBytes ?? 0) + addedBytes;
@@ -51,7 +60,7 @@ export class TranscriptCache {
     this.entries.set(key, { messages: [...messages], sizeBytes });
     this.totalBytes += sizeBytes;
     for (const [oldest, entry] of this.entries) {
-      if (this.entries.size <= this.maxSteps && this.totalBytes <= this.maxBytes) break;
+      if (this.entries.size <= this.maxLists && this.totalBytes <= this.maxBytes) break;
       this.entries.delete(oldest);
       this.totalBytes -= entry.sizeBytes;
     }
