@@ -15,7 +15,7 @@ import {
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
-import { type RecordedResponse, type StoredState, StoredFormatError, readMessage, readResponse, readState, writeResponse, writeState } from './formats.ts';
+import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type ThreadPlace, Transcripts } from './transcripts.ts';
 import { readInput, writeInput } from './input-format.ts';
 import { type OutputType, readOutput } from './output-format.ts';
