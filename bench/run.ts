@@ -11,7 +11,7 @@ import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
-import { type TranscriptWindow, transcriptRun } from './transcript.ts';
+import { type ThreadWindow, type TranscriptWindow, threadRuns, transcriptRun } from './transcript.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -309,6 +309,34 @@ try {
       target: '<= 1.25x',
       verdict: verdict(late.bytesIn <= 1.25 * early.bytesIn),
     });
+    progress('310 runs of two calls on one thread, each tool result 4 KiB');
+    const [tenth, late300] = (await threadRuns(prefix('transcript-thread'), 310, [10, 300])) as [ThreadWindow, ThreadWindow];
+    rows.push(
+      {
+        measure: 'thread: engine time per iteration, runs 300-310 (vs 10-20)',
+        arcflow: ms(late300.iterationMs),
+        baseline: ms(tenth.iterationMs),
+        ratio: `${(late300.iterationMs / tenth.iterationMs).toFixed(2)}x`,
+        target: '<= 1.25x',
+        verdict: verdict(late300.iterationMs <= 1.25 * tenth.iterationMs),
+      },
+      {
+        measure: 'thread: Redis bytes in per iteration, runs 300-310 (vs 10-20)',
+        arcflow: `${(late300.bytesIn / 1024).toFixed(1)} KiB`,
+        baseline: `${(tenth.bytesIn / 1024).toFixed(1)} KiB`,
+        ratio: `${(late300.bytesIn / tenth.bytesIn).toFixed(2)}x`,
+        target: '<= 1.25x',
+        verdict: verdict(late300.bytesIn <= 1.25 * tenth.bytesIn),
+      },
+      {
+        measure: 'thread: enqueue to first provider call, runs 300-310 (vs 10-20)',
+        arcflow: ms(late300.startMs),
+        baseline: ms(tenth.startMs),
+        ratio: `${(late300.startMs / tenth.startMs).toFixed(2)}x`,
+        target: 'info',
+        verdict: '-',
+      },
+    );
     const long = await transcriptRun(prefix('transcript-long'), 2_000, [10, 1_985]);
     const [first, last] = long.windows as [TranscriptWindow, TranscriptWindow];
     rows.push({

@@ -73,3 +73,80 @@ export async function transcriptRun(prefix: string, iterations: number, starts: 
     await redis.quit();
   }
 }
+
+export interface ThreadWindow {
+  /** The first run of the window (1-based: the 10th run of the thread is 10). */
+  readonly from: number;
+  /** Median engine time between a run's two provider calls (ms): its tool round, from the answer to the next call. */
+  readonly iterationMs: number;
+  /** Median time from a run's enqueue to its first provider call (ms): where the thread's conversation is read. */
+  readonly startMs: number;
+  /** Bytes Redis received per iteration (each run makes two calls), on average over the window. */
+  readonly bytesIn: number;
+}
+
+/**
+ * `runs` runs one after another on one thread, each of two calls (one 4 KiB tool result, then an
+ * answer), so the thread grows by four messages a run; measured over WINDOW runs from each of `starts`.
+ */
+export async function threadRuns(prefix: string, runs: number, starts: readonly number[]): Promise<ThreadWindow[]> {
+  const redis = new Redis(REDIS_URL);
+  let current = 0;
+  const enqueued: number[] = [];
+  const first: number[] = [];
+  const answered: number[] = [];
+  const second: number[] = [];
+  const provider: ModelProvider = {
+    id: 'pages',
+    defaultModel: 'pages',
+    async complete(request): Promise<ProviderResponse> {
+      const usage = { input: 1, output: 1, total: 2 };
+      if (request.messages.at(-1)?.role === 'tool') {
+        second[current] = performance.now();
+        return { content: 'done', tool_calls: [], finish_reason: 'stop', usage };
+      }
+      first[current] = performance.now();
+      const response: ProviderResponse = {
+        content: null,
+        tool_calls: [{ id: `call_${current}`, type: 'function', function: { name: 'bench_page', arguments: '{}' } }],
+        finish_reason: 'tool_calls',
+        usage,
+      };
+      answered[current] = performance.now();
+      return response;
+    },
+  };
+  const worker = await startWorker({ agents: [reader], provider, redis: REDIS_URL, prefix, logger: silentLogger });
+  const client = createClient({ redis: REDIS_URL, prefix });
+  const bytes = new Map<number, number>();
+  const edges = new Set(starts.flatMap((start) => [start, start + WINDOW]));
+  try {
+    for (current = 1; current <= runs; current += 1) {
+      if (edges.has(current)) bytes.set(current, await inputBytes(redis));
+      enqueued[current] = performance.now();
+      const { run_id } = await client.enqueue({ agent: reader.name, input: `page ${current}`, thread_id: 'bench-thread' });
+      const record = await client.wait(run_id, { timeout_ms: 60_000 });
+      if (record.status !== 'completed') throw new Error(`bench run ${run_id} ended ${record.status}`);
+    }
+    return starts.map((from) => {
+      const window = Array.from({ length: WINDOW }, (_, at) => from + at);
+      return {
+        from,
+        iterationMs: percentile(
+          window.map((n) => second[n]! - answered[n]!),
+          50,
+        ),
+        startMs: percentile(
+          window.map((n) => first[n]! - enqueued[n]!),
+          50,
+        ),
+        bytesIn: (bytes.get(from + WINDOW)! - bytes.get(from)!) / (2 * WINDOW),
+      };
+    });
+  } finally {
+    await client.thread('bench-thread').delete();
+    await client.close();
+    await worker.close();
+    await redis.quit();
+  }
+}
