@@ -1,4 +1,4 @@
-import { Agent, checkModelSettings, checkRunConfig, mergeModelSettings, runLocal, settingsForCall, tool } from '@arcflow/core';
+import { Agent, Workflow, checkModelSettings, checkRunConfig, checkWorkflowConfig, mergeModelSettings, runLocal, settingsForCall, tool } from '@arcflow/core';
 import { failure, reply, scriptedProvider, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { refusal, untyped } from './refusal.ts';
@@ -49,6 +49,29 @@ describe('model_settings, checked where given', () => {
       "config.model_settings.tool_choice: names 'search', which is not one of the agent's tools (lookup)",
     );
     expect(agent.settingsFor({ model_settings: { tool_choice: { name: 'lookup' } } }).model_settings).toEqual({ tool_choice: { name: 'lookup' } });
+  });
+
+  it("refuses a workflow run's tool_choice naming a tool that an agent step it applies to lacks, from the registered graph", () => {
+    const workflow = new Workflow({
+      name: 'w',
+      steps: [
+        { id: 'look', agent: new Agent({ name: 'looker', tools: [lookup] }) },
+        { id: 'write', agent: new Agent({ name: 'writer' }), depends_on: ['look'] },
+      ],
+    });
+    expect(workflow.graph.steps.map((step) => step.tools)).toEqual([['lookup'], []]);
+    expect(refusal(() => checkWorkflowConfig(workflow.graph, { steps: { write: { model_settings: { tool_choice: { name: 'lookup' } } } } }))).toBe(
+      "config.steps.write.model_settings.tool_choice: names 'lookup', which is not one of the agent's tools (it has none)",
+    );
+    expect(refusal(() => checkWorkflowConfig(workflow.graph, { model_settings: { tool_choice: { name: 'lookup' } } }))).toBe(
+      "config.model_settings (for step 'write').tool_choice: names 'lookup', which is not one of the agent's tools (it has none)",
+    );
+    // A step's own tool_choice replaces the shared one for that step.
+    const config = { model_settings: { tool_choice: { name: 'lookup' } }, steps: { write: { model_settings: { tool_choice: 'auto' } } } } as const;
+    expect(checkWorkflowConfig(workflow.graph, config)).toEqual(config);
+    // A graph registered before steps listed their tools is not checked.
+    const older = { ...workflow.graph, steps: workflow.graph.steps.map(({ tools: _tools, ...step }) => step) };
+    expect(checkWorkflowConfig(older, { model_settings: { tool_choice: { name: 'lookup' } } })).toEqual({ model_settings: { tool_choice: { name: 'lookup' } } });
   });
 
   it("merges a run's settings over the agent's key by key, and makes them part of the definition hash", () => {

@@ -88,7 +88,12 @@ export class Workflow {
         if (!byId.has(dependency)) throw new ConfigError(`workflow '${name}': step '${step.id}' depends on unknown step '${dependency}'`);
       }
     }
-    const graphSteps: GraphStep[] = [...byId.values()].map((step) => ({ id: step.id, type: step.type, depends_on: step.depends_on }));
+    const graphSteps: GraphStep[] = [...byId.values()].map((step) => ({
+      id: step.id,
+      type: step.type,
+      depends_on: step.depends_on,
+      ...(step.type === 'agent' ? { tools: step.agent.tools.map((tool) => tool.name) } : {}),
+    }));
     const cycle = findCycle(graphSteps);
     if (cycle) throw new ConfigError(`workflow '${name}': dependency cycle ${cycle.join(' -> ')}`);
     this.name = name;

@@ -14,6 +14,8 @@ export interface GraphStep {
   readonly id: string;
   readonly type: StepType;
   readonly depends_on: readonly string[];
+  /** An agent step's tools, by name (what a run's `tool_choice: { name }` may name); absent in graphs registered before they were listed. */
+  readonly tools?: readonly string[];
 }
 
 /** A workflow's shape: all the scheduler decides on, and what workers register for clients. */

@@ -1,4 +1,5 @@
 import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
+import { checkToolChoice } from '../definitions/model-settings.ts';
 import { RUN_CONFIG_KEYS, type RunConfig, checkRunConfig } from '../definitions/settings.ts';
 import { ConfigError } from '../errors.ts';
 import { checkRequestJson } from '../json-limits.ts';
@@ -23,15 +24,22 @@ export function checkWorkflowConfig(graph: WorkflowGraph, config: unknown): Work
   if (typeof config !== 'object' || Array.isArray(config)) throw new ConfigError('config must be an object');
   // Checked here, not only by checkRunConfig below, so a misspelt `steps` is suggested as such.
   checkKnownKeys(config, WORKFLOW_RUN_CONFIG_KEYS, 'config', 'config');
-  const { steps, ...shared } = config as Record<string, unknown>;
-  checkRunConfig(shared);
-  if (steps === undefined) return config as WorkflowRunConfig;
-  if (steps === null || typeof steps !== 'object' || Array.isArray(steps)) throw new ConfigError('config.steps must be an object');
-  for (const [step_id, stepConfig] of Object.entries(steps)) {
+  const { steps, ...rest } = config as Record<string, unknown>;
+  const shared = checkRunConfig(rest);
+  if (steps !== undefined && (steps === null || typeof steps !== 'object' || Array.isArray(steps))) throw new ConfigError('config.steps must be an object');
+  const own = (steps ?? {}) as Record<string, unknown>;
+  for (const [step_id, stepConfig] of Object.entries(own)) {
     const step = graph.steps.find((candidate) => candidate.id === step_id);
     if (!step) throw new ConfigError(`config.steps.${step_id}: workflow '${graph.name}' has no step '${step_id}' (steps: ${graph.steps.map((each) => each.id).join(', ')})`);
     if (step.type !== 'agent') throw new ConfigError(`config.steps.${step_id}: '${step_id}' is a tool step; config applies to agent steps`);
     checkRunConfig(stepConfig, `config.steps.${step_id}`);
+  }
+  // A forced tool must be one each agent step it applies to has (as far as the registered graph lists them).
+  for (const step of graph.steps) {
+    if (step.type !== 'agent' || !step.tools) continue;
+    const stepSettings = (own[step.id] as RunConfig | undefined)?.model_settings;
+    if (stepSettings?.tool_choice !== undefined) checkToolChoice(stepSettings, step.tools, `config.steps.${step.id}.model_settings`);
+    else if (shared.model_settings) checkToolChoice(shared.model_settings, step.tools, `config.model_settings (for step '${step.id}')`);
   }
   return config as WorkflowRunConfig;
 }
