@@ -10,7 +10,12 @@ const PREFIX = 'chaos';
 export interface ChaosOptions {
   readonly runs: number;
   readonly workers: number;
-  /** A random worker is SIGKILLed this often, and a new one started. */
+  /**
+   * A random worker is SIGKILLed this often (whatever a worker takes to start), and a new one
+   * started beside the others. A job whose worker is killed more than `max_stalled_count` times
+   * (2) ends its call `worker_lost` by design, so the period must leave a stalled job time to be
+   * found (lock 5 s, stall checks every 2 s) and run before its third worker is killed.
+   */
   readonly killEveryMs: number;
   /** When (ms after the first enqueue) Redis is killed with SIGKILL and started again 500 ms later. */
   readonly redisKillsAtMs: readonly number[];
@@ -60,9 +65,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     log(`enqueued ${run_ids.length} runs`);
     const enqueuedAt = Date.now();
+    const starting: Promise<void>[] = [];
     const killer = (async () => {
-      while (!stopping) {
-        await new Promise((resolve) => setTimeout(resolve, options.killEveryMs));
+      // The first kill comes soon, while every run is still moving; then one per period.
+      for (let wait = options.killEveryMs / 4; !stopping; wait = options.killEveryMs) {
+        await new Promise((resolve) => setTimeout(resolve, wait));
         if (stopping) break;
         const victim = workers.splice(Math.floor(Math.random() * workers.length), 1)[0];
         if (victim) {
@@ -70,8 +77,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           workerKills += 1;
           log(`killed worker ${victim.id}`);
         }
-        await startOne().catch((error: unknown) => log(`a new worker failed to start: ${(error as Error).message}`));
+        starting.push(startOne().catch((error: unknown) => log(`a new worker failed to start: ${(error as Error).message}`)));
       }
+      await Promise.all(starting);
     })();
     const redisKiller = (async () => {
       for (const at of options.redisKillsAtMs) {

@@ -1,5 +1,5 @@
 // `npm run chaos`: the long chaos run (the test suite runs a short one). Prints its figures as a table.
-//   npm run chaos -- [--runs 3000] [--workers 3] [--kill-every-ms 2000] [--redis-kills 3]
+//   npm run chaos -- [--runs 3000] [--workers 3] [--kill-every-ms 3000] [--redis-kills 3]
 import { parseArgs } from 'node:util';
 import { runChaos } from './chaos.ts';
 
@@ -7,7 +7,7 @@ const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '3000' },
     workers: { type: 'string', default: '3' },
-    'kill-every-ms': { type: 'string', default: '2000' },
+    'kill-every-ms': { type: 'string', default: '3000' },
     'redis-kills': { type: 'string', default: '3' },
     'timeout-ms': { type: 'string', default: '600000' },
   },
