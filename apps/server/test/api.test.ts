@@ -334,6 +334,8 @@ describe('arcflow serve: limits and refusals', () => {
     expect(first.status).toBe(201);
     const rejected = await enqueue({ agent: 'api_agent', input: 'wait=10 never', thread_id: thread, on_busy: 'reject' });
     expect(rejected).toMatchObject({ status: 409, body: { code: 'thread_busy' } });
+    // Not deleted while a run of it is active.
+    expect(await json(await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'write' }))).toMatchObject({ status: 409, body: { code: 'thread_busy' } });
     const second = await enqueue({ agent: 'api_agent', input: 'wait=10 two', thread_id: thread });
     expect(second.status).toBe(201);
     let record: Record<string, any> = {};
