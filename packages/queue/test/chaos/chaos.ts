@@ -65,7 +65,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     log(`enqueued ${run_ids.length} runs`);
     const enqueuedAt = Date.now();
-    const starting: Promise<void>[] = [];
+    const starting: Promise<unknown>[] = [];
     const killer = (async () => {
       // The first kill comes soon, while every run is still moving; then one per period.
       for (let wait = options.killEveryMs / 4; !stopping; wait = options.killEveryMs) {
