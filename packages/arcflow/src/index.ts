@@ -37,6 +37,8 @@ export {
   type Tokens,
   type ToolLogger,
   type JsonSchema,
+  type RunState,
+  type StateAccess,
 } from '@arcflow/core';
 export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
 export {

@@ -20,11 +20,13 @@ export const ErrorCode = {
   BudgetExceeded: 'budget_exceeded',
   /** The model's answers kept failing the step's output schema after its `output_retries` (SPEC §11). */
   InvalidOutput: 'invalid_output',
+  /** A call's state changes would take the run's state over its `max_state_bytes` (SPEC §17). */
+  StateTooLarge: 'state_too_large',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** Tool-call failure codes that may appear on `ToolCallFailed`. */
-export type ToolFailureCode = 'invalid_arguments' | 'unknown_tool' | 'timeout' | 'tool_error' | 'cancelled' | 'worker_lost' | 'rejected' | 'approval_timeout';
+export type ToolFailureCode = 'invalid_arguments' | 'unknown_tool' | 'timeout' | 'tool_error' | 'cancelled' | 'worker_lost' | 'rejected' | 'approval_timeout' | 'state_too_large';
 
 /** A definition or configuration that cannot work: thrown at once, before anything runs. */
 export class ConfigError extends Error {

@@ -29,6 +29,18 @@ export { ToolResultText, serialiseResult, truncateResult } from './tools/result-
 export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';
 export {
+  type RunState,
+  type StateChange,
+  type StateAccess,
+  CallState,
+  DEFAULT_MAX_STATE_BYTES,
+  applyStateChanges,
+  stateSize,
+  checkInitialState,
+  stateAsChanges,
+  readStateChanges,
+} from './state/run-state.ts';
+export {
   Workflow,
   type WorkflowConfig,
   type WorkflowStepConfig,

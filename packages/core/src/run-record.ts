@@ -41,6 +41,8 @@ export interface RunRecord {
   readonly steered_into?: string;
   /** Calls waiting for a person's approval (their arguments are for the approvers; never in events). */
   readonly pending_approvals?: readonly PendingApproval[];
+  /** The run's state as its last round left it (SPEC §17); `{}` when nothing set one. */
+  readonly state?: Readonly<Record<string, unknown>>;
 }
 
 /** A call waiting for approval, as the record lists it. */

@@ -5,6 +5,7 @@ import {
   defineBudgetScenarios,
   defineLoopScenarios,
   defineOutputScenarios,
+  defineStateScenarios,
   defineWorkflowScenarios,
 } from '@arcflow/testing/scenarios';
 
@@ -15,3 +16,4 @@ defineHostileOutputScenarios('runLocal', local);
 defineWorkflowScenarios('runLocal', local);
 defineBudgetScenarios('runLocal', local);
 defineOutputScenarios('runLocal', local);
+defineStateScenarios('runLocal', local);

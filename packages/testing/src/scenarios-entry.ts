@@ -4,3 +4,4 @@ export { defineHostileOutputScenarios } from './hostile-scenarios.ts';
 export { defineWorkflowScenarios } from './workflow-scenarios.ts';
 export { defineBudgetScenarios } from './budget-scenarios.ts';
 export { defineOutputScenarios } from './output-scenarios.ts';
+export { defineStateScenarios } from './state-scenarios.ts';

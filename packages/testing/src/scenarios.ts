@@ -8,7 +8,7 @@ import { type ScriptedProvider, type ScriptedTurn, reply, scriptedProvider as lo
 export type ScenarioRunner = (
   agent: Agent | Workflow,
   input: string,
-  options: { provider?: ModelProvider; exec_config?: unknown; config?: unknown; logger?: ToolLogger },
+  options: { provider?: ModelProvider; exec_config?: unknown; config?: unknown; logger?: ToolLogger; state?: Readonly<Record<string, unknown>> },
 ) => Promise<LocalRun>;
 
 const weatherSchema = {

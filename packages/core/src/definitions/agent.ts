@@ -1,6 +1,7 @@
 import { ConfigError } from '../errors.ts';
 import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
+import { DEFAULT_MAX_STATE_BYTES } from '../state/run-state.ts';
 import type { JsonSchema, ToolDefinition } from '../tools/define.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelSettings, checkToolChoice } from './model-settings.ts';
@@ -28,6 +29,8 @@ export interface AgentConfig {
   output_schema?: JsonSchema;
   /** More calls the model gets after an answer that fails `output_schema` (default 2); they count as iterations. */
   output_retries?: number;
+  /** The most a run's state (SPEC §17) may take, in bytes of its JSON (default 262,144). */
+  max_state_bytes?: number;
 }
 
 /** The keys of {@link AgentConfig}: any other is refused, naming the nearest of these. */
@@ -45,6 +48,7 @@ const AGENT_KEYS = {
   model_fallbacks: true,
   output_schema: true,
   output_retries: true,
+  max_state_bytes: true,
 } as const satisfies KnownKeys<AgentConfig>;
 
 const AGENT_NAME = NamePattern.agent;
@@ -66,6 +70,8 @@ export class Agent {
   readonly model_fallbacks: readonly ModelFallback[] | undefined;
   readonly output_schema: JsonSchema | undefined;
   readonly output_retries: number | undefined;
+  /** The most a run's state may take, in bytes of its JSON. */
+  readonly max_state_bytes: number;
   /** Settings with every default applied. */
   readonly settings: StepSettings;
   /**
@@ -106,7 +112,12 @@ export class Agent {
       `agent '${name}'`,
     );
     if (config.model_settings) checkModelSettings(config.model_settings, `agent '${name}'`, 'definition', [...byName.keys()]);
+    const max_state_bytes = config.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES;
+    if (!Number.isSafeInteger(max_state_bytes) || max_state_bytes < 2) {
+      throw new ConfigError(`agent '${name}': max_state_bytes must be an integer >= 2 (bytes of the state's JSON), got ${JSON.stringify(config.max_state_bytes)}`);
+    }
     this.name = name;
+    this.max_state_bytes = max_state_bytes;
     this.role = config.role;
     this.instructions = config.instructions;
     this.model = config.model;
@@ -138,6 +149,7 @@ export class Agent {
       })),
       settings: hashedSettings(this.settings),
       ...(config.provider === undefined ? {} : { provider: config.provider }),
+      ...(max_state_bytes === DEFAULT_MAX_STATE_BYTES ? {} : { max_state_bytes }),
     });
   }
 

@@ -24,6 +24,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   ToolApprovalResolved: [...TOOL, 'approved', 'by'],
   OutputValidationFailed: ['violation_description'],
   MessagesInjected: ['count', 'input_size_bytes'],
+  StateUpdated: ['keys', 'state_size_bytes'],
   AgentResponseReceived: ['output_size_bytes', 'iterations'],
   StepExecutionFailed: ['error_code', 'message'],
   StepStarted: ['step_type', 'depends_on'],

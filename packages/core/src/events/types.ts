@@ -154,6 +154,12 @@ export interface MessagesInjected extends InIteration {
   readonly count: number;
   readonly input_size_bytes: number;
 }
+/** A round's calls changed the run's state (SPEC §17), applied at its join: the keys changed (sorted) and the state's size; never a value. */
+export interface StateUpdated extends InIteration {
+  readonly kind: 'StateUpdated';
+  readonly keys: readonly string[];
+  readonly state_size_bytes: number;
+}
 export interface AgentResponseReceived extends Base {
   readonly kind: 'AgentResponseReceived';
   readonly output_size_bytes: number;
@@ -202,6 +208,7 @@ export type TraceEvent =
   | ToolApprovalResolved
   | OutputValidationFailed
   | MessagesInjected
+  | StateUpdated
   | AgentResponseReceived
   | StepExecutionFailed
   | StepStarted

@@ -1,3 +1,4 @@
+import type { StateChange } from '../state/run-state.ts';
 import { byteSize } from '../canonical.ts';
 import type { ToolFailureCode } from '../errors.ts';
 import type { EventDraft } from '../events/types.ts';
@@ -15,6 +16,8 @@ export interface CallPlace {
 export interface SettledCall {
   readonly content: string;
   readonly terminal: EventDraft;
+  /** The run-state changes of a completed call (SPEC §17), recorded with its result. */
+  readonly changes?: readonly StateChange[];
 }
 
 // Object literals here start with a property, never with a spread: in V8 (Node 20), properties
@@ -63,8 +66,10 @@ export function settleExecution(planned: ExecuteCall, place: CallPlace, outcome:
   switch (outcome.status) {
     case 'ok': {
       const content = truncateResult(outcome.text, planned.tool.max_result_bytes);
-      return { content, terminal: { kind: 'ToolCallCompleted', ...ids, output_size_bytes: byteSize(content) } };
+      return { content, terminal: { kind: 'ToolCallCompleted', ...ids, output_size_bytes: byteSize(content) }, ...(outcome.changes ? { changes: outcome.changes } : {}) };
     }
+    case 'state_too_large':
+      return { content: ToolResultText.stateFull(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'state_too_large' } };
     case 'invalid_arguments':
       return { content: ToolResultText.invalidArguments(outcome.message), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'invalid_arguments' } };
     case 'timeout':

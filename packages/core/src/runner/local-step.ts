@@ -28,6 +28,7 @@ import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts'
 import type { RunError, RunRecord } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler, watchSignal } from '../tools/run-handler.ts';
+import { type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
 import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
 import type { LocalEventLog } from './event-log.ts';
 import type { RunLocalOptions } from './run-local.ts';
@@ -41,6 +42,9 @@ export interface StepOutcome {
   error?: RunError;
   usage: RunRecord['usage'];
   iterations: number;
+  /** The state as the step's last round left it (SPEC §17), and the changes that made it from the step's first. */
+  state: RunState;
+  changes: readonly StateChange[];
 }
 
 /** An agent step's loop in this process: provider calls and tool rounds until text, failure or cancellation. */
@@ -55,7 +59,12 @@ export class LocalStep {
     private readonly tools: LocalTools,
     /** What the whole run has spent so far (shared by a workflow's steps), for the budget. */
     private readonly spent: { tokens: number; tool_calls: number },
+    /** The run's state as the step starts (SPEC §17); its rounds' changes apply to the step's own copy. */
+    private runState: RunState = {},
   ) {}
+
+  /** The state changes of the step's rounds, in order. */
+  private readonly stateChanges: StateChange[] = [];
 
   async run(input: RunInput): Promise<StepOutcome> {
     const { agent, settings, step_id, log } = this;
@@ -68,11 +77,11 @@ export class LocalStep {
         return this.fail(ZERO_TOKENS, 0, stepRunError(fixed.error_code, fixed.message));
       }
       log.append(agentRespondedEvent(step_id, fixed.output, 0));
-      return { ...withoutType(fixed), usage: ZERO_TOKENS, iterations: 0 };
+      return { ...withoutType(fixed), ...this.stateOutcome(), usage: ZERO_TOKENS, iterations: 0 };
     }
     let state = initialStepState(agent, input, step_id);
     for (;;) {
-      if (this.options.signal?.aborted) return { usage: state.usage, iterations: state.iterations };
+      if (this.options.signal?.aborted) return { ...this.stateOutcome(), usage: state.usage, iterations: state.iterations };
       const called = await this.callProvider(state, test && 'responses' in test ? test : undefined);
       if ('error' in called) return this.fail(state.usage, state.iterations + 1, called.error);
       const response = called.response;
@@ -88,7 +97,7 @@ export class LocalStep {
       switch (decision.type) {
         case 'complete':
           log.append(agentRespondedEvent(step_id, decision.output, iteration));
-          return { ...withoutType(decision), usage: usageWith(state, response), iterations: iteration };
+          return { ...withoutType(decision), ...this.stateOutcome(), usage: usageWith(state, response), iterations: iteration };
         case 'fail':
           log.append(...decision.events);
           return this.fail(usageWith(state, response), iteration, stepRunError(decision.error_code, decision.message));
@@ -101,6 +110,7 @@ export class LocalStep {
           break;
         case 'tools': {
           const contents = await this.runTools(decision.calls, { step_id, iteration });
+          this.joinState(decision.calls, { step_id, iteration });
           state = applyToolRound(state, settings, response, decision.calls, contents);
         }
       }
@@ -109,7 +119,21 @@ export class LocalStep {
 
   private fail(usage: RunRecord['usage'], iterations: number, error: RunError): StepOutcome {
     this.log.append(stepFailedEvent(this.step_id, error));
-    return { error, usage, iterations };
+    return { error, ...this.stateOutcome(), usage, iterations };
+  }
+
+  private stateOutcome(): Pick<StepOutcome, 'state' | 'changes'> {
+    return { state: this.runState, changes: this.stateChanges };
+  }
+
+  /** The round's state changes, applied in call order at its join, with `StateUpdated` when they changed anything. */
+  private joinState(calls: readonly PlannedCall[], place: CallPlace): void {
+    const changes = this.tools.takeChanges(place.step_id, calls);
+    if (changes.length === 0) return;
+    const applied = applyStateChanges(this.runState, changes);
+    this.runState = applied.state;
+    this.stateChanges.push(...changes);
+    this.log.append({ kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: stateSize(applied.state) });
   }
 
   /**
@@ -166,6 +190,7 @@ export class LocalStep {
 
   /** Runs a round: rejections answer at once; valid calls run in parallel (or in order, legacy_eager). */
   private async runTools(calls: readonly PlannedCall[], place: CallPlace): Promise<Map<number, string>> {
+    this.tools.beginRound(place.step_id, this.runState, this.agent.max_state_bytes);
     const contents = new Map<number, string>();
     for (const planned of calls) {
       this.log.append(...plannedCallEvents(planned, place));
@@ -192,6 +217,10 @@ export class LocalStep {
 export class LocalTools {
   private readonly limitRun: LimitFunction;
   readonly logger: ToolLogger;
+  /** Each step's state as its current round began, and its limit (SPEC §17). */
+  private readonly roundStates = new Map<string, { readonly state: RunState; readonly max_state_bytes: number }>();
+  /** The state changes of completed calls not joined yet, by step and call id. */
+  private readonly changes = new Map<string, readonly StateChange[]>();
 
   constructor(
     private readonly log: LocalEventLog,
@@ -199,6 +228,22 @@ export class LocalTools {
   ) {
     this.logger = options.logger === false ? silentLogger : (options.logger ?? stderrLogger('arcflow.local'));
     this.limitRun = pLimit(options.tool_concurrency ?? 16);
+  }
+
+  /** The state the step's next round's calls see. */
+  beginRound(step_id: string, state: RunState, max_state_bytes: number): void {
+    this.roundStates.set(step_id, { state, max_state_bytes });
+  }
+
+  /** The changes of the round's completed calls, in call order; taken once. */
+  takeChanges(step_id: string, calls: readonly PlannedCall[]): StateChange[] {
+    const taken: StateChange[] = [];
+    for (const planned of calls) {
+      const key = `${step_id}|${planned.call.id}`;
+      taken.push(...(this.changes.get(key) ?? []));
+      this.changes.delete(key);
+    }
+    return taken;
   }
 
   /** Runs the call under the run's and the tool's concurrency caps; resolves with what the model sees. */
@@ -225,6 +270,7 @@ export class LocalTools {
         args: planned.args,
         ...(signal ? { cancel: watchSignal(signal) } : {}),
         log: this.logger,
+        ...this.roundStates.get(place.step_id),
       });
       if (outcome.status === 'error') {
         this.logger.error('tool handler failed', { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, attempt, error: outcome.error });
@@ -233,7 +279,9 @@ export class LocalTools {
         await sleep(backoffMs(attempt, this.options.tool_retry_backoff_ms ?? 200, 10_000), signal);
         continue;
       }
-      return this.record(settleExecution(planned, place, outcome, elapsed(started)));
+      const settled = settleExecution(planned, place, outcome, elapsed(started));
+      if (settled.changes) this.changes.set(`${place.step_id}|${planned.call.id}`, settled.changes);
+      return this.record(settled);
     }
   }
 

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_STATE_BYTES, type RunState, applyStateChanges, checkInitialState } from '../state/run-state.ts';
 import type { Workflow, WorkflowStep } from '../definitions/workflow.ts';
 import type { Tokens } from '../events/types.ts';
 import { agentInvokedEvent, agentRespondedEvent, runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
@@ -27,7 +28,7 @@ export async function runLocalWorkflow(workflow: Workflow, input: string, run_id
   const created_at = Date.now();
   const log = new LocalEventLog(run_id, options.onEvent);
   log.append(workflowEnqueuedEvent(workflow.graph));
-  const run = new LocalWorkflowRun(workflow, input, config, exec, log, options);
+  const run = new LocalWorkflowRun(workflow, input, config, exec, log, options, checkInitialState(options.state) ?? {});
   const end = await run.finished();
   const cancelled = end.status === 'cancelled';
   const error = end.status === 'failed' ? workflowRunError(end.failed_step, run.steps[end.failed_step]?.error) : undefined;
@@ -42,6 +43,7 @@ export async function runLocalWorkflow(workflow: Workflow, input: string, run_id
     ...(error ? { error } : {}),
     usage: run.usage,
     iterations: run.iterations,
+    state: run.state,
     created_at,
     finished_at: Date.now(),
     steps: run.steps,
@@ -69,6 +71,8 @@ class LocalWorkflowRun {
     private readonly exec: ExecConfig,
     private readonly log: LocalEventLog,
     private readonly options: RunLocalOptions,
+    /** The run's state (SPEC §17): a step starts from it as it stands, and its changes apply when it completes. */
+    public state: RunState,
   ) {
     this.tools = new LocalTools(log, options);
     for (const step of workflow.steps) this.steps[step.id] = { status: 'pending' };
@@ -166,9 +170,13 @@ class LocalWorkflowRun {
           message: `step '${step.id}': its arguments fail the schema of tool '${step.tool.name}'`,
         });
       }
+      this.tools.beginRound(step.id, this.state, DEFAULT_MAX_STATE_BYTES);
       const settled = await this.tools.settle(planned, place, signal);
       if (signal.aborted) return { status: 'cancelled' };
-      if (settled.terminal.kind === 'ToolCallCompleted') return { status: 'completed', output: settled.content };
+      if (settled.terminal.kind === 'ToolCallCompleted') {
+        this.state = applyStateChanges(this.state, this.tools.takeChanges(step.id, [planned])).state;
+        return { status: 'completed', output: settled.content };
+      }
       const code = settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : 'tool_error';
       return this.failed(step.id, { code: 'StepExecutionFailed', error_code: code, message: `step '${step.id}': tool '${step.tool.name}' failed (${code})` });
     }
@@ -179,8 +187,9 @@ class LocalWorkflowRun {
     }
     const built = buildAgentStepInput(step, inputs);
     if (!built.ok) return this.failed(step.id, built.error, built.thrown);
-    const local = new LocalStep(step.agent, settings, this.exec, step.id, this.log, { ...this.options, signal }, this.tools, this.spent);
+    const local = new LocalStep(step.agent, settings, this.exec, step.id, this.log, { ...this.options, signal }, this.tools, this.spent, this.state);
     const outcome: StepOutcome = await local.run(built.value);
+    if (outcome.output !== undefined && !outcome.error) this.state = applyStateChanges(this.state, outcome.changes).state;
     this.usage = { input: this.usage.input + outcome.usage.input, output: this.usage.output + outcome.usage.output, total: this.usage.total + outcome.usage.total };
     this.iterations += outcome.iterations;
     if (outcome.error) return { status: 'failed', error: outcome.error };

@@ -4,6 +4,7 @@ import type { Agent } from '../definitions/agent.ts';
 import { Workflow } from '../definitions/workflow.ts';
 import { type RunInput, checkRunInput, checkWorkflowInput } from '../conversation/messages.ts';
 import { RequestError } from '../errors.ts';
+import { checkInitialState } from '../state/run-state.ts';
 import type { TraceEvent } from '../events/types.ts';
 import { runFinishedEvent } from '../loop/step-events.ts';
 import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
@@ -42,6 +43,8 @@ export interface RunLocalOptions {
    * it, those calls are rejected with the reason `no approver`.
    */
   approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
+  /** The run's initial state (SPEC §17): a JSON object of at most the agent's `max_state_bytes`; default `{}`. */
+  state?: Readonly<Record<string, unknown>>;
 }
 
 /** A finished local run: the run record plus its trace events, in order. */
@@ -59,6 +62,7 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
   if (definition instanceof Workflow) return runLocalWorkflow(definition, checkWorkflowInput(input, definition.name), run_id, options);
   const agent = definition;
+  const initial = checkInitialState(options.state, agent.max_state_bytes) ?? {};
   const settings = agent.settingsFor(options.config);
   const exec = checkExecConfig(options.exec_config);
   const created_at = Date.now();
@@ -66,7 +70,7 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
   const step_id = 's1';
   log.append({ kind: 'RunEnqueued', step_id, agent: agent.name });
 
-  const step = new LocalStep(agent, settings, exec, step_id, log, options, new LocalTools(log, options), { tokens: 0, tool_calls: 0 });
+  const step = new LocalStep(agent, settings, exec, step_id, log, options, new LocalTools(log, options), { tokens: 0, tool_calls: 0 }, initial);
   const outcome = await step.run(input);
   const cancelled = options.signal?.aborted === true;
   log.append(runFinishedEvent(step_id, outcome.usage, cancelled ? undefined : outcome.error, cancelled));
@@ -79,6 +83,7 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
     ...(outcome.error && !cancelled ? { error: outcome.error } : {}),
     usage: outcome.usage,
     iterations: outcome.iterations,
+    state: outcome.state,
     created_at,
     finished_at: Date.now(),
     events: log.events,

@@ -3,6 +3,7 @@ import { TOOL_DEFAULTS } from '../defaults.ts';
 import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
 import { ConfigError } from '../errors.ts';
 import { NamePattern } from '../names.ts';
+import type { StateAccess } from '../state/run-state.ts';
 import { compileSchema, type JsonSchema } from './schema.ts';
 
 export type { JsonSchema } from './schema.ts';
@@ -27,10 +28,15 @@ export interface ToolContext {
   /** Aborted on timeout or cancellation. */
   readonly signal: AbortSignal;
   readonly log: ToolLogger;
+  /**
+   * The run's state (SPEC §17): as it stood when this call's round began, plus this call's own
+   * changes, which count only if the call completes and are applied at the join in call order.
+   */
+  readonly state: StateAccess;
 }
 
-/** What `needs_approval` as a function is given, besides the arguments: a handler's context without `signal`. */
-export type ApprovalContext = Omit<ToolContext, 'signal'>;
+/** What `needs_approval` as a function is given, besides the arguments: a handler's context without `signal` and `state`. */
+export type ApprovalContext = Omit<ToolContext, 'signal' | 'state'>;
 
 /** Whether a call needs a person's approval: always, never, or decided per call from its arguments. */
 export type NeedsApproval<Args = any> = boolean | ((args: Args, ctx: ApprovalContext) => boolean);

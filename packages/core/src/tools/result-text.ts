@@ -8,6 +8,7 @@ export const ToolResultText = {
   timedOut: () => 'Error: tool timed out — try again or use a different approach',
   unavailable: () => 'Error: tool temporarily unavailable',
   cancelled: () => 'Error: tool call cancelled',
+  stateFull: () => "Error: the run's state is full",
   rejected: (reason?: string) => `Error: the user rejected this call${reason ? ` — ${reason}` : ''}`,
   approvalTimedOut: () => 'Error: approval timed out',
   repeated: (previous: string) => `You already called this tool with these arguments: the result was ${previous}. Please proceed to the next step.`,

@@ -2,10 +2,14 @@ import { ToolArgumentError } from '../errors.ts';
 import { withFields } from '../logger.ts';
 import type { ToolContext, ToolDefinition, ToolLogger } from './define.ts';
 import { serialiseResult } from './result-text.ts';
+import { CallState, DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
 
 /** How one execution of a handler ended. Exactly one attempt; retries belong to the caller. */
 export type HandlerOutcome =
-  | { readonly status: 'ok'; readonly text: string }
+  /** `changes`: what the handler changed in the run's state (SPEC §17), when it changed anything. */
+  | { readonly status: 'ok'; readonly text: string; readonly changes?: readonly StateChange[] }
+  /** The handler's state changes would take the run's state over its `max_state_bytes`: none apply. */
+  | { readonly status: 'state_too_large' }
   | { readonly status: 'invalid_arguments'; readonly message: string }
   | { readonly status: 'timeout' }
   | { readonly status: 'cancelled' }
@@ -46,7 +50,13 @@ export interface HandlerCall {
   readonly cancel?: CancelWatch;
   /** The worker's log; the handler's `ctx.log` adds the call's ids to every line. */
   readonly log: ToolLogger;
+  /** The run's state as the call's round began (SPEC §17); none: `{}`. */
+  readonly state?: RunState;
+  /** The most the state's JSON may take after this call's changes. */
+  readonly max_state_bytes?: number;
 }
+
+const NO_STATE: RunState = Object.freeze({});
 
 /** The idempotency key of a tool call, stable across every retry and re-delivery. */
 export function idempotencyKey(call: Pick<HandlerCall, 'run_id' | 'step_id' | 'iteration' | 'tool_call_id'>): string {
@@ -65,6 +75,7 @@ export function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<Han
   return new Promise<HandlerOutcome>((resolve) => {
     const signal = new LazySignal();
     let callLog: ToolLogger | undefined;
+    let callState: CallState | undefined;
     let settled = false;
     let stopWatching: (() => void) | undefined;
     const settle = (outcome: HandlerOutcome) => {
@@ -97,9 +108,21 @@ export function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<Han
         callLog ??= withFields(call.log, { run_id: call.run_id, step_id: call.step_id, iteration: call.iteration, tool_call_id: call.tool_call_id, tool: tool.name });
         return callLog;
       },
+      get state() {
+        callState ??= new CallState(call.state ?? NO_STATE);
+        return callState;
+      },
     });
-    void execute(tool, call.args, ctx).then(settle);
+    void execute(tool, call.args, ctx).then((outcome) => settle(withStateChanges(outcome, call, callState)));
   });
+}
+
+/** A completed call's outcome with its state changes, or `state_too_large` when they would take the state over its limit. */
+function withStateChanges(outcome: HandlerOutcome, call: HandlerCall, callState: CallState | undefined): HandlerOutcome {
+  if (outcome.status !== 'ok' || !callState || callState.changes.length === 0) return outcome;
+  const after = applyStateChanges(call.state ?? NO_STATE, callState.changes).state;
+  if (stateSize(after) > (call.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES)) return { status: 'state_too_large' };
+  return { ...outcome, changes: callState.changes };
 }
 
 async function execute(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promise<HandlerOutcome> {

@@ -1,0 +1,171 @@
+import { byteSize } from '../canonical.ts';
+import { RequestError } from '../errors.ts';
+import { isPlainObject } from '../plain-object.ts';
+
+/** A run's state (SPEC §17): a JSON object kept beside its messages. */
+export type RunState = Readonly<Record<string, unknown>>;
+
+/** The default of an agent's `max_state_bytes`: the most its state's JSON may take. */
+export const DEFAULT_MAX_STATE_BYTES = 262_144;
+
+/**
+ * One change a handler made to the state, as it is recorded with the call's result and applied at
+ * the join: values are JSON texts' parsed copies, never the handler's own objects.
+ */
+export type StateChange = readonly ['set', string, unknown] | readonly ['append', string, readonly unknown[]] | readonly ['delete', string];
+
+/** What a handler reads and changes the run's state through (`ctx.state`). */
+export interface StateAccess {
+  /** The key's value (a copy), or undefined. */
+  get(key: string): unknown;
+  /** The keys the state has, sorted. */
+  keys(): string[];
+  /** Sets the key to a JSON value. */
+  set(key: string, value: unknown): void;
+  /** Appends items to the array the key holds (created when missing); throws if it holds something else. */
+  append(key: string, ...items: unknown[]): void;
+  delete(key: string): void;
+}
+
+/** A copy of a JSON value, made through its text: a value JSON cannot hold is refused, naming `what`. */
+function jsonCopy(value: unknown, what: string): unknown {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new TypeError(`${what} must be JSON: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new TypeError(`${what} must be JSON, got ${typeof value}`);
+  return JSON.parse(text);
+}
+
+function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) throw new TypeError(`a state key must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`);
+}
+
+/**
+ * The state as one call sees it: the state its round began with, plus its own changes, which are
+ * kept in order to be recorded with its result (a call's changes count only if it completes).
+ */
+export class CallState implements StateAccess {
+  private readonly own = new Map<string, { value: unknown } | undefined>();
+  readonly changes: StateChange[] = [];
+
+  constructor(private readonly base: RunState) {}
+
+  private current(key: string): unknown {
+    if (this.own.has(key)) return this.own.get(key)?.value;
+    return Object.hasOwn(this.base, key) ? this.base[key] : undefined;
+  }
+
+  get(key: string): unknown {
+    checkKey(key);
+    const value = this.current(key);
+    return value === undefined ? undefined : structuredClone(value);
+  }
+
+  keys(): string[] {
+    const keys = new Set(Object.keys(this.base));
+    for (const [key, entry] of this.own) {
+      if (entry) keys.add(key);
+      else keys.delete(key);
+    }
+    return [...keys].sort();
+  }
+
+  set(key: string, value: unknown): void {
+    checkKey(key);
+    const copy = jsonCopy(value, `state '${key}'`);
+    this.own.set(key, { value: copy });
+    this.changes.push(['set', key, copy]);
+  }
+
+  append(key: string, ...items: unknown[]): void {
+    checkKey(key);
+    const held = this.current(key);
+    if (held !== undefined && !Array.isArray(held))
+      throw new TypeError(`state '${key}' holds ${typeof held === 'object' ? (held === null ? 'null' : 'an object') : `a ${typeof held}`}, not an array: append needs an array`);
+    const copies = items.map((item, at) => jsonCopy(item, `state '${key}' item ${at}`));
+    this.own.set(key, { value: [...((held as unknown[] | undefined) ?? []), ...copies] });
+    this.changes.push(['append', key, copies]);
+  }
+
+  delete(key: string): void {
+    checkKey(key);
+    this.own.set(key, undefined);
+    this.changes.push(['delete', key]);
+  }
+}
+
+/**
+ * The state after `changes`, applied in order, and the keys they touched (sorted). `state` is not
+ * changed. A change that does not fit (an append to a key that holds no array, from a record that
+ * was altered) replaces the key's value with the appended items.
+ */
+export function applyStateChanges(state: RunState, changes: readonly StateChange[]): { readonly state: RunState; readonly keys: readonly string[] } {
+  if (changes.length === 0) return { state, keys: [] };
+  const next: Record<string, unknown> = { ...state };
+  const keys = new Set<string>();
+  for (const change of changes) {
+    const [op, key] = change;
+    keys.add(key);
+    if (op === 'set') next[key] = change[2];
+    else if (op === 'delete') delete next[key];
+    else {
+      const held = next[key];
+      next[key] = [...(Array.isArray(held) ? held : []), ...change[2]];
+    }
+  }
+  return { state: next, keys: [...keys].sort() };
+}
+
+/** The bytes of a state's JSON (what `max_state_bytes` bounds). */
+export function stateSize(state: RunState): number {
+  return byteSize(JSON.stringify(state));
+}
+
+/**
+ * Checks a run's initial `state` at enqueue: a JSON object of at most `max_bytes` of JSON. Throws
+ * `invalid_request` naming `state`; undefined (none given) passes.
+ */
+export function checkInitialState(state: unknown, max_bytes = DEFAULT_MAX_STATE_BYTES): RunState | undefined {
+  if (state === undefined) return undefined;
+  if (!isPlainObject(state))
+    throw new RequestError('invalid_request', `state must be a JSON object, got ${Array.isArray(state) ? 'an array' : state === null ? 'null' : typeof state}`);
+  let size: number;
+  try {
+    size = byteSize(JSON.stringify(state));
+  } catch (error) {
+    throw new RequestError('invalid_request', `state must be JSON: ${(error as Error).message}`);
+  }
+  if (size > max_bytes) throw new RequestError('invalid_request', `state is ${size} bytes of JSON, over the agent's max_state_bytes (${max_bytes})`);
+  return state;
+}
+
+/** A state as the changes that build it from nothing (how an initial state is recorded). */
+export function stateAsChanges(state: RunState): StateChange[] {
+  return Object.keys(state)
+    .sort()
+    .map((key) => ['set', key, state[key]] as const);
+}
+
+/** Reads a recorded list of changes (untrusted: written by another process); throws naming `what` when it is not one. */
+export function readStateChanges(json: string, what: string): StateChange[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new TypeError(`${what} is not JSON`);
+  }
+  if (!Array.isArray(value)) throw new TypeError(`${what} is not a list of changes`);
+  for (const change of value) {
+    const ok =
+      Array.isArray(change) &&
+      typeof change[1] === 'string' &&
+      ((change[0] === 'set' && change.length === 3) ||
+        (change[0] === 'append' && change.length === 3 && Array.isArray(change[2])) ||
+        (change[0] === 'delete' && change.length === 2));
+    if (!ok) throw new TypeError(`${what} holds a change that is not one`);
+  }
+  return value as StateChange[];
+}
