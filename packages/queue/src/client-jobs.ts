@@ -1,5 +1,7 @@
 import { randomInt } from 'node:crypto';
 import {
+  DEFAULT_MAX_STATE_BYTES,
+  checkInitialState,
   type ApprovalAnswer,
   type ApprovalResolution,
   type OnBusy,
@@ -50,6 +52,11 @@ export interface EnqueueRequest {
   thread_id?: string;
   /** What the run does when its thread has a run queued or running (default `queue`). */
   on_busy?: OnBusy;
+  /**
+   * The run's initial state (SPEC §17): a JSON object of at most the agent's `max_state_bytes`.
+   * Without it a run starts from `{}`, or on a thread from the state its last completed run left.
+   */
+  state?: Readonly<Record<string, unknown>>;
 }
 
 /** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
@@ -113,6 +120,7 @@ export class ClientJobs {
         // A forced tool must be one the agent has: the registration names its tools.
         if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
       }
+      const state = checkInitialState(request.state, registration.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES);
       const roots = graph ? rootSteps(graph) : [];
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
@@ -131,6 +139,7 @@ export class ClientJobs {
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
             graph ? initialSteps(graph, roots) : undefined,
+            state,
           );
       const created = run_id === minted;
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).

@@ -94,8 +94,17 @@ export function transcriptKey(record: string, step_id: string): string {
   return `${record}:${step_id}:transcript`;
 }
 
-/** A round's key of one kind (`response`, `results`, `spans`): `<record>:<step>:<kind>:<n>`. */
-export function roundKey(record: string, step_id: string, kind: 'response' | 'results' | 'spans', iteration: number): string {
+/**
+ * A step's state log (SPEC §17): the run state's recorded changes, one JSON list of changes per
+ * entry (the initial state, then each round that changed it), only appended to by the save that
+ * commits a round: `<record>:<step>:state-log`.
+ */
+export function stateLogKey(record: string, step_id: string): string {
+  return `${record}:${step_id}:state-log`;
+}
+
+/** A round's key of one kind (`response`, `results`, `spans`, `changes`: each completed call's state changes): `<record>:<step>:<kind>:<n>`. */
+export function roundKey(record: string, step_id: string, kind: 'response' | 'results' | 'spans' | 'changes', iteration: number): string {
   return `${record}:${step_id}:${kind}:${iteration}`;
 }
 
@@ -141,6 +150,10 @@ export class RunKeys {
 
   transcript(step_id: string): string {
     return transcriptKey(this.base, step_id);
+  }
+
+  stateLog(step_id: string): string {
+    return stateLogKey(this.base, step_id);
   }
 
   response(step_id: string, iteration: number): string {

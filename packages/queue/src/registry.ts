@@ -19,6 +19,8 @@ export interface AgentRegistration {
   readonly definition_hash?: string;
   /** Set for a workflow: its graph, from which clients start its first steps and check requests. */
   readonly workflow?: WorkflowGraph;
+  /** The agent's `max_state_bytes` (SPEC §17), when it is not the default: an initial state over it is refused at enqueue. */
+  readonly max_state_bytes?: number;
 }
 
 /**

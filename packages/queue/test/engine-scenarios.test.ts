@@ -1,5 +1,12 @@
 import { cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineOutputScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
+import {
+  defineBudgetScenarios,
+  defineHostileOutputScenarios,
+  defineLoopScenarios,
+  defineOutputScenarios,
+  defineStateScenarios,
+  defineWorkflowScenarios,
+} from '@arcflow/testing/scenarios';
 import { afterAll } from 'vitest';
 import { engineRunner } from './harness.ts';
 
@@ -19,3 +26,4 @@ defineWorkflowScenarios('queue engine', engineRunner(nextPrefix));
 defineWorkflowScenarios('queue engine, two workers', engineRunner(nextPrefix, {}, 2));
 defineBudgetScenarios('queue engine', engineRunner(nextPrefix));
 defineOutputScenarios('queue engine', engineRunner(nextPrefix));
+defineStateScenarios('queue engine', engineRunner(nextPrefix));

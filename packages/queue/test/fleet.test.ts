@@ -201,7 +201,7 @@ describe('stored formats', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await queue.getJobState(JobId.provider(run_id, 's1', 1))).toBe('delayed');
     expect(logger.lines.find((line) => line.startsWith('run stored in a format this worker cannot read'))).toContain(
-      `state of ${run_id}/s1 is stored in format 99; this worker reads formats 2 to 5`,
+      `state of ${run_id}/s1 is stored in format 99; this worker reads formats 2 to 6`,
     );
     const kinds = [];
     for await (const event of client.events(run_id)) kinds.push(event.kind);

@@ -17,7 +17,7 @@ export async function collect(client: ArcflowClient, run_id: string): Promise<Tr
 
 /** A scenario runner on the queue engine: fresh in-process workers (one unless told) and a client per run, under `prefix`. */
 export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptions> = {}, workers = 1): ScenarioRunner {
-  return async (agent: Agent | Workflow, input, { provider, exec_config, config, logger }) => {
+  return async (agent: Agent | Workflow, input, { provider, exec_config, config, logger, state }) => {
     const prefix = prefixFor();
     const started = await Promise.all(
       Array.from({ length: workers }, () =>
@@ -35,7 +35,7 @@ export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptio
     const worker = { close: () => Promise.all(started.map((each) => each.close())) };
     const client = createClient({ redis: extra.redis ?? TEST_REDIS_URL, prefix });
     try {
-      const { run_id } = await client.enqueue({ agent: agent.name, input, config, exec_config });
+      const { run_id } = await client.enqueue({ agent: agent.name, input, config, exec_config, ...(state ? { state } : {}) });
       const run = await client.wait(run_id, { timeout_ms: 20_000 });
       return { ...run, events: await collect(client, run_id) };
     } finally {

@@ -67,7 +67,7 @@ describe('structured output in the store (SPEC §11)', () => {
     expect(unreadable(() => readState(JSON.stringify({ v: 2, state }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ v: 3.5, state }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ v: 4, state }), 'state'))).toBe(true);
-    expect(unreadable(() => readState(JSON.stringify({ v: 6, state }), 'state'))).toBe(false);
+    expect(unreadable(() => readState(JSON.stringify({ v: 7, state }), 'state'))).toBe(false);
     // Format 5: a state that began on a thread's conversation names those messages (`earlier`) and is the only one written in 5.
     const began: StepState = {
       ...state,
@@ -81,6 +81,13 @@ describe('structured output in the store (SPEC §11)', () => {
     expect(unreadable(() => readState(JSON.stringify({ ...written, state: listed }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ ...written, state: { ...written.state, earlier: { at: 3, count: 2 } } }), 'state'))).toBe(true);
     expect(unreadable(() => readState(JSON.stringify({ ...written, state: { ...written.state, earlier: { at: 1, count: -1 } } }), 'state'))).toBe(true);
+    // Format 6: a state whose run has a run state says how many of its recorded changes it has seen (SPEC §17).
+    const stateful = JSON.parse(writeState({ ...began, state_entries: 3 }));
+    expect(stateful).toMatchObject({ v: 6, state: { state_entries: 3, earlier: { at: 1, count: 2 } } });
+    expect(readState(JSON.stringify(stateful), 'state')).toMatchObject({ kind: 'listed', state: { state_entries: 3 } });
+    expect(unreadable(() => readState(JSON.stringify({ ...stateful, v: 5 }), 'state'))).toBe(true);
+    expect(unreadable(() => readState(JSON.stringify({ ...written, v: 6 }), 'state'))).toBe(true);
+    expect(unreadable(() => readState(JSON.stringify({ ...stateful, state: { ...stateful.state, state_entries: 0 } }), 'state'))).toBe(true);
   });
 
   it('reads an output by its type: JSON parsed, text (or a type it does not know) as it is', () => {

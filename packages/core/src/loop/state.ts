@@ -27,6 +27,11 @@ export interface StepState {
    * with the thread, instead of in every run's transcript.
    */
   readonly earlier?: { readonly at: number; readonly count: number };
+  /**
+   * How many recorded changes of the run's state (SPEC §17) this state has seen: a store keeps the
+   * state as a list of them (the initial state, then each round that changed it). Absent: none.
+   */
+  readonly state_entries?: number;
 }
 
 /**

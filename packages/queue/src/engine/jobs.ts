@@ -42,6 +42,10 @@ export interface ToolJobData {
   readonly workflow?: string;
   /** Set when calls of the round wait for approval: settling this one may leave the run waiting. */
   readonly waits?: boolean;
+  /** How many recorded entries make the run state the round began with (SPEC §17); absent: none (`{}`). */
+  readonly state_entries?: number;
+  /** The run state's limit, when the agent's is not the default. */
+  readonly max_state_bytes?: number;
 }
 
 /** The join of a tool job's round: provider job `n+1`, created by the same span as the tool job. */

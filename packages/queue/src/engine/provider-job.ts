@@ -34,7 +34,7 @@ import { DelayedError, type Job } from 'bullmq';
 import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
 import { workflowInputText } from '../store/input-format.ts';
-import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
+import type { PendingEvent, RunEnding, RunSpec, StateEntry, StepSnapshot } from '../store/run-store.ts';
 import { endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
@@ -42,6 +42,7 @@ import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
 import { THREAD_WAIT_MS, injectSteered, stageThreadMessages } from './thread-run.ts';
+import { joinRoundState, roundStateOf } from './state-join.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
@@ -68,6 +69,8 @@ interface PendingState {
   /** The stored iterations to compare-and-set against; undefined when nothing needs saving. */
   readonly expected: number | undefined;
   readonly events: readonly PendingEvent[];
+  /** The folded round's run-state changes (SPEC §17), saved with the state. */
+  readonly stateEntry?: StateEntry;
 }
 
 /** A response that stands for call `n` (its round was opened when it was recorded). */
@@ -146,7 +149,7 @@ export class ProviderJobProcessor {
       // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
       const state = await this.commit(context, ready, []);
       if (!state) return 'stale';
-      await this.actOnRecorded(context, state, snapshot.response);
+      await this.actOnRecorded(withRoundState(context, state), state, snapshot.response);
       return 'ok';
     }
     // Folding is deterministic, so the request built from this state is the one any delivery would
@@ -163,9 +166,9 @@ export class ProviderJobProcessor {
     if (!state) return 'stale';
     const called = await this.callProvider(context, state, call, job);
     if (!called) return 'run-ended';
-    if ('recorded' in called) await this.actOnRecorded(context, state, called.recorded);
+    if ('recorded' in called) await this.actOnRecorded(withRoundState(context, state), state, called.recorded);
     else if (called.ended) return 'step-done';
-    else await this.act(context, called.decision);
+    else await this.act(withRoundState(context, state), called.decision);
     return 'ok';
   }
 
@@ -265,14 +268,16 @@ export class ProviderJobProcessor {
       const thread = context.workflow ? undefined : await this.deps.threads.history(spec.run_id);
       if (thread && 'waiting' in thread) return 'thread-waiting';
       const earlier = thread && thread.count > 0 ? await this.deps.store.threadMessages(spec.run_id, thread) : [];
+      // The run state's recorded entries so far: its initial state, or the one its thread left (SPEC §17).
+      const state_entries = thread ? thread.state_entries : snapshot.stateEntries;
       return {
-        state: initialStepState(agent, input, data.step_id, earlier),
+        state: { ...initialStepState(agent, input, data.step_id, earlier), ...(state_entries > 0 ? { state_entries } : {}) },
         expected: -1,
         events: [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }],
       };
     }
     if (stored?.iterations === data.iteration - 1) return { state: stored, expected: undefined, events: [] };
-    if (stored?.iterations === data.iteration - 2) return { state: await this.foldRound(context, stored, snapshot), expected: stored.iterations, events: [] };
+    if (stored?.iterations === data.iteration - 2) return this.joinRound(context, stored, snapshot);
     return undefined;
   }
 
@@ -299,7 +304,7 @@ export class ProviderJobProcessor {
     const { store } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     if (ready.expected !== undefined) {
-      const outcome = await store.saveState(run_id, ready.state, ready.expected, [...ready.events, ...extra], true);
+      const outcome = await store.saveState(run_id, ready.state, ready.expected, [...ready.events, ...extra], true, ready.stateEntry);
       if (outcome === 'saved') return ready.state;
       if (outcome === 'ended') return undefined;
       const current = await store.loadState(run_id, step_id);
@@ -309,6 +314,23 @@ export class ProviderJobProcessor {
     }
     if (extra.length > 0 && !(await store.append(run_id, [...extra]))) return undefined;
     return ready.state;
+  }
+
+  /** Round `n-1` joined: its results folded into the messages, its calls' run-state changes applied (SPEC §17). */
+  private async joinRound(context: StepContext, stored: StepState, snapshot: StepSnapshot): Promise<PendingState> {
+    const folded = await this.foldRound(context, stored, snapshot);
+    const { run_id, step_id } = context.data;
+    const plan = snapshot.previousResponse?.plan;
+    const calls = plan?.type === 'tools' ? plan.calls.map((entry) => ({ call: snapshot.previousResponse!.response.tool_calls[entry.index]! }) as PlannedCall) : [];
+    const place = { step_id, iteration: stored.iterations + 1 };
+    const joined = await joinRoundState(this.deps.store, run_id, stored, place, calls, snapshot.previousChanges);
+    if (!joined) return { state: folded, expected: stored.iterations, events: [] };
+    return {
+      state: { ...folded, state_entries: joined.entry.at + 1 },
+      expected: stored.iterations,
+      events: [{ event: joined.event, once: `state|${step_id}|${place.iteration}` }],
+      stateEntry: joined.entry,
+    };
   }
 
   /**
@@ -408,6 +430,11 @@ export class ProviderJobProcessor {
         await runRound(this.deps, context, decision.calls);
     }
   }
+}
+
+/** The context with the run state the round it opens starts from (SPEC §17). */
+function withRoundState(context: StepContext, state: StepState): StepContext {
+  return { ...context, round: roundStateOf(state, context.agent.max_state_bytes) };
 }
 
 /** What a provider job's step runs (see `ProviderJobProcessor.resolve`). */

@@ -1,5 +1,5 @@
 import type { Agent, CallPlace, ExecuteCall, PlannedCall, RunSpent, StepSettings, TestStep } from '@arcflow/core';
-import { backoffMs, modelTargets, plannedCallEvents } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, backoffMs, modelTargets, plannedCallEvents } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
@@ -7,6 +7,7 @@ import type { RunSpec } from '../store/run-store.ts';
 import { requestApproval } from './approvals.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
+import type { RoundState } from './state-join.ts';
 import type { ResolvedWorkerOptions } from './options.ts';
 import { type ToolRuntime, attemptToolCall, roundCall } from './tool-execution.ts';
 import type { WorkflowRun } from './workflow-scheduler.ts';
@@ -30,6 +31,8 @@ export interface StepContext {
   readonly span: Span;
   /** What the whole run had spent when this job read it: the budget's view for a response decided now. */
   readonly spent: RunSpent;
+  /** The run state the round this job opens starts from (SPEC §17); set once the step's state is ready. */
+  readonly round?: RoundState;
 }
 
 /** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits for approval. */
@@ -61,7 +64,7 @@ export async function runRound(deps: RoundDeps, context: StepContext, calls: rea
   }
   const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
   if (context.settings.mode === 'legacy_eager') {
-    for (const planned of executable) if (!planned.approval) await runInline(deps, run_id, planned, place);
+    for (const planned of executable) if (!planned.approval) await runInline(deps, run_id, planned, place, context.round);
     // Calls waiting for approval wait as in llm_select: the round joins once they are resolved.
     await enqueueNext(
       deps,
@@ -74,9 +77,9 @@ export async function runRound(deps: RoundDeps, context: StepContext, calls: rea
 }
 
 /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
-async function runInline(deps: RoundDeps, run_id: string, planned: ExecuteCall, place: CallPlace): Promise<void> {
+async function runInline(deps: RoundDeps, run_id: string, planned: ExecuteCall, place: CallPlace, round: RoundState | undefined): Promise<void> {
   for (let attempt = 1; ; attempt += 1) {
-    const { retry } = await attemptToolCall(deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, firstDelivery: false, fannedOut: false });
+    const { retry } = await attemptToolCall(deps, run_id, planned, place, { number: attempt, last: attempt > planned.tool.retries, firstDelivery: false, fannedOut: false }, round);
     if (!retry) return;
     await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, deps.options.tool_backoff_ms, 10_000)));
   }
@@ -118,10 +121,20 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         trace,
         join,
         ...(waits ? { waits: true } : {}),
+        ...stateFields(context.round),
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
       return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
     }),
   );
+}
+
+/** A tool job's run-state fields (SPEC §17): present only when its run has a state, or a limit of its own. */
+function stateFields(round: RoundState | undefined): Pick<ToolJobData, 'state_entries' | 'max_state_bytes'> {
+  if (!round) return {};
+  return {
+    ...(round.entries > 0 ? { state_entries: round.entries } : {}),
+    ...(round.max_state_bytes !== DEFAULT_MAX_STATE_BYTES ? { max_state_bytes: round.max_state_bytes } : {}),
+  };
 }

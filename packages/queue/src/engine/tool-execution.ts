@@ -4,6 +4,7 @@ import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
 import type { CancellationListener, WorkCancellation } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
+import type { RoundState } from './state-join.ts';
 
 export interface ToolRuntime {
   readonly store: RunStore;
@@ -66,7 +67,7 @@ export interface AttemptOutcome {
  * the end of the tick, and is cancelled if the store answers that the run has ended. Nothing is
  * recorded for a run that has ended, whichever way it went.
  */
-export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt): Promise<AttemptOutcome> {
+export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt, round?: RoundState): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
   const call = roundCall(planned, place, attempt.fannedOut, attempt.roundWaits === true);
   // Stamped now: a first delivery writes it after the handler has started.
@@ -79,6 +80,8 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
     if (start.status === 'ended') return { retry: false, roundSettled: false };
   }
+  // The run state the round began with (SPEC §17): read before the handler, whose `ctx.state` is synchronous.
+  const state = round && round.entries > 0 ? await store.stateLogs.read(run_id, place.step_id, round.entries) : undefined;
   const cancel = cancellation.watch(run_id);
   const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
   const startedAt = performance.now();
@@ -105,6 +108,8 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     args: planned.args,
     cancel,
     log: logger,
+    ...(state ? { state } : {}),
+    ...(round ? { max_state_bytes: round.max_state_bytes } : {}),
   };
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
@@ -138,6 +143,7 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
       terminal: settled.terminal,
       spanTraceparent,
       started: startedWrite?.takeOver() ? started : undefined,
+      ...(settled.changes ? { changes: settled.changes } : {}),
     });
     return { retry: false, roundSettled: recorded?.openInRound === 0 };
   } finally {

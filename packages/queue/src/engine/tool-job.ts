@@ -1,4 +1,4 @@
-import { NamePattern, type ToolDefinition, ToolResultText, lostCall, plannedCallEvents, unrepresentableArguments } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, NamePattern, type ToolDefinition, ToolResultText, lostCall, plannedCallEvents, unrepresentableArguments } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -62,13 +62,14 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
-    const { retry, roundSettled } = await attemptToolCall(deps, data.run_id, planned, place, {
-      number: attempt,
-      last: job.attemptsMade + 1 >= attempts,
-      firstDelivery: attempt === 1,
-      fannedOut: true,
-      roundWaits: data.waits === true,
-    });
+    const { retry, roundSettled } = await attemptToolCall(
+      deps,
+      data.run_id,
+      planned,
+      place,
+      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
+      { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES },
+    );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
     return 'recorded';
@@ -120,5 +121,7 @@ function malformedJobData(data: ToolJobData): string | undefined {
   if (!Number.isSafeInteger(data.input_size_bytes) || data.input_size_bytes < 0) return 'input_size_bytes';
   if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
   if (data.workflow !== undefined && (typeof data.workflow !== 'string' || !NamePattern.agent.test(data.workflow))) return 'workflow';
+  if (data.state_entries !== undefined && (!Number.isSafeInteger(data.state_entries) || data.state_entries < 0)) return 'state_entries';
+  if (data.max_state_bytes !== undefined && (!Number.isSafeInteger(data.max_state_bytes) || data.max_state_bytes < 2)) return 'max_state_bytes';
   return undefined;
 }

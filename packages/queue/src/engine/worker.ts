@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { type Agent, ConfigError, NamePattern, type ToolDefinition, Workflow, backoffMs, modelTargets, stepFailedEvent, stepRunError } from '@arcflow/core';
+import {
+  type Agent,
+  ConfigError,
+  DEFAULT_MAX_STATE_BYTES,
+  NamePattern,
+  type ToolDefinition,
+  Workflow,
+  backoffMs,
+  modelTargets,
+  stepFailedEvent,
+  stepRunError,
+} from '@arcflow/core';
 import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
 import { QueueName } from '../keys.ts';
@@ -159,6 +170,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         model_targets: modelTargetCounts(definition),
         definition_hash: definition.definition_hash,
         ...(definition instanceof Workflow ? { workflow: definition.graph } : {}),
+        ...(definition instanceof Workflow || definition.max_state_bytes === DEFAULT_MAX_STATE_BYTES ? {} : { max_state_bytes: definition.max_state_bytes }),
       });
     }
   }

@@ -17,8 +17,11 @@ import type { ChatMessage, PlannedCall, ProviderResponse, ResponseDecision, RunS
  * Format 5 is format 4 for a state that began on a thread's conversation (its `earlier`): those
  * messages stay in the thread's list, and the step's transcript list holds the others only. Only
  * such states are written in 5, so a worker of format 4 goes on with every other run.
+ *
+ * Format 6 is format 5 for a state whose run has a run state (SPEC §17: `state_entries`, the
+ * changes recorded in the step's state log that it has seen); only such states are written in 6.
  */
-export const STORE_FORMAT = 5;
+export const STORE_FORMAT = 6;
 
 /** The oldest format this worker reads. */
 export const OLDEST_STORE_FORMAT = 2;
@@ -123,7 +126,7 @@ export function samePlan(a: RecordedPlan, b: RecordedPlan): boolean {
  */
 export function writeState(state: StepState): string {
   const { messages, ...rest } = state;
-  return JSON.stringify({ v: state.earlier ? 5 : 4, messages: ownMessages(state).length, state: rest });
+  return JSON.stringify({ v: state.state_entries ? 6 : state.earlier ? 5 : 4, messages: ownMessages(state).length, state: rest });
 }
 
 /** The messages of a state that its step's transcript list holds: all but the thread's it began on. */
@@ -148,14 +151,17 @@ export function readState(json: string, what: string): StoredState {
   const rejections = state.output_rejections;
   if (rejections !== undefined && ((value.v as number) < 3 || !Number.isInteger(rejections) || rejections < 1))
     throw new StoredFormatError(`${what}'s output_rejections`, 'malformed');
-  if (value.v !== 4 && value.v !== 5) {
+  const entries = state.state_entries;
+  if ((value.v === 6) !== (entries !== undefined) || (entries !== undefined && (!Number.isSafeInteger(entries) || entries < 1)))
+    throw new StoredFormatError(`${what}'s state_entries`, 'malformed');
+  if (value.v !== 4 && value.v !== 5 && value.v !== 6) {
     if (!Array.isArray(state.messages)) throw new StoredFormatError(`${what}'s messages`, 'malformed');
     return { kind: 'inline', state };
   }
   const count = value.messages;
   const { earlier } = state;
   if (!Number.isInteger(count) || (count as number) < 0 || 'messages' in state) throw new StoredFormatError(`${what}'s messages`, 'malformed');
-  if ((value.v === 5) !== (earlier !== undefined) || (earlier !== undefined && !validEarlier(earlier, count as number)))
+  if ((value.v === 5 && earlier === undefined) || (value.v === 4 && earlier !== undefined) || (earlier !== undefined && !validEarlier(earlier, count as number)))
     throw new StoredFormatError(`${what}'s earlier messages`, 'malformed');
   return { kind: 'listed', state, messages: count as number };
 }

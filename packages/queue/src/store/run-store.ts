@@ -9,14 +9,20 @@ import {
   type RunInput,
   type RunStatus,
   type StepState,
+  type RunState,
+  type StateChange,
   type TraceEvent,
+  RUN_STEP_ID,
   ToolResultText,
   applyTracePolicy,
+  applyStateChanges,
+  stateAsChanges,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type ThreadPlace, Transcripts } from './transcripts.ts';
+import { StateLogs, parseEntry } from './state-log.ts';
 import { readInput, writeInput } from './input-format.ts';
 import { type OutputType, readOutput } from './output-format.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
@@ -96,6 +102,8 @@ export interface ToolResult {
   readonly spanTraceparent?: string;
   /** The attempt's `ToolCallStarted`, when it was not written before the handler ran. */
   readonly started?: TimedEvent;
+  /** A completed call's run-state changes (SPEC §17), recorded with its result. */
+  readonly changes?: readonly StateChange[];
 }
 
 /** Whether a `finishRun` ended the run, and the calls its cancel closed. */
@@ -134,6 +142,8 @@ export class RunStore {
   private readonly scripts: StoreScripts;
   /** The steps' messages: a read asks Redis only for what this worker lacks. */
   private readonly transcripts: Transcripts;
+  /** The runs' states (SPEC §17), as lists of recorded changes. */
+  readonly stateLogs: StateLogs;
 
   constructor(
     private readonly redis: Redis,
@@ -147,6 +157,7 @@ export class RunStore {
     this.partitions = new PartitionMap(redis, this.keys, prefix);
     this.watchdog = new WatchdogStore(redis, this.keys, this);
     this.transcripts = new Transcripts(redis, this.keys);
+    this.stateLogs = new StateLogs(redis, this.keys);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -154,7 +165,13 @@ export class RunStore {
   }
 
   /** Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that run's id. */
-  async createRun(spec: Omit<RunSpec, 'status'>, idempotency_key: string | undefined, enqueued: EventDraft, steps?: InitialSteps): Promise<{ created: boolean; run_id: string }> {
+  async createRun(
+    spec: Omit<RunSpec, 'status'>,
+    idempotency_key: string | undefined,
+    enqueued: EventDraft,
+    steps?: InitialSteps,
+    state?: RunState,
+  ): Promise<{ created: boolean; run_id: string }> {
     const now = Date.now();
     const fields: Record<string, string> = {
       run_id: spec.run_id,
@@ -171,6 +188,8 @@ export class RunStore {
       usage_total: '0',
       iterations: '0',
       ...(steps ? { workflow: spec.agent } : {}),
+      // Given at enqueue (even `{}`): a run on a thread then does not take the state its thread left.
+      ...(state ? { state_given: '1' } : {}),
     };
     const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id, this.keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
@@ -178,6 +197,7 @@ export class RunStore {
       fields,
       enqueued: this.eventJson(enqueued, now),
       ...(steps ? { steps: steps.statuses, started: this.pairs(steps.started.map((event) => ({ event }))) } : {}),
+      ...(state && Object.keys(state).length > 0 ? { state_entry: JSON.stringify(stateAsChanges(state)), state_step: steps ? RUN_STEP_ID : 's1' } : {}),
     })) as [number, string];
     return { created: created === 1, run_id };
   }
@@ -201,6 +221,7 @@ export class RunStore {
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.workflows.stepRecords(run_id) : undefined;
     const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.approvals.pending(run_id) : [];
+    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1');
     return {
       run_id,
       status: record.status as RunStatus,
@@ -217,7 +238,22 @@ export class RunStore {
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
+      ...(state ? { state } : {}),
     };
+  }
+
+  /**
+   * A run's state as its last round left it (SPEC §17): every entry of its state log applied; `{}`
+   * for none. Undefined when the log cannot be read (another process wrote it): the record goes
+   * on without it.
+   */
+  private async runState(run_id: string, step_id: string): Promise<RunState | undefined> {
+    const lines = await this.redis.lrange(this.runKeys(run_id).stateLog(step_id), 0, -1);
+    try {
+      return lines.reduce<RunState>((state, line, at) => applyStateChanges(state, parseEntry(line, `state log of ${run_id}/${step_id}[${at}]`)).state, {});
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -340,7 +376,14 @@ export class RunStore {
    * those it does not hold yet (the ones after this worker's cached transcript of the step).
    * `saved` is false when another delivery got there first.
    */
-  async saveState(run_id: string, state: StepState, expectedIterations: number, events: readonly PendingEvent[] = [], markRunning = false): Promise<'saved' | 'stale' | 'ended'> {
+  async saveState(
+    run_id: string,
+    state: StepState,
+    expectedIterations: number,
+    events: readonly PendingEvent[] = [],
+    markRunning = false,
+    stateEntry?: StateEntry,
+  ): Promise<'saved' | 'stale' | 'ended'> {
     const { count, from, added } = this.transcripts.toSave(run_id, state, expectedIterations === -1);
     const outcome = await this.scripts.saveState([this.keys.record(run_id)], {
       step_id: state.step_id,
@@ -352,8 +395,10 @@ export class RunStore {
       messages: added,
       mark_running: markRunning,
       events: this.pairs(events),
+      ...(stateEntry ? { state_entry: JSON.stringify(stateEntry.changes), state_at: stateEntry.at } : {}),
     });
     if (outcome === 1) this.transcripts.saved(run_id, state, added);
+    if (outcome === 1 && stateEntry) this.stateLogs.remember(run_id, state.step_id, stateEntry.at + 1, stateEntry.state);
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
 
@@ -411,6 +456,7 @@ export class RunStore {
         result.started ? this.eventJson(result.started.event, result.started.ts) : '',
         failureCode(result.terminal),
         call.round_waits ? '1' : '0',
+        result.changes && result.changes.length > 0 ? JSON.stringify(result.changes) : '',
       ],
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;
@@ -436,10 +482,10 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, json, previousResponse, response, results, spans, from, tail] = (await this.scripts.loadStep(
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries] = (await this.scripts.loadStep(
       [this.keys.record(run_id)],
       [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
-    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[]];
+    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
@@ -454,6 +500,8 @@ export class RunStore {
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
       previousResults,
       previousSpans,
+      previousChanges: pairsToRecord(changes),
+      stateEntries,
     };
   }
 
@@ -547,6 +595,17 @@ export interface StepSnapshot {
   readonly previousResults: Readonly<Record<string, string>>;
   /** traceparents of round `iteration - 1`'s `execute_tool` spans. */
   readonly previousSpans: Readonly<Record<string, string>>;
+  /** Round `iteration - 1`'s run-state changes (SPEC §17): a JSON list per completed call that made any. */
+  readonly previousChanges: Readonly<Record<string, string>>;
+  /** How many entries the step's state log holds (its initial state, then each round that changed it). */
+  readonly stateEntries: number;
+}
+
+/** A round's run-state changes, saved with the state that folds them in: the state log's entry `at` (0-based), and the state after it. */
+export interface StateEntry {
+  readonly at: number;
+  readonly changes: readonly StateChange[];
+  readonly state: RunState;
 }
 
 /** The trace id of a run's stored trace (`{traceparent}`), as a record field. */

@@ -7,8 +7,11 @@ import { readMessage } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 import type { ThreadPlace } from './transcripts.ts';
 
-/** Where a thread run's conversation so far is, as its first call finds it (see `threadHistory.lua`); `waiting` while another run of its thread is active. */
-export type ThreadHistory = ThreadPlace | { readonly thread_id: string; readonly waiting: true };
+/**
+ * Where a thread run's conversation so far is, as its first call finds it (see `threadHistory.lua`),
+ * with how many entries its state log holds then; `waiting` while another run of its thread is active.
+ */
+export type ThreadHistory = (ThreadPlace & { readonly state_entries: number }) | { readonly thread_id: string; readonly waiting: true };
 
 /** What joining its thread made of a new run (see `joinThread.lua`), and the thread's active run. */
 export interface ThreadJoin {
@@ -103,10 +106,10 @@ export class ThreadStore {
 
   /** Where the conversation a thread run starts on is; undefined for a run on no thread. */
   async history(run_id: string): Promise<ThreadHistory | undefined> {
-    const [thread_id, count, origin] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, string?];
+    const [thread_id, count, origin, state_entries] = (await this.scripts.threadHistory([this.keys.record(run_id)], [])) as [string?, number?, string?, number?];
     if (thread_id === undefined) return undefined;
     if (count === -1) return { thread_id, waiting: true };
-    return { thread_id, origin: origin!, count: count! };
+    return { thread_id, origin: origin!, count: count!, state_entries: state_entries! };
   }
 
   /** How many of a run's first messages came before its own (instructions aside); undefined off a thread. */

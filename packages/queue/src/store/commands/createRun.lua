@@ -4,7 +4,9 @@
   KEYS[1] record   KEYS[2] idempotency key
   ARGV[1] msgpack map: run_id, use_idempotency (boolean), fields (map of the record's fields),
           enqueued (event JSON); a workflow run adds steps ({step_id, status} pairs in graph
-          order, the roots 'running') and started ({dedupeId, json} pairs: the roots' StepStarted)
+          order, the roots 'running') and started ({dedupeId, json} pairs: the roots' StepStarted);
+          a run given an initial state (SPEC §17) adds state_entry (its changes, JSON) and
+          state_step (the step whose state log it begins)
   Returns {1, run_id} when created now; {0, run_id} when the run exists (a resend of this call)
   or the idempotency key names an earlier run (that run's id).
   Safe to run twice.
@@ -25,6 +27,10 @@ if args.steps ~= nil then
     if type(pair) ~= 'table' or not isText(pair[1]) or not isText(pair[2]) then refuse('createRun: steps must hold {step_id, status} pairs') end
   end
   needEvents('started', args.started)
+end
+if args.state_entry ~= nil then
+  needText('state_entry', args.state_entry)
+  needText('state_step', args.state_step)
 end
 
 if redis.call('EXISTS', record) == 1 then return {0, run_id} end
@@ -48,6 +54,11 @@ if args.steps then
   end
   redis.call('SADD', index, steps, outputs)
   appendAll(args.started)
+end
+if args.state_entry then
+  local log = stateLogKey(args.state_step)
+  redis.call('RPUSH', log, args.state_entry)
+  redis.call('SADD', index, log)
 end
 redis.call('ZADD', active, now, run_id)
 local created = tonumber(args.fields.created_at) or now

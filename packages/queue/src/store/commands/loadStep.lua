@@ -8,7 +8,9 @@
   thread_origin, thread_base: the thread conversation the run began on), the step's
   state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
   links as flat field/value lists; then where the transcript's tail begins (`cached`, or 0 when
-  the list is shorter than that) and the messages from there on. Writes nothing.
+  the list is shorter than that) and the messages from there on; then round iteration - 1's
+  run-state changes (SPEC §17), by call, and how many entries the step's state log holds.
+  Writes nothing.
 ]]
 --- @include "prelude"
 local step, n, cached = ARGV[1], wholeArg('iteration', ARGV[2]), wholeArg('cached', ARGV[3])
@@ -25,4 +27,6 @@ return {
   previous and redis.call('HGETALL', roundKey(step, 'spans', n - 1)) or {},
   from,
   redis.call('LRANGE', transcript, from, -1),
+  previous and redis.call('HGETALL', roundKey(step, 'changes', n - 1)) or {},
+  redis.call('LLEN', stateLogKey(step)),
 }

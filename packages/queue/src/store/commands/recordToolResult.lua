@@ -11,14 +11,16 @@
   ARGV[9] failure (the terminal event's error code, kept as field '<tool_call_id>|error' of the
           results; '' when the call completed)
   ARGV[10] round_waits ('1' when calls of the round wait for approval: the run may be left waiting)
+  ARGV[11] changes (the completed call's run-state changes, a JSON list, SPEC §17; '' for none):
+           kept in the round's `changes` hash with the result, in this same step, for the join
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
 ]]
 --- @include "prelude"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local round_waits = ARGV[10] == '1'
-if #ARGV ~= 10 then refuse('recordToolResult takes 10 arguments') end
+local round_waits, changes = ARGV[10] == '1', ARGV[11]
+if #ARGV ~= 11 then refuse('recordToolResult takes 11 arguments') end
 if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
 local results = roundKey(step_id, 'results', iteration)
@@ -33,6 +35,11 @@ if redis.call('HSETNX', results, tool_call_id, content) == 0 then
   return {0, redis.call('HGET', results, tool_call_id), openInRound(round)}
 end
 if failure ~= '' then redis.call('HSET', results, tool_call_id .. '|error', failure) end
+if changes ~= '' then
+  local changed = roundKey(step_id, 'changes', iteration)
+  redis.call('HSET', changed, tool_call_id, changes)
+  redis.call('SADD', index, changed)
+end
 local open
 if fanned_out then
   open = redis.call('HINCRBY', pending, round, -1)

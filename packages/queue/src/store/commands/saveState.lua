@@ -24,6 +24,10 @@ if type(args.messages) ~= 'table' then refuse('messages must be a list') end
 for _, message in ipairs(args.messages) do needText('messages[]', message) end
 if args.from + #args.messages ~= args.count then refuse('from + #messages must be count') end
 needEvents('events', args.events)
+if args.state_entry ~= nil then
+  needText('state_entry', args.state_entry)
+  needWhole('state_at', args.state_at)
+end
 
 local status, ended = runStatus()
 if ended then return -1 end
@@ -35,6 +39,11 @@ local stored = redis.call('LLEN', transcript)
 -- The stored state's messages are the list; the new state's begin with them, so the list may hold
 -- more than `from` (skipped) but never fewer (the sender lacks messages between: nothing is written).
 if stored < args.from or stored > args.count then refuse('the transcript holds ' .. stored .. ' messages; from ' .. args.from .. ', count ' .. args.count) end
+local stateLog, logged = stateLogKey(args.step_id), 0
+if args.state_entry then
+  logged = redis.call('LLEN', stateLog)
+  if logged ~= args.state_at then refuse('the state log holds ' .. logged .. ' entries; state_at ' .. args.state_at) end
+end
 redis.call('HSET', state, 'iterations', args.iterations, 'json', args.json)
 if current == -1 then redis.call('SADD', index, state) end
 if stored < args.count then
@@ -46,6 +55,11 @@ if stored < args.count then
     redis.call('RPUSH', transcript, unpack(args.messages, first, last))
     first = last + 1
   end
+end
+if args.state_entry then
+  -- Appended once: the compare-and-set above lets one save of each iteration through.
+  redis.call('RPUSH', stateLog, args.state_entry)
+  if logged == 0 then redis.call('SADD', index, stateLog) end
 end
 if args.mark_running and status == 'queued' then redis.call('HSET', record, 'status', 'running') end
 appendAll(args.events)

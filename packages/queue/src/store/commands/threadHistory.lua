@@ -6,13 +6,16 @@
   same messages, and the run's own messages are those after them. The messages themselves are
   read by the caller (a worker reads only those it has not cached: the list's first messages never
   change).
+  A run given no state at enqueue (no `state_given`) starts from the state the thread's last
+  completed run left (SPEC §17: the thread's `:state`, put there by finish), recorded as its first
+  state log entry here, once.
   KEYS[1] record
   Returns {} for a run on no thread; {thread_id, -1} for one whose turn has not come (another run
-  of its thread is active); else {thread_id, base, origin}.
+  of its thread is active); else {thread_id, base, origin, state log length}.
   Safe to run twice.
 ]]
 --- @include "prelude"
-local fields = redis.call('HMGET', record, 'thread_id', 'thread_base', 'thread_origin')
+local fields = redis.call('HMGET', record, 'thread_id', 'thread_base', 'thread_origin', 'state_given')
 local thread_id = fields[1]
 if not thread_id then return {} end
 local run_id, _, tag = runIdentity()
@@ -23,5 +26,11 @@ if not base then
   base = redis.call('LLEN', thread)
   origin = redis.call('LINDEX', thread .. ':runs', 0) or run_id
   redis.call('HSET', record, 'thread_base', base, 'thread_origin', origin)
+  local inherited = redis.call('GET', thread .. ':state')
+  local log = stateLogKey('s1')
+  if inherited and not fields[4] and redis.call('LLEN', log) == 0 then
+    redis.call('RPUSH', log, inherited)
+    redis.call('SADD', index, log)
+  end
 end
-return {thread_id, base, origin}
+return {thread_id, base, origin, redis.call('LLEN', stateLogKey('s1'))}

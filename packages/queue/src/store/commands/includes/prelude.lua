@@ -22,6 +22,7 @@ end
 
 local function stateKey(step) return record .. ':' .. step .. ':state' end
 local function transcriptKey(step) return record .. ':' .. step .. ':transcript' end
+local function stateLogKey(step) return record .. ':' .. step .. ':state-log' end
 local function roundKey(step, kind, n) return record .. ':' .. step .. ':' .. kind .. ':' .. n end
 -- A round's field in the pending hash (its open count); the round's fanned-out calls are in field .. '|calls'.
 local function roundField(step, n) return step .. '|' .. n end

@@ -1,0 +1,54 @@
+import { type RunState, type StateChange, applyStateChanges, readStateChanges } from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import type { Keys } from '../keys.ts';
+import { StoredFormatError } from './formats.ts';
+
+/** Steps whose state this worker keeps, at most. */
+const MAX_CACHED = 1_000;
+
+/**
+ * A run's state as the store keeps it (SPEC §17): per step, a list of recorded changes (`stateLogKey`:
+ * the initial state, then each round that changed it), only appended to. A state is the first
+ * `count` entries applied in order; this worker keeps the states it read or made lately and reads
+ * only the entries after them.
+ */
+export class StateLogs {
+  private readonly cache = new Map<string, { readonly count: number; readonly state: RunState }>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
+
+  /** The state after the step's first `count` entries; `{}` for none. */
+  async read(run_id: string, step_id: string, count: number): Promise<RunState> {
+    if (count === 0) return {};
+    const key = `${run_id}/${step_id}`;
+    const cached = this.cache.get(key);
+    if (cached?.count === count) return cached.state;
+    const from = cached && cached.count < count ? cached.count : 0;
+    const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, count - 1);
+    if (from + lines.length < count) throw new StoredFormatError(`state log of ${run_id}/${step_id}`, 'missing');
+    let state = from > 0 ? cached!.state : {};
+    for (const [at, line] of lines.entries()) state = applyStateChanges(state, parseEntry(line, `state log of ${run_id}/${step_id}[${from + at}]`)).state;
+    this.remember(run_id, step_id, count, state);
+    return state;
+  }
+
+  /** Notes the state after the step's first `count` entries (made here, by a save that stood). */
+  remember(run_id: string, step_id: string, count: number, state: RunState): void {
+    const key = `${run_id}/${step_id}`;
+    this.cache.delete(key);
+    if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(key, { count, state });
+  }
+}
+
+/** One entry of a state log: a list of changes (untrusted, as anything read from Redis). */
+export function parseEntry(line: string, what: string): StateChange[] {
+  try {
+    return readStateChanges(line, what);
+  } catch {
+    throw new StoredFormatError(what, 'malformed');
+  }
+}
