@@ -55,7 +55,15 @@ export function formatRun(run: RunRecord): string {
     );
   }
   for (const [id, step] of Object.entries(run.steps ?? {})) lines.push(`step       ${id}  ${step.status}${step.error ? `  ${step.error.error_code}` : ''}`);
+  if (run.state) lines.push(...formatState(run.state));
   return lines.map(printable).join('\n');
+}
+
+/** A run's state (SPEC §17) for people: a key a line, sorted, with its value as compact JSON; `{}` when empty. */
+function formatState(state: Readonly<Record<string, unknown>>): string[] {
+  const keys = Object.keys(state).sort();
+  if (keys.length === 0) return ['state      {}'];
+  return keys.map((key, index) => `${(index === 0 ? 'state' : '').padEnd(11)}${/^[\w.-]+$/.test(key) ? key : JSON.stringify(key)}: ${JSON.stringify(state[key])}`);
 }
 
 /** Runs as a table for people: id, status, agent, when created, how long, iterations, tokens. */

@@ -8,11 +8,13 @@ const runs = () => import('./commands/runs.ts');
 const USAGE = `usage: arcflow <command> [options]
 
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N]
-  enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--idempotency-key K]
-          [--thread ID [--on-busy queue|steer|reject]] [--wait] [--json]
+  enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--state JSON]
+          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--wait] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
+                       --state: the run's initial state, a JSON object (default {}, or on a thread
+                         the state its last completed run left)
                        --thread: run on the thread's conversation so far; append the run's messages to it
-  get <run_id> [--json]
+  get <run_id> [--json]   the run record, with its state
   thread <thread_id> [--json]   a thread's messages and runs
   events <run_id> [--follow] [--json]
   inspect <run_id>
@@ -41,6 +43,7 @@ const OPTIONS = {
   config: { type: 'string' },
   'input-json': { type: 'string' },
   'exec-config': { type: 'string' },
+  state: { type: 'string' },
   'idempotency-key': { type: 'string' },
   thread: { type: 'string' },
   'on-busy': { type: 'string' },

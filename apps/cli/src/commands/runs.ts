@@ -1,4 +1,4 @@
-import { type OnBusy, RequestError, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
+import { type OnBusy, RequestError, isPlainObject, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
 import { formatEvent, formatMessage, formatRun, formatRunList } from '../format.ts';
@@ -26,6 +26,14 @@ export function parseJsonFlag(flag: string, value: string | undefined): unknown 
   }
 }
 
+/** `--state`: the run's initial state, a JSON object (SPEC §17), or a clear refusal naming the flag. */
+export function parseStateFlag(value: string | undefined): Record<string, unknown> | undefined {
+  const state = parseJsonFlag('--state', value);
+  if (state === undefined || isPlainObject(state)) return state as Record<string, unknown> | undefined;
+  const got = Array.isArray(state) ? 'an array' : state === null ? 'null' : typeof state;
+  throw new RequestError('invalid_request', `--state must be a JSON object (the run's initial state), got ${got}`);
+}
+
 /** A flag holding a whole number of milliseconds, or a clear refusal naming it. */
 export function wholeMilliseconds(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -40,6 +48,8 @@ export interface EnqueueFlags {
   'input-json'?: string;
   config?: string;
   'exec-config'?: string;
+  /** The run's initial state: a JSON object (SPEC §17). */
+  state?: string;
   'idempotency-key'?: string;
   /** The thread the run continues (SPEC §11). */
   thread?: string;
@@ -56,6 +66,8 @@ export interface EnqueueFlags {
  */
 export async function enqueueCommand(agent: string, input: string | undefined, flags: EnqueueFlags): Promise<number> {
   const given = input ?? parseJsonFlag('--input-json', flags['input-json']);
+  // Checked before any connection: a bad --state queues nothing.
+  const state = parseStateFlag(flags.state);
   return withClient(async (client) => {
     const { run_id } = await client.enqueue({
       agent,
@@ -63,6 +75,8 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
       config: parseJsonFlag('--config', flags.config),
       exec_config: parseJsonFlag('--exec-config', flags['exec-config']),
       idempotency_key: flags['idempotency-key'],
+      // Its size against the agent's max_state_bytes is checked by the client.
+      ...(state !== undefined ? { state } : {}),
       // Checked by the client: a bad thread id is an invalid_request naming thread_id.
       ...(flags.thread !== undefined ? { thread_id: flags.thread } : {}),
       ...(flags['on-busy'] !== undefined ? { on_busy: flags['on-busy'] as OnBusy } : {}),
