@@ -20,6 +20,9 @@ export const Tokens = Type.Object({ input: Type.Integer(), output: Type.Integer(
 
 export const RunError = Type.Object({ code: Type.String(), error_code: Type.String(), message: Type.String() }, { $id: 'RunError' });
 
+/** A run's state (SPEC §17): a JSON object kept beside its messages; its values are the program's own. */
+const RunState = (description: string) => Type.Object({}, { additionalProperties: true, description });
+
 export const RunRecord = Type.Object(
   {
     run_id: Type.String(),
@@ -53,6 +56,7 @@ export const RunRecord = Type.Object(
     steps: Type.Optional(
       Type.Record(Type.String(), Type.Object({ status: Type.String(), output: Type.Optional(Type.String()), error: Type.Optional(Type.Ref('RunError')) }, open)),
     ),
+    state: Type.Optional(RunState("the run's state as its last round left it ({} when none was set); events hold its key names only")),
   },
   { $id: 'RunRecord', ...open },
 );
@@ -85,6 +89,11 @@ export const EnqueueBody = Type.Object(
     }),
     config: Type.Optional(Type.Unknown()),
     exec_config: Type.Optional(Type.Unknown({ description: "test mode: needs the 'admin' scope" })),
+    state: Type.Optional(
+      RunState(
+        "the run's initial state: a JSON object of at most the agent's max_state_bytes (default 262144 bytes of its JSON); default {}, or on a thread the state its last completed run left",
+      ),
+    ),
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     thread_id: Type.Optional(
       Type.String({

@@ -66,6 +66,39 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(events.body.at(-1)).toMatchObject({ kind: 'RunCompleted' });
   });
 
+  it('enqueues with a state (SPEC §17), returns the state the last round left, and refuses a state that is no object or too large (400, naming state)', async () => {
+    const created = await enqueue({ agent: 'api_agent', input: 'wait=10 fact=oslo', state: { facts: ['given'], trip: { days: 3 } } });
+    expect(created.status).toBe(201);
+    let record: Record<string, any> = {};
+    for (let tries = 0; tries < 100 && record.status !== 'completed'; tries += 1) {
+      record = (await json(await call(`/v1/runs/${created.body.run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(record).toMatchObject({ status: 'completed', state: { facts: ['given', 'oslo-1', 'oslo-2'], trip: { days: 3 } } });
+    const events = (await json(await call(`/v1/runs/${created.body.run_id}/events`, { key: 'read' }))).body as Record<string, any>[];
+    expect(events.filter((event) => event.kind === 'StateUpdated').map(({ iteration, keys }) => ({ iteration, keys }))).toEqual([
+      { iteration: 1, keys: ['facts'] },
+      { iteration: 2, keys: ['facts'] },
+    ]);
+    expect(JSON.stringify(events)).not.toContain('oslo-');
+    // Without one, a run's state is {}.
+    const plain = await enqueue({ agent: 'api_agent', input: 'wait=1 no state' });
+    expect((await json(await call(`/v1/runs/${plain.body.run_id}`, { key: 'read' }))).body.state).toEqual({});
+
+    for (const state of [['a'], 'facts', 7, null]) {
+      expect((await enqueue({ agent: 'api_agent', input: 'x', state })).body).toMatchObject({
+        status: 400,
+        code: 'invalid_request',
+        detail: expect.stringContaining('state'),
+      });
+    }
+    expect((await enqueue({ agent: 'api_agent', input: 'x', state: { blob: 'x'.repeat(300_000) } })).body).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      detail: "state is 300011 bytes of JSON, over the agent's max_state_bytes (262144)",
+    });
+  });
+
   it('answers problems: 401 without or with a wrong key, 403 for too little scope or test mode without admin, 404, 400, 413', async () => {
     const none = await json(await call('/v1/runs', { key: null }));
     expect(none).toMatchObject({
@@ -234,7 +267,14 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     const text = fc.oneof(fc.string(), fc.constantFrom('%', '..', 'run_x', 'a'.repeat(300), '-1', 'NaN', 'Bearer x'));
     const body = fc.oneof(
       fc.record(
-        { agent: fc.oneof(fc.constantFrom('api_agent', 'api_flow'), junk), input: fc.oneof(fc.string(), junk), config: junk, exec_config: junk, idempotency_key: junk },
+        {
+          agent: fc.oneof(fc.constantFrom('api_agent', 'api_flow'), junk),
+          input: fc.oneof(fc.string(), junk),
+          config: junk,
+          exec_config: junk,
+          idempotency_key: junk,
+          state: junk,
+        },
         { requiredKeys: [] },
       ),
       junk,
@@ -284,6 +324,9 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     const document = (await (await fetch(`${serve.url}/openapi.json`)).json()) as Record<string, any>;
     expect(document.openapi).toBe('3.1.0');
     await SwaggerParser.validate(structuredClone(document) as never);
+    // The run state (SPEC §17): given at enqueue, returned in the record, both JSON objects.
+    expect(document.paths['/v1/runs'].post.requestBody.content['application/json'].schema.properties.state).toMatchObject({ type: 'object' });
+    expect(document.components.schemas.RunRecord.properties.state).toMatchObject({ type: 'object' });
     const { body: run } = await enqueue({ agent: 'api_agent', input: 'wait=1 doc' });
     const paths = Object.entries(document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>);
     expect(paths.map(([path]) => path).sort()).toEqual([

@@ -35,8 +35,13 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
       if (exec_config !== undefined && exec_config !== null && !allows(request.caller!, 'admin')) {
         throw new HttpProblem(403, 'forbidden', "test mode (exec_config) needs a key with the 'admin' scope");
       }
-      // The input's messages are checked by the client (SPEC §11), as for any caller.
-      const { run_id, created } = await client.enqueue({ ...request.body, input: request.body.input as RunInput });
+      // The input's messages are checked by the client (SPEC §11), as for any caller; so is the
+      // state's size against the agent's max_state_bytes (SPEC §17), the schema having made it an object.
+      const { run_id, created } = await client.enqueue({
+        ...request.body,
+        input: request.body.input as RunInput,
+        state: request.body.state as Readonly<Record<string, unknown>> | undefined,
+      });
       return reply.status(created ? 201 : 200).send({ run_id });
     },
   );
