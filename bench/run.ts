@@ -11,7 +11,7 @@ import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
-import { type ThreadWindow, type TranscriptWindow, threadRuns, transcriptRun } from './transcript.ts';
+import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, transcriptRun } from './transcript.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -324,6 +324,20 @@ try {
       target: 'completes',
       verdict: 'yes',
     });
+  }
+  if (wanted('state')) {
+    progress('301-iteration runs whose tool appends 1 KiB to the run state each round, and the same with no state');
+    const noting = await transcriptRun(prefix('state'), 301, [10, 290], stateAgents.noting);
+    const plainRun = await transcriptRun(prefix('state-none'), 301, [10, 290], stateAgents.plain);
+    const [early, late] = noting.windows as [TranscriptWindow, TranscriptWindow];
+    const plainLate = plainRun.windows[1]!;
+    const mean = (windows: readonly TranscriptWindow[]) => windows.reduce((sum, window) => sum + window.iterationMs, 0) / windows.length;
+    rows.push(
+      flatRow('state: Redis bytes in per iteration at 290-300 (vs 10-20), 1 KiB appended a round', late.bytesIn, early.bytesIn, kib, 1.25),
+      flatRow('state: engine time per iteration at 290-300 (vs 10-20)', late.iterationMs, early.iterationMs, ms, 1.25),
+      flatRow('state: engine time per iteration, with state (vs the same run without), both windows', mean(noting.windows), mean(plainRun.windows), ms),
+      flatRow('state: Redis bytes in per iteration at 290-300, with state (vs without)', late.bytesIn, plainLate.bytesIn, kib),
+    );
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

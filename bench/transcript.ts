@@ -10,6 +10,24 @@ const PAGE = 'x'.repeat(4096);
 const pages = tool({ name: 'bench_page', description: 'a 4 KiB page', input_schema: { type: 'object' }, handler: () => PAGE });
 const reader = new Agent({ name: 'bench_reader', instructions: 'read every page', tools: [pages], loop_detection: false, tool_execution: { max_iterations: 10_000 } });
 
+/** Run state (SPEC §17): a tool that appends 1 KiB to the state each round, and the same tool that keeps none. */
+const NOTE = 'n'.repeat(1024);
+const noting = tool({
+  name: 'bench_note',
+  description: 'notes 1 KiB in the run state',
+  input_schema: { type: 'object' },
+  handler: (_args: unknown, ctx) => {
+    ctx.state.append('notes', NOTE);
+    return 'noted';
+  },
+});
+const plain = tool({ name: 'bench_note', description: 'notes nothing', input_schema: { type: 'object' }, handler: () => 'noted' });
+const loopSettings = { loop_detection: false, tool_execution: { max_iterations: 10_000 } } as const;
+export const stateAgents = {
+  noting: new Agent({ name: 'bench_noter', tools: [noting], max_state_bytes: 4 * 1024 * 1024, ...loopSettings }),
+  plain: new Agent({ name: 'bench_noter', tools: [plain], ...loopSettings }),
+};
+
 /** Iterations measured: 10 of them from each of these on. */
 const WINDOW = 10;
 
@@ -31,7 +49,8 @@ export interface TranscriptRun {
 const inputBytes = async (redis: Redis) => Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1] ?? Number.NaN);
 
 /** One run of `iterations` calls (one 4 KiB result each), measured over WINDOW iterations from each of `starts`. */
-export async function transcriptRun(prefix: string, iterations: number, starts: readonly number[]): Promise<TranscriptRun> {
+export async function transcriptRun(prefix: string, iterations: number, starts: readonly number[], agent: Agent = reader): Promise<TranscriptRun> {
+  const toolName = agent.tools[0]!.name;
   const redis = new Redis(REDIS_URL);
   const arrive: number[] = [];
   const leave: number[] = [];
@@ -48,16 +67,16 @@ export async function transcriptRun(prefix: string, iterations: number, starts: 
       const response: ProviderResponse =
         n >= iterations
           ? { content: 'done', tool_calls: [], finish_reason: 'stop', usage }
-          : { content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'bench_page', arguments: '{}' } }], finish_reason: 'tool_calls', usage };
+          : { content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: toolName, arguments: '{}' } }], finish_reason: 'tool_calls', usage };
       leave[n] = performance.now();
       return response;
     },
   };
-  const worker = await startWorker({ agents: [reader], provider, redis: REDIS_URL, prefix, logger: silentLogger });
+  const worker = await startWorker({ agents: [agent], provider, redis: REDIS_URL, prefix, logger: silentLogger });
   const client = createClient({ redis: REDIS_URL, prefix });
   try {
     const started = performance.now();
-    const { run_id } = await client.enqueue({ agent: reader.name, input: 'read' });
+    const { run_id } = await client.enqueue({ agent: agent.name, input: 'read' });
     const record = await client.wait(run_id, { timeout_ms: 30 * 60_000 });
     const totalMs = performance.now() - started;
     if (record.status !== 'completed') throw new Error(`bench run ${run_id} ended ${record.status}`);

@@ -160,6 +160,10 @@ export class RunKeys {
     return roundKey(this.base, step_id, 'response', iteration);
   }
 
+  changes(step_id: string, iteration: number): string {
+    return roundKey(this.base, step_id, 'changes', iteration);
+  }
+
   results(step_id: string, iteration: number): string {
     return roundKey(this.base, step_id, 'results', iteration);
   }

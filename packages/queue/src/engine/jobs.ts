@@ -44,6 +44,8 @@ export interface ToolJobData {
   readonly waits?: boolean;
   /** How many recorded entries make the run state the round began with (SPEC §17); absent: none (`{}`). */
   readonly state_entries?: number;
+  /** The step whose state log holds them, when not the job's own (a workflow's tool step reads the run's, `run`). */
+  readonly state_step?: string;
   /** The run state's limit, when the agent's is not the default. */
   readonly max_state_bytes?: number;
 }

@@ -1,6 +1,8 @@
 import {
   type Agent,
   NOTHING_SPENT,
+  RUN_STEP_ID,
+  stateAsChanges,
   type RunError,
   executedCalls,
   markApprovals,
@@ -197,7 +199,9 @@ export class ProviderJobProcessor {
       await endRun(this.deps.store, run_id, ending, this.deps);
       return;
     }
-    await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending);
+    // A completed step's run-state changes (its state log after the run state it began with) apply to the run's state (SPEC §17).
+    const changes = ending.outcome.status === 'completed' ? await this.deps.store.stateLogs.changesSince(run_id, ending.step_id, 1) : undefined;
+    await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending, changes);
   }
 
   /**
@@ -268,17 +272,27 @@ export class ProviderJobProcessor {
       const thread = context.workflow ? undefined : await this.deps.threads.history(spec.run_id);
       if (thread && 'waiting' in thread) return 'thread-waiting';
       const earlier = thread && thread.count > 0 ? await this.deps.store.threadMessages(spec.run_id, thread) : [];
+      const invoked: PendingEvent = { event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` };
+      const first = initialStepState(agent, input, data.step_id, earlier);
+      if (context.workflow) {
+        // A workflow step starts from the run's state as it stands (SPEC §17), kept as its state log's first entry.
+        const stateEntry = await this.runStateNow(spec.run_id);
+        return { state: { ...first, state_entries: 1 }, expected: -1, events: [invoked], stateEntry };
+      }
       // The run state's recorded entries so far: its initial state, or the one its thread left (SPEC §17).
       const state_entries = thread ? thread.state_entries : snapshot.stateEntries;
-      return {
-        state: { ...initialStepState(agent, input, data.step_id, earlier), ...(state_entries > 0 ? { state_entries } : {}) },
-        expected: -1,
-        events: [{ event: agentInvokedEvent(agent, settings, data.step_id), once: `invoked|${data.step_id}` }],
-      };
+      return { state: { ...first, ...(state_entries > 0 ? { state_entries } : {}) }, expected: -1, events: [invoked] };
     }
     if (stored?.iterations === data.iteration - 1) return { state: stored, expected: undefined, events: [] };
     if (stored?.iterations === data.iteration - 2) return this.joinRound(context, stored, snapshot);
     return undefined;
+  }
+
+  /** A workflow run's state as it stands (the run's state log), as a step's first state log entry. */
+  private async runStateNow(run_id: string): Promise<StateEntry> {
+    const { stateLogs } = this.deps.store;
+    const state = await stateLogs.read(run_id, RUN_STEP_ID, await stateLogs.length(run_id, RUN_STEP_ID));
+    return { at: 0, changes: stateAsChanges(state), state };
   }
 
   /**
@@ -388,7 +402,7 @@ export class ProviderJobProcessor {
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
     const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
-    if (ending?.outcome.status === 'completed') await stageThreadMessages(this.deps.threads, context, state, response);
+    if (ending?.outcome.status === 'completed') await stageThreadMessages(this.deps.threads, this.deps.store, context, state, response);
     const recorded = await store.recordResponse(
       run_id,
       step_id,

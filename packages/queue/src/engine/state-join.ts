@@ -6,6 +6,8 @@ import type { RunStore, StateEntry } from '../store/run-store.ts';
 export interface RoundState {
   readonly entries: number;
   readonly max_state_bytes: number;
+  /** The step whose state log holds the entries, when not the call's own. */
+  readonly log_step?: string;
 }
 
 /** The run state a step's next round starts from, as its tool jobs and inline calls are told it. */

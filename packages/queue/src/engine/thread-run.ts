@@ -1,5 +1,6 @@
-import { type ChatMessage, type EventDraft, type ProviderResponse, type StepState, byteSize, initialStepState } from '@arcflow/core';
+import { type ChatMessage, stateAsChanges, type EventDraft, type ProviderResponse, type StepState, byteSize, initialStepState } from '@arcflow/core';
 import { JobId, QueueName } from '../keys.ts';
+import type { RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
 import type { QueuePool } from './join.ts';
 import type { StepContext } from './round.ts';
@@ -37,12 +38,16 @@ export async function injectSteered(threads: ThreadStore, run_id: string, state:
  * Before the write that completes a run on a thread (SPEC §11): stages the run's own messages —
  * those of its state after the instructions and the thread's earlier messages (its input, the
  * assistant turns with their tool calls, the tool results), then the final answer — for that write
- * to append to the thread. A run on no thread: nothing is written.
+ * to append to the thread, and the run state it leaves, for that write to keep as the thread's.
+ * A run on no thread: nothing is written.
  */
-export async function stageThreadMessages(threads: ThreadStore, context: StepContext, state: StepState, response: ProviderResponse): Promise<void> {
-  const base = await threads.base(context.spec.run_id);
+export async function stageThreadMessages(threads: ThreadStore, store: RunStore, context: StepContext, state: StepState, response: ProviderResponse): Promise<void> {
+  const { run_id, step_id } = context.data;
+  const base = await threads.base(run_id);
   if (base === undefined) return;
-  const instructions = initialStepState(context.agent, [], context.data.step_id).messages.length;
+  const instructions = initialStepState(context.agent, [], step_id).messages.length;
   const answer: ChatMessage = { role: 'assistant', content: response.content };
-  await threads.stage(context.spec.run_id, [...state.messages.slice(instructions + base), answer]);
+  // The run state it leaves (SPEC §17): the thread's next run starts from it.
+  const runState = await store.stateLogs.read(run_id, step_id, state.state_entries ?? 0);
+  await threads.stage(run_id, [...state.messages.slice(instructions + base), answer], stateAsChanges(runState));
 }

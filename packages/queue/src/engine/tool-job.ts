@@ -68,7 +68,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       planned,
       place,
       { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
-      { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES },
+      { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
     );
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
@@ -122,6 +122,7 @@ function malformedJobData(data: ToolJobData): string | undefined {
   if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
   if (data.workflow !== undefined && (typeof data.workflow !== 'string' || !NamePattern.agent.test(data.workflow))) return 'workflow';
   if (data.state_entries !== undefined && (!Number.isSafeInteger(data.state_entries) || data.state_entries < 0)) return 'state_entries';
+  if (data.state_step !== undefined && (typeof data.state_step !== 'string' || !NamePattern.stepId.test(data.state_step))) return 'state_step';
   if (data.max_state_bytes !== undefined && (!Number.isSafeInteger(data.max_state_bytes) || data.max_state_bytes < 2)) return 'max_state_bytes';
   return undefined;
 }

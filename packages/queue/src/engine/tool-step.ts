@@ -1,6 +1,8 @@
 import {
   type EventDraft,
+  RUN_STEP_ID,
   type RunError,
+  type StateChange,
   type WorkflowStep,
   checkExecConfig,
   plannedCallEvents,
@@ -12,7 +14,7 @@ import {
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { workflowInputText } from '../store/input-format.ts';
-import type { RunSpec } from '../store/run-store.ts';
+import type { RunSpec, RunStore } from '../store/run-store.ts';
 import type { StepEnding } from '../store/workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
 import { type ProviderJobData, type ToolJobData, toolJobOptions } from './jobs.ts';
@@ -77,6 +79,8 @@ export class ToolStepProcessor {
       trace,
       join: run.queue,
       workflow: spec.agent,
+      // Its handler sees the run's state as it stands now (SPEC §17); its changes apply when the step completes.
+      ...(await runStateFields(store, run_id)),
     };
     await queues.forTool(step.tool, run_id).add(step.tool.name, data, toolJobOptions(data, step.tool, options.tool_backoff_ms));
     return 'fanned-out';
@@ -100,12 +104,23 @@ export class ToolStepProcessor {
 }
 
 /** A tool step's end from its call's recorded result: completed with the result, or failed with the call's code. */
-export function toolStepEnding(step_id: string, tool_name: string, result: { content: string; failure: string } | undefined): StepEnding {
+export function toolStepEnding(step_id: string, tool_name: string, result: { content: string; failure: string; changes?: readonly StateChange[] } | undefined): StepEnding {
   if (result && result.failure === '') {
-    return { step_id, outcome: { status: 'completed', output: result.content }, completed: stepCompletedEvent(step_id, result.content, 0) };
+    return {
+      step_id,
+      outcome: { status: 'completed', output: result.content },
+      completed: stepCompletedEvent(step_id, result.content, 0),
+      ...(result.changes && result.changes.length > 0 ? { state_changes: result.changes } : {}),
+    };
   }
   const code = result?.failure ?? 'tool_error';
   const why = result ? `tool '${tool_name}' failed (${code})` : `the result of tool '${tool_name}' is missing`;
   const error: RunError = { code: 'StepExecutionFailed', error_code: code, message: `step '${step_id}': ${why}` };
   return { step_id, outcome: { status: 'failed', error }, events: [{ event: stepFailedEvent(step_id, error) }] };
+}
+
+/** A tool step's view of the run state: the entries of the run's state log (the log of step `run`) as the step starts. */
+async function runStateFields(store: RunStore, run_id: string): Promise<Pick<ToolJobData, 'state_entries' | 'state_step'>> {
+  const entries = await store.stateLogs.length(run_id, RUN_STEP_ID);
+  return entries > 0 ? { state_entries: entries, state_step: RUN_STEP_ID } : {};
 }

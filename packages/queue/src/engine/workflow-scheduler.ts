@@ -13,6 +13,7 @@ import {
   stepCompletedEvent,
   workflowOutput,
   workflowRunError,
+  type StateChange,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
@@ -177,7 +178,7 @@ export function stepCarrier(runTrace: WorkflowRun['trace'], step: GraphStep): Tr
  * or `StepExecutionFailed` among its events), with its `StepCompleted`; the process that settles it
  * emits the step's span.
  */
-export async function settleAgentStep(scheduler: WorkflowScheduler, run: WorkflowRun, agent: string, ending: RunEnding): Promise<void> {
+export async function settleAgentStep(scheduler: WorkflowScheduler, run: WorkflowRun, agent: string, ending: RunEnding, state_changes?: readonly StateChange[]): Promise<void> {
   const { outcome, step_id } = ending;
   if (outcome.status === 'cancelled') throw new Error('a step does not end cancelled on its own');
   const settled = await scheduler.settle(run, {
@@ -185,6 +186,7 @@ export async function settleAgentStep(scheduler: WorkflowScheduler, run: Workflo
     outcome,
     events: ending.events ?? [],
     ...(outcome.status === 'completed' ? { completed: stepCompletedEvent(step_id, outcome.output, 0) } : {}),
+    ...(state_changes && state_changes.length > 0 ? { state_changes } : {}),
   });
   if (settled?.settledNow && settled.started_at !== undefined) {
     emitStepSpan(run.trace.traceparent, {

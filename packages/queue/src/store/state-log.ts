@@ -35,6 +35,17 @@ export class StateLogs {
     return state;
   }
 
+  /** How many entries the step's state log holds. */
+  length(run_id: string, step_id: string): Promise<number> {
+    return this.redis.llen(this.keys.run(run_id).stateLog(step_id));
+  }
+
+  /** The changes of the step's entries from `from` on, in order, as one list. */
+  async changesSince(run_id: string, step_id: string, from: number): Promise<StateChange[]> {
+    const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, -1);
+    return lines.flatMap((line, at) => parseEntry(line, `state log of ${run_id}/${step_id}[${from + at}]`));
+  }
+
   /** Notes the state after the step's first `count` entries (made here, by a save that stood). */
   remember(run_id: string, step_id: string, count: number, state: RunState): void {
     const key = `${run_id}/${step_id}`;

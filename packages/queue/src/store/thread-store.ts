@@ -1,4 +1,4 @@
-import { type ChatMessage, type OnBusy, RequestError } from '@arcflow/core';
+import { type ChatMessage, type OnBusy, RequestError, type StateChange } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, hashTag, threadKeys } from '../keys.ts';
 import { partitionOfKey, partitionTag } from '../partitions.ts';
@@ -118,9 +118,11 @@ export class ThreadStore {
     return thread_id == null ? undefined : Number(base ?? 0);
   }
 
-  /** Stages a thread run's own messages, for the write that completes it to append to the thread. */
-  async stage(run_id: string, messages: readonly ChatMessage[]): Promise<boolean> {
-    return (await this.scripts.stageThreadMessages([this.keys.record(run_id)], { messages: messages.map((message) => JSON.stringify(message)) })) === 1;
+  /** Stages a thread run's own messages, for the write that completes it to append to the thread, and the run state it leaves (SPEC §17). */
+  async stage(run_id: string, messages: readonly ChatMessage[], state: readonly StateChange[] = []): Promise<boolean> {
+    return (
+      (await this.scripts.stageThreadMessages([this.keys.record(run_id)], { messages: messages.map((message) => JSON.stringify(message)), state: JSON.stringify(state) })) === 1
+    );
   }
 
   /** A thread's messages, oldest first. */

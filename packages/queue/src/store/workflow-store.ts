@@ -1,9 +1,10 @@
-import type { EventDraft, GraphStep, RunError, StepRecord, StepSkip, StepStatus } from '@arcflow/core';
+import type { EventDraft, GraphStep, RunError, StateChange, StepRecord, StepSkip, StepStatus } from '@arcflow/core';
 import { stepSkippedEvent, stepStartedEvent } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../keys.ts';
 import type { PendingEvent, RunOutcome } from './run-store.ts';
 import type { StoreScripts } from './script-runner.ts';
+import { parseEntry } from './state-log.ts';
 
 /** How the store turns events into what its scripts take (the run store's own encoding). */
 interface EventCodec {
@@ -25,6 +26,8 @@ export interface StepEnding {
   readonly outcome: Exclude<RunOutcome, { status: 'cancelled' }>;
   readonly events?: readonly PendingEvent[];
   readonly completed?: EventDraft;
+  /** A completed step's run-state changes (SPEC §17): applied to the run's state as it completes, once. */
+  readonly state_changes?: readonly StateChange[];
 }
 
 /**
@@ -51,6 +54,7 @@ export class WorkflowStore {
       ts: Date.now(),
       events: this.codec.pairs(ending.events ?? []),
       completed: ending.completed ? this.codec.eventJson(ending.completed) : undefined,
+      state_changes: ending.state_changes && ending.state_changes.length > 0 && outcome.status === 'completed' ? JSON.stringify(ending.state_changes) : undefined,
     })) as [number, string[]?];
     if (settled === -1) return undefined;
     return { settledNow: settled === 1, view: viewOf(fields ?? []) };
@@ -75,9 +79,14 @@ export class WorkflowStore {
   }
 
   /** A tool step's call result and its failure code ('' when it completed), once recorded. */
-  async toolStepResult(run_id: string, step_id: string): Promise<{ content: string; failure: string } | undefined> {
-    const [content, failure] = await this.redis.hmget(this.keys.run(run_id).results(step_id, 1), step_id, `${step_id}|error`);
-    return content == null ? undefined : { content, failure: failure ?? '' };
+  async toolStepResult(run_id: string, step_id: string): Promise<{ content: string; failure: string; changes: StateChange[] } | undefined> {
+    const keys = this.keys.run(run_id);
+    const [[content, failure], changes] = await Promise.all([
+      this.redis.hmget(keys.results(step_id, 1), step_id, `${step_id}|error`),
+      this.redis.hget(keys.changes(step_id, 1), step_id),
+    ]);
+    if (content == null) return undefined;
+    return { content, failure: failure ?? '', changes: changes ? parseEntry(changes, `state changes of step ${step_id} of ${run_id}`) : [] };
   }
 
   async view(run_id: string): Promise<StepsView> {

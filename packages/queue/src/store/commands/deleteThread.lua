@@ -1,5 +1,6 @@
 --[[
-  Deletes a thread (SPEC §11): its messages, its list of runs and its line of waiting runs; its
+  Deletes a thread (SPEC §11): its messages, its list of runs, its line of waiting runs and the run
+  state its last completed run left (SPEC §17); its
   runs stay, as runs. Refused while one of its runs is active (queued, running or waiting): that
   run reads the thread's messages it began on from the thread's list.
   KEYS[1] the thread's key (its messages; the others are named from it, as keys.ts names them)
@@ -12,4 +13,4 @@ if active then
   local status = redis.call('HGET', tag .. ':run:' .. active, 'status')
   if status and status ~= 'completed' and status ~= 'failed' and status ~= 'cancelled' then return {-1, active} end
 end
-return {redis.call('DEL', thread, thread .. ':runs', thread .. ':active', thread .. ':waiting') > 0 and 1 or 0}
+return {redis.call('DEL', thread, thread .. ':runs', thread .. ':active', thread .. ':waiting', thread .. ':state') > 0 and 1 or 0}

@@ -51,7 +51,7 @@ end
 
 redis.call('HSET', record, 'thread_id', args.thread_id)
 redis.call('RPUSH', thread .. ':runs', run_id)
-for _, key in ipairs({thread, thread .. ':runs', thread .. ':active', thread .. ':waiting'}) do redis.call('PERSIST', key) end
+for _, key in ipairs({thread, thread .. ':runs', thread .. ':active', thread .. ':waiting', thread .. ':state'}) do redis.call('PERSIST', key) end
 
 if not current then
   redis.call('SET', thread .. ':active', run_id)

@@ -4,7 +4,9 @@
   to fail is remembered as '|first_failed'.
   KEYS[1] record
   ARGV[1] msgpack map: step_id, status ('completed' | 'failed'), output?, error? (JSON), ts,
-        events ({dedupeId, json} pairs), completed? (StepCompleted JSON without duration_ms)
+        events ({dedupeId, json} pairs), completed? (StepCompleted JSON without duration_ms),
+        state_changes? (a completed step's run-state changes, SPEC §17: one entry appended to the
+        run's state log, the log of step 'run')
   Returns {1, steps} when this call ended the step, {0, steps} when it had ended already (steps:
   the steps hash as field/value pairs, after the write), {-1} when the run has ended.
   Safe to run twice.
@@ -19,12 +21,18 @@ needEvents('events', args.events)
 if args.output ~= nil then needText('output', args.output) end
 if args.error ~= nil then needText('error', args.error) end
 if args.completed ~= nil then needText('completed', args.completed) end
+if args.state_changes ~= nil then needText('state_changes', args.state_changes) end
 
 local status, ended = runStatus()
 if ended then return {-1} end
 if redis.call('HGET', steps, step) ~= 'running' then return {0, redis.call('HGETALL', steps)} end
 redis.call('HSET', steps, step, args.status)
 if args.output then redis.call('HSET', outputs, step, args.output) end
+if args.state_changes and args.status == 'completed' then
+  local log = stateLogKey('run')
+  redis.call('RPUSH', log, args.state_changes)
+  redis.call('SADD', index, log)
+end
 if args.error then
   redis.call('HSET', outputs, step .. '|error', args.error)
   redis.call('HSETNX', steps, '|first_failed', step)

@@ -72,6 +72,8 @@ local function endOnThread(ending, run_id, tag)
     for i = 1, #messages, 1000 do
       redis.call('RPUSH', thread, unpack(messages, i, math.min(i + 999, #messages)))
     end
+    local state = redis.call('HGET', record, 'thread_state')
+    if state then redis.call('SET', thread .. ':state', state) end
   end
   redis.call('DEL', staged)
   if redis.call('GET', thread .. ':active') == run_id then
@@ -89,7 +91,7 @@ local function endOnThread(ending, run_id, tag)
     redis.call('LREM', thread .. ':waiting', 0, run_id)
   end
   if redis.call('EXISTS', thread .. ':active') == 0 then
-    for _, key in ipairs({thread, thread .. ':runs', thread .. ':waiting'}) do redis.call('EXPIRE', key, ending.retention_seconds) end
+    for _, key in ipairs({thread, thread .. ':runs', thread .. ':waiting', thread .. ':state'}) do redis.call('EXPIRE', key, ending.retention_seconds) end
   end
 end
 

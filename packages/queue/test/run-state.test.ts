@@ -1,0 +1,93 @@
+import { createClient } from '@arcflow/queue';
+import { describe, expect, it } from 'vitest';
+import { fixtureWorkers } from './harness.ts';
+
+// SPEC §17 "Run state", through `arcflow worker` processes: a thread's runs carry the state on, a
+// bad initial state queues nothing, and under SIGKILLs every call's changes land exactly once.
+
+const FIXTURE = new URL('./fixtures/state-agents.ts', import.meta.url).pathname;
+const { forTest } = fixtureWorkers(FIXTURE);
+
+describe('run state through worker processes', () => {
+  it("starts a thread's next run from the state its last completed run left, unless given one", async () => {
+    const workers = forTest('state-thread');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const first = await client.enqueue({ agent: 'noter', input: 'items:a,b', thread_id: 'notes' });
+      expect(await client.wait(first.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', state: { facts: ['a', 'b'], last: 'b' } });
+      const second = await client.enqueue({ agent: 'noter', input: 'items:c', thread_id: 'notes' });
+      expect(await client.wait(second.run_id, { timeout_ms: 20_000 })).toMatchObject({
+        status: 'completed',
+        output: 'saw ["a","b"]',
+        state: { facts: ['a', 'b', 'c'], last: 'c' },
+      });
+      // Given a state (even {}), a run on the thread starts from it.
+      const third = await client.enqueue({ agent: 'noter', input: 'items:d', thread_id: 'notes', state: {} });
+      expect(await client.wait(third.run_id, { timeout_ms: 20_000 })).toMatchObject({ output: 'saw []', state: { facts: ['d'], last: 'd' } });
+      // The fourth starts from what the third left.
+      const fourth = await client.enqueue({ agent: 'noter', input: 'items:e', thread_id: 'notes' });
+      expect(await client.wait(fourth.run_id, { timeout_ms: 20_000 })).toMatchObject({ output: 'saw ["d"]' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a bad initial state naming state, and queues nothing', async () => {
+    const workers = forTest('state-refused');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      // The registered agent's max_state_bytes (4,096) bounds it.
+      await expect(client.enqueue({ agent: 'noter', input: 'items:a', state: { big: 'x'.repeat(5_000) } })).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringMatching(/^state is \d+ bytes of JSON, over the agent's max_state_bytes \(4096\)$/),
+      });
+      await expect(client.enqueue({ agent: 'noter', input: 'items:a', state: 'facts' as never })).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: 'state must be a JSON object, got string',
+      });
+      expect((await client.list({ limit: 10 })).runs).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('keeps each call’s changes exactly once, in call order, while workers are SIGKILLed (40 runs of 4 parallel calls)', async () => {
+    const workers = forTest('state-chaos');
+    const live = [await workers.start(), await workers.start()];
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    let kills = 0;
+    let stopping = false;
+    const killer = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      while (!stopping) {
+        const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0];
+        victim?.kill('SIGKILL');
+        kills += 1;
+        live.push(await workers.start());
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+      }
+    })();
+    try {
+      const runs = await Promise.all(Array.from({ length: 40 }, (_, n) => client.enqueue({ agent: 'noter', input: `items:${n}a,${n}b,${n}c,${n}d hold:1000` })));
+      const records = await Promise.all(runs.map(({ run_id }) => client.wait(run_id, { timeout_ms: 120_000 })));
+      stopping = true;
+      await killer;
+      expect(kills).toBeGreaterThanOrEqual(1);
+      for (const [n, record] of records.entries()) {
+        // On a mismatch, the run's tool and state events say which call went where.
+        const calls: string[] = [];
+        if ((record.state?.facts as unknown[] | undefined)?.length !== 4) {
+          for await (const event of client.events(record.run_id)) if (event.kind.startsWith('Tool') || event.kind === 'StateUpdated') calls.push(JSON.stringify(event));
+        }
+        expect(record.status).toBe('completed');
+        expect(record.state, calls.join('\n')).toEqual({ facts: [`${n}a`, `${n}b`, `${n}c`, `${n}d`], last: `${n}d` });
+      }
+    } finally {
+      stopping = true;
+      await killer;
+      await client.close();
+    }
+  }, 180_000);
+});
