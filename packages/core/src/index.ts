@@ -35,6 +35,7 @@ export {
   CallState,
   DEFAULT_MAX_STATE_BYTES,
   applyStateChanges,
+  applyStateChangesSized,
   stateSize,
   checkInitialState,
   stateAsChanges,

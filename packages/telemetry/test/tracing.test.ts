@@ -44,7 +44,9 @@ beforeAll(async () => {
   const client = createClient({ redis: TEST_REDIS_URL, prefix });
   const request = trace.getTracer('backend').startSpan('POST /trips');
   requestSpanId = request.spanContext().spanId;
-  ({ run_id } = await context.with(trace.setSpan(context.active(), request), () => client.enqueue({ agent: 'traced_agent', input: `${CANARY}-input`, state: { seed: `${CANARY}-initial-state` } })));
+  ({ run_id } = await context.with(trace.setSpan(context.active(), request), () =>
+    client.enqueue({ agent: 'traced_agent', input: `${CANARY}-input`, state: { seed: `${CANARY}-initial-state` } }),
+  ));
   request.end();
   const run = await client.wait(run_id, { timeout_ms: 30_000 });
   expect(run.status).toBe('completed');

@@ -119,6 +119,49 @@ export function applyStateChanges(state: RunState, changes: readonly StateChange
   return { state: next, keys: [...keys].sort() };
 }
 
+/**
+ * {@link applyStateChanges}, with the JSON size of the result worked out from `size` (the size of
+ * `state`'s JSON) and what the changes add and remove, without writing the whole state again: an
+ * append costs its items, a set or delete the value it replaces.
+ */
+export function applyStateChangesSized(
+  state: RunState,
+  size: number,
+  changes: readonly StateChange[],
+): { readonly state: RunState; readonly keys: readonly string[]; readonly size: number } {
+  const next: Record<string, unknown> = { ...state };
+  const keys = new Set<string>();
+  let count = Object.keys(next).length;
+  const json = (value: unknown) => byteSize(JSON.stringify(value));
+  /** A member `"key":value`, and the comma between it and another. */
+  const member = (key: string, value: unknown) => json(key) + 1 + json(value);
+  for (const change of changes) {
+    const [op, key] = change;
+    keys.add(key);
+    const had = Object.hasOwn(next, key);
+    if (op === 'append' && had && Array.isArray(next[key])) {
+      const held = next[key] as unknown[];
+      const items = change[2];
+      size += items.reduce<number>((sum, item) => sum + json(item), 0) + (held.length === 0 ? Math.max(0, items.length - 1) : items.length);
+      next[key] = [...held, ...items];
+      continue;
+    }
+    if (op === 'delete') {
+      if (!had) continue;
+      size -= member(key, next[key]) + (count > 1 ? 1 : 0);
+      delete next[key];
+      count -= 1;
+      continue;
+    }
+    // A set, or an append to a key that held no array: the key's value is replaced in its place.
+    const value = op === 'set' ? change[2] : [...change[2]];
+    size += member(key, value) - (had ? member(key, next[key]) : count > 0 ? -1 : 0);
+    if (!had) count += 1;
+    next[key] = value;
+  }
+  return { state: changes.length === 0 ? state : next, keys: [...keys].sort(), size };
+}
+
 /** The bytes of a state's JSON (what `max_state_bytes` bounds). */
 export function stateSize(state: RunState): number {
   return byteSize(JSON.stringify(state));

@@ -2,7 +2,7 @@ import { ToolArgumentError } from '../errors.ts';
 import { withFields } from '../logger.ts';
 import type { ToolContext, ToolDefinition, ToolLogger } from './define.ts';
 import { serialiseResult } from './result-text.ts';
-import { CallState, DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
+import { CallState, DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChangesSized, stateSize } from '../state/run-state.ts';
 
 /** How one execution of a handler ended. Exactly one attempt; retries belong to the caller. */
 export type HandlerOutcome =
@@ -52,6 +52,8 @@ export interface HandlerCall {
   readonly log: ToolLogger;
   /** The run's state as the call's round began (SPEC §17); none: `{}`. */
   readonly state?: RunState;
+  /** The size of `state`'s JSON, when known (else it is written out once to learn it). */
+  readonly state_size?: number;
   /** The most the state's JSON may take after this call's changes. */
   readonly max_state_bytes?: number;
 }
@@ -120,8 +122,9 @@ export function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<Han
 /** A completed call's outcome with its state changes, or `state_too_large` when they would take the state over its limit. */
 function withStateChanges(outcome: HandlerOutcome, call: HandlerCall, callState: CallState | undefined): HandlerOutcome {
   if (outcome.status !== 'ok' || !callState || callState.changes.length === 0) return outcome;
-  const after = applyStateChanges(call.state ?? NO_STATE, callState.changes).state;
-  if (stateSize(after) > (call.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES)) return { status: 'state_too_large' };
+  const base = call.state ?? NO_STATE;
+  const after = applyStateChangesSized(base, call.state_size ?? stateSize(base), callState.changes);
+  if (after.size > (call.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES)) return { status: 'state_too_large' };
   return { ...outcome, changes: callState.changes };
 }
 

@@ -291,8 +291,8 @@ export class ProviderJobProcessor {
   /** A workflow run's state as it stands (the run's state log), as a step's first state log entry. */
   private async runStateNow(run_id: string): Promise<StateEntry> {
     const { stateLogs } = this.deps.store;
-    const state = await stateLogs.read(run_id, RUN_STEP_ID, await stateLogs.length(run_id, RUN_STEP_ID));
-    return { at: 0, changes: stateAsChanges(state), state };
+    const { state, size } = await stateLogs.readSized(run_id, RUN_STEP_ID, await stateLogs.length(run_id, RUN_STEP_ID));
+    return { at: 0, changes: stateAsChanges(state), state, size };
   }
 
   /**

@@ -1,4 +1,4 @@
-import { type CallPlace, type EventDraft, type PlannedCall, type StateChange, type StepState, applyStateChanges, stateSize } from '@arcflow/core';
+import { type CallPlace, type EventDraft, type PlannedCall, type StateChange, type StepState, applyStateChangesSized } from '@arcflow/core';
 import { parseEntry } from '../store/state-log.ts';
 import type { RunStore, StateEntry } from '../store/run-store.ts';
 
@@ -35,9 +35,10 @@ export async function joinRoundState(
   }
   if (changes.length === 0) return undefined;
   const at = state.state_entries ?? 0;
-  const applied = applyStateChanges(await store.stateLogs.read(run_id, place.step_id, at), changes);
+  const before = await store.stateLogs.readSized(run_id, place.step_id, at);
+  const applied = applyStateChangesSized(before.state, before.size, changes);
   return {
-    entry: { at, changes, state: applied.state },
-    event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: stateSize(applied.state) },
+    entry: { at, changes, state: applied.state, size: applied.size },
+    event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: applied.size },
   };
 }

@@ -81,7 +81,7 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     if (start.status === 'ended') return { retry: false, roundSettled: false };
   }
   // The run state the round began with (SPEC §17): read before the handler, whose `ctx.state` is synchronous.
-  const state = round && round.entries > 0 ? await store.stateLogs.read(run_id, round.log_step ?? place.step_id, round.entries) : undefined;
+  const state = round && round.entries > 0 ? await store.stateLogs.readSized(run_id, round.log_step ?? place.step_id, round.entries) : undefined;
   const cancel = cancellation.watch(run_id);
   const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
   const startedAt = performance.now();
@@ -108,7 +108,7 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     args: planned.args,
     cancel,
     log: logger,
-    ...(state ? { state } : {}),
+    ...(state ? { state: state.state, state_size: state.size } : {}),
     ...(round ? { max_state_bytes: round.max_state_bytes } : {}),
   };
   try {

@@ -398,7 +398,7 @@ export class RunStore {
       ...(stateEntry ? { state_entry: JSON.stringify(stateEntry.changes), state_at: stateEntry.at } : {}),
     });
     if (outcome === 1) this.transcripts.saved(run_id, state, added);
-    if (outcome === 1 && stateEntry) this.stateLogs.remember(run_id, state.step_id, stateEntry.at + 1, stateEntry.state);
+    if (outcome === 1 && stateEntry) this.stateLogs.remember(run_id, state.step_id, stateEntry.at + 1, stateEntry);
     return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
   }
 
@@ -606,6 +606,8 @@ export interface StateEntry {
   readonly at: number;
   readonly changes: readonly StateChange[];
   readonly state: RunState;
+  /** The size of `state`'s JSON. */
+  readonly size: number;
 }
 
 /** The trace id of a run's stored trace (`{traceparent}`), as a record field. */

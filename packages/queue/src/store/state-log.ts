@@ -1,10 +1,18 @@
-import { type RunState, type StateChange, applyStateChanges, readStateChanges } from '@arcflow/core';
+import { type RunState, type StateChange, applyStateChanges, readStateChanges, stateSize } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../keys.ts';
 import { StoredFormatError } from './formats.ts';
 
 /** Steps whose state this worker keeps, at most. */
 const MAX_CACHED = 1_000;
+
+/** A state and the size of its JSON (kept together, so a change's size is worked out, not written out). */
+export interface SizedState {
+  readonly state: RunState;
+  readonly size: number;
+}
+
+const EMPTY: SizedState = Object.freeze({ state: Object.freeze({}), size: 2 });
 
 /**
  * A run's state as the store keeps it (SPEC §17): per step, a list of recorded changes (`stateLogKey`:
@@ -13,7 +21,7 @@ const MAX_CACHED = 1_000;
  * only the entries after them.
  */
 export class StateLogs {
-  private readonly cache = new Map<string, { readonly count: number; readonly state: RunState }>();
+  private readonly cache = new Map<string, { readonly count: number } & SizedState>();
 
   constructor(
     private readonly redis: Redis,
@@ -22,17 +30,23 @@ export class StateLogs {
 
   /** The state after the step's first `count` entries; `{}` for none. */
   async read(run_id: string, step_id: string, count: number): Promise<RunState> {
-    if (count === 0) return {};
+    return (await this.readSized(run_id, step_id, count)).state;
+  }
+
+  /** {@link read}, with the size of the state's JSON. */
+  async readSized(run_id: string, step_id: string, count: number): Promise<SizedState> {
+    if (count === 0) return EMPTY;
     const key = `${run_id}/${step_id}`;
     const cached = this.cache.get(key);
-    if (cached?.count === count) return cached.state;
+    if (cached?.count === count) return cached;
     const from = cached && cached.count < count ? cached.count : 0;
     const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, count - 1);
     if (from + lines.length < count) throw new StoredFormatError(`state log of ${run_id}/${step_id}`, 'missing');
     let state = from > 0 ? cached!.state : {};
     for (const [at, line] of lines.entries()) state = applyStateChanges(state, parseEntry(line, `state log of ${run_id}/${step_id}[${from + at}]`)).state;
-    this.remember(run_id, step_id, count, state);
-    return state;
+    const sized = { state, size: stateSize(state) };
+    this.remember(run_id, step_id, count, sized);
+    return sized;
   }
 
   /** How many entries the step's state log holds. */
@@ -47,11 +61,11 @@ export class StateLogs {
   }
 
   /** Notes the state after the step's first `count` entries (made here, by a save that stood). */
-  remember(run_id: string, step_id: string, count: number, state: RunState): void {
+  remember(run_id: string, step_id: string, count: number, sized: SizedState): void {
     const key = `${run_id}/${step_id}`;
     this.cache.delete(key);
     if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(key, { count, state });
+    this.cache.set(key, { count, state: sized.state, size: sized.size });
   }
 }
 
