@@ -32,6 +32,8 @@ export interface Run {
   steered_into?: string;
   steps?: Record<string, { status: string; output?: string; error?: RunError }>;
   pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
+  /** The run's state as its last round left it (SPEC §17). */
+  state?: Record<string, unknown>;
 }
 /** A chat message as a thread keeps it (the chat-completions shape). */
 export interface Message {

@@ -1,4 +1,5 @@
-// A run's events folded into steps, iterations and calls (as `arcflow inspect` does), and a workflow's layers.
+// A run's events folded into steps, iterations and calls (as `arcflow inspect` does), the rounds that
+// changed its state, and a workflow's layers.
 import type { Event, Tokens } from './api.ts';
 
 export interface CallView {
@@ -81,6 +82,28 @@ export function fold(events: Event[]): StepView[] {
     }
   }
   return [...steps.values()];
+}
+
+/** A round that changed the run's state (a `StateUpdated` event): where, the keys it changed, and the state's size after. */
+export interface StateRound {
+  seq: number;
+  step_id: string;
+  iteration: number;
+  keys: string[];
+  size: number;
+}
+
+/** The rounds that changed the run's state, in order (events hold key names and a size, never values). */
+export function stateRounds(events: Event[]): StateRound[] {
+  return events
+    .filter((event) => event.kind === 'StateUpdated')
+    .map((event) => ({
+      seq: event.seq,
+      step_id: event.step_id,
+      iteration: event.iteration ?? 1,
+      keys: Array.isArray(event.keys) ? event.keys.map(String) : [],
+      size: Number(event.state_size_bytes),
+    }));
 }
 
 /** A workflow's steps in layers: each after the layer of its last dependency. */

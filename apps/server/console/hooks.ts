@@ -81,4 +81,7 @@ const KINDS = [
   'DefinitionChanged',
   'ToolApprovalRequested',
   'ToolApprovalResolved',
+  'MessagesInjected',
+  'OutputValidationFailed',
+  'StateUpdated',
 ];

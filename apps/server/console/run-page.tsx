@@ -1,7 +1,7 @@
-// A run's page: its facts, waiting approvals, workflow graph, steps with their calls, and events, live.
+// A run's page: its facts, waiting approvals, workflow graph, state, steps with their calls, and events, live.
 import { useMemo, useState } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
-import { layers, fold } from './fold.ts';
+import { type StateRound, fold, layers, stateRounds } from './fold.ts';
 import { useEvents, usePolled } from './hooks.ts';
 import { Badge, duration, time } from './ui.tsx';
 
@@ -15,6 +15,7 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
   const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 60_000, []);
   const events = useEvents(run_id);
   const views = useMemo(() => fold(events), [events]);
+  const rounds = useMemo(() => stateRounds(events), [events]);
   const run = record.value;
   if (record.error && !run) return <p class="error">{record.error}</p>;
   if (!run) return <p class="muted">Loading…</p>;
@@ -87,6 +88,7 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
           </div>
         </div>
       )}
+      {run.state && <RunState state={run.state} rounds={rounds} multiStep={views.length > 1} />}
       <div class="card">
         <h2>Steps and tool calls</h2>
         {views.map((view) => (
@@ -139,6 +141,42 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
           </table>
         </div>
       </div>
+    </div>
+  );
+}
+
+/**
+ * The run's state (SPEC §17) as the record has it, and the rounds that changed it with the keys
+ * each changed (from `StateUpdated`, which holds names and a size, never values).
+ */
+function RunState({ state, rounds, multiStep }: { state: Record<string, unknown>; rounds: StateRound[]; multiStep: boolean }) {
+  const empty = Object.keys(state).length === 0;
+  return (
+    <div class="card" data-section="state">
+      <h2>State</h2>
+      <pre class="state mono">{empty ? '{}' : JSON.stringify(state, null, 2)}</pre>
+      {rounds.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th>{multiStep ? 'step · iteration' : 'iteration'}</th>
+              <th>keys changed</th>
+              <th>size after</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rounds.map((round) => (
+              <tr data-state-round={`${round.step_id}#${round.iteration}`}>
+                <td>{multiStep ? `${round.step_id} · ${round.iteration}` : round.iteration}</td>
+                <td class="mono">{round.keys.join(', ')}</td>
+                <td>{round.size} B</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p class="muted">No round has changed the state{empty ? '' : ' (it is the state the run began with)'}.</p>
+      )}
     </div>
   );
 }

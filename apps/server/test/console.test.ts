@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { type Browser, type Page, chromium } from 'playwright-core';
@@ -40,7 +40,7 @@ async function signIn(page: Page): Promise<void> {
 }
 
 /** Enqueues a run over the API, from outside the browser; its id. */
-async function enqueue(body: { agent: string; input: string; thread_id?: string }): Promise<string> {
+async function enqueue(body: { agent: string; input: string; thread_id?: string; state?: Record<string, unknown> }): Promise<string> {
   const response = await fetch(`${serve.url}/v1/runs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
@@ -48,6 +48,18 @@ async function enqueue(body: { agent: string; input: string; thread_id?: string 
   });
   return ((await response.json()) as { run_id: string }).run_id;
 }
+
+describe("the web console's sources", () => {
+  it('listens on its event stream for every kind of event there is', () => {
+    // EventSource delivers a named event only to a listener for its name: a kind left out never shows.
+    const matches = (text: string, pattern: RegExp) => [...text.matchAll(pattern)].map((match) => match[1]).sort();
+    const core = matches(readFileSync(new URL('../../../packages/core/src/events/types.ts', import.meta.url), 'utf8'), /readonly kind: '(\w+)'/g);
+    const hooks = readFileSync(new URL('../console/hooks.ts', import.meta.url), 'utf8');
+    const listened = matches(hooks.slice(hooks.indexOf('const KINDS')), /'(\w+)'/g);
+    expect(core.length).toBeGreaterThan(20);
+    expect(listened).toEqual(core);
+  });
+});
 
 describe('the web console, in a real Chromium', () => {
   it('refuses a wrong key, signs in with a right one, shows a run appear and finish live, and its tool calls', async () => {
@@ -133,6 +145,37 @@ describe('the web console, in a real Chromium', () => {
     await row.getByRole('button', { name: 'Approve' }).click();
     await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     expect(await page.locator('tr[data-approval]').count()).toBe(0);
+    await context.close();
+  });
+
+  it("shows a run's state as it stands and, per round, the keys that round changed", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const page = await context.newPage();
+    await signIn(page);
+    // Each of the two rounds' calls appends `lima-<round>` to the facts.
+    const run_id = await enqueue({ agent: 'api_agent', input: 'wait=10 fact=lima', state: { facts: ['given'], trip: { days: 3 } } });
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    const section = page.locator('[data-section="state"]');
+    await section.locator('tr[data-state-round="s1#2"]').waitFor({ timeout: 5_000 });
+    expect(JSON.parse((await section.locator('pre.state').textContent()) ?? '')).toEqual({ facts: ['given', 'lima-1', 'lima-2'], trip: { days: 3 } });
+    expect(await section.locator('pre.state').textContent()).toContain('\n  "trip": {\n    "days": 3\n  }');
+    const rows = await section.locator('tr[data-state-round]').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    const size = (facts: string[]) => `${JSON.stringify({ facts, trip: { days: 3 } }).length} B`;
+    expect(rows).toEqual([
+      ['1', 'facts', size(['given', 'lima-1'])],
+      ['2', 'facts', size(['given', 'lima-1', 'lima-2'])],
+    ]);
+    await section.screenshot({ path: `${SCREENSHOTS}console-state.png` });
+
+    // A run given no state shows {} and says no round changed it.
+    const plain = await enqueue({ agent: 'api_agent', input: 'wait=1 plain' });
+    await page.goto(`${serve.url}/#/runs/${plain}`);
+    // The page shows the earlier run's record until the new one's first answer: wait for its id.
+    await page.locator('h2.mono', { hasText: plain }).waitFor();
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await section.locator('pre.state', { hasText: /^\{\}$/ }).waitFor();
+    await section.getByText('No round has changed the state.').waitFor();
     await context.close();
   });
 
