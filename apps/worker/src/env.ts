@@ -13,6 +13,8 @@ export interface WorkerEnv {
   readonly heapGrowingPercent: number;
   /** `ARCFLOW_WATCHDOG_MS`: how long a run may make no progress before the watchdog acts. */
   readonly watchdogMs: number | undefined;
+  /** `ARCFLOW_MAX_STALLED_COUNT`: how often a job may lose its worker before its call ends `worker_lost` (default 2). */
+  readonly maxStalledCount: number | undefined;
   /** `ARCFLOW_PARTITIONS`: partitions runs spread over (default 1 on one Redis, 16 on a cluster). */
   readonly partitions: number | undefined;
   /** `ARCFLOW_SERVE_PARTITIONS`: the partitions this process serves, e.g. `0-7` or `0,2,4-5` (default all). */
@@ -30,6 +32,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     otel: { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined, serviceName: env.OTEL_SERVICE_NAME || undefined },
     heapGrowingPercent: heapGrowingPercent(env.ARCFLOW_HEAP_GROWING_PERCENT),
     watchdogMs: positiveIntegerEnv('ARCFLOW_WATCHDOG_MS', env.ARCFLOW_WATCHDOG_MS, ' of milliseconds'),
+    maxStalledCount: positiveIntegerEnv('ARCFLOW_MAX_STALLED_COUNT', env.ARCFLOW_MAX_STALLED_COUNT),
     partitions: partitionCountEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
     servePartitions: partitionListEnv('ARCFLOW_SERVE_PARTITIONS', env.ARCFLOW_SERVE_PARTITIONS),
   };

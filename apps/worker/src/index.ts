@@ -88,6 +88,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     prefix: env.prefix,
     default_model: env.model,
     watchdog_ms: env.watchdogMs,
+    max_stalled_count: env.maxStalledCount,
     ...(env.partitions !== undefined ? { partitions: env.partitions } : {}),
     ...(env.servePartitions !== undefined ? { serve_partitions: env.servePartitions } : {}),
   });

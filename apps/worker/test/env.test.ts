@@ -24,5 +24,8 @@ describe('the worker environment', () => {
     expect(() => readWorkerEnv({ ARCFLOW_PARTITIONS: '2048' })).toThrow(ConfigError);
     expect(readWorkerEnv({ ARCFLOW_PARTITIONS: '16' }).partitions).toBe(16);
     expect(() => readWorkerEnv({ ARCFLOW_WATCHDOG_MS: '0' })).toThrow('ARCFLOW_WATCHDOG_MS must be a whole number of milliseconds >= 1, got "0"');
+    expect(readWorkerEnv({ ARCFLOW_MAX_STALLED_COUNT: '5' }).maxStalledCount).toBe(5);
+    expect(readWorkerEnv({}).maxStalledCount).toBeUndefined();
+    expect(() => readWorkerEnv({ ARCFLOW_MAX_STALLED_COUNT: 'lots' })).toThrow('ARCFLOW_MAX_STALLED_COUNT must be a whole number >= 1, got "lots"');
   });
 });

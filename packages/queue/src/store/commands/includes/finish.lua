@@ -72,8 +72,9 @@ local function endOnThread(ending, run_id, tag)
     for i = 1, #messages, 1000 do
       redis.call('RPUSH', thread, unpack(messages, i, math.min(i + 999, #messages)))
     end
+    -- The run state it leaves is the thread's; none ('[]', nothing set) leaves the thread none.
     local state = redis.call('HGET', record, 'thread_state')
-    if state then redis.call('SET', thread .. ':state', state) end
+    if state == '[]' then redis.call('DEL', thread .. ':state') elseif state then redis.call('SET', thread .. ':state', state) end
   end
   redis.call('DEL', staged)
   if redis.call('GET', thread .. ':active') == run_id then
