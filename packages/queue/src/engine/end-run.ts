@@ -2,6 +2,7 @@ import { tracingEnabled } from '@arcflow/telemetry/ids';
 import type { Redis } from 'ioredis';
 import { JobId } from '../keys.ts';
 import type { QueuePool } from './join.ts';
+import { recordRunEnded } from '../metrics/run-ends.ts';
 import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
 import type { RunTrace } from '../tracing.ts';
 
@@ -12,6 +13,7 @@ import type { RunTrace } from '../tracing.ts';
 export async function endRun(store: RunStore, run_id: string, ending: RunEnding): Promise<RunEnded> {
   const outcome = await store.finishRun(run_id, ending);
   if (outcome.ended) await emitRunSpanOnce(store, run_id);
+  if (outcome.ended) await recordRunEnded(store, run_id, ending);
   return outcome;
 }
 

@@ -35,6 +35,7 @@ import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
 import { workflowInputText } from '../store/input-format.ts';
 import type { PendingEvent, RunEnding, RunSpec, StepSnapshot } from '../store/run-store.ts';
+import { recordRunEnded } from '../metrics/run-ends.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
@@ -388,6 +389,7 @@ export class ProviderJobProcessor {
     // An earlier delivery's response stands: act on that one, as it was decided.
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
     if (ending) await emitRunSpanOnce(store, run_id);
+    if (ending) await recordRunEnded(store, run_id, ending);
     if (ending) await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
     return { response, decision, ended: ending !== undefined };
   }

@@ -10,6 +10,7 @@ import { RunStore } from '../store/run-store.ts';
 import { ThreadStore } from '../store/thread-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
 import { CancellationListener } from './cancellation.ts';
+import { recordJobTaken } from '../metrics/job-start.ts';
 import { emitRunSpanOnce, endRun } from './end-run.ts';
 import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
@@ -136,17 +137,21 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     for (const definition of [...agents.values(), ...workflows.values()]) {
       const queueName = QueueName.agent(definition.name);
       serveTag.push((tag) => {
-        const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processProviderQueueJob(job, span, token)), {
-          ...common,
-          prefix: tag,
-          concurrency: share(options.provider_concurrency),
-          limiter: PROVIDER_WORKER_LIMITER,
-          // A provider failure says how long its next try waits (a hand-over to a fallback waits for nothing).
-          settings: {
-            backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
-              retryDelayOf(error) ?? backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms),
+        const worker = new Worker<ProviderJobData>(
+          queueName,
+          (job, token) => inJobSpan(queueName, recordJobTaken(queueName, 'provider', job), (span) => processProviderQueueJob(job, span, token)),
+          {
+            ...common,
+            prefix: tag,
+            concurrency: share(options.provider_concurrency),
+            limiter: PROVIDER_WORKER_LIMITER,
+            // A provider failure says how long its next try waits (a hand-over to a fallback waits for nothing).
+            settings: {
+              backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
+                retryDelayOf(error) ?? backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms),
+            },
           },
-        });
+        );
         worker.on('failed', onFailed);
         worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
         workers.push(worker);
@@ -176,7 +181,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         const capped = tool.concurrency !== undefined;
         if (capped && tag !== store.keys.tag) return;
         const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
-        const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), {
+        const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job), () => process(job)), {
           ...common,
           prefix: tag,
           concurrency: capped ? budget : share(budget),

@@ -14,6 +14,7 @@ import {
   workflowOutput,
   workflowRunError,
 } from '@arcflow/core';
+import { recordStep } from '@arcflow/telemetry/metrics';
 import type { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
 import type { AgentRegistration, Registry } from '../registry.ts';
@@ -187,6 +188,7 @@ export async function settleAgentStep(scheduler: WorkflowScheduler, run: Workflo
     ...(outcome.status === 'completed' ? { completed: stepCompletedEvent(step_id, outcome.output, 0) } : {}),
   });
   if (settled?.settledNow && settled.started_at !== undefined) {
+    recordStep(agent, Math.max(0, Date.now() - settled.started_at) / 1000, outcome.status === 'failed' ? outcome.error.error_code : undefined);
     emitStepSpan(run.trace.traceparent, {
       run_id: run.run_id,
       step_id,

@@ -186,6 +186,13 @@ export class RunStore {
     return (await this.redis.set(this.runKeys(run_id).rootSpan, '1', 'EX', this.retentionSeconds, 'NX')) === 'OK';
   }
 
+  /** What a run's metrics name it by, and when it was enqueued (ms): read once, when it ends (SPEC §18). */
+  async metricsFacts(run_id: string): Promise<{ agent: string; workflow?: string; created_at: number } | undefined> {
+    const [agent, workflow, created_at] = await this.redis.hmget(this.keys.record(run_id), 'agent', 'workflow', 'created_at');
+    if (!agent || !created_at) return undefined;
+    return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at) };
+  }
+
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
     return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), ...SPEC_FIELDS));
   }

@@ -129,6 +129,10 @@ local function finish(ending)
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
   local run_id, active, tag = runIdentity()
+  -- The deployment's runs ended, by agent (or workflow) and status, counted once here (SPEC §18).
+  local workflow = redis.call('HGET', record, 'workflow')
+  local counted = workflow and ('workflow|' .. workflow) or ('agent|' .. redis.call('HGET', record, 'agent'))
+  redis.call('HINCRBY', tag .. '{{RUN_COUNTS_SUFFIX}}', counted .. '|' .. ending.status, 1)
   endOnThread(ending, run_id, tag)
   redis.call('ZREM', active, run_id)
   -- Waiting clients are told on the partition's channel (sharded: in this slot).
