@@ -9,6 +9,8 @@ import { type CollectedReadings, type QueueLayout, collectReadings } from './que
 
 /** How long the deployment's queue names (read from the registry) are reused before they are read again. */
 const NAMES_REREAD_MS = 10_000;
+/** How long a collection waits for the reader's connection (the first scrape, or Redis coming back). */
+const CONNECT_WAIT_MS = 2_000;
 
 export interface MetricsReaderOptions {
   /** `REDIS_URL`. */
@@ -50,8 +52,24 @@ export function openMetricsReader(options: MetricsReaderOptions): MetricsReader 
     const [list, state] = await Promise.all([queueNames(), partitions.read()]);
     return { names: list, tags: partitions.tagsOf(state) };
   };
+  // Commands fail at once while disconnected (no offline queue): a collection waits a moment for the connection first.
+  const connected = async () => {
+    if (redis.status === 'ready') return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, CONNECT_WAIT_MS);
+      function done() {
+        clearTimeout(timer);
+        redis.off('ready', done);
+        resolve();
+      }
+      redis.once('ready', done);
+    });
+  };
   return {
-    read: async () => collectReadings(redis, await layout(), { runs: options.runs === true }),
+    read: async () => {
+      await connected();
+      return collectReadings(redis, await layout(), { runs: options.runs === true });
+    },
     close: () => closeRedis(redis),
   };
 }
