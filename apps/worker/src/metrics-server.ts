@@ -22,7 +22,9 @@ export async function serveMetrics(port: number, handler: MetricsHandler): Promi
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         error.code === 'EADDRINUSE' || error.code === 'EACCES'
-          ? new ConfigError(`--metrics-port ${port}: cannot listen (${error.code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'})`)
+          ? new ConfigError(
+              `metrics port ${port} (--metrics-port or ARCFLOW_METRICS_PORT): cannot listen, ${error.code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}`,
+            )
           : error,
       ),
     );
