@@ -43,6 +43,7 @@ const histogram = (meter: Meter, metric: MetricDefinition) =>
 
 /** Binds the instruments to `meter` (the `arcflow` meter of the SDK just started); `undefined` unbinds them. */
 export function bindInstruments(meter: Meter | undefined): void {
+  attributeSets.clear();
   if (!meter) {
     slot.instruments = undefined;
     slot.meter = undefined;
@@ -68,24 +69,39 @@ export interface ProviderCallAttributes {
   readonly error_type?: string | undefined;
 }
 
-function callAttributes(call: ProviderCallAttributes): Attributes {
-  return {
+/**
+ * Attribute sets, built once per distinct set and reused: their values are bounded by the
+ * definitions (agents, tools, models, queues, error codes), and a record then allocates nothing.
+ * Cleared when the instruments are rebound.
+ */
+const attributeSets = new Map<string, Attributes>();
+
+function attributesFor(key: string, build: () => Attributes): Attributes {
+  let attributes = attributeSets.get(key);
+  if (!attributes) {
+    attributes = Object.freeze(build());
+    attributeSets.set(key, attributes);
+  }
+  return attributes;
+}
+
+const callAttributes = (call: ProviderCallAttributes, tokenType?: 'input' | 'output'): Attributes =>
+  attributesFor(`call\n${call.provider}\n${call.model}\n${call.error_type ?? ''}\n${tokenType ?? ''}`, () => ({
     [MetricAttr.operationName]: 'chat',
     [MetricAttr.providerName]: call.provider,
     [MetricAttr.requestModel]: call.model,
     ...(call.error_type !== undefined ? { [MetricAttr.errorType]: call.error_type } : {}),
-  };
-}
+    ...(tokenType !== undefined ? { [MetricAttr.tokenType]: tokenType } : {}),
+  }));
 
 /** One provider call: its duration, and its tokens by type when the provider reported usage. */
 export function recordProviderCall(call: ProviderCallAttributes, seconds: number, usage?: { readonly input: number; readonly output: number }): void {
   const instruments = slot.instruments;
   if (!instruments) return;
-  const attributes = callAttributes(call);
-  instruments.operationDuration.record(seconds, attributes);
+  instruments.operationDuration.record(seconds, callAttributes(call));
   if (!usage) return;
-  instruments.tokenUsage.record(usage.input, { ...attributes, [MetricAttr.tokenType]: 'input' });
-  instruments.tokenUsage.record(usage.output, { ...attributes, [MetricAttr.tokenType]: 'output' });
+  instruments.tokenUsage.record(usage.input, callAttributes(call, 'input'));
+  instruments.tokenUsage.record(usage.output, callAttributes(call, 'output'));
 }
 
 /** A streamed provider call's time to its first chunk (SPEC §12), with the attributes of its duration. */
@@ -95,29 +111,38 @@ export function recordTimeToFirstChunk(call: ProviderCallAttributes, seconds: nu
 
 /** One tool execution; `error_type` is its `error_code` when it failed. */
 export function recordToolExecution(tool: string, seconds: number, error_type?: string): void {
-  slot.instruments?.toolDuration.record(seconds, { [MetricAttr.toolName]: tool, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) });
+  slot.instruments?.toolDuration.record(
+    seconds,
+    attributesFor(`tool\n${tool}\n${error_type ?? ''}`, () => ({ [MetricAttr.toolName]: tool, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) })),
+  );
 }
 
 /** One agent step, from its start to its end; `error_type` is the step's `error_code` when it failed. */
 export function recordStep(agent: string, seconds: number, error_type?: string): void {
-  slot.instruments?.stepDuration.record(seconds, { [MetricAttr.agentName]: agent, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) });
+  slot.instruments?.stepDuration.record(
+    seconds,
+    attributesFor(`step\n${agent}\n${error_type ?? ''}`, () => ({ [MetricAttr.agentName]: agent, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) })),
+  );
 }
 
 /** A run that ended (recorded once, by the process whose write ended it), and its time from enqueue to end. */
 export function recordRunEnd(run: { readonly agent: string; readonly workflow?: string | undefined; readonly status: string }, seconds: number): void {
   const instruments = slot.instruments;
   if (!instruments) return;
-  const attributes = {
+  const attributes = attributesFor(`run\n${run.workflow === undefined ? 'agent' : 'workflow'}\n${run.workflow ?? run.agent}\n${run.status}`, () => ({
     ...(run.workflow !== undefined ? { [MetricAttr.workflow]: run.workflow } : { [MetricAttr.agent]: run.agent }),
     [MetricAttr.status]: run.status,
-  };
+  }));
   instruments.runs.add(1, attributes);
   instruments.runDuration.record(seconds, attributes);
 }
 
 /** A provider or tool job a worker took: how long it waited from when it could run to its start. */
 export function recordJobStart(queue: string, kind: 'provider' | 'tool', seconds: number): void {
-  slot.instruments?.scheduleToStart.record(seconds, { [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind });
+  slot.instruments?.scheduleToStart.record(
+    seconds,
+    attributesFor(`job\n${queue}\n${kind}`, () => ({ [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind })),
+  );
 }
 
 /** What one collection reads from Redis: the queues, and (for `arcflow serve`) the runs ended in the deployment. */

@@ -13,7 +13,7 @@ import type { RunTrace } from '../tracing.ts';
 export async function endRun(store: RunStore, run_id: string, ending: RunEnding): Promise<RunEnded> {
   const outcome = await store.finishRun(run_id, ending);
   if (outcome.ended) await emitRunSpanOnce(store, run_id);
-  if (outcome.ended) await recordRunEnded(store, run_id, ending);
+  if (outcome.ended) recordRunEnded(outcome.facts, ending);
   return outcome;
 }
 

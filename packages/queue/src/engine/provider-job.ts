@@ -389,7 +389,7 @@ export class ProviderJobProcessor {
     // An earlier delivery's response stands: act on that one, as it was decided.
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
     if (ending) await emitRunSpanOnce(store, run_id);
-    if (ending) await recordRunEnded(store, run_id, ending);
+    if (ending) recordRunEnded(recorded.ended, ending);
     if (ending) await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
     return { response, decision, ended: ending !== undefined };
   }

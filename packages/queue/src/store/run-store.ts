@@ -102,6 +102,23 @@ export interface ToolResult {
 export interface RunEnded {
   readonly ended: boolean;
   readonly closed: readonly RoundCall[];
+  /** Set when this call ended the run: what its metrics name it by (SPEC §18). */
+  readonly facts?: EndedRunFacts;
+}
+
+/** What a run's metrics name it by, read by the script that ended it: its agent (or workflow) and when it was enqueued (ms). */
+export interface EndedRunFacts {
+  readonly agent: string;
+  readonly workflow?: string;
+  readonly created_at: number;
+}
+
+/** The scripts' `{created_at, agent, workflow}` (see finish.lua's runFacts). */
+function endedRunFacts(raw: unknown): EndedRunFacts | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  const [created_at, agent, workflow] = raw as (string | null)[];
+  if (!agent || !created_at) return undefined;
+  return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at) };
 }
 
 /** A call of a round, as the store records it. */
@@ -184,13 +201,6 @@ export class RunStore {
   /** True for the first caller only: that process emits the run's root span. Expires with the run. */
   async claimRootSpan(run_id: string): Promise<boolean> {
     return (await this.redis.set(this.runKeys(run_id).rootSpan, '1', 'EX', this.retentionSeconds, 'NX')) === 'OK';
-  }
-
-  /** What a run's metrics name it by, and when it was enqueued (ms): read once, when it ends (SPEC §18). */
-  async metricsFacts(run_id: string): Promise<{ agent: string; workflow?: string; created_at: number } | undefined> {
-    const [agent, workflow, created_at] = await this.redis.hmget(this.keys.record(run_id), 'agent', 'workflow', 'created_at');
-    if (!agent || !created_at) return undefined;
-    return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at) };
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
@@ -399,9 +409,9 @@ export class RunStore {
     open: readonly RoundCall[] = [],
     end?: RunEnding,
     executing = 0,
-  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean } | undefined> {
+  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
     const { response } = recorded;
-    const [outcome, stored] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
+    const [outcome, stored, facts] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
       step_id,
       iteration,
       response: writeResponse(recorded),
@@ -412,9 +422,11 @@ export class RunStore {
       open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
       tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
-    })) as [number, string?];
+    })) as [number, string?, unknown?];
     if (outcome === -1) return undefined;
-    return outcome === 0 && stored ? { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false } : { recorded, recordedNow: true };
+    if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };
+    const ended = endedRunFacts(facts);
+    return { recorded, recordedNow: true, ...(ended ? { ended } : {}) };
   }
 
   /**
@@ -499,8 +511,13 @@ export class RunStore {
    * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
-    const [finished, closed = []] = (await this.scripts.finishRun([this.keys.record(run_id)], this.ending(ending))) as [number, string[]?];
-    return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })) };
+    const [finished, closed = [], facts] = (await this.scripts.finishRun([this.keys.record(run_id)], this.ending(ending))) as [number, string[]?, unknown?];
+    const ended = endedRunFacts(facts);
+    return {
+      ended: finished === 1,
+      closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })),
+      ...(ended ? { facts: ended } : {}),
+    };
   }
 
   /** A run's ending as the scripts' `finish` reads it (commands/includes/finish.lua). */

@@ -13,7 +13,8 @@
     events            the step's last events, {dedupeId, json} pairs
   Then the run's terminal event, with the usage summed in Redis. A run on a thread (SPEC §11)
   that completes appends its staged messages to the thread here, in the write that completes it,
-  so once; any ending sets the thread's retention again. Returns the closed calls (JSON).
+  so once; any ending sets the thread's retention again. Returns the closed calls (JSON); runFacts
+  gives what the ending process's metrics name the run by.
 ]]
 local function checkEnding(ending)
   if type(ending) ~= 'table' then refuse('ending must be a map') end
@@ -91,6 +92,11 @@ local function endOnThread(ending, run_id, tag)
   if redis.call('EXISTS', thread .. ':active') == 0 then
     for _, key in ipairs({thread, thread .. ':runs', thread .. ':waiting'}) do redis.call('EXPIRE', key, ending.retention_seconds) end
   end
+end
+
+-- What a run's metrics name it by, for the process that ended it (SPEC §18): {created_at, agent, workflow}.
+local function runFacts()
+  return redis.call('HMGET', record, 'created_at', 'agent', 'workflow')
 end
 
 local function finish(ending)
