@@ -1,7 +1,7 @@
 import { openMetricsReader, resolveConnection } from '@arcflow/queue';
 import { observeQueues, startMetrics } from '@arcflow/telemetry';
 import type { WorkerMetricsEnv } from './env.ts';
-import { type MetricsServer, serveMetrics } from './metrics-server.ts';
+import type { MetricsServer } from './metrics-server.ts';
 
 export interface WorkerMetrics {
   /** Reports the queue gauges of the worker's own queues, read from Redis at each collection. */
@@ -26,7 +26,8 @@ export async function startWorkerMetrics(settings: WorkerMetricsEnv, serviceName
   if (!metrics.enabled) return { observe: () => undefined, describe: () => 'off', shutdown: async () => undefined };
   let server: MetricsServer | undefined;
   try {
-    server = metrics.serve && settings.port !== undefined ? await serveMetrics(settings.port, metrics.serve) : undefined;
+    // node:http only for a worker that serves its metrics.
+    server = metrics.serve && settings.port !== undefined ? await (await import('./metrics-server.ts')).serveMetrics(settings.port, metrics.serve) : undefined;
   } catch (error) {
     await metrics.shutdown();
     throw error;

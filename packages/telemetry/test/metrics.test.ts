@@ -21,6 +21,7 @@ const RUNS = 4;
 const CANARY = `CANARY_${Math.random().toString(36).slice(2, 10)}`;
 const prefix = testPrefix('metrics');
 const DASHBOARD = new URL('../../../infra/grafana/arcflow-dashboard.json', import.meta.url);
+const SCALED_OBJECT = new URL('../../../infra/keda/worker-scaledobject.yaml', import.meta.url);
 
 let model: FakeOpenAIServer;
 let receiver: OtlpReceiver;
@@ -162,8 +163,8 @@ describe('the same worker over OTLP/HTTP', () => {
   });
 });
 
-describe('the Grafana dashboard', () => {
-  it('queries only metrics the code emits, as a scrape names them', () => {
+describe('the Grafana dashboard and the KEDA ScaledObject', () => {
+  it('query only metrics the code emits, as a scrape names them', () => {
     const emitted = new Set<string>();
     for (const [family, type] of metricFamilies(scraped)) {
       emitted.add(family);
@@ -172,6 +173,9 @@ describe('the Grafana dashboard', () => {
     const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] };
     const exprs = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })));
     expect(exprs.length).toBeGreaterThan(5);
+    const triggers = [...readFileSync(SCALED_OBJECT, 'utf8').matchAll(/^\s+query: (.+)$/gm)].map((match) => ({ panel: 'KEDA trigger', expr: match[1]! }));
+    expect(triggers).toHaveLength(2);
+    exprs.push(...triggers);
     // Labels a query may name: those the scrape's series carry, and what Prometheus adds (job, instance) or histograms have (le).
     const labels = new Set(['job', 'instance', 'le', ...samples.flatMap((sample) => Object.keys(sample.labels))]);
     for (const { panel, expr } of exprs) {
