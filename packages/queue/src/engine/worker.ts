@@ -115,7 +115,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     };
     // A provider queue also holds the delayed jobs that time waiting calls out.
     const processProviderQueueJob = async (job: Job<ProviderJobData>, span: Parameters<ProviderJobProcessor['process']>[1], token?: string) => {
-      if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(job, span, token);
+      if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
       const { run_id, step_id, iteration, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
       if (
         typeof run_id !== 'string' ||
@@ -137,21 +137,17 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     for (const definition of [...agents.values(), ...workflows.values()]) {
       const queueName = QueueName.agent(definition.name);
       serveTag.push((tag) => {
-        const worker = new Worker<ProviderJobData>(
-          queueName,
-          (job, token) => inJobSpan(queueName, recordJobTaken(queueName, 'provider', job), (span) => processProviderQueueJob(job, span, token)),
-          {
-            ...common,
-            prefix: tag,
-            concurrency: share(options.provider_concurrency),
-            limiter: PROVIDER_WORKER_LIMITER,
-            // A provider failure says how long its next try waits (a hand-over to a fallback waits for nothing).
-            settings: {
-              backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
-                retryDelayOf(error) ?? backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms),
-            },
+        const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processProviderQueueJob(job, span, token)), {
+          ...common,
+          prefix: tag,
+          concurrency: share(options.provider_concurrency),
+          limiter: PROVIDER_WORKER_LIMITER,
+          // A provider failure says how long its next try waits (a hand-over to a fallback waits for nothing).
+          settings: {
+            backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
+              retryDelayOf(error) ?? backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms),
           },
-        );
+        });
         worker.on('failed', onFailed);
         worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));
         workers.push(worker);
