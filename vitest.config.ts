@@ -13,6 +13,7 @@ const SOURCES: Record<string, string> = {
   '@arcflow/telemetry': './packages/telemetry/src/index.ts',
   '@arcflow/telemetry/ids': './packages/telemetry/src/ids.ts',
   '@arcflow/telemetry/semconv': './packages/telemetry/src/semconv.ts',
+  '@arcflow/telemetry/metrics': './packages/telemetry/src/record-metrics.ts',
   '@arcflow/testing': './packages/testing/src/index.ts',
   '@arcflow/testing/scenarios': './packages/testing/src/scenarios-entry.ts',
   '@arcflow/worker': './apps/worker/src/index.ts',

@@ -1,7 +1,7 @@
 // `npm run bench`: arcflow against baselines measured in this same run, as one table.
 import { heapAfterGc, memoryProfile, parallelNapLatency, recoverySeconds } from './durability.ts';
 import { cleanupPrefix } from '@arcflow/testing';
-import { type CpuSplit, REDIS_URL, type Row, commandsText, cpuText, cpuTotal, ms, printTable } from './lib.ts';
+import { type CpuSplit, REDIS_URL, type Row, commandsText, cpuText, cpuTotal, ms, percentile, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { FAN, TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts';
 import { withTracing } from './tracing.ts';
@@ -10,6 +10,7 @@ import { enqueueOverHttp, followerCost } from './http.ts';
 import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
+import { collectionCost, workerCpuWithMetrics } from './metrics.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
 import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, transcriptRun } from './transcript.ts';
 
@@ -338,6 +339,36 @@ try {
       flatRow('state: engine time per iteration, with state (vs the same run without), both windows', mean(noting.windows), mean(plainRun.windows), ms),
       flatRow('state: Redis bytes in per iteration at 290-300, with state (vs without)', late.bytesIn, plainLate.bytesIn, kib),
     );
+  }
+  if (wanted('metrics')) {
+    progress('worker CPU per run, metrics off and on (Prometheus); one collection over 50 queues');
+    const cpu = await workerCpuWithMetrics(prefix('metrics-off'), prefix('metrics-on'));
+    rows.push({
+      measure: 'worker CPU per run (1 tool round), metrics on (Prometheus, scraped) vs off',
+      arcflow: ms(cpu.on),
+      baseline: ms(cpu.off),
+      ratio: `${cpu.ratio.toFixed(3)}x (trials ${percentile(cpu.trialRatios, 10).toFixed(2)}-${percentile(cpu.trialRatios, 90).toFixed(2)})`,
+      target: '<= 1.05x',
+      verdict: verdict(cpu.ratio <= 1.05),
+    });
+    rows.push({
+      measure: 'worker CPU of one scrape of its /metrics (collection, Redis read, text)',
+      arcflow: ms(cpu.scrapeMs),
+      baseline: '-',
+      ratio: '-',
+      target: 'info',
+      verdict: '-',
+    });
+    const QUEUES = 50;
+    const collection = await collectionCost(prefix('metrics-collection'), QUEUES);
+    rows.push({
+      measure: `one collection of the queue gauges, ${QUEUES} queues (vs BullMQ's reads queue by queue)`,
+      arcflow: `${ms(collection.oneTrip)}, ${collection.oneTripCommands.toFixed(0)} commands`,
+      baseline: `${ms(collection.perQueue)}, ${collection.perQueueCommands.toFixed(0)} commands`,
+      ratio: `${(collection.oneTrip / collection.perQueue).toFixed(2)}x`,
+      target: '1 round trip',
+      verdict: verdict(collection.oneTripCommands <= 2),
+    });
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

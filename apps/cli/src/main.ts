@@ -7,7 +7,8 @@ const runs = () => import('./commands/runs.ts');
 
 const USAGE = `usage: arcflow <command> [options]
 
-  worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N]
+  worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N] [--metrics-port N]
+                       --metrics-port: serve Prometheus metrics at GET /metrics on port N
   enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--state JSON]
           [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--wait] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
@@ -21,13 +22,14 @@ const USAGE = `usage: arcflow <command> [options]
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
-  serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json) and the web console (/)
+  serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json), the web console (/) and /metrics
   demo [--runs N]
   help                 this text
   --version            the version
 
 environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL, ARCFLOW_WATCHDOG_MS;
-  worker: ARCFLOW_PARTITIONS, ARCFLOW_SERVE_PARTITIONS;
+  worker: ARCFLOW_PARTITIONS, ARCFLOW_SERVE_PARTITIONS, ARCFLOW_METRICS_PORT;
+  metrics and traces: OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_METRIC_EXPORT_INTERVAL, OTEL_SERVICE_NAME;
   serve: ARCFLOW_API_KEYS (name:secret:scope,…), ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL`;
 
 /** This package's version (the same for every arcflow package). */
@@ -40,6 +42,7 @@ const OPTIONS = {
   roles: { type: 'string' },
   tools: { type: 'string' },
   concurrency: { type: 'string' },
+  'metrics-port': { type: 'string' },
   config: { type: 'string' },
   'input-json': { type: 'string' },
   'exec-config': { type: 'string' },

@@ -23,6 +23,7 @@ import { EventHub } from './event-hub.ts';
 import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
 import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
 import { consoleRoutes } from './routes/console.ts';
+import { metricsRoutes } from './routes/metrics.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
 import { threadRoutes } from './routes/threads.ts';
@@ -131,6 +132,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(threadRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
+  await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });
   app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());
 
   let closing: Promise<void> | undefined;

@@ -331,6 +331,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     const paths = Object.entries(document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>);
     expect(paths.map(([path]) => path).sort()).toEqual([
       '/healthz',
+      '/metrics',
       '/readyz',
       '/v1/agents',
       '/v1/queues',

@@ -19,6 +19,38 @@ export interface WorkerEnv {
   readonly partitions: number | undefined;
   /** `ARCFLOW_SERVE_PARTITIONS`: the partitions this process serves, e.g. `0-7` or `0,2,4-5` (default all). */
   readonly servePartitions: number[] | undefined;
+  /** Metrics (SPEC §18): the Prometheus port, and where and how often OTLP export goes. */
+  readonly metrics: WorkerMetricsEnv;
+}
+
+export interface WorkerMetricsEnv {
+  /** `ARCFLOW_METRICS_PORT`: serve `GET /metrics` on this port (`--metrics-port` wins). */
+  readonly port: number | undefined;
+  /** `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` as it is, else `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/metrics`; unset: no OTLP export. */
+  readonly otlpUrl: string | undefined;
+  /** `OTEL_METRIC_EXPORT_INTERVAL` (ms, default 60000). */
+  readonly exportIntervalMs: number;
+}
+
+/** The OpenTelemetry default for `OTEL_METRIC_EXPORT_INTERVAL`. */
+const DEFAULT_METRIC_EXPORT_INTERVAL_MS = 60_000;
+
+/** The metrics settings of the environment; a bad port or interval is refused with the variable's name. */
+export function readMetricsEnv(env: NodeJS.ProcessEnv = process.env): WorkerMetricsEnv {
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
+  return {
+    port: metricsPort('ARCFLOW_METRICS_PORT', env.ARCFLOW_METRICS_PORT || undefined),
+    otlpUrl: env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT || (base ? `${base.replace(/\/$/, '')}/v1/metrics` : undefined),
+    exportIntervalMs: positiveIntegerEnv('OTEL_METRIC_EXPORT_INTERVAL', env.OTEL_METRIC_EXPORT_INTERVAL, ' of milliseconds') ?? DEFAULT_METRIC_EXPORT_INTERVAL_MS,
+  };
+}
+
+/** A TCP port for the metrics endpoint (1–65535); anything else is refused, naming where it came from. */
+export function metricsPort(source: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535) throw new ConfigError(`${source} must be a port number from 1 to 65535, got ${JSON.stringify(value)}`);
+  return port;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -35,6 +67,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     maxStalledCount: positiveIntegerEnv('ARCFLOW_MAX_STALLED_COUNT', env.ARCFLOW_MAX_STALLED_COUNT),
     partitions: partitionCountEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
     servePartitions: partitionListEnv('ARCFLOW_SERVE_PARTITIONS', env.ARCFLOW_SERVE_PARTITIONS),
+    metrics: readMetricsEnv(env),
   };
 }
 

@@ -1,6 +1,7 @@
 import { ConfigError, type ModelProvider } from '@arcflow/core';
 import { type ArcflowWorker, type WorkerRole, newWorkerId, startWorker } from '@arcflow/queue';
 import { startTelemetry } from '@arcflow/telemetry';
+import { startWorkerMetrics } from './worker-metrics.ts';
 import { readWorkerEnv } from './env.ts';
 import { boundHeapGrowth } from './heap.ts';
 import { loadModule } from './load-module.ts';
@@ -14,6 +15,8 @@ export interface WorkerProcessOptions {
   roles?: WorkerRole[];
   tools?: string[];
   concurrency?: number;
+  /** `--metrics-port`: serve `GET /metrics` here (over `ARCFLOW_METRICS_PORT`). */
+  metricsPort?: number;
 }
 
 /**
@@ -26,6 +29,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   boundHeapGrowth(env.heapGrowingPercent);
   // Before the user's module, so spans it starts at load time are exported too.
   const telemetry = await startTelemetry(env.otel);
+  const metrics = await startWorkerMetrics({ ...env.metrics, port: options.metricsPort ?? env.metrics.port }, env.otel.serviceName);
   // The OpenAI provider's module (and the `openai` SDK) only when the environment asks for it, and
   // before the user's module: a TypeScript module registers tsx, and what is imported after that
   // passes through its loader.
@@ -46,7 +50,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   let worker: ArcflowWorker | undefined;
   let starting: Promise<ArcflowWorker> | undefined;
   let stopping = false;
-  const exit = (code: number) => void telemetry.shutdown().finally(() => process.exit(code));
+  const exit = (code: number) => void Promise.all([telemetry.shutdown(), metrics.shutdown()]).finally(() => process.exit(code));
   const drain = (running: ArcflowWorker) =>
     // Drain first, so in-flight jobs end their spans; then flush the spans.
     running.close().then(
@@ -93,10 +97,12 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     ...(env.servePartitions !== undefined ? { serve_partitions: env.servePartitions } : {}),
   });
   worker = await starting;
+  metrics.observe({ redis: env.redis, prefix: env.prefix, queues: worker.queues });
   process.stdout.write(
-    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'}${Object.keys(providers).length > 0 ? ` providers=${Object.keys(providers).join(',')}` : ''} tracing=${telemetry.enabled ? 'on' : 'off'}\n`,
+    `arcflow worker ${worker.id} ready: agents=${worker.agents.join(',')} queues=${worker.queues.join(',')} provider=${provider?.id ?? '-'}${Object.keys(providers).length > 0 ? ` providers=${Object.keys(providers).join(',')}` : ''} tracing=${telemetry.enabled ? 'on' : 'off'} metrics=${metrics.describe()}\n`,
   );
   return worker;
 }
 
 export { spawnWorker, ARCFLOW_BIN, type WorkerProcess } from './spawn.ts';
+export { metricsPort } from './env.ts';

@@ -3,3 +3,5 @@ export * from './client-entry.ts';
 export { startWorker, newWorkerId, type ArcflowWorker } from './engine/worker.ts';
 export { type WorkerOptions, type WorkerRole, WORKER_DEFAULTS } from './engine/options.ts';
 export type { ProviderJobData, ToolJobData, TraceCarrier } from './engine/jobs.ts';
+export { openMetricsReader, type MetricsReader, type MetricsReaderOptions } from './metrics/metrics-reader.ts';
+export { collectReadings, type CollectedReadings, type QueueLayout } from './metrics/queue-readings.ts';

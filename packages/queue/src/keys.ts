@@ -62,6 +62,13 @@ export const ACTIVE_RUNS_SUFFIX = ':active';
 export const RUNS_INDEX_SUFFIX = ':runs';
 
 /**
+ * `{prefix}:metrics:runs` (one per partition's tag): runs ended, counted by the script that ends
+ * each run, in fields `agent|<name>|<status>` or `workflow|<name>|<status>`; what `arcflow serve`
+ * reports as the deployment's `arcflow.runs` (SPEC §18). Never expires: it is a counter.
+ */
+export const RUN_COUNTS_SUFFIX = ':metrics:runs';
+
+/**
  * A run's keys other than its record, as suffixes of the record's key: its events, the dedupe ids
  * of events written exactly once, the pending rounds, the index of every key of the run (so
  * retention expires them together), the root-span claim, and a workflow run's steps (status and

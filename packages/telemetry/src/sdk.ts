@@ -1,11 +1,11 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { defaultResource, detectResources, envDetector, hostDetector, processDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { AllowlistExporter } from './allowlist-exporter.ts';
 import { setTracingEnabled, takeForcedSpanId, takeForcedTraceId } from './ids.ts';
 import type { Telemetry, TelemetryOptions } from './options.ts';
+import { processResource } from './resource.ts';
 
 /**
  * The tracing SDK, imported only when tracing is on (`startTelemetry` with an endpoint): a Node
@@ -17,9 +17,7 @@ import type { Telemetry, TelemetryOptions } from './options.ts';
 export function startTracingSdk(endpoint: string, options: TelemetryOptions): Telemetry {
   const random = new RandomIdGenerator();
   const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, '')}/v1/traces` });
-  const resource = defaultResource()
-    .merge(detectResources({ detectors: [envDetector, hostDetector, processDetector] }))
-    .merge(resourceFromAttributes({ 'service.name': options.serviceName ?? 'arcflow-worker' }));
+  const resource = processResource(options.serviceName, 'arcflow-worker');
   const provider = new NodeTracerProvider({
     resource,
     idGenerator: {

@@ -86,7 +86,8 @@ describe('one trace per run, across two worker processes', () => {
     expect(exitCodes).toEqual([0, 0]);
     expect(receivedBeforeStop).toBe(0);
     expect(spans.length).toBeGreaterThan(10);
-    expect(receiver.bodies.every((body) => body.path === '/v1/traces' && body.contentType?.startsWith('application/json'))).toBe(true);
+    // With the endpoint set, metrics go there too (SPEC §18), at their own path.
+    expect(receiver.bodies.every((body) => ['/v1/traces', '/v1/metrics'].includes(body.path) && body.contentType?.startsWith('application/json'))).toBe(true);
     expect(new Set(spans.filter((span) => span.name !== 'POST /trips').map((span) => span.serviceName))).toEqual(new Set(['arcflow-test-worker']));
   });
 

@@ -13,3 +13,5 @@ export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
 export { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 export { startPrivateCluster, testCluster, type PrivateCluster } from './private-cluster.ts';
 export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';
+export { parsePrometheusText, sampleSum, metricFamilies, type PrometheusSample } from './prometheus-text.ts';
+export { receivedPoints, latestPoints, type ReceivedPoint } from './otlp-metrics.ts';

@@ -2,6 +2,7 @@ import { tracingEnabled } from '@arcflow/telemetry/ids';
 import type { Redis } from 'ioredis';
 import { JobId } from '../keys.ts';
 import type { QueuePool } from './join.ts';
+import { recordRunEnded } from '../metrics/run-ends.ts';
 import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
 import type { RunTrace } from '../tracing.ts';
@@ -19,7 +20,9 @@ export interface Succession {
  */
 export async function endRun(store: RunStore, run_id: string, ending: RunEnding, succession?: Succession): Promise<RunEnded> {
   const outcome = await store.finishRun(run_id, ending);
-  if (outcome.ended) await runEnded(store, run_id, succession);
+  if (!outcome.ended) return outcome;
+  recordRunEnded(outcome.facts, ending);
+  await runEnded(store, run_id, succession);
   return outcome;
 }
 

@@ -21,6 +21,7 @@ import {
   targetForAttempt,
   testResponse,
 } from '@arcflow/core';
+import { recordProviderCall } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
@@ -180,9 +181,11 @@ export async function callModel(
       [Attr.finishReasons]: [response.finish_reason],
       ...(response.model ? { [Attr.responseModel]: response.model } : {}),
     });
+    recordProviderCall({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000, response.usage);
     return { response, latency_ms: Math.round(performance.now() - started) };
   } catch (thrown) {
     failSpan(chat, asProviderFailure(thrown).error_code);
+    recordProviderCall({ provider: provider_id, model: request.model, error_type: asProviderFailure(thrown).error_code }, (performance.now() - started) / 1000);
     return { thrown };
   } finally {
     chat.end();

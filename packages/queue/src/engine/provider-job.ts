@@ -37,6 +37,7 @@ import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
 import { workflowInputText } from '../store/input-format.ts';
 import type { PendingEvent, RunEnding, RunSpec, StateEntry, StepSnapshot } from '../store/run-store.ts';
+import { recordRunEnded } from '../metrics/run-ends.ts';
 import { endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
@@ -423,7 +424,10 @@ export class ProviderJobProcessor {
     if (!recorded) return undefined;
     // An earlier delivery's response stands: act on that one, as it was decided.
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
-    if (ending) await runEnded(store, run_id, this.deps);
+    if (ending) {
+      recordRunEnded(recorded.ended, ending);
+      await runEnded(store, run_id, this.deps);
+    }
     return { response, decision, ended: ending !== undefined };
   }
 

@@ -1,4 +1,5 @@
 import { type CallPlace, type ExecuteCall, type PlannedCall, type ToolDefinition, type ToolLogger, runHandler, settleExecution, toolStartedEvent } from '@arcflow/core';
+import { recordToolExecution } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
@@ -129,11 +130,13 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     // delivery lost to a dead worker never uses up a retry.
     if (!attempt.last && outcome.status === 'error') {
       failSpan(span, 'tool_error');
+      recordToolExecution(planned.tool.name, (performance.now() - startedAt) / 1000, 'tool_error');
       // The attempt leaves its `ToolCallStarted` in the log before the next one starts.
       await startedWrite?.now();
       return { retry: true, roundSettled: false };
     }
     const settled = settleExecution(planned, place, outcome, Math.round(performance.now() - startedAt));
+    recordToolExecution(planned.tool.name, (performance.now() - startedAt) / 1000, settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : undefined);
     if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
     else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
     const spanTraceparent = recordedTraceparent(span);

@@ -21,6 +21,7 @@ import { RunStore } from '../store/run-store.ts';
 import { ThreadStore } from '../store/thread-store.ts';
 import type { PartitionState } from '../store/partition-map.ts';
 import { CancellationListener } from './cancellation.ts';
+import { recordJobTaken } from '../metrics/job-start.ts';
 import { type Succession, emitRunSpanOnce, endRun } from './end-run.ts';
 import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
@@ -125,7 +126,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     };
     // A provider queue also holds the delayed jobs that time waiting calls out.
     const processProviderQueueJob = async (job: Job<ProviderJobData>, span: Parameters<ProviderJobProcessor['process']>[1], token?: string) => {
-      if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(job, span, token);
+      if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
       const { run_id, step_id, iteration, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
       if (
         typeof run_id !== 'string' ||
@@ -188,7 +189,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
         const capped = tool.concurrency !== undefined;
         if (capped && tag !== store.keys.tag) return;
         const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
-        const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, job, () => process(job)), {
+        const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job), () => process(job)), {
           ...common,
           prefix: tag,
           concurrency: capped ? budget : share(budget),

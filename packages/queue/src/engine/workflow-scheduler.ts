@@ -15,6 +15,7 @@ import {
   workflowRunError,
   type StateChange,
 } from '@arcflow/core';
+import { recordStep } from '@arcflow/telemetry/metrics';
 import type { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
 import type { AgentRegistration, Registry } from '../registry.ts';
@@ -189,6 +190,7 @@ export async function settleAgentStep(scheduler: WorkflowScheduler, run: Workflo
     ...(state_changes && state_changes.length > 0 ? { state_changes } : {}),
   });
   if (settled?.settledNow && settled.started_at !== undefined) {
+    recordStep(agent, Math.max(0, Date.now() - settled.started_at) / 1000, outcome.status === 'failed' ? outcome.error.error_code : undefined);
     emitStepSpan(run.trace.traceparent, {
       run_id: run.run_id,
       step_id,

@@ -110,6 +110,23 @@ export interface ToolResult {
 export interface RunEnded {
   readonly ended: boolean;
   readonly closed: readonly RoundCall[];
+  /** Set when this call ended the run: what its metrics name it by (SPEC §18). */
+  readonly facts?: EndedRunFacts;
+}
+
+/** What a run's metrics name it by, read by the script that ended it: its agent (or workflow) and when it was enqueued (ms). */
+export interface EndedRunFacts {
+  readonly agent: string;
+  readonly workflow?: string;
+  readonly created_at: number;
+}
+
+/** The scripts' `{created_at, agent, workflow}` (see finish.lua's runFacts). */
+function endedRunFacts(raw: unknown): EndedRunFacts | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  const [created_at, agent, workflow] = raw as (string | null)[];
+  if (!agent || !created_at) return undefined;
+  return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at) };
 }
 
 /** A call of a round, as the store records it. */
@@ -418,9 +435,9 @@ export class RunStore {
     open: readonly RoundCall[] = [],
     end?: RunEnding,
     executing = 0,
-  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean } | undefined> {
+  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
     const { response } = recorded;
-    const [outcome, stored] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
+    const [outcome, stored, facts] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
       step_id,
       iteration,
       response: writeResponse(recorded),
@@ -431,9 +448,11 @@ export class RunStore {
       open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
       tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
-    })) as [number, string?];
+    })) as [number, string?, unknown?];
     if (outcome === -1) return undefined;
-    return outcome === 0 && stored ? { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false } : { recorded, recordedNow: true };
+    if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };
+    const ended = endedRunFacts(facts);
+    return { recorded, recordedNow: true, ...(ended ? { ended } : {}) };
   }
 
   /**
@@ -521,8 +540,13 @@ export class RunStore {
    * `closed`: the open calls a cancel closed, whose tool jobs have no call to run any more.
    */
   async finishRun(run_id: string, ending: RunEnding): Promise<RunEnded> {
-    const [finished, closed = []] = (await this.scripts.finishRun([this.keys.record(run_id)], this.ending(ending))) as [number, string[]?];
-    return { ended: finished === 1, closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })) };
+    const [finished, closed = [], facts] = (await this.scripts.finishRun([this.keys.record(run_id)], this.ending(ending))) as [number, string[]?, unknown?];
+    const ended = endedRunFacts(facts);
+    return {
+      ended: finished === 1,
+      closed: closed.map((json) => ({ ...(JSON.parse(json) as Omit<RoundCall, 'fanned_out'>), fanned_out: true })),
+      ...(ended ? { facts: ended } : {}),
+    };
   }
 
   /** A run's ending as the scripts' `finish` reads it (commands/includes/finish.lua). */

@@ -8,8 +8,8 @@
         events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name], …]'
         or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
         ending (see finish; absent when the run goes on)
-  Returns {1} when recorded now, {0, stored} when an earlier delivery recorded it, {-1} when the
-  run has ended. Safe to run twice.
+  Returns {1} when recorded now ({1, '', {created_at, agent, workflow}} when it ended the run too),
+  {0, stored} when an earlier delivery recorded it, {-1} when the run has ended. Safe to run twice.
 ]]
 --- @include "prelude"
 local args = cmsgpack.unpack(ARGV[1])
@@ -48,5 +48,9 @@ if args.open_count > 0 then
   indexed[#indexed + 1] = pending
 end
 redis.call('SADD', index, unpack(indexed))
-if args.ending then finish(args.ending) else touch() end
+if args.ending then
+  finish(args.ending)
+  return {1, '', runFacts()}
+end
+touch()
 return {1}

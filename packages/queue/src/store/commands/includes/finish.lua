@@ -13,7 +13,8 @@
     events            the step's last events, {dedupeId, json} pairs
   Then the run's terminal event, with the usage summed in Redis. A run on a thread (SPEC §11)
   that completes appends its staged messages to the thread here, in the write that completes it,
-  so once; any ending sets the thread's retention again. Returns the closed calls (JSON).
+  so once; any ending sets the thread's retention again. Returns the closed calls (JSON); runFacts
+  gives what the ending process's metrics name the run by.
 ]]
 local function checkEnding(ending)
   if type(ending) ~= 'table' then refuse('ending must be a map') end
@@ -96,6 +97,11 @@ local function endOnThread(ending, run_id, tag)
   end
 end
 
+-- What a run's metrics name it by, for the process that ended it (SPEC §18): {created_at, agent, workflow}.
+local function runFacts()
+  return redis.call('HMGET', record, 'created_at', 'agent', 'workflow')
+end
+
 local function finish(ending)
   local closed = {}
   if ending.closing then
@@ -132,6 +138,10 @@ local function finish(ending)
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
   local run_id, active, tag = runIdentity()
+  -- The deployment's runs ended, by agent (or workflow) and status, counted once here (SPEC §18).
+  local workflow = redis.call('HGET', record, 'workflow')
+  local counted = workflow and ('workflow|' .. workflow) or ('agent|' .. redis.call('HGET', record, 'agent'))
+  redis.call('HINCRBY', tag .. '{{RUN_COUNTS_SUFFIX}}', counted .. '|' .. ending.status, 1)
   endOnThread(ending, run_id, tag)
   redis.call('ZREM', active, run_id)
   -- Waiting clients are told on the partition's channel (sharded: in this slot).
