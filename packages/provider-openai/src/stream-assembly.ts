@@ -87,7 +87,7 @@ export class StreamAssembly {
     // Some servers repeat the id and name on every fragment: the first non-empty one stands.
     if (typeof id === 'string' && call.id === '') call.id = id;
     if (fn === undefined || fn === null) return;
-    if (typeof fn !== 'object') throw malformed('a tool-call fragment\'s function is not an object');
+    if (typeof fn !== 'object') throw malformed("a tool-call fragment's function is not an object");
     const { name, arguments: args } = fn as Record<string, unknown>;
     if (typeof name === 'string' && call.name === '') call.name = name;
     if (args !== undefined && args !== null) {

@@ -12,9 +12,7 @@ import { StreamAssembly } from './stream-assembly.ts';
  */
 export async function completeStreaming(client: OpenAI, body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, options: CompleteOptions): Promise<ProviderResponse> {
   try {
-    const { data, response } = await client.chat.completions
-      .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: options.signal })
-      .withResponse();
+    const { data, response } = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: options.signal }).withResponse();
     const contentType = response.headers.get('content-type') ?? '';
     if (!contentType.includes('text/event-stream')) {
       // Never iterated, so the SDK's stream has not touched the body.

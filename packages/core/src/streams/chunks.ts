@@ -15,7 +15,14 @@ export type StreamChunk =
       readonly tool_call_id: string;
       readonly tool_name: string;
     }
-  | { readonly offset: number; readonly type: 'tool_result'; readonly step_id: string; readonly iteration: number; readonly tool_call_id: string; readonly status: 'completed' | 'failed' }
+  | {
+      readonly offset: number;
+      readonly type: 'tool_result';
+      readonly step_id: string;
+      readonly iteration: number;
+      readonly tool_call_id: string;
+      readonly status: 'completed' | 'failed';
+    }
   | { readonly offset: number; readonly type: 'reset'; readonly step_id: string; readonly iteration: number; readonly attempt: number }
   | { readonly offset: number; readonly type: 'end'; readonly status: 'completed' | 'failed' | 'cancelled' };
 

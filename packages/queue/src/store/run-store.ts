@@ -25,6 +25,7 @@ import { PartitionMap } from './partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../partitions.ts';
 import { WatchdogStore } from './watchdog-store.ts';
 import { WorkflowStore } from './workflow-store.ts';
+import { type StreamPart, StreamStore } from '../streams/stream-store.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
 export interface PendingEvent {
@@ -131,6 +132,8 @@ export class RunStore {
   readonly partitions: PartitionMap;
   /** What the watchdog reads of runs that have gone quiet. */
   readonly watchdog: WatchdogStore;
+  /** The runs' streams of text (SPEC §12). */
+  readonly streams: StreamStore;
   private readonly scripts: StoreScripts;
   /** The transcripts this worker read or wrote lately: a read asks Redis only for what it lacks. */
   private readonly transcripts = new TranscriptCache();
@@ -146,6 +149,7 @@ export class RunStore {
     this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
     this.partitions = new PartitionMap(redis, this.keys, prefix);
     this.watchdog = new WatchdogStore(redis, this.keys, this);
+    this.streams = new StreamStore(redis, this.keys, this.scripts);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -381,7 +385,7 @@ export class RunStore {
    * tool jobs it will fan out) in the same step; with `end`, a response that ends the run ends it
    * in that step too. Returns the response that stands and whether this call recorded it (else an
    * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
-   * the run has ended.
+   * the run has ended. `stream`: the response's part of the run's stream, written with it.
    */
   async recordResponse(
     run_id: string,
@@ -392,6 +396,7 @@ export class RunStore {
     open: readonly RoundCall[] = [],
     end?: RunEnding,
     executing = 0,
+    stream?: StreamPart,
   ): Promise<{ recorded: RecordedResponse; recordedNow: boolean } | undefined> {
     const { response } = recorded;
     const [outcome, stored] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
@@ -405,6 +410,7 @@ export class RunStore {
       open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
       tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
+      stream,
     })) as [number, string?];
     if (outcome === -1) return undefined;
     return outcome === 0 && stored ? { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false } : { recorded, recordedNow: true };

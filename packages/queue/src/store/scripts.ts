@@ -36,6 +36,8 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.outputs': RUN_KEY_SUFFIX.outputs,
   'RUN_KEY_SUFFIX.tail': RUN_KEY_SUFFIX.tail,
   'RUN_KEY_SUFFIX.approvals': RUN_KEY_SUFFIX.approvals,
+  'RUN_KEY_SUFFIX.stream': RUN_KEY_SUFFIX.stream,
+  'RUN_KEY_SUFFIX.streamMeta': RUN_KEY_SUFFIX.streamMeta,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
   THREAD_KEY_INFIX,
@@ -75,5 +77,6 @@ export const SCRIPTS = {
   threadHistory: script('threadHistory'),
   stageThreadMessages: script('stageThreadMessages'),
   takeInjected: script('takeInjected'),
+  appendStream: script('appendStream'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

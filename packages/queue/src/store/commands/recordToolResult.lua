@@ -11,10 +11,12 @@
   ARGV[9] failure (the terminal event's error code, kept as field '<tool_call_id>|error' of the
           results; '' when the call completed)
   ARGV[10] round_waits ('1' when calls of the round wait for approval: the run may be left waiting)
+  The call's `tool_result` chunk goes onto the run's stream (SPEC §12) when the result is recorded now.
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
 ]]
 --- @include "prelude"
+--- @include "stream"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local round_waits = ARGV[10] == '1'
@@ -44,4 +46,5 @@ end
 if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), tool_call_id, span) end
 if started ~= '' then redis.call('RPUSH', events, started, terminal) else redis.call('RPUSH', events, terminal) end
 tellFollowers()
+streamAdd({type = 'tool_result', step_id = step_id, iteration = iteration, tool_call_id = tool_call_id, status = failure == '' and 'completed' or 'failed'})
 return {1, '', open}
