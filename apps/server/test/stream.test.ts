@@ -69,10 +69,11 @@ describe('GET /v1/runs/{run_id}/stream (SPEC §12)', () => {
 
   it('answers in the AI SDK UI message stream protocol when asked, which the ai package reads into the run output', async () => {
     const run_id = await enqueue('for useChat');
-    for (const ask of [
+    const asks: { query: string; headers: Record<string, string> }[] = [
       { query: '?format=ai-sdk', headers: {} },
       { query: '', headers: { 'x-vercel-ai-ui-message-stream': 'v1' } },
-    ]) {
+    ];
+    for (const ask of asks) {
       const response = await call(`/v1/runs/${run_id}/stream${ask.query}`, { headers: ask.headers });
       expect(response.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
       const { messages } = await readSse(response);
