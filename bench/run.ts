@@ -12,6 +12,7 @@ import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
 import { type TranscriptWindow, transcriptRun } from './transcript.ts';
+import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -319,6 +320,12 @@ try {
       target: 'completes',
       verdict: 'yes',
     });
+  }
+  if (wanted('streaming')) {
+    progress('streaming: first text, writes per answer, throughput');
+    rows.push(await firstTextRow(prefix('stream-first-text')));
+    rows.push(await writesRow(prefix('stream-writes')));
+    rows.push(...(await streamingThroughputRows((name) => prefix(`stream-${name}`))));
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

@@ -21,6 +21,8 @@ export type FakeTurn =
 export interface FakeRequest {
   readonly body: Record<string, any>;
   readonly headers: IncomingMessage['headers'];
+  /** When the request had been read (`performance.now()`). */
+  readonly received_at: number;
   /** When the first text or call chunk of a streamed answer was written (`performance.now()`). */
   first_token_at?: number;
 }
@@ -63,7 +65,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const request: FakeRequest = { body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: req.headers };
+    const request: FakeRequest = { body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: req.headers, received_at: performance.now() };
     requests.push(request);
     const turn = queue.shift() ?? options.fallback?.(request) ?? { type: 'status', status: 500, body: { error: { message: 'fake server: no turn queued' } } };
     completionSeq += 1;
