@@ -1,34 +1,21 @@
 import { type StreamChunk, StreamReassembler } from '@arcflow/core';
-import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { type UIMessage, type UIMessageChunk, readUIMessageStream } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectedAnswer, startStreamFake } from '../../../packages/queue/test/fixtures/stream-fake.ts';
-import { type ServeProcess, type SseMessage, readSse, spawnServe } from './harness.ts';
+import { expectedAnswer } from '../../../packages/queue/test/fixtures/stream-fake.ts';
+import { type SseMessage, readSse } from './harness.ts';
+import { type StreamStack, startStreamStack } from './stream-stack.ts';
 
-const FIXTURE = new URL('../../../packages/queue/test/fixtures/stream-agents.ts', import.meta.url).pathname;
-const prefix = testPrefix('api-stream');
 const KEYS = { read: 'stream-read-0123456789', write: 'stream-write-0123456789' };
-let serve: ServeProcess;
-let worker: WorkerProcess;
-let fake: FakeOpenAIServer;
+let stack: StreamStack;
 
 beforeAll(async () => {
-  fake = await startStreamFake({ delay_ms: 15 });
-  [serve, worker] = await Promise.all([
-    spawnServe({ REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, ARCFLOW_API_KEYS: `viewer:${KEYS.read}:read,backend:${KEYS.write}:write`, ARCFLOW_SSE_HEARTBEAT_MS: '200' }),
-    spawnWorker(FIXTURE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, STREAM_FAKE_URL: fake.url } }),
-  ]);
+  stack = await startStreamStack('api-stream', `viewer:${KEYS.read}:read,backend:${KEYS.write}:write`, 15);
 });
-afterAll(async () => {
-  await Promise.all([serve?.stop(), worker?.stop()]);
-  await fake?.close();
-  await cleanupPrefix(prefix);
-});
+afterAll(() => stack?.stop());
 
 const call = (path: string, init: RequestInit & { key?: keyof typeof KEYS | null } = {}) => {
   const { key = 'read', headers, ...rest } = init;
-  return fetch(`${serve.url}${path}`, { ...rest, headers: { ...(key ? { authorization: `Bearer ${KEYS[key]}` } : {}), ...(headers as Record<string, string>) } });
+  return fetch(`${stack.serve.url}${path}`, { ...rest, headers: { ...(key ? { authorization: `Bearer ${KEYS[key]}` } : {}), ...(headers as Record<string, string>) } });
 };
 async function enqueue(input: string): Promise<string> {
   const response = await call('/v1/runs', {

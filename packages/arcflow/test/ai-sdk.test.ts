@@ -1,30 +1,16 @@
-import { TEST_REDIS_URL, cleanupPrefix, testPrefix, type FakeOpenAIServer } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { AbstractChat, type ChatState, type ChatStatus, type UIMessage, readUIMessageStream } from 'ai';
 import { ArcflowChatTransport } from 'arcflow/ai-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServe, type ServeProcess } from '../../../apps/server/test/harness.ts';
-import { expectedAnswer, startStreamFake } from '../../queue/test/fixtures/stream-fake.ts';
+import { type StreamStack, startStreamStack } from '../../../apps/server/test/stream-stack.ts';
+import { expectedAnswer } from '../../queue/test/fixtures/stream-fake.ts';
 
-const FIXTURE = new URL('../../queue/test/fixtures/stream-agents.ts', import.meta.url).pathname;
-const prefix = testPrefix('ai-sdk');
 const KEY = 'chat-write-0123456789';
-let serve: ServeProcess;
-let worker: WorkerProcess;
-let fake: FakeOpenAIServer;
+let stack: StreamStack;
 
 beforeAll(async () => {
-  fake = await startStreamFake({ delay_ms: 15 });
-  [serve, worker] = await Promise.all([
-    spawnServe({ REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, ARCFLOW_API_KEYS: `web:${KEY}:write` }),
-    spawnWorker(FIXTURE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, STREAM_FAKE_URL: fake.url } }),
-  ]);
+  stack = await startStreamStack('ai-sdk', `web:${KEY}:write`, 15);
 });
-afterAll(async () => {
-  await Promise.all([serve?.stop(), worker?.stop()]);
-  await fake?.close();
-  await cleanupPrefix(prefix);
-});
+afterAll(() => stack?.stop());
 
 /** What `useChat` keeps in React state, kept in memory: the AI SDK's own chat logic runs on it. */
 class MemoryChatState implements ChatState<UIMessage> {
@@ -87,13 +73,16 @@ const textOf = (message: UIMessage | undefined) =>
     .map((part) => (part as { text: string }).text)
     .join('');
 const threadMessages = async (thread_id: string) =>
-  ((await (await fetch(`${serve.url}/v1/threads/${thread_id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { messages: { role: string; content: unknown }[] })
-    .messages;
+  (
+    (await (await fetch(`${stack.serve.url}/v1/threads/${thread_id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as {
+      messages: { role: string; content: unknown }[];
+    }
+  ).messages;
 
 describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
   it("sends a message on the chat's thread and shows the streamed answer; the next message continues the thread", async () => {
-    const thread_id = `chat-${prefix}`;
-    const chat = new NodeChat(thread_id, new ArcflowChatTransport({ api: serve.url, agent: 'stream_chat', headers: { authorization: `Bearer ${KEY}` } }));
+    const thread_id = `chat-${stack.prefix}`;
+    const chat = new NodeChat(thread_id, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', headers: { authorization: `Bearer ${KEY}` } }));
     await chat.sendMessage({ text: 'Weather in Oslo?' });
     expect(chat.memory.status).toBe('ready');
     expect(chat.memory.messages.map((message) => message.role)).toEqual(['user', 'assistant']);
@@ -109,8 +98,8 @@ describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
   it('resumes with Last-Event-ID when the connection drops, and the answer shows once', async () => {
     const dropping = droppingFetch(700);
     const chat = new NodeChat(
-      `drop-${prefix}`,
-      new ArcflowChatTransport({ api: serve.url, agent: 'stream_chat', headers: { authorization: `Bearer ${KEY}` }, fetch: dropping.fetch }),
+      `drop-${stack.prefix}`,
+      new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', headers: { authorization: `Bearer ${KEY}` }, fetch: dropping.fetch }),
     );
     await chat.sendMessage({ text: 'Across a dropped connection?' });
     expect(dropping.streamRequests.length).toBe(2);
@@ -120,8 +109,8 @@ describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
   });
 
   it("reconnects to the thread's active run from its start after the reader went away, and finds none once it ended", async () => {
-    const thread_id = `resume-${prefix}`;
-    const transport = new ArcflowChatTransport({ api: serve.url, agent: 'stream_chat', headers: () => ({ authorization: `Bearer ${KEY}` }) });
+    const thread_id = `resume-${stack.prefix}`;
+    const transport = new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', headers: () => ({ authorization: `Bearer ${KEY}` }) });
     const aborted = new AbortController();
     const stream = await transport.sendMessages({
       trigger: 'submit-message',
@@ -141,11 +130,11 @@ describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
     for await (const message of readUIMessageStream({ stream: resumed!, terminateOnError: true })) last = message;
     expect(textOf(last)).toBe(expectedAnswer('Leave and come back'));
     expect(await transport.reconnectToStream({ chatId: thread_id })).toBeNull();
-    expect(await transport.reconnectToStream({ chatId: `never-${prefix}` })).toBeNull();
+    expect(await transport.reconnectToStream({ chatId: `never-${stack.prefix}` })).toBeNull();
   });
 
   it('refuses what it cannot do, clearly', async () => {
-    const transport = new ArcflowChatTransport({ api: serve.url, agent: 'stream_chat', headers: { authorization: `Bearer ${KEY}` } });
+    const transport = new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', headers: { authorization: `Bearer ${KEY}` } });
     const base = { chatId: 't1', messageId: undefined, abortSignal: undefined };
     await expect(transport.sendMessages({ ...base, trigger: 'regenerate-message', messages: [] })).rejects.toThrow(/regenerating a message is not supported/);
     await expect(
@@ -158,7 +147,7 @@ describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
         messages: [{ id: 'u', role: 'user', parts: [{ type: 'file', mediaType: 'application/pdf', url: 'data:,x' }] }],
       }),
     ).rejects.toThrow(/images, not 'application\/pdf'/);
-    const unknown = new ArcflowChatTransport({ api: serve.url, agent: 'no_such_agent', headers: { authorization: `Bearer ${KEY}` } });
+    const unknown = new ArcflowChatTransport({ api: stack.serve.url, agent: 'no_such_agent', headers: { authorization: `Bearer ${KEY}` } });
     await expect(unknown.sendMessages({ ...base, trigger: 'submit-message', messages: [{ id: 'u', role: 'user', parts: [{ type: 'text', text: 'x' }] }] })).rejects.toThrow(
       /answered 404 to POST \/v1\/runs: .*no_such_agent/,
     );
