@@ -5,7 +5,7 @@
 import { Agent, type StreamChunk, silentLogger } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowClient, createClient, startWorker } from '@arcflow/queue';
-import { type FakeOpenAIServer, type FakeStreamPacing, startFakeOpenAI } from '@arcflow/testing';
+import { type FakeStreamPacing, startFakeOpenAI } from '@arcflow/testing';
 import { REDIS_URL, type Row, ms, percentile } from './lib.ts';
 
 const agent = new Agent({ name: 'bench_streamer' });
