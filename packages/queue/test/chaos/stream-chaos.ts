@@ -1,8 +1,8 @@
 import { type StreamChunk, StreamReassembler } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { expectedAnswer, startStreamFake } from '../fixtures/stream-fake.ts';
+import { WorkerFleet } from './worker-fleet.ts';
 
 const FIXTURE = new URL('../fixtures/stream-agents.ts', import.meta.url).pathname;
 
@@ -44,34 +44,18 @@ export async function runStreamChaos(options: StreamChaosOptions): Promise<Strea
   const prefix = testPrefix('stream-chaos');
   const fake = await startStreamFake({ delay_ms: options.chunkDelayMs ?? 15 });
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, STREAM_FAKE_URL: fake.url };
-  const workers: WorkerProcess[] = [];
-  const startOne = async () => workers.push(await spawnWorker(FIXTURE, { env, readyTimeoutMs: 60_000 }));
+  const fleet = new WorkerFleet(FIXTURE, env, log);
   const client = createClient({ redis: TEST_REDIS_URL, prefix, redis_timeout_ms: 30_000 });
   const started = Date.now();
-  let workerKills = 0;
-  let stopping = false;
   try {
-    for (let index = 0; index < options.workers; index += 1) await startOne();
+    await fleet.start(options.workers);
     const inputs = Array.from({ length: options.runs }, (_, index) => `stream run ${index}`);
     const run_ids = (await Promise.all(inputs.map((input) => client.enqueue({ agent: 'stream_agent', input })))).map(({ run_id }) => run_id);
     log(`enqueued ${run_ids.length} runs`);
-    const killer = (async () => {
-      while (!stopping) {
-        await new Promise((resolve) => setTimeout(resolve, options.killEveryMs));
-        if (stopping) break;
-        const victim = workers.splice(Math.floor(Math.random() * workers.length), 1)[0];
-        if (victim) {
-          victim.kill('SIGKILL');
-          workerKills += 1;
-          log(`killed worker ${victim.id}`);
-        }
-        await startOne().catch((error: unknown) => log(`a new worker failed to start: ${(error as Error).message}`));
-      }
-    })();
+    fleet.killEvery(options.killEveryMs);
     const deadline = Date.now() + options.timeoutMs;
     const streams = await Promise.all(run_ids.map((run_id) => readReconnecting(client, run_id, deadline)));
-    stopping = true;
-    await killer;
+    await fleet.stopKilling();
     log('every stream has ended; checking');
     const violations: string[] = [];
     let completed = 0;
@@ -98,7 +82,7 @@ export async function runStreamChaos(options: StreamChaosOptions): Promise<Strea
     return {
       runs: run_ids.length,
       completed,
-      workerKills,
+      workerKills: fleet.kills,
       runsWithReset: streams.filter((chunks) => chunks.some((chunk) => chunk.type === 'reset')).length,
       chunks: streams.reduce((sum, chunks) => sum + chunks.length, 0),
       gaps,
@@ -107,8 +91,7 @@ export async function runStreamChaos(options: StreamChaosOptions): Promise<Strea
       violations,
     };
   } finally {
-    stopping = true;
-    for (const worker of workers) worker.kill('SIGKILL');
+    fleet.killAll();
     await client.close();
     await fake.close();
     await cleanupPrefix(prefix);
