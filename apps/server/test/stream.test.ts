@@ -52,6 +52,8 @@ describe('GET /v1/runs/{run_id}/stream (SPEC §12)', () => {
     // ?after=n on an ended run: what is left after n, then the end of the response.
     const { messages: tail } = await readSse(await call(`/v1/runs/${run_id}/stream?after=${chunks.length - 2}`));
     expect(chunksOf(tail)).toEqual(chunks.slice(-2));
+    // Nothing after the end of an ended run: 204, which stops an EventSource from reconnecting.
+    expect((await call(`/v1/runs/${run_id}/stream`, { headers: { 'last-event-id': String(chunks.length) } })).status).toBe(204);
   });
 
   it('answers in the AI SDK UI message stream protocol when asked, which the ai package reads into the run output', async () => {

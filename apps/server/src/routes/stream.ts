@@ -1,3 +1,4 @@
+import { TERMINAL_STATUSES } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
@@ -33,18 +34,23 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
         }),
         response: {
           200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: Type.Ref('StreamChunk') } } },
+          204: Type.Null({ description: 'the run has ended and its stream has nothing after the offset asked for' }),
           ...problems(400, 401, 404, 429, 503),
         },
       },
     },
     async (request, reply) => {
       const { run_id } = request.params;
-      if (!(await client.get(run_id))) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
+      const run = await client.get(run_id);
+      if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
       const after = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
       const aiSdk = wantsUiMessageStream(request.query.format, request.headers['x-vercel-ai-ui-message-stream']);
-      const sse = openEventStream(reply, heartbeat_ms, aiSdk ? UI_MESSAGE_STREAM_HEADERS : {});
       // The UI message stream is rebuilt from the start, so a resume continues in the state the reader had.
       const chunks = client.stream(run_id, { after: aiSdk ? 0 : after })[Symbol.asyncIterator]();
+      // An ended run with nothing after `after`: 204, which tells an EventSource to stop reconnecting.
+      const first = TERMINAL_STATUSES.has(run.status) ? await chunks.next() : undefined;
+      if (first?.done) return reply.status(204).send(null);
+      const sse = openEventStream(reply, heartbeat_ms, aiSdk ? UI_MESSAGE_STREAM_HEADERS : {});
       let gone = false;
       sse.onClose(() => {
         gone = true;
@@ -52,9 +58,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
       });
       const translator = aiSdk ? new UiMessageTranslator(run_id) : undefined;
       try {
-        for (;;) {
-          const next = await chunks.next();
-          if (next.done || gone) break;
+        for (let next = first ?? (await chunks.next()); !next.done && !gone; next = await chunks.next()) {
           const chunk = next.value;
           if (!translator) sse.write(`id: ${chunk.offset}\nevent: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n`);
           else {

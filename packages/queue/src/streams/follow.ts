@@ -31,15 +31,29 @@ export function checkAfter(after: unknown): number {
 }
 
 /**
- * A run's chunks after `after`, following the run until its `end` chunk (SPEC §12). A run ended
- * without one (streamed before streams existed) ends the iteration once nothing more comes.
+ * A run's chunks after `after`, following the run until its `end` chunk (SPEC §12): what is
+ * stored already is read at once, then blocking reads wait for more. A run that has ended with
+ * nothing after `after` (its `end` read already, or a run from before streams, which has none)
+ * ends the iteration at once.
  */
 export async function* followStream(following: StreamFollowing, run_id: string, after: number): AsyncGenerator<StreamChunk> {
   const { streams, reach, status, blockMs } = following;
   const reader = following.openReader();
   try {
-    if (!(await reach(reader, () => status(run_id)))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    const first = await reach(reader, () => status(run_id));
+    if (!first) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    // What is there already comes at once, without a blocking read; an ended run ends here.
     let last = after;
+    for (;;) {
+      const chunks = await reach(reader, () => streams.read(run_id, last));
+      for (const chunk of chunks) {
+        yield chunk;
+        last = chunk.offset;
+        if (chunk.type === 'end') return;
+      }
+      if (chunks.length === 0) break;
+    }
+    if (TERMINAL_STATUSES.has(first)) return;
     for (;;) {
       const chunks = await reach(reader, () => streams.follow(reader, run_id, last, blockMs));
       for (const chunk of chunks) {
