@@ -68,8 +68,8 @@ export const RUNS_INDEX_SUFFIX = ':runs';
  * start time per step) and their outputs and errors, and `tail`: the pub/sub channel told (with
  * no message) each time events are appended, which event followers (`arcflow serve`) subscribe to,
  * and the run's stream (SPEC §12): `stream`, a Redis Stream of chunks whose entry ids are their
- * offsets (`<offset>-0`), and `stream-meta`, its offset counter and which attempt of each iteration
- * it shows (see `store/commands/includes/stream.lua`). The store's Lua scripts name them the
+ * offsets (`0-<offset>`), and `stream-meta`, which attempt of each iteration it shows (see
+ * `store/commands/includes/stream.lua`). The store's Lua scripts name them the
  * same way from the record key (`store/commands/includes/prelude.lua`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({
@@ -128,7 +128,7 @@ export class RunKeys {
    * `…|resolution` → the resolution (JSON).
    */
   readonly approvals: string;
-  /** The run's stream (SPEC §12): a Redis Stream, entry id `<offset>-0`, field `c` the chunk's JSON. */
+  /** The run's stream (SPEC §12): a Redis Stream, entry id `0-<offset>`, field `c` the chunk's JSON. */
   readonly stream: string;
 
   constructor(private readonly base: string) {

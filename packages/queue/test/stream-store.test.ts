@@ -101,10 +101,12 @@ describe("the run's stream in Redis (SPEC §12)", () => {
   it('refuses an entry it cannot read, or a gap, with a clear error', async () => {
     const run_id = await newRun();
     const key = store.keys.run(run_id).stream;
-    await redis.xadd(key, '1-0', 'c', '{"offset":1,"type":"text","step_id":"s1","iteration":1,"attempt":1,"delta":"ok"}');
-    await redis.xadd(key, '3-0', 'c', '{"offset":3,"type":"end","status":"completed"}');
+    await redis.xadd(key, '0-1', 'c', '{"type":"text","step_id":"s1","iteration":1,"attempt":1,"delta":"ok"}');
+    await redis.xadd(key, '0-3', 'c', '{"type":"end","status":"completed"}');
     await expect(store.streams.read(run_id, 0)).rejects.toThrow(/follows offset 1: the stream has a gap/);
-    await redis.xadd(key, '4-0', 'c', 'not json');
-    await expect(store.streams.read(run_id, 3)).rejects.toThrow(/stream entry 4-0 is not a chunk/);
+    await redis.xadd(key, '0-4', 'c', 'not json');
+    await expect(store.streams.read(run_id, 3)).rejects.toThrow(/stream entry 0-4 is not a chunk/);
+    await redis.xadd(key, '7-0', 'c', '{"type":"end","status":"completed"}');
+    await expect(store.streams.read(run_id, 4)).rejects.toThrow(/stream entry 7-0 is not a chunk/);
   });
 });

@@ -28,8 +28,8 @@ const READ_COUNT = 500;
 
 /**
  * A run's stream in Redis (SPEC §12): written by the store's scripts (text batches here, the rest
- * with the writes they belong to), read by offset. Entry ids are `<offset>-0`, so reading after
- * offset n is `XRANGE (n-0 +` and following is `XREAD BLOCK … <n>-0`.
+ * with the writes they belong to), read by offset. Entry ids are `0-<offset>` (`XADD … 0-*`), so
+ * reading after offset n is `XRANGE (0-n +` and following is `XREAD BLOCK … 0-<n>`.
  */
 export class StreamStore {
   constructor(
@@ -45,7 +45,7 @@ export class StreamStore {
 
   /** The chunks after offset `after`, at most {@link READ_COUNT} of them. */
   async read(run_id: string, after: number): Promise<StreamChunk[]> {
-    const entries = (await this.redis.xrange(this.keys.run(run_id).stream, `(${after}-0`, '+', 'COUNT', READ_COUNT)) as RawEntries;
+    const entries = (await this.redis.xrange(this.keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
     return chunksOf(entries, after);
   }
 
@@ -54,23 +54,26 @@ export class StreamStore {
    * caller's own: a blocking read holds it) for the first; empty when none came.
    */
   async follow(reader: Redis, run_id: string, after: number, blockMs: number): Promise<StreamChunk[]> {
-    const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.keys.run(run_id).stream, `${after}-0`)) as [string, RawEntries][] | null;
+    const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
     return chunksOf(reply?.[0]?.[1] ?? [], after);
   }
 }
 
-/** Entries read back as chunks, each checked, in offset order from `after + 1` with no gap. */
+const ENTRY_ID = /^0-([1-9][0-9]{0,14})$/;
+
+/** Entries read back as chunks (the offset from the entry's id), each checked, in offset order from `after + 1` with no gap. */
 function chunksOf(entries: RawEntries, after: number): StreamChunk[] {
   let expected = after + 1;
   return entries.map(([id, fields]) => {
+    const offset = ENTRY_ID.exec(id)?.[1];
     let parsed: unknown;
     try {
       parsed = fields[0] === 'c' && typeof fields[1] === 'string' ? JSON.parse(fields[1]) : undefined;
     } catch {
       parsed = undefined;
     }
-    const chunk = readStreamChunk(parsed);
-    if (!chunk || id !== `${chunk.offset}-0`) throw new StreamEntryError(`stream entry ${id} is not a chunk this version of arcflow can read`);
+    const chunk = offset !== undefined && parsed !== null && typeof parsed === 'object' ? readStreamChunk({ ...parsed, offset: Number(offset) }) : undefined;
+    if (!chunk) throw new StreamEntryError(`stream entry ${id} is not a chunk this version of arcflow can read`);
     if (chunk.offset !== expected) throw new StreamEntryError(`stream entry ${id} follows offset ${expected - 1}: the stream has a gap`);
     expected += 1;
     return chunk;

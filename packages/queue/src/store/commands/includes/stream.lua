@@ -2,9 +2,10 @@
   The run's stream (SPEC §12), written by appendStream (text while a call streams),
   recordResponse (the rest of a call's text and its tool calls), recordToolResult (a call's end)
   and finish (the `end` chunk). Included after the prelude.
-    stream       a Redis Stream: entry id '<offset>-0', field 'c' = the chunk's JSON with its offset
-    stream-meta  'offset' = the last offset given (1, 2, 3 … per run, no gaps);
-                 'a:<step>|<n>' = the attempt the stream shows for iteration n of the step;
+    stream       a Redis Stream: entry id '0-<offset>', given by XADD '0-*' (the next sequence
+                 number: 1, 2, 3 … per run, no gaps, since entries are never deleted), field
+                 'c' = the chunk's JSON without its offset (readers take it from the id)
+    stream-meta  'a:<step>|<n>' = the attempt the stream shows for iteration n of the step;
                  'b:<step>|<n>' = the bytes of text that attempt has streamed
   An iteration's attempts only move forward: text of an older attempt than the one shown is
   dropped, and a newer one begins with a `reset` chunk (when an earlier one had begun), so a
@@ -14,11 +15,8 @@
 local stream, streamMeta = record .. '{{RUN_KEY_SUFFIX.stream}}', record .. '{{RUN_KEY_SUFFIX.streamMeta}}'
 
 local function streamAdd(chunk)
-  local offset = redis.call('HINCRBY', streamMeta, 'offset', 1)
-  if offset == 1 then redis.call('SADD', index, stream, streamMeta) end
-  chunk.offset = offset
-  redis.call('XADD', stream, offset .. '-0', 'c', cjson.encode(chunk))
-  return offset
+  local id = redis.call('XADD', stream, '0-*', 'c', cjson.encode(chunk))
+  if id == '0-1' then redis.call('SADD', index, stream, streamMeta) end
 end
 
 local function streamText(step, n, attempt, text)
@@ -48,7 +46,7 @@ local function streamResponse(step, n, s)
   local shown, bytes = streamShown(step, n)
   if shown == s.attempt and bytes + #s.pending == #s.text then
     streamText(step, n, s.attempt, s.pending)
-  else
+  elseif shown >= 0 or s.text ~= '' then
     streamShow(step, n, s.attempt, shown)
     streamText(step, n, s.attempt, s.text)
   end
