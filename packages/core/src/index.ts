@@ -80,7 +80,7 @@ export {
 export * from './events/types.ts';
 export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
-export { type StreamChunk, type StreamChunkType, STREAM_CHUNK_TYPES, readStreamChunk } from './streams/chunks.ts';
+export { type StreamChunk, type StreamChunkType, readStreamChunk } from './streams/chunks.ts';
 export { type IterationText, StreamReassembler } from './streams/reassemble.ts';
 export * from './run-record.ts';
 export { type StepState, initialStepState } from './loop/state.ts';

@@ -1,5 +1,4 @@
 export { openaiProvider, type OpenAIProviderOptions } from './provider.ts';
 export { classifyOpenAIError, retryAfterSeconds } from './errors.ts';
 export { parseCompletion } from './parse.ts';
-export { StreamAssembly } from './stream-assembly.ts';
 export { toWire, maxTokensParamFor, type MaxTokensParam } from './wire.ts';

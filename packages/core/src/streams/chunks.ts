@@ -28,8 +28,6 @@ export type StreamChunk =
 
 export type StreamChunkType = StreamChunk['type'];
 
-export const STREAM_CHUNK_TYPES: ReadonlySet<string> = new Set<StreamChunkType>(['text', 'tool_call', 'tool_result', 'reset', 'end']);
-
 const isWhole = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 const isText = (value: unknown): value is string => typeof value === 'string';
 
