@@ -40,7 +40,8 @@ export class UiMessageTranslator {
 
   constructor(private readonly run_id: string) {}
 
-  translate(chunk: StreamChunk): UiChunk[] {
+  /** The UI chunks for `chunk`; `failure` is the error text shown for a failed run's `end`. */
+  translate(chunk: StreamChunk, failure = 'the run failed'): UiChunk[] {
     const out: UiChunk[] = [];
     if (!this.started) {
       this.started = true;
@@ -84,7 +85,7 @@ export class UiMessageTranslator {
         if (this.step !== undefined) out.push({ type: 'finish-step' });
         this.step = undefined;
         if (chunk.status === 'completed') out.push({ type: 'finish', finishReason: 'stop' });
-        else if (chunk.status === 'failed') out.push({ type: 'error', errorText: 'the run failed' });
+        else if (chunk.status === 'failed') out.push({ type: 'error', errorText: failure });
         else out.push({ type: 'abort', reason: 'the run was cancelled' });
         break;
     }

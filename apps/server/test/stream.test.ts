@@ -88,6 +88,20 @@ describe('GET /v1/runs/{run_id}/stream (SPEC §12)', () => {
     expect(message.parts.filter((part) => part.type === 'text').map((part) => (part as { text: string }).text)).toEqual([expectedAnswer('resumed for useChat')]);
   });
 
+  it("ends a failed run's AI SDK stream with an error naming the failure", async () => {
+    stack.fake.push({ type: 'status', status: 400, body: { error: { message: 'no' } } });
+    const response = await call('/v1/runs', {
+      method: 'POST',
+      key: 'write',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'stream_chat', input: 'fail' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    const { messages } = await readSse(await call(`/v1/runs/${run_id}/stream?format=ai-sdk`));
+    const chunks = messages.filter((message) => message.data !== '[DONE]').map((message) => JSON.parse(message.data!) as UIMessageChunk);
+    expect(chunks.at(-1)).toEqual({ type: 'error', errorText: expect.stringMatching(/^the run failed \(provider_error\): /) });
+  });
+
   it('refuses an unknown run (404), a missing key (401) and a bad offset (400)', async () => {
     expect((await call('/v1/runs/run_unknown/stream')).status).toBe(404);
     expect((await call('/v1/runs/run_unknown/stream', { key: null })).status).toBe(401);

@@ -62,7 +62,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
           const chunk = next.value;
           if (!translator) sse.write(`id: ${chunk.offset}\nevent: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n`);
           else {
-            const frames = translator.translate(chunk);
+            const frames = translator.translate(chunk, chunk.type === 'end' && chunk.status === 'failed' ? await failureText(client, run_id) : undefined);
             if (chunk.offset > after && frames.length > 0) sse.write(uiFrames(chunk.offset, frames));
           }
         }
@@ -77,3 +77,9 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
     },
   );
 };
+
+/** What a failed run's UI message stream says: its error's code and message, as the run record has them. */
+async function failureText(client: ArcflowClient, run_id: string): Promise<string> {
+  const error = (await client.get(run_id))?.error;
+  return error ? `the run failed (${error.error_code}): ${error.message}` : 'the run failed';
+}
