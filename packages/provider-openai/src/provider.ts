@@ -12,7 +12,7 @@ export interface OpenAIProviderOptions {
   api_key?: string;
   /** Default model for agents that name none. Default: `ARCFLOW_MODEL`, else `gpt-4o-mini`. */
   model?: string;
-  /** Per-request timeout in milliseconds (default 60 000). */
+  /** Per-request timeout in milliseconds, until the answer starts; a streamed answer may also fall silent this long at most (default 60 000). */
   timeout_ms?: number;
   /** Provider id recorded in events (default `openai`). */
   id?: string;
@@ -41,11 +41,12 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
   if (!apiKey && !baseURL) {
     throw new ConfigError('openaiProvider needs an API key: pass api_key or set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)');
   }
+  const timeoutMs = options.timeout_ms ?? DEFAULT_TIMEOUT_MS;
   const client = new OpenAI({
     apiKey: apiKey ?? 'unused',
     baseURL,
     maxRetries: 0,
-    timeout: options.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+    timeout: timeoutMs,
     // The SDK logs a stream chunk it cannot parse, text and all; the failure is classified and reported instead.
     logLevel: 'off',
   });
@@ -60,7 +61,7 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
     id: options.id ?? 'openai',
     defaultModel,
     async complete(request: ProviderRequest, callOptions: CompleteOptions = {}): Promise<ProviderResponse> {
-      if (stream) return completeStreaming(client, toWire(request, maxTokensParam), callOptions);
+      if (stream) return completeStreaming(client, toWire(request, maxTokensParam), callOptions, timeoutMs);
       let body: unknown;
       try {
         body = await client.chat.completions.create(toWire(request, maxTokensParam), { signal: callOptions.signal });

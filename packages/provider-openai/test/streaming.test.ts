@@ -64,6 +64,21 @@ describe('OpenAI provider, streaming (SPEC §12)', () => {
     expect(failure).toMatchObject({ error_code: 'malformed_response', retryable: true });
   });
 
+  it('gives up on a stream that falls silent, as a retryable timeout', async () => {
+    server.reset([{ type: 'text', content: 'This answer stops half way and the connection stays open.', stream_fault: 'stall' }]);
+    const quick = openaiProvider({ base_url: server.url, api_key: 'k', timeout_ms: 300 });
+    const started = Date.now();
+    await expect(quick.complete(request)).rejects.toMatchObject({ error_code: 'timeout', retryable: true });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('stops when the caller aborts', async () => {
+    server.reset([{ type: 'text', content: 'This answer stops half way and the connection stays open.', stream_fault: 'stall' }]);
+    const aborted = new AbortController();
+    setTimeout(() => aborted.abort(), 100);
+    await expect(provider(server.url).complete(request, { signal: aborted.signal })).rejects.toBeInstanceOf(ProviderFailure);
+  });
+
   it('reads a whole JSON answer from a server that does not stream', async () => {
     plain.reset([{ type: 'text', content: 'Whole.' }]);
     const { response, deltas } = await complete(plain.url);

@@ -8,8 +8,11 @@ export interface FakeStreamPacing {
   readonly delay_ms?: number;
 }
 
-/** What a test can make a streamed answer do wrong: stop without `[DONE]` half way, send a chunk that is not JSON, or never send a `finish_reason`. */
-export type FakeStreamFault = 'cut' | 'bad_chunk' | 'no_finish';
+/**
+ * What a test can make a streamed answer do wrong: stop without `[DONE]` half way, send a chunk
+ * that is not JSON, never send a `finish_reason`, or fall silent half way with the connection open.
+ */
+export type FakeStreamFault = 'cut' | 'bad_chunk' | 'no_finish' | 'stall';
 
 /** A streamed answer: text, or calls, with the usage sent last. */
 export interface StreamedAnswer {
@@ -51,8 +54,9 @@ export async function writeStreamedAnswer(res: ServerResponse, answer: StreamedA
   for (const [position, delta] of deltas.entries()) {
     if (position > 1 && delayMs > 0) await pause(delayMs);
     if (res.destroyed) return;
-    if (answer.fault === 'cut' && position > 1 && position >= deltas.length / 2) {
-      res.end();
+    if ((answer.fault === 'cut' || answer.fault === 'stall') && position > 1 && position >= deltas.length / 2) {
+      // A stall keeps the connection open, sending nothing more (the server's close ends it).
+      if (answer.fault === 'cut') res.end();
       return;
     }
     if (answer.fault === 'bad_chunk' && position > 1 && position >= deltas.length / 2) send('{"id": "broken", "choices": [');
