@@ -6,6 +6,7 @@ const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const SOURCES: Record<string, string> = {
   arcflow: './packages/arcflow/src/index.ts',
   'arcflow/testing': './packages/arcflow/src/testing.ts',
+  'arcflow/ai-sdk': './packages/arcflow/src/ai-sdk.ts',
   '@arcflow/core': './packages/core/src/index.ts',
   '@arcflow/queue': './packages/queue/src/index.ts',
   '@arcflow/queue/client': './packages/queue/src/client-entry.ts',

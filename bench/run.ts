@@ -13,6 +13,7 @@ import { startupRows } from './startup.ts';
 import { collectionCost, workerCpuWithMetrics } from './metrics.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
 import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, transcriptRun } from './transcript.ts';
+import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -369,6 +370,12 @@ try {
       target: '1 round trip',
       verdict: verdict(collection.oneTripCommands <= 2),
     });
+  }
+  if (wanted('streaming')) {
+    progress('streaming: first text, writes per answer, throughput');
+    rows.push(await firstTextRow(prefix('stream-first-text')));
+    rows.push(await writesRow(prefix('stream-writes')));
+    rows.push(...(await streamingThroughputRows((name) => prefix(`stream-${name}`))));
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

@@ -18,6 +18,7 @@ const USAGE = `usage: arcflow <command> [options]
   get <run_id> [--json]   the run record, with its state
   thread <thread_id> [--json]   a thread's messages and runs
   events <run_id> [--follow] [--json]
+  stream <run_id> [--after N] [--json]   the run's text as the model writes it, until the run ends
   inspect <run_id>
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
@@ -64,6 +65,7 @@ const OPTIONS = {
   by: { type: 'string' },
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
+  after: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -101,6 +103,9 @@ async function main(argv: string[]): Promise<number> {
     case 'events':
       need(1, '<run_id>');
       return (await runs()).eventsCommand(args[0]!, values);
+    case 'stream':
+      need(1, '<run_id>');
+      return (await import('./commands/stream.ts')).streamCommand(args[0]!, { after: values.after, json: values.json });
     case 'inspect':
       need(1, '<run_id>');
       return (await runs()).inspectCommand(args[0]!);

@@ -85,3 +85,44 @@ const KINDS = [
   'OutputValidationFailed',
   'StateUpdated',
 ];
+
+/** An iteration's text as the console shows it: the last attempt's, as it streams. */
+export interface StreamedText {
+  readonly key: string;
+  readonly text: string;
+}
+
+/**
+ * The run's text, live, from its stream (SPEC §12): one entry per iteration that wrote text,
+ * each the text of its last attempt (a `reset` empties it). The browser's EventSource resumes
+ * after a dropped connection with Last-Event-ID, so nothing shows twice.
+ */
+export function useRunText(run_id: string): StreamedText[] {
+  const [texts, setTexts] = useState<StreamedText[]>([]);
+  useEffect(() => {
+    setTexts([]);
+    const source = new EventSource(`/v1/runs/${encodeURIComponent(run_id)}/stream`);
+    let last = 0;
+    const onChunk = (message: MessageEvent) => {
+      const chunk = JSON.parse(message.data) as { offset: number; type: string; step_id?: string; iteration?: number; delta?: string };
+      if (chunk.offset <= last) return;
+      last = chunk.offset;
+      if (chunk.type === 'end') {
+        source.close();
+        return;
+      }
+      const key = `${chunk.step_id}#${chunk.iteration}`;
+      const delta = chunk.type === 'text' ? (chunk.delta ?? '') : undefined;
+      const reset = chunk.type === 'reset';
+      if (delta === undefined && !reset) return;
+      setTexts((previous) => {
+        const at = previous.findIndex((entry) => entry.key === key);
+        if (at === -1) return delta === undefined ? previous : [...previous, { key, text: delta }];
+        return previous.map((entry, index) => (index === at ? { key, text: reset ? '' : entry.text + delta } : entry));
+      });
+    };
+    for (const type of ['text', 'reset', 'end']) source.addEventListener(type, onChunk as EventListener);
+    return () => source.close();
+  }, [run_id]);
+  return texts;
+}

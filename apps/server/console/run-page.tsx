@@ -1,8 +1,8 @@
-// A run's page: its facts, waiting approvals, workflow graph, state, steps with their calls, and events, live.
+// A run's page: its facts, waiting approvals, workflow graph, the model's text as it streams, state, steps with their calls, and events, live.
 import { useMemo, useState } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
 import { type StateRound, fold, layers, stateRounds } from './fold.ts';
-import { useEvents, usePolled } from './hooks.ts';
+import { useEvents, usePolled, useRunText } from './hooks.ts';
 import { Badge, duration, time } from './ui.tsx';
 
 export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
@@ -14,6 +14,7 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
   );
   const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 60_000, []);
   const events = useEvents(run_id);
+  const texts = useRunText(run_id);
   const views = useMemo(() => fold(events), [events]);
   const rounds = useMemo(() => stateRounds(events), [events]);
   const run = record.value;
@@ -121,6 +122,17 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
           </div>
         ))}
       </div>
+      {texts.length > 0 && (
+        <div class="card">
+          <h2>Text</h2>
+          {texts.map((entry) => (
+            <div class="streamed" data-text={entry.key}>
+              <p class="muted mono">{entry.key}</p>
+              <pre>{entry.text}</pre>
+            </div>
+          ))}
+        </div>
+      )}
       <div class="card">
         <h2>Events ({events.length})</h2>
         <div class="events">

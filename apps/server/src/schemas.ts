@@ -165,3 +165,23 @@ export const Queues = Type.Object({
 
 /** Every route's error answers. */
 export const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
+
+export const StreamQuery = Type.Object({
+  after: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'resume after this offset (Last-Event-ID wins when both are sent)' })),
+  format: Type.Optional(Type.Literal('ai-sdk', { description: "the AI SDK's UI message stream protocol instead of the run's chunks" })),
+});
+
+export const StreamChunk = Type.Object(
+  {
+    offset: Type.Integer({ minimum: 1 }),
+    type: Type.Union(['text', 'tool_call', 'tool_result', 'reset', 'end'].map((type) => Type.Literal(type))),
+    step_id: Type.Optional(Type.String()),
+    iteration: Type.Optional(Type.Integer()),
+    attempt: Type.Optional(Type.Integer()),
+    delta: Type.Optional(Type.String()),
+    tool_call_id: Type.Optional(Type.String()),
+    tool_name: Type.Optional(Type.String()),
+    status: Type.Optional(Type.String()),
+  },
+  { $id: 'StreamChunk', description: "a chunk of a run's stream (SPEC §12); an SSE message's data:", ...open },
+);

@@ -26,8 +26,9 @@ import { consoleRoutes } from './routes/console.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
+import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
-import { Problem, RunError, RunRecord, Tokens, TraceEvent } from './schemas.ts';
+import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -88,7 +89,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     app.log.warn({ err: error }, 'event hub read failed'),
   );
 
-  for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent]) app.addSchema(schema);
+  for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -129,6 +130,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(streamRoutes, { client, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(threadRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });

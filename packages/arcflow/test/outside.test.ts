@@ -153,6 +153,13 @@ describe('arcflow installed from its packages, outside the repository', () => {
     expect(stdout).toBe('');
   });
 
+  it('exposes arcflow/ai-sdk, which loads without the ai package (its peer dependency, needed for types only)', async () => {
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('arcflow/ai-sdk'); console.log(typeof m.ArcflowChatTransport)"], {
+      cwd: project,
+    });
+    expect(stdout.trim()).toBe('function');
+  });
+
   it('serves a .js, an .mjs, a CommonJS .cjs and a .ts module with `npx arcflow worker`, against an OpenAI-compatible server', async () => {
     const prefix = testPrefix('outside');
     prefixes.push(prefix);

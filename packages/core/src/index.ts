@@ -93,6 +93,8 @@ export {
 export * from './events/types.ts';
 export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
+export { type StreamChunk, type StreamChunkType, readStreamChunk } from './streams/chunks.ts';
+export { type IterationText, StreamReassembler } from './streams/reassemble.ts';
 export * from './run-record.ts';
 export { type StepState, initialStepState } from './loop/state.ts';
 export { type RunInput, checkRunInput, checkWorkflowInput, inputMessages } from './conversation/messages.ts';

@@ -72,6 +72,17 @@ export interface ProviderResponse {
   readonly oversize_arguments?: Readonly<Record<string, number>>;
 }
 
+/** What a provider call is given besides its request. */
+export interface CompleteOptions {
+  readonly signal?: AbortSignal;
+  /**
+   * Told each piece of text as the model writes it, when the provider streams (SPEC §12). The
+   * pieces of a call that succeeds concatenate to its response's `content`; a call that fails
+   * may have told some first (the runner then marks that attempt as discarded).
+   */
+  readonly onText?: (delta: string) => void;
+}
+
 /**
  * Any model backend. `complete` makes exactly one call and never retries: the runner (or the
  * queue) owns retries. Failures are thrown as {@link ProviderFailure}.
@@ -79,7 +90,7 @@ export interface ProviderResponse {
 export interface ModelProvider {
   readonly id: string;
   readonly defaultModel?: string;
-  complete(request: ProviderRequest, options?: { signal?: AbortSignal }): Promise<ProviderResponse>;
+  complete(request: ProviderRequest, options?: CompleteOptions): Promise<ProviderResponse>;
 }
 
 export type ProviderFailureCode =

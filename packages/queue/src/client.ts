@@ -14,6 +14,7 @@ import {
   type ApprovalAnswer,
   type ApprovalResolution,
   type ChatMessage,
+  type StreamChunk,
   answerProblem,
   RUN_STEP_ID,
   sinkSteps,
@@ -30,9 +31,11 @@ import { ThreadStore } from './store/thread-store.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { closeRedis, watchConnection, withRedis } from './connection.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
+import { type StreamOptions, checkAfter, followStream } from './streams/follow.ts';
 
 export type { ListQuery } from './list-query.ts';
 export type { EnqueueRequest, QueueInfo } from './client-jobs.ts';
+export type { StreamOptions } from './streams/follow.ts';
 
 export interface ClientOptions extends ConnectionOptions {
   /** How long a call may wait for an unreachable Redis before it fails with `redis_unavailable` (default 5000). */
@@ -66,6 +69,12 @@ export interface ArcflowClient {
   events(run_id: string, options?: { follow?: boolean; poll_ms?: number }): AsyncIterable<TraceEvent>;
   cancel(run_id: string): Promise<{ cancelled: boolean; status: RunRecord['status'] }>;
   /**
+   * The run's stream (SPEC §12): its chunks after `after` (default 0), following the run until
+   * its `end` chunk. Each reader holds a Redis connection of its own while it reads; stopping
+   * (`break`, `return`) closes it and never affects the run.
+   */
+  stream(run_id: string, options?: StreamOptions): AsyncIterable<StreamChunk>;
+  /**
    * Answers a call waiting for approval (SPEC §10): approved, it runs; rejected, the model gets
    * the rejection (with `reason`). Returns the call's resolution; asking again returns the same
    * one. A call that is not waiting (never was, or its run has ended) is a `not_pending` error.
@@ -92,6 +101,8 @@ const WAIT_POLL_MS = 2_000;
 const SUBSCRIBE_WAIT_MS = 1_000;
 // Registrations are reused this long, saving a round trip per enqueue.
 const REGISTRATION_CACHE_MS = 5_000;
+// A stream reader's blocking read returns at least this often, to notice a run that ended without an `end` chunk.
+const STREAM_BLOCK_MS = 2_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 
 /** A run id of the form arcflow keeps, before it goes into any key; else a clear error. */
@@ -274,6 +285,20 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
           }
         },
       };
+    },
+
+    stream(run_id, streamOptions = {}) {
+      checkRunId(run_id);
+      const after = checkAfter(streamOptions.after);
+      const following = {
+        streams: store.streams,
+        openReader: () => duplicateRedis(redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
+        closeReader: closeRedis,
+        reach: <T>(reader: Redis, operation: () => Promise<T>) => withRedis(reader, connection.redis, timeoutMs, health.reason, operation),
+        status: (id: string) => store.status(id),
+        blockMs: Math.max(100, Math.min(STREAM_BLOCK_MS, Math.floor(timeoutMs / 2))),
+      };
+      return { [Symbol.asyncIterator]: () => followStream(following, run_id, after) };
     },
 
     async cancel(run_id) {

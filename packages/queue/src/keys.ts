@@ -73,7 +73,10 @@ export const RUN_COUNTS_SUFFIX = ':metrics:runs';
  * of events written exactly once, the pending rounds, the index of every key of the run (so
  * retention expires them together), the root-span claim, and a workflow run's steps (status and
  * start time per step) and their outputs and errors, and `tail`: the pub/sub channel told (with
- * no message) each time events are appended, which event followers (`arcflow serve`) subscribe to. The store's Lua scripts name them the
+ * no message) each time events are appended, which event followers (`arcflow serve`) subscribe to,
+ * and the run's stream (SPEC §12): `stream`, a Redis Stream of chunks whose entry ids are their
+ * offsets (`0-<offset>`), and `stream-meta`, which attempt of each iteration it shows (see
+ * `store/commands/includes/stream.lua`). The store's Lua scripts name them the
  * same way from the record key (`store/commands/includes/prelude.lua`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({
@@ -86,6 +89,8 @@ export const RUN_KEY_SUFFIX = Object.freeze({
   outputs: ':outputs',
   tail: ':tail',
   approvals: ':approvals',
+  stream: ':stream',
+  streamMeta: ':stream-meta',
 });
 
 /** A step's state key: `<record>:<step>:state`. */
@@ -139,6 +144,8 @@ export class RunKeys {
    * `…|resolution` → the resolution (JSON).
    */
   readonly approvals: string;
+  /** The run's stream (SPEC §12): a Redis Stream, entry id `0-<offset>`, field `c` the chunk's JSON. */
+  readonly stream: string;
 
   constructor(private readonly base: string) {
     this.record = base;
@@ -149,6 +156,7 @@ export class RunKeys {
     this.outputs = base + RUN_KEY_SUFFIX.outputs;
     this.tail = base + RUN_KEY_SUFFIX.tail;
     this.approvals = base + RUN_KEY_SUFFIX.approvals;
+    this.stream = base + RUN_KEY_SUFFIX.stream;
   }
 
   state(step_id: string): string {

@@ -1,10 +1,18 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type FakeStreamFault, type FakeStreamPacing, writeStreamedAnswer } from './fake-openai-stream.ts';
+
+export type { FakeStreamFault, FakeStreamPacing } from './fake-openai-stream.ts';
 
 /** One turn the fake server serves. */
 export type FakeTurn =
-  | { type: 'text'; content: string; usage?: { prompt_tokens: number; completion_tokens: number } }
-  | { type: 'tools'; calls: { name: string; arguments: unknown; id?: string }[]; usage?: { prompt_tokens: number; completion_tokens: number } }
+  | { type: 'text'; content: string; usage?: { prompt_tokens: number; completion_tokens: number }; stream_fault?: FakeStreamFault }
+  | {
+      type: 'tools';
+      calls: { name: string; arguments: unknown; id?: string }[];
+      usage?: { prompt_tokens: number; completion_tokens: number };
+      stream_fault?: FakeStreamFault;
+    }
   | { type: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
   | { type: 'malformed' }
   | { type: 'hang' };
@@ -13,6 +21,19 @@ export type FakeTurn =
 export interface FakeRequest {
   readonly body: Record<string, any>;
   readonly headers: IncomingMessage['headers'];
+  /** When the request had been read (`performance.now()`). */
+  readonly received_at: number;
+  /** When the first text or call chunk of a streamed answer was written (`performance.now()`). */
+  first_token_at?: number;
+}
+
+export interface FakeOpenAIOptions {
+  turns?: FakeTurn[];
+  fallback?: (request: FakeRequest) => FakeTurn;
+  /** How a streamed answer is paced (SPEC §12); a request with `stream: true` is answered as Server-Sent Events. */
+  stream?: FakeStreamPacing;
+  /** Answers every request with a whole JSON response, even one that asks to stream (a server that cannot stream). */
+  never_stream?: boolean;
 }
 
 export interface FakeOpenAIServer {
@@ -32,7 +53,7 @@ export interface FakeOpenAIServer {
  * is empty it asks `fallback` (if given) for the turn, so tests with many runs can answer by
  * looking at the conversation.
  */
-export async function startFakeOpenAI(options: { turns?: FakeTurn[]; fallback?: (request: FakeRequest) => FakeTurn } = {}): Promise<FakeOpenAIServer> {
+export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
   const queue = [...(options.turns ?? [])];
   const requests: FakeRequest[] = [];
   const hanging = new Set<ServerResponse>();
@@ -44,11 +65,25 @@ export async function startFakeOpenAI(options: { turns?: FakeTurn[]; fallback?: 
     }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const request: FakeRequest = { body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: req.headers };
+    const request: FakeRequest = { body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: req.headers, received_at: performance.now() };
     requests.push(request);
     const turn = queue.shift() ?? options.fallback?.(request) ?? { type: 'status', status: 500, body: { error: { message: 'fake server: no turn queued' } } };
     completionSeq += 1;
-    serve(res, turn, request.body.model ?? 'fake-model', completionSeq, hanging);
+    const model = request.body.model ?? 'fake-model';
+    const streamed = request.body.stream === true && !options.never_stream && (turn.type === 'text' || turn.type === 'tools');
+    if (!streamed) {
+      serve(res, turn, model, completionSeq, hanging);
+      return;
+    }
+    const answer = turn.type === 'text' ? { content: turn.content } : { calls: toolCalls(turn, completionSeq) };
+    await writeStreamedAnswer(
+      res,
+      { id: `chatcmpl-${completionSeq}`, model, ...answer, usage: turn.usage ?? DEFAULT_USAGE, fault: turn.stream_fault },
+      options.stream ?? {},
+      () => {
+        request.first_token_at = performance.now();
+      },
+    ).catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -83,11 +118,7 @@ function serve(res: ServerResponse, turn: FakeTurn, model: string, seq: number, 
           {
             role: 'assistant',
             content: null,
-            tool_calls: turn.calls.map((call, index) => ({
-              id: call.id ?? `call_${seq}_${index + 1}`,
-              type: 'function',
-              function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
-            })),
+            tool_calls: toolCalls(turn, seq).map(({ id, name, arguments: args }) => ({ id, type: 'function', function: { name, arguments: args } })),
           },
           'tool_calls',
           turn.usage,
@@ -106,7 +137,18 @@ function serve(res: ServerResponse, turn: FakeTurn, model: string, seq: number, 
   }
 }
 
-function completion(model: string, seq: number, message: unknown, finish_reason: string, usage = { prompt_tokens: 12, completion_tokens: 7 }) {
+const DEFAULT_USAGE = { prompt_tokens: 12, completion_tokens: 7 };
+
+/** A tools turn's calls with their ids and their arguments as JSON text. */
+function toolCalls(turn: Extract<FakeTurn, { type: 'tools' }>, seq: number): { id: string; name: string; arguments: string }[] {
+  return turn.calls.map((call, index) => ({
+    id: call.id ?? `call_${seq}_${index + 1}`,
+    name: call.name,
+    arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+  }));
+}
+
+function completion(model: string, seq: number, message: unknown, finish_reason: string, usage = DEFAULT_USAGE) {
   return {
     id: `chatcmpl-${seq}`,
     object: 'chat.completion',

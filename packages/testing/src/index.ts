@@ -5,7 +5,15 @@
  */
 export { scriptedProvider, reply, toolCall, toolCalls, failure, type ScriptedProvider, type ScriptedTurn } from './scripted-provider.ts';
 export { rawTurn, rawCalls } from './raw-turns.ts';
-export { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn, type FakeRequest } from './fake-openai-server.ts';
+export {
+  startFakeOpenAI,
+  type FakeOpenAIServer,
+  type FakeOpenAIOptions,
+  type FakeTurn,
+  type FakeRequest,
+  type FakeStreamFault,
+  type FakeStreamPacing,
+} from './fake-openai-server.ts';
 export { assertEventInvariants, assertWorkflowInvariants } from './invariants.ts';
 export { capturingLogger } from './capturing-logger.ts';
 export { scriptedOverHttp } from './scripted-over-http.ts';

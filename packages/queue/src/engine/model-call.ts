@@ -151,13 +151,14 @@ export class ModelRouter {
 export type ModelAnswer = { readonly response: ProviderResponse; readonly latency_ms: number } | { readonly thrown: unknown };
 
 /**
- * Makes one try of a call under its `chat` span: the GenAI request attributes (the model, and
+ * Makes one try of a call under its `chat` span (its text told to `onText` as the provider streams it): the GenAI request attributes (the model, and
  * the settings the conventions name, only when set), the provider that answered, the usage.
  */
 export async function callModel(
   call: PreparedCall,
   place: { readonly run_id: string; readonly step_id: string; readonly iteration: number },
   signal: AbortSignal,
+  onText?: (delta: string) => void,
 ): Promise<ModelAnswer> {
   const { provider_id, request, test } = call;
   const started = performance.now();
@@ -174,7 +175,7 @@ export async function callModel(
     },
   }));
   try {
-    const response = normalizeResponse(test ? testResponse(test, place.iteration) : await call.provider!.complete(request, { signal }), place.iteration);
+    const response = normalizeResponse(test ? testResponse(test, place.iteration) : await call.provider!.complete(request, { signal, onText }), place.iteration);
     chat.setAttributes({
       [Attr.inputTokens]: response.usage.input,
       [Attr.outputTokens]: response.usage.output,

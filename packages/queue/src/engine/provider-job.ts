@@ -41,6 +41,7 @@ import { recordRunEnded } from '../metrics/run-ends.ts';
 import { endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
+import { CallStream } from '../streams/call-stream.ts';
 import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
@@ -390,8 +391,11 @@ export class ProviderJobProcessor {
     const { store, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const { signal, release } = cancellation.signalFor(run_id);
-    const answer = await callModel(call, { run_id, step_id, iteration }, signal).finally(release);
+    // Each delivery and retry is its own attempt on the run's stream (SPEC §12): a later one resets the iteration's text.
+    const text = new CallStream(store.streams, { run_id, step_id, iteration, attempt: Math.max(1, job.attemptsStarted) });
+    const answer = await callModel(call, { run_id, step_id, iteration }, signal, text.onText).finally(release);
     if ('thrown' in answer) {
+      await text.abandon();
       const error = await providerFailed(this.deps, job, call, answer.thrown);
       await this.endStep(context, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
       return undefined;
@@ -420,6 +424,10 @@ export class ProviderJobProcessor {
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
       executedCalls(decision),
+      await text.part(
+        response.content ?? '',
+        response.tool_calls.map((requested) => [requested.id, requested.function.name]),
+      ),
     );
     if (!recorded) return undefined;
     // An earlier delivery's response stands: act on that one, as it was decided.

@@ -31,6 +31,7 @@ import { PartitionMap } from './partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../partitions.ts';
 import { WatchdogStore } from './watchdog-store.ts';
 import { WorkflowStore } from './workflow-store.ts';
+import { type StreamPart, StreamStore } from '../streams/stream-store.ts';
 
 /** An event to append, with an optional dedupe id: an event with an id is written at most once. */
 export interface PendingEvent {
@@ -156,6 +157,8 @@ export class RunStore {
   readonly partitions: PartitionMap;
   /** What the watchdog reads of runs that have gone quiet. */
   readonly watchdog: WatchdogStore;
+  /** The runs' streams of text (SPEC §12). */
+  readonly streams: StreamStore;
   private readonly scripts: StoreScripts;
   /** The steps' messages: a read asks Redis only for what this worker lacks. */
   private readonly transcripts: Transcripts;
@@ -175,6 +178,7 @@ export class RunStore {
     this.watchdog = new WatchdogStore(redis, this.keys, this);
     this.transcripts = new Transcripts(redis, this.keys);
     this.stateLogs = new StateLogs(redis, this.keys);
+    this.streams = new StreamStore(redis, this.keys, this.scripts);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -424,7 +428,7 @@ export class RunStore {
    * tool jobs it will fan out) in the same step; with `end`, a response that ends the run ends it
    * in that step too. Returns the response that stands and whether this call recorded it (else an
    * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
-   * the run has ended.
+   * the run has ended. `stream`: the response's part of the run's stream, written with it.
    */
   async recordResponse(
     run_id: string,
@@ -435,6 +439,7 @@ export class RunStore {
     open: readonly RoundCall[] = [],
     end?: RunEnding,
     executing = 0,
+    stream?: StreamPart,
   ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
     const { response } = recorded;
     const [outcome, stored, facts] = (await this.scripts.recordResponse([this.keys.record(run_id)], {
@@ -448,6 +453,7 @@ export class RunStore {
       open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
       tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
+      stream,
     })) as [number, string?, unknown?];
     if (outcome === -1) return undefined;
     if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };

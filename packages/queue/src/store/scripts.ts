@@ -36,6 +36,8 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.outputs': RUN_KEY_SUFFIX.outputs,
   'RUN_KEY_SUFFIX.tail': RUN_KEY_SUFFIX.tail,
   'RUN_KEY_SUFFIX.approvals': RUN_KEY_SUFFIX.approvals,
+  'RUN_KEY_SUFFIX.stream': RUN_KEY_SUFFIX.stream,
+  'RUN_KEY_SUFFIX.streamMeta': RUN_KEY_SUFFIX.streamMeta,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
   RUN_COUNTS_SUFFIX,
@@ -77,5 +79,6 @@ export const SCRIPTS = {
   stageThreadMessages: script('stageThreadMessages'),
   takeInjected: script('takeInjected'),
   deleteThread: script('deleteThread'),
+  appendStream: script('appendStream'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

@@ -1,7 +1,7 @@
 import { RUN_TERMINAL_KINDS, TOOL_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue';
 import { assertEventInvariants, startPrivateRedis } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { WorkerFleet } from './worker-fleet.ts';
 import { Redis } from 'ioredis';
 
 const FIXTURE = new URL('./chaos-agents.ts', import.meta.url).pathname;
@@ -56,15 +56,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     OPENAI_API_KEY: '',
     OPENAI_BASE_URL: '',
   };
-  const workers: WorkerProcess[] = [];
-  const startOne = async () => workers.push(await spawnWorker(FIXTURE, { env, readyTimeoutMs: 60_000 }));
+  const fleet = new WorkerFleet(FIXTURE, env, log);
   const client = createClient({ redis: redis.url, prefix: PREFIX, redis_timeout_ms: 30_000 });
-  let workerKills = 0;
   let redisKills = 0;
   let stopping = false;
   const started = Date.now();
   try {
-    for (let index = 0; index < options.workers; index += 1) await startOne();
+    await fleet.start(options.workers);
     const run_ids: string[] = [];
     for (let index = 0; index < options.runs; index += 50) {
       const batch = Array.from({ length: Math.min(50, options.runs - index) }, (_, offset) => client.enqueue({ agent: 'chaos_agent', input: `run ${index + offset}` }));
@@ -72,22 +70,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     log(`enqueued ${run_ids.length} runs`);
     const enqueuedAt = Date.now();
-    const starting: Promise<unknown>[] = [];
-    const killer = (async () => {
-      // The first kill comes soon, while every run is still moving; then one per period.
-      for (let wait = options.killEveryMs / 4; !stopping; wait = options.killEveryMs) {
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        if (stopping) break;
-        const victim = workers.splice(Math.floor(Math.random() * workers.length), 1)[0];
-        if (victim) {
-          victim.kill('SIGKILL');
-          workerKills += 1;
-          log(`killed worker ${victim.id}`);
-        }
-        starting.push(startOne().catch((error: unknown) => log(`a new worker failed to start: ${(error as Error).message}`)));
-      }
-      await Promise.all(starting);
-    })();
+    fleet.killEvery(options.killEveryMs);
     const redisKiller = (async () => {
       for (const at of options.redisKillsAtMs) {
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, enqueuedAt + at - Date.now())));
@@ -103,12 +86,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const deadline = enqueuedAt + options.timeoutMs;
     const outcomes = await Promise.all(run_ids.map((run_id) => waitUntil(client, run_id, deadline)));
     stopping = true;
-    await Promise.all([killer, redisKiller]);
+    await Promise.all([fleet.stopKilling(), redisKiller]);
     log('every run has an outcome; checking');
-    return await check(client, redis.url, run_ids, outcomes, { workerKills, redisKills, seconds: (Date.now() - started) / 1000 });
+    return await check(client, redis.url, run_ids, outcomes, { workerKills: fleet.kills, redisKills, seconds: (Date.now() - started) / 1000 });
   } finally {
     stopping = true;
-    for (const worker of workers) worker.kill('SIGKILL');
+    fleet.killAll();
     await client.close();
     await redis.close();
   }

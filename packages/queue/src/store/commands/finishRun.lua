@@ -8,6 +8,7 @@
 ]]
 --- @include "prelude"
 local args = cmsgpack.unpack(ARGV[1])
+--- @include "stream"
 --- @include "finish"
 checkEnding(args)
 local _, ended = runStatus()

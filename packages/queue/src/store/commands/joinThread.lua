@@ -15,6 +15,7 @@
   Safe to run twice.
 ]]
 --- @include "prelude"
+--- @include "stream"
 --- @include "finish"
 local args = cmsgpack.unpack(ARGV[1])
 needText('thread_id', args.thread_id)

@@ -7,12 +7,14 @@
   ARGV[1] msgpack map: step_id, iteration, response (JSON), usage {input, output, total}, has_calls (boolean),
         events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name], …]'
         or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
-        ending (see finish; absent when the run goes on)
+        ending (see finish; absent when the run goes on), stream (the response's part of the
+        run's stream, see streamResponse in includes/stream.lua; absent for none)
   Returns {1} when recorded now ({1, '', {created_at, agent, workflow}} when it ended the run too),
   {0, stored} when an earlier delivery recorded it, {-1} when the run has ended. Safe to run twice.
 ]]
 --- @include "prelude"
 local args = cmsgpack.unpack(ARGV[1])
+--- @include "stream"
 --- @include "finish"
 local step, n = args.step_id, args.iteration
 needText('step_id', step)
@@ -27,6 +29,7 @@ needWhole('open_count', args.open_count)
 needText('open_calls', args.open_calls)
 needWhole('tool_calls', args.tool_calls)
 if args.ending ~= nil then checkEnding(args.ending) end
+if args.stream ~= nil then checkStreamPart(args.stream) end
 
 local _, ended = runStatus()
 if ended then return {-1} end
@@ -48,6 +51,7 @@ if args.open_count > 0 then
   indexed[#indexed + 1] = pending
 end
 redis.call('SADD', index, unpack(indexed))
+if args.stream then streamResponse(step, n, args.stream) end
 if args.ending then
   finish(args.ending)
   return {1, '', runFacts()}

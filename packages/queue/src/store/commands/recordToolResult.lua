@@ -13,10 +13,12 @@
   ARGV[10] round_waits ('1' when calls of the round wait for approval: the run may be left waiting)
   ARGV[11] changes (the completed call's run-state changes, a JSON list, SPEC §17; '' for none):
            kept in the round's `changes` hash with the result, in this same step, for the join
+  The call's `tool_result` chunk goes onto the run's stream (SPEC §12) when the result is recorded now.
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
 ]]
 --- @include "prelude"
+--- @include "stream"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local round_waits, changes = ARGV[10] == '1', ARGV[11]
@@ -51,4 +53,5 @@ end
 if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), tool_call_id, span) end
 if started ~= '' then redis.call('RPUSH', events, started, terminal) else redis.call('RPUSH', events, terminal) end
 tellFollowers()
+streamAdd({type = 'tool_result', step_id = step_id, iteration = iteration, tool_call_id = tool_call_id, status = failure == '' and 'completed' or 'failed'})
 return {1, '', open}

@@ -1,7 +1,8 @@
 --[[
   Resolves a waiting call once: approved (its tool job runs it next), rejected, or timed out (both
   close the call with their result and ToolCallFailed, counting the round down). An approval or a
-  rejection writes ToolApprovalResolved; a timeout does not.
+  rejection writes ToolApprovalResolved; a timeout does not. A call closed here gets its
+  `tool_result` chunk on the run's stream (SPEC §12).
   KEYS[1] record
   ARGV[1] msgpack map: tool_call_id, decision ('approved' | 'rejected' | 'timed_out'),
         resolution (JSON), resolved ('' or ToolApprovalResolved JSON), content (for the model, when
@@ -11,6 +12,7 @@
   {-2} when the call never waited in this run. Safe to run twice.
 ]]
 --- @include "prelude"
+--- @include "stream"
 local args = cmsgpack.unpack(ARGV[1])
 local id, decision = args.tool_call_id, args.decision
 needText('tool_call_id', id)
@@ -39,6 +41,7 @@ if decision ~= 'approved' then
     redis.call('HSET', results, id .. '|error', args.code)
     open = redis.call('HINCRBY', pending, round, -1)
     append('', args.terminal)
+    streamAdd({type = 'tool_result', step_id = step, iteration = tonumber(n), tool_call_id = id, status = 'failed'})
   end
 end
 -- Approved: its tool job comes next, so the run is running; otherwise it waits while only waiting calls are open.

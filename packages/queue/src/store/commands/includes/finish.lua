@@ -13,8 +13,11 @@
     events            the step's last events, {dedupeId, json} pairs
   Then the run's terminal event, with the usage summed in Redis. A run on a thread (SPEC §11)
   that completes appends its staged messages to the thread here, in the write that completes it,
-  so once; any ending sets the thread's retention again. Returns the closed calls (JSON); runFacts
-  gives what the ending process's metrics name the run by.
+  so once; any ending sets the thread's retention again. The run's stream gets its `end` chunk
+  here, so exactly once and last (SPEC §12), and a `tool_result` for each call a cancel closes; a
+  cancelled run with no output given keeps the text its stream shows last as its output.
+  Needs includes/stream.lua. Returns the closed calls (JSON); runFacts gives what the ending
+  process's metrics name the run by.
 ]]
 local function checkEnding(ending)
   if type(ending) ~= 'table' then refuse('ending must be a map') end
@@ -117,6 +120,7 @@ local function finish(ending)
             closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2]})
             append('', cjson.encode({kind = 'ToolCallFailed', step_id = step, ts = ending.ts, iteration = tonumber(n),
               tool_name = call[2], tool_call_id = call[1], duration_ms = 0, error_code = ending.closing.code}))
+            streamAdd({type = 'tool_result', step_id = step, iteration = tonumber(n), tool_call_id = call[1], status = 'failed'})
           end
         end
       end
@@ -131,10 +135,12 @@ local function finish(ending)
   if ending.status == 'failed' then event.error_code = ending.error_code end
   append('', cjson.encode(event))
   local fields = {'status', ending.status, 'finished_at', ending.ts}
+  if ending.status == 'cancelled' and not ending.output then ending.output = streamedTextSoFar() end
   if ending.output then fields[#fields + 1] = 'output'; fields[#fields + 1] = ending.output end
   if ending.output_type then fields[#fields + 1] = 'output_type'; fields[#fields + 1] = ending.output_type end
   if ending.error then fields[#fields + 1] = 'error'; fields[#fields + 1] = ending.error end
   redis.call('HSET', record, unpack(fields))
+  streamAdd({type = 'end', status = ending.status})
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
   local run_id, active, tag = runIdentity()

@@ -1,0 +1,114 @@
+import type { StreamChunk } from '@arcflow/core';
+
+/**
+ * The AI SDK's UI message stream protocol (v1), as `useChat` reads it: Server-Sent Events whose
+ * `data:` is a JSON chunk, ended by `data: [DONE]`, served with these headers (the `ai`
+ * package's `UI_MESSAGE_STREAM_HEADERS`).
+ */
+export const UI_MESSAGE_STREAM_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-vercel-ai-ui-message-stream': 'v1',
+  'x-accel-buffering': 'no',
+});
+
+/** Whether a request asks for the UI message stream: `?format=ai-sdk`, or the protocol's request header. */
+export function wantsUiMessageStream(format: string | undefined, header: string | string[] | undefined): boolean {
+  return format === 'ai-sdk' || header === 'v1';
+}
+
+type UiChunk = Record<string, unknown> & { readonly type: string };
+
+/**
+ * Turns a run's chunks into UI message chunks, one run chunk at a time, keeping what the
+ * protocol needs to know (the step and the text part open). A step of the protocol is an
+ * iteration (one provider call); an attempt's text is a text part of its own, and a `reset`
+ * is the protocol's `reset-step`, which drops the step's parts so far. Tool calls are dynamic tool
+ * parts with their status (the stream holds no arguments or results). The run's `end` closes
+ * the message: `finish` when it completed, `error` when it failed, `abort` when it was cancelled.
+ *
+ * Resuming after offset n replays chunks 1…n through `translate` without sending their output,
+ * so the state is the one the reader had.
+ */
+export class UiMessageTranslator {
+  private started = false;
+  private step: string | undefined;
+  private openText: string | undefined;
+  /** Calls of the current step, whose results can be shown on it. */
+  private readonly stepCalls = new Set<string>();
+
+  constructor(private readonly run_id: string) {}
+
+  /** The UI chunks for `chunk`; `failure` is the error text shown for a failed run's `end`. */
+  translate(chunk: StreamChunk, failure = 'the run failed'): UiChunk[] {
+    const out: UiChunk[] = [];
+    if (!this.started) {
+      this.started = true;
+      out.push({ type: 'start', messageId: this.run_id });
+    }
+    switch (chunk.type) {
+      case 'text': {
+        this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
+        const id = `${this.run_id}-${chunk.step_id}-${chunk.iteration}-${chunk.attempt}`;
+        if (this.openText !== id) {
+          this.closeText(out);
+          this.openText = id;
+          out.push({ type: 'text-start', id });
+        }
+        out.push({ type: 'text-delta', id, delta: chunk.delta });
+        break;
+      }
+      case 'reset':
+        if (this.step === `${chunk.step_id}|${chunk.iteration}`) {
+          this.openText = undefined;
+          this.stepCalls.clear();
+          out.push({ type: 'reset-step' });
+        }
+        break;
+      case 'tool_call':
+        this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
+        this.stepCalls.add(chunk.tool_call_id);
+        out.push({ type: 'tool-input-available', toolCallId: chunk.tool_call_id, toolName: chunk.tool_name, input: null, dynamic: true });
+        break;
+      case 'tool_result':
+        // The protocol finds a call among the current step's parts; a result of another step (a workflow's parallel steps) has none to go to.
+        if (!this.stepCalls.has(chunk.tool_call_id)) break;
+        out.push(
+          chunk.status === 'completed'
+            ? { type: 'tool-output-available', toolCallId: chunk.tool_call_id, output: { status: 'completed' }, dynamic: true }
+            : { type: 'tool-output-error', toolCallId: chunk.tool_call_id, errorText: 'the tool call failed', dynamic: true },
+        );
+        break;
+      case 'end':
+        this.closeText(out);
+        if (this.step !== undefined) out.push({ type: 'finish-step' });
+        this.step = undefined;
+        if (chunk.status === 'completed') out.push({ type: 'finish', finishReason: 'stop' });
+        else if (chunk.status === 'failed') out.push({ type: 'error', errorText: failure });
+        else out.push({ type: 'abort', reason: 'the run was cancelled' });
+        break;
+    }
+    return out;
+  }
+
+  private enterStep(step: string, out: UiChunk[]): void {
+    if (this.step === step) return;
+    this.closeText(out);
+    if (this.step !== undefined) out.push({ type: 'finish-step' });
+    this.step = step;
+    this.stepCalls.clear();
+    out.push({ type: 'start-step' });
+  }
+
+  private closeText(out: UiChunk[]): void {
+    if (this.openText === undefined) return;
+    out.push({ type: 'text-end', id: this.openText });
+    this.openText = undefined;
+  }
+}
+
+/** A run chunk's UI chunks as SSE frames; the last carries the chunk's offset as its `id:`, so a reconnect resumes after it. */
+export function uiFrames(offset: number, chunks: readonly UiChunk[]): string {
+  return chunks.map((chunk, index) => `${index === chunks.length - 1 ? `id: ${offset}\n` : ''}data: ${JSON.stringify(chunk)}\n\n`).join('');
+}

@@ -1,0 +1,46 @@
+import { existsSync } from 'node:fs';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectedAnswer } from '../../../packages/queue/test/fixtures/stream-fake.ts';
+import { type StreamStack, startStreamStack } from './stream-stack.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const KEY = 'console-stream-secret-0123456789';
+let stack: StreamStack;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+  [stack, browser] = await Promise.all([startStreamStack('console-stream', `ops:${KEY}:admin`, 40), chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })]);
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe('the web console shows a run’s text as the model writes it (SPEC §12)', () => {
+  it('grows the text on the run page while the run is running, and ends with the whole answer', async () => {
+    const page = await browser.newPage();
+    await page.goto(stack.serve.url);
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('ops (admin)').waitFor();
+    const response = await fetch(`${stack.serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'stream_agent', input: 'shown live' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${stack.serve.url}/#/runs/${run_id}`);
+    const text = page.locator('[data-text="s1#2"] pre');
+    await page.waitForFunction(() => (document.querySelector('[data-text="s1#2"] pre')?.textContent ?? '').length > 20, undefined, { timeout: 15_000 });
+    const partial = (await text.textContent()) ?? '';
+    const status = ((await (await fetch(`${stack.serve.url}/v1/runs/${run_id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { status: string }).status;
+    expect(status).toBe('running');
+    const answer = expectedAnswer('shown live');
+    expect(answer.startsWith(partial)).toBe(true);
+    expect(partial.length).toBeLessThan(answer.length);
+    await page.waitForFunction((whole) => document.querySelector('[data-text="s1#2"] pre')?.textContent === whole, answer, { timeout: 15_000 });
+    await page.close();
+  });
+});

@@ -1,0 +1,178 @@
+import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from 'ai';
+import { sseFrames } from './sse-frames.ts';
+import { userContent } from './user-content.ts';
+
+/** Headers for every request: a record, a `Headers`, or a function giving either (e.g. a fresh token). */
+export type TransportHeaders = Record<string, string> | Headers | (() => Record<string, string> | Headers | Promise<Record<string, string> | Headers>);
+
+export interface ArcflowChatTransportOptions {
+  /** The base URL of `arcflow serve`, e.g. `https://agents.example.com` (its API is under `/v1`). */
+  readonly api: string;
+  /** The agent each message runs. */
+  readonly agent: string;
+  /** Sent with every request, e.g. `{ authorization: 'Bearer <key>' }` (scope `write`). */
+  readonly headers?: TransportHeaders;
+  /** The `fetch` to use (default the global one). */
+  readonly fetch?: typeof fetch;
+}
+
+/** Tries in a row that brought nothing new before a dropped stream is given up. */
+const MAX_TRIES_WITHOUT_PROGRESS = 5;
+const RETRY_PAUSE_MS = 250;
+const ACTIVE = new Set(['queued', 'running', 'waiting']);
+const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * A `ChatTransport` for AI SDK 7's `useChat` on arcflow (SPEC §12): the chat's id is an arcflow
+ * thread (SPEC §11). `sendMessages` enqueues a run of `agent` on the thread whose input is the
+ * last user message and returns the run's UI message stream, read from
+ * `GET /v1/runs/{run_id}/stream?format=ai-sdk` and resumed with `Last-Event-ID` when the
+ * connection drops. Aborting stops the reading, never the run (cancel it through the API).
+ * `reconnectToStream` gives the stream of the thread's active run from its start, or `null`.
+ */
+export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> implements ChatTransport<UI_MESSAGE> {
+  /** A resumed stream starts from the run's beginning, so the chat resets the message it was showing. */
+  readonly resumeStreamIsReplay = true;
+  private readonly api: string;
+  private readonly agent: string;
+  private readonly headers: TransportHeaders | undefined;
+  private readonly fetch: typeof fetch;
+
+  constructor(options: ArcflowChatTransportOptions) {
+    let url: URL;
+    try {
+      url = new URL(options?.api);
+    } catch {
+      throw new Error(`ArcflowChatTransport: api must be the base URL of arcflow serve (e.g. http://127.0.0.1:8080), got ${JSON.stringify(options?.api)}`);
+    }
+    if (typeof options.agent !== 'string' || options.agent === '') throw new Error(`ArcflowChatTransport: agent must name an agent, got ${JSON.stringify(options.agent)}`);
+    this.api = url.href.replace(/\/+$/, '');
+    this.agent = options.agent;
+    this.headers = options.headers;
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  async sendMessages(
+    options: {
+      trigger: 'submit-message' | 'regenerate-message';
+      chatId: string;
+      messageId: string | undefined;
+      messages: UI_MESSAGE[];
+      abortSignal: AbortSignal | undefined;
+    } & ChatRequestOptions,
+  ): Promise<ReadableStream<UIMessageChunk>> {
+    if (options.trigger === 'regenerate-message') {
+      throw new Error('ArcflowChatTransport: regenerating a message is not supported (an arcflow thread only grows); send a new message instead');
+    }
+    const thread_id = checkThreadId(options.chatId);
+    const last = options.messages.at(-1);
+    if (last?.role !== 'user') throw new Error('ArcflowChatTransport: the last message of the chat must be the user message to send');
+    const response = await this.request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(await this.headersFor(options.headers)) },
+      body: JSON.stringify({ agent: this.agent, input: [{ role: 'user', content: userContent(last) }], thread_id }),
+      signal: options.abortSignal,
+    });
+    const { run_id } = (await response.json()) as { run_id?: unknown };
+    if (typeof run_id !== 'string') throw new Error('ArcflowChatTransport: arcflow serve answered an enqueue without a run_id');
+    return this.runStream(run_id, options.headers, options.abortSignal);
+  }
+
+  async reconnectToStream(options: { chatId: string; abortSignal?: AbortSignal } & ChatRequestOptions): Promise<ReadableStream<UIMessageChunk> | null> {
+    const thread_id = checkThreadId(options.chatId);
+    const response = await this.request(`/v1/threads/${encodeURIComponent(thread_id)}`, { headers: await this.headersFor(options.headers), signal: options.abortSignal }, [404]);
+    if (response.status === 404) return null;
+    const { runs } = (await response.json()) as { runs?: { run_id?: unknown; status?: unknown }[] };
+    const active = (Array.isArray(runs) ? runs : []).find((run) => typeof run?.run_id === 'string' && ACTIVE.has(String(run.status)));
+    return active ? this.runStream(active.run_id as string, options.headers, options.abortSignal) : null;
+  }
+
+  /** The run's UI message stream, resumed after the last `id:` it saw whenever the connection drops. */
+  private runStream(run_id: string, extra: ChatRequestOptions['headers'], signal: AbortSignal | undefined): ReadableStream<UIMessageChunk> {
+    let lastId: string | undefined;
+    let cancelled = false;
+    const path = `/v1/runs/${encodeURIComponent(run_id)}/stream?format=ai-sdk`;
+    return new ReadableStream<UIMessageChunk>({
+      start: async (controller) => {
+        let triesWithoutProgress = 0;
+        for (;;) {
+          let progressed = false;
+          try {
+            const headers = { accept: 'text/event-stream', ...(await this.headersFor(extra)), ...(lastId ? { 'last-event-id': lastId } : {}) };
+            const response = await this.request(path, { headers, signal });
+            for await (const frame of sseFrames(response.body!)) {
+              if (frame.id !== undefined) lastId = frame.id;
+              if (frame.data === undefined) continue;
+              if (frame.data === '[DONE]') {
+                controller.close();
+                return;
+              }
+              controller.enqueue(uiChunk(frame.data));
+              progressed = true;
+            }
+          } catch (error) {
+            if (cancelled) return;
+            if (signal?.aborted || error instanceof RefusedError) {
+              controller.error(signal?.aborted ? abortError(signal) : error);
+              return;
+            }
+          }
+          // The connection dropped (or ended early): resume after the last id seen.
+          triesWithoutProgress = progressed ? 0 : triesWithoutProgress + 1;
+          if (triesWithoutProgress >= MAX_TRIES_WITHOUT_PROGRESS) {
+            controller.error(new Error(`ArcflowChatTransport: lost the stream of run ${run_id} and could not resume it`));
+            return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * triesWithoutProgress));
+          if (cancelled) return;
+        }
+      },
+      cancel: () => {
+        cancelled = true;
+      },
+    });
+  }
+
+  /** A request to the API; an answer that retrying cannot change (4xx but 429, or one in `accepted`) is a `RefusedError` naming the problem. */
+  private async request(path: string, init: RequestInit, accepted: readonly number[] = []): Promise<Response> {
+    const response = await this.fetch(`${this.api}${path}`, init);
+    if (response.ok || accepted.includes(response.status)) return response;
+    const problem = (await response.json().catch(() => undefined)) as { detail?: unknown } | undefined;
+    const detail = typeof problem?.detail === 'string' ? problem.detail : response.statusText;
+    const message = `ArcflowChatTransport: arcflow serve answered ${response.status} to ${init.method ?? 'GET'} ${path.split('?')[0]}: ${detail}`;
+    if (response.status >= 400 && response.status < 500 && response.status !== 429) throw new RefusedError(message);
+    throw new Error(message);
+  }
+
+  private async headersFor(extra: ChatRequestOptions['headers']): Promise<Record<string, string>> {
+    const base = typeof this.headers === 'function' ? await this.headers() : this.headers;
+    return { ...Object.fromEntries(new Headers(base ?? {})), ...Object.fromEntries(new Headers(extra ?? {})) };
+  }
+}
+
+class RefusedError extends Error {}
+
+function checkThreadId(chatId: unknown): string {
+  if (typeof chatId !== 'string' || !THREAD_ID.test(chatId)) {
+    throw new Error(`ArcflowChatTransport: the chat id is the thread id and must match ${THREAD_ID}, got ${JSON.stringify(chatId)?.slice(0, 140)}`);
+  }
+  return chatId;
+}
+
+/** A `data:` line as a UI message chunk: JSON with a `type` (the chat checks each chunk's shape itself). */
+function uiChunk(data: string): UIMessageChunk {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    throw new RefusedError('ArcflowChatTransport: the stream sent data that is not JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || typeof (parsed as { type?: unknown }).type !== 'string') {
+    throw new RefusedError('ArcflowChatTransport: the stream sent a chunk without a type');
+  }
+  return parsed as UIMessageChunk;
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason instanceof Error && signal.reason.name === 'AbortError' ? signal.reason : new DOMException('the stream was aborted', 'AbortError');
+}

@@ -1,0 +1,81 @@
+import { type StreamChunk, readStreamChunk } from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import type { Keys } from '../keys.ts';
+import type { StoreScripts } from '../store/script-runner.ts';
+
+/**
+ * A recorded response's part of the run's stream (see `streamResponse` in
+ * `store/commands/includes/stream.lua`): the attempt, the answer's whole text, the text this
+ * attempt has not streamed yet, and its tool calls as `[tool_call_id, tool_name]`.
+ */
+export interface StreamPart {
+  readonly attempt: number;
+  readonly text: string;
+  readonly pending: string;
+  readonly calls: readonly (readonly [string, string])[];
+}
+
+/** A stream entry that is not a chunk this version knows: stored state is untrusted. */
+export class StreamEntryError extends Error {
+  override readonly name = 'StreamEntryError';
+}
+
+/** Raw stream entries as ioredis returns them: `[id, [field, value, …]]`. */
+type RawEntries = [string, string[]][];
+
+/** The most chunks one read returns. */
+const READ_COUNT = 500;
+
+/**
+ * A run's stream in Redis (SPEC §12): written by the store's scripts (text batches here, the rest
+ * with the writes they belong to), read by offset. Entry ids are `0-<offset>` (`XADD … 0-*`), so
+ * reading after offset n is `XRANGE (0-n +` and following is `XREAD BLOCK … 0-<n>`.
+ */
+export class StreamStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly scripts: StoreScripts,
+  ) {}
+
+  /** Appends a batch of a call's text; false when it was dropped (the run ended, the response is recorded, a newer attempt streams). */
+  async appendText(run_id: string, step_id: string, iteration: number, attempt: number, text: string): Promise<boolean> {
+    return (await this.scripts.appendStream([this.keys.record(run_id)], [step_id, iteration, attempt, text])) === 1;
+  }
+
+  /** The chunks after offset `after`, at most {@link READ_COUNT} of them. */
+  async read(run_id: string, after: number): Promise<StreamChunk[]> {
+    const entries = (await this.redis.xrange(this.keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
+    return chunksOf(entries, after);
+  }
+
+  /**
+   * The chunks after offset `after`, waiting up to `blockMs` on `reader` (a connection of the
+   * caller's own: a blocking read holds it) for the first; empty when none came.
+   */
+  async follow(reader: Redis, run_id: string, after: number, blockMs: number): Promise<StreamChunk[]> {
+    const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
+    return chunksOf(reply?.[0]?.[1] ?? [], after);
+  }
+}
+
+const ENTRY_ID = /^0-([1-9][0-9]{0,14})$/;
+
+/** Entries read back as chunks (the offset from the entry's id), each checked, in offset order from `after + 1` with no gap. */
+function chunksOf(entries: RawEntries, after: number): StreamChunk[] {
+  let expected = after + 1;
+  return entries.map(([id, fields]) => {
+    const offset = ENTRY_ID.exec(id)?.[1];
+    let parsed: unknown;
+    try {
+      parsed = fields[0] === 'c' && typeof fields[1] === 'string' ? JSON.parse(fields[1]) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    const chunk = offset !== undefined && parsed !== null && typeof parsed === 'object' ? readStreamChunk({ ...parsed, offset: Number(offset) }) : undefined;
+    if (!chunk) throw new StreamEntryError(`stream entry ${id} is not a chunk this version of arcflow can read`);
+    if (chunk.offset !== expected) throw new StreamEntryError(`stream entry ${id} follows offset ${expected - 1}: the stream has a gap`);
+    expected += 1;
+    return chunk;
+  });
+}
