@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { QueueName, collectReadings, createClient, hashTag } from '@arcflow/queue';
-import { startPrivateRedis } from '@arcflow/testing';
+import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI, startPrivateRedis } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -57,13 +57,19 @@ async function freePort(): Promise<number> {
 
 /**
  * Worker CPU per run with metrics on (the Prometheus endpoint, scraped every 15 s as Prometheus
- * does by default) against off: two worker processes, each under its own prefix, given the same
+ * does by default) against off, with the bench's instant in-process model (the least CPU a run
+ * takes, so the most metrics can add) or an OpenAI-compatible model over loopback HTTP (what a
+ * deployment's worker does): two worker processes, each under its own prefix, given the same
  * runs at the same time in each trial, after the same warm-up. CPU is read per thread from
  * `schedstat` (ns), not `/proc/<pid>/stat`'s 10 ms ticks.
  */
-export async function workerCpuWithMetrics(prefixOff: string, prefixOn: string): Promise<MetricsCpu> {
+export async function workerCpuWithMetrics(prefixOff: string, prefixOn: string, model: 'instant' | 'http'): Promise<MetricsCpu> {
   const port = await freePort();
-  const env = (prefix: string) => ({ REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '' });
+  const server = model === 'http' ? await startOneRoundModel() : undefined;
+  const provider: Record<string, string> = server
+    ? { OPENAI_API_KEY: 'bench-key', OPENAI_BASE_URL: server.url, ARCFLOW_MODEL: 'bench-model' }
+    : { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+  const env = (prefix: string) => ({ REDIS_URL, ARCFLOW_PREFIX: prefix, ...provider, OTEL_EXPORTER_OTLP_ENDPOINT: '' });
   const workers: Record<'off' | 'on', WorkerProcess> = {
     off: await spawnWorker(BENCH_AGENTS, { env: env(prefixOff) }),
     on: await spawnWorker(BENCH_AGENTS, { env: env(prefixOn), args: ['--metrics-port', String(port)] }),
@@ -104,7 +110,23 @@ export async function workerCpuWithMetrics(prefixOff: string, prefixOn: string):
     clearInterval(scraper);
     await Promise.all([clients.off.close(), clients.on.close()]);
     await Promise.all([workers.off.stop(), workers.on.stop()]);
+    await server?.close();
   }
+}
+
+/**
+ * An OpenAI-compatible model on loopback (this process's CPU, not the workers'): the request's
+ * first tool, once, then an answer: one tool round per run, as the instant model gives it.
+ */
+function startOneRoundModel(): Promise<FakeOpenAIServer> {
+  const usage = { prompt_tokens: 12, completion_tokens: 4 };
+  return startFakeOpenAI({
+    fallback: (request): FakeTurn => {
+      const answered = (request.body.messages as { role: string }[]).some((message) => message.role === 'tool');
+      const tool = (request.body.tools as { function: { name: string } }[] | undefined)?.[0]?.function.name;
+      return answered || !tool ? { type: 'text', content: 'done', usage } : { type: 'tools', calls: [{ name: tool, arguments: {} }], usage };
+    },
+  });
 }
 
 export interface CollectionCost {

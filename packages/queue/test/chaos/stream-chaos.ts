@@ -66,7 +66,7 @@ export async function runStreamChaos(options: StreamChaosOptions): Promise<Strea
       const chunks = streams[index]!;
       const run = await client.get(run_id);
       if (run?.status === 'completed') completed += 1;
-      else violations.push(`${run_id} ended ${run?.status}`);
+      else violations.push(`${run_id} ended ${run?.status}${run?.error ? ` (${run.error.error_code}: ${run.error.message})` : ''}`);
       for (const [position, chunk] of chunks.entries()) {
         if (chunk.offset < position + 1) duplicates += 1;
         if (chunk.offset > position + 1) gaps += 1;
