@@ -21,7 +21,7 @@ import {
   targetForAttempt,
   testResponse,
 } from '@arcflow/core';
-import { recordProviderCall } from '@arcflow/telemetry/metrics';
+import { recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
@@ -174,8 +174,17 @@ export async function callModel(
       [Attr.iteration]: place.iteration,
     },
   }));
+  // The first text the model streams gives the call's time to first chunk (SPEC §18).
+  let streamed = false;
+  const onFirstText = (delta: string) => {
+    if (!streamed) {
+      streamed = true;
+      recordTimeToFirstChunk({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000);
+    }
+    onText?.(delta);
+  };
   try {
-    const response = normalizeResponse(test ? testResponse(test, place.iteration) : await call.provider!.complete(request, { signal, onText }), place.iteration);
+    const response = normalizeResponse(test ? testResponse(test, place.iteration) : await call.provider!.complete(request, { signal, onText: onFirstText }), place.iteration);
     chat.setAttributes({
       [Attr.inputTokens]: response.usage.input,
       [Attr.outputTokens]: response.usage.output,
