@@ -1,0 +1,128 @@
+import { canonicalJson, type SessionResource, type ToolLogger } from '@arcflow/core';
+import type { McpTransport } from './config.ts';
+import { type McpClient, loadClient, makeTransport } from './sdk.ts';
+
+/** How long connecting (starting the server and its `initialize`) may take. */
+const CONNECT_TIMEOUT_MS = 15_000;
+/** How long one `tools/list` page may take. */
+const LIST_TIMEOUT_MS = 15_000;
+/** The most pages of `tools/list` read (a server that never stops paging is refused). */
+const MAX_LIST_PAGES = 50;
+/** The longest stderr line kept for a message or a log line. */
+const MAX_LINE = 300;
+
+/** A tool as the server lists it (untrusted: each field is checked before use). */
+export interface ListedTool {
+  readonly name: unknown;
+  readonly description?: unknown;
+  readonly inputSchema?: unknown;
+}
+
+/** A `tools/call` result as the server sent it. */
+export type CallResult = Record<string, unknown>;
+
+/**
+ * One worker's client of one MCP server, shared by every tool and agent that uses the server.
+ * Connected on first use; when the connection drops (the server exited, the HTTP session ended),
+ * the calls in flight fail and the next call connects again.
+ */
+export class McpConnection implements SessionResource {
+  readonly #server: string;
+  readonly #transport: McpTransport;
+  readonly #logger: ToolLogger;
+  #client: Promise<McpClient> | undefined;
+  #closed = false;
+  /** The last line the server wrote on stderr, for a message when it cannot be reached. */
+  #lastStderr = '';
+
+  constructor(server: string, transport: McpTransport, logger: ToolLogger) {
+    this.#server = server;
+    this.#transport = transport;
+    this.#logger = logger;
+  }
+
+  /** Whether `transport` is the one this connection was made for (one server name, one transport). */
+  serves(transport: McpTransport): boolean {
+    return canonicalJson(transport) === canonicalJson(this.#transport);
+  }
+
+  /** The last line the server wrote on stderr (stdio), if any. */
+  get lastStderr(): string {
+    return this.#lastStderr;
+  }
+
+  /** Every tool the server lists, following `nextCursor`. */
+  async listTools(): Promise<ListedTool[]> {
+    const client = await this.#connected();
+    const tools: ListedTool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page += 1) {
+      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: LIST_TIMEOUT_MS });
+      tools.push(...(result.tools as ListedTool[]));
+      cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+      if (cursor === undefined) return tools;
+    }
+    throw new Error(`tools/list went on for more than ${MAX_LIST_PAGES} pages`);
+  }
+
+  /** Calls a tool; `signal` aborts the request (the SDK tells the server it is cancelled). */
+  async callTool(name: string, args: unknown, signal: AbortSignal, timeoutMs: number): Promise<CallResult> {
+    const client = await this.#connected();
+    signal.throwIfAborted();
+    return (await client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, { signal, timeout: timeoutMs })) as CallResult;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = await this.#client?.catch(() => undefined);
+    this.#client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+
+  #connected(): Promise<McpClient> {
+    if (this.#closed) return Promise.reject(new Error(`the client of MCP server '${this.#server}' is closed`));
+    if (!this.#client) {
+      const connecting = this.#connect();
+      this.#client = connecting;
+      // A failed connect is forgotten, so the next call tries again.
+      connecting.catch(() => {
+        if (this.#client === connecting) this.#client = undefined;
+      });
+    }
+    return this.#client;
+  }
+
+  async #connect(): Promise<McpClient> {
+    const Client = await loadClient();
+    const made = await makeTransport(this.#transport);
+    made.stderr?.on('data', (chunk: Buffer) => this.#onStderr(chunk));
+    const client = new Client({ name: 'arcflow', version: '0.2.0' });
+    const current = this.#client;
+    client.onclose = () => {
+      // Dropped: the next call connects again (a close of ours has already forgotten the client).
+      if (this.#client === current) this.#client = undefined;
+      if (!this.#closed) this.#logger.warn('MCP server connection closed', { mcp_server: this.#server });
+    };
+    try {
+      await client.connect(made.transport, { timeout: CONNECT_TIMEOUT_MS });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+    if (this.#closed) {
+      await client.close().catch(() => undefined);
+      throw new Error(`the client of MCP server '${this.#server}' is closed`);
+    }
+    this.#logger.info('MCP server connected', { mcp_server: this.#server, transport: this.#transport.type, ...(made.pid() ? { pid: made.pid() } : {}) });
+    return client;
+  }
+
+  #onStderr(chunk: Buffer): void {
+    for (const raw of chunk.toString('utf8').split('\n')) {
+      const line = raw.trim().slice(0, MAX_LINE);
+      if (line === '') continue;
+      this.#lastStderr = line;
+      this.#logger.info('MCP server stderr', { mcp_server: this.#server, line });
+    }
+  }
+}
