@@ -1,0 +1,89 @@
+import { Agent, type ToolDefinition, openToolSources, runLocal } from '@arcflow/core';
+import { mcpTools } from '@arcflow/mcp';
+import { capturingLogger, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { everythingStdio } from './everything.ts';
+
+const everything = mcpTools({ server: 'everything', transport: everythingStdio, max_result_bytes: 512 });
+
+/** The tool messages the model received in its request `index`, by tool call id. */
+const toolMessages = (model: ReturnType<typeof scriptedProvider>, index: number) =>
+  Object.fromEntries((model.requests[index]?.messages ?? []).filter((message) => message.role === 'tool').map((message) => [message.tool_call_id, message.content]));
+
+describe('mcpTools over stdio (server-everything, in process)', () => {
+  it("lists the server's tools once opened, each named <server>_<tool> with the server's input schema compiled as its schema", async () => {
+    const agent = new Agent({ name: 'mcp-list', tools: [everything] });
+    expect(agent.tools).toEqual([]);
+    expect(agent.tool_sources).toEqual([everything]);
+    const opened = await openToolSources([agent], { logger: capturingLogger() });
+    try {
+      const served = opened.definitions[0] as Agent;
+      const names = served.tools.map((tool) => tool.name);
+      expect(names).toEqual(expect.arrayContaining(['everything_echo', 'everything_get-sum', 'everything_trigger-long-running-operation']));
+      const sum = served.findTool('everything_get-sum') as ToolDefinition;
+      expect(sum.input_schema).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] });
+      expect(sum.description).toBe('Returns the sum of two numbers');
+      expect(sum.check({ a: 1, b: 2 })).toBeUndefined();
+      expect(sum.check({ a: 'one', b: 2 })).toBe('a: expected number');
+      expect(sum.max_result_bytes).toBe(512);
+      // The opened agent's definition hash covers the listed tools: it is not the unopened agent's.
+      expect(served.definition_hash).not.toBe(agent.definition_hash);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('runs a valid call on the server; a call that fails the schema goes back to the model as invalid arguments', async () => {
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'everything_get-sum', args: { a: 2, b: 3 }, id: 'sum' },
+        { name: 'everything_echo', args: { message: 7 }, id: 'bad' },
+      ]),
+      reply('done'),
+    ]);
+    const run = await runLocal(new Agent({ name: 'mcp-run', tools: [everything] }), 'add', { provider: model, logger: false });
+    expect(run.status).toBe('completed');
+    expect(toolMessages(model, 1)).toEqual({ sum: 'The sum of 2 and 3 is 5.', bad: 'Error: invalid arguments — message: expected string' });
+    expect(run.events.filter((event) => event.kind === 'ToolInputValidationFailed')).toMatchObject([
+      { tool_name: 'everything_echo', violation_description: 'message: expected string' },
+    ]);
+    expect(run.events.filter((event) => event.kind === 'ToolCallCompleted')).toMatchObject([{ tool_name: 'everything_get-sum' }]);
+  });
+
+  it('gives other content as JSON, cuts a result to max_result_bytes, and fails an isError result as tool_error with nothing of it in events', async () => {
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'everything_get-tiny-image', args: {}, id: 'image' },
+        { name: 'everything_gzip-file-as-resource', args: { data: 'http://127.0.0.1:1/nothing-here' }, id: 'failing' },
+      ]),
+      reply('done'),
+    ]);
+    const logger = capturingLogger();
+    const run = await runLocal(new Agent({ name: 'mcp-content', tools: [everything] }), 'go', { provider: model, logger });
+    expect(run.status).toBe('completed');
+    const messages = toolMessages(model, 1);
+    expect(messages.image).toMatch(/^Here's the image you requested:\n\{"type":"image","data":"iVBOR/);
+    expect(messages.image).toMatch(/\[result truncated: \d+ of \d+ bytes cut\]$/);
+    expect(messages.failing).toBe('Error: tool temporarily unavailable');
+    expect(run.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_name: 'everything_gzip-file-as-resource', error_code: 'tool_error' });
+    expect(JSON.stringify(run.events)).not.toContain('127.0.0.1:1');
+    expect(logger.lines.some((line) => line.includes("tool 'gzip-file-as-resource' answered isError"))).toBe(true);
+  });
+
+  it('aborts the MCP request when the call times out', async () => {
+    const slow = mcpTools({ server: 'slow', transport: everythingStdio, include: ['trigger-long-running-operation'], timeout_ms: 300 });
+    const model = scriptedProvider([toolCalls([{ name: 'slow_trigger-long-running-operation', args: { duration: 5, steps: 1 }, id: 'long' }]), reply('done')]);
+    const started = Date.now();
+    const run = await runLocal(new Agent({ name: 'mcp-timeout', tools: [slow] }), 'go', { provider: model, logger: false });
+    expect(run.status).toBe('completed');
+    expect(toolMessages(model, 1)).toEqual({ long: 'Error: tool timed out — try again or use a different approach' });
+    expect(Date.now() - started).toBeLessThan(4_000);
+  });
+
+  it('refuses, naming the server, a start whose include names a tool the server does not list', async () => {
+    const typo = mcpTools({ server: 'everything', transport: everythingStdio, include: ['get_sum'] });
+    await expect(runLocal(new Agent({ name: 'mcp-typo', tools: [typo] }), 'x', { provider: scriptedProvider([reply('x')]), logger: false })).rejects.toThrow(
+      "mcpTools 'everything': include names 'get_sum', a tool the server does not list; did you mean 'get-sum'?",
+    );
+  });
+});
