@@ -98,10 +98,11 @@ export class McpConnection implements SessionResource {
     made.stderr?.on('data', (chunk: Buffer) => this.#onStderr(chunk));
     const client = new Client({ name: 'arcflow', version: '0.2.0' });
     const current = this.#client;
+    let connected = false;
     client.onclose = () => {
       // Dropped: the next call connects again (a close of ours has already forgotten the client).
       if (this.#client === current) this.#client = undefined;
-      if (!this.#closed) this.#logger.warn('MCP server connection closed', { mcp_server: this.#server });
+      if (connected && !this.#closed) this.#logger.warn('MCP server connection closed', { mcp_server: this.#server });
     };
     try {
       await client.connect(made.transport, { timeout: CONNECT_TIMEOUT_MS });
@@ -113,6 +114,7 @@ export class McpConnection implements SessionResource {
       await client.close().catch(() => undefined);
       throw new Error(`the client of MCP server '${this.#server}' is closed`);
     }
+    connected = true;
     this.#logger.info('MCP server connected', { mcp_server: this.#server, transport: this.#transport.type, ...(made.pid() ? { pid: made.pid() } : {}) });
     return client;
   }
