@@ -8,6 +8,8 @@ const CONNECT_TIMEOUT_MS = 15_000;
 const LIST_TIMEOUT_MS = 15_000;
 /** The most pages of `tools/list` read (a server that never stops paging is refused). */
 const MAX_LIST_PAGES = 50;
+/** The SDK's error code for a connection that closed under a request. */
+const CONNECTION_CLOSED = -32000;
 /** The longest stderr line kept for a message or a log line. */
 const MAX_LINE = 300;
 
@@ -67,9 +69,21 @@ export class McpConnection implements SessionResource {
 
   /** Calls a tool; `signal` aborts the request (the SDK tells the server it is cancelled). */
   async callTool(name: string, args: unknown, signal: AbortSignal, timeoutMs: number): Promise<CallResult> {
-    const client = await this.#connected();
+    const connecting = this.#connected();
+    const client = await connecting;
     signal.throwIfAborted();
-    return (await client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, { signal, timeout: timeoutMs })) as CallResult;
+    try {
+      return (await client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, { signal, timeout: timeoutMs })) as CallResult;
+    } catch (error) {
+      // The way to the server broke (an HTTP session the server no longer knows, a closed pipe): the
+      // next call connects again. A protocol error the server sent, a timeout or an abort keep it.
+      if (!signal.aborted && lostConnection(error) && this.#client === connecting) {
+        this.#client = undefined;
+        this.#logger.warn('MCP server connection lost; the next call connects again', { mcp_server: this.#server });
+        void client.close().catch(() => undefined);
+      }
+      throw error;
+    }
   }
 
   async close(): Promise<void> {
@@ -127,4 +141,10 @@ export class McpConnection implements SessionResource {
       this.#logger.info('MCP server stderr', { mcp_server: this.#server, line });
     }
   }
+}
+
+/** An error that says the connection, not the call, failed: anything but an MCP error the server answered with. */
+function lostConnection(error: unknown): boolean {
+  const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+  return name !== 'McpError' || code === CONNECTION_CLOSED;
 }
