@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { canonicalJson, type SessionResource, type ToolLogger } from '@arcflow/core';
 import type { McpTransport } from './config.ts';
 import { type McpClient, loadClient, makeTransport } from './sdk.ts';
@@ -8,6 +9,8 @@ const CONNECT_TIMEOUT_MS = 15_000;
 const LIST_TIMEOUT_MS = 15_000;
 /** The most pages of `tools/list` read (a server that never stops paging is refused). */
 const MAX_LIST_PAGES = 50;
+/** How long a server process that is being stopped gets before SIGKILL. */
+const STOP_GRACE_MS = 2_000;
 /** The SDK's error code for a connection that closed under a request. */
 const CONNECTION_CLOSED = -32000;
 /** The longest stderr line kept for a message or a log line. */
@@ -118,10 +121,16 @@ export class McpConnection implements SessionResource {
       if (this.#client === current) this.#client = undefined;
       if (connected && !this.#closed) this.#logger.warn('MCP server connection closed', { mcp_server: this.#server });
     };
+    const connecting = client.connect(made.transport, { timeout: CONNECT_TIMEOUT_MS });
+    // The SDK spawns a stdio server synchronously within connect(), and forgets its pid when closing.
+    const pid = made.pid();
     try {
-      await client.connect(made.transport, { timeout: CONNECT_TIMEOUT_MS });
+      await connecting;
     } catch (error) {
+      // The SDK starts closing a failed connection without waiting for the server to exit; a
+      // worker that refuses to start exits at once, so the server is stopped here first.
       await client.close().catch(() => undefined);
+      await stopProcess(pid);
       throw error;
     }
     if (this.#closed) {
@@ -129,7 +138,7 @@ export class McpConnection implements SessionResource {
       throw new Error(`the client of MCP server '${this.#server}' is closed`);
     }
     connected = true;
-    this.#logger.info('MCP server connected', { mcp_server: this.#server, transport: this.#transport.type, ...(made.pid() ? { pid: made.pid() } : {}) });
+    this.#logger.info('MCP server connected', { mcp_server: this.#server, transport: this.#transport.type, ...(pid ? { server_pid: pid } : {}) });
     return client;
   }
 
@@ -147,4 +156,24 @@ export class McpConnection implements SessionResource {
 function lostConnection(error: unknown): boolean {
   const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
   return name !== 'McpError' || code === CONNECTION_CLOSED;
+}
+
+/** Ends a server process arcflow started, if it still runs: SIGTERM, then SIGKILL after 2 s. */
+async function stopProcess(pid: number | undefined): Promise<void> {
+  if (pid === undefined || !signal(pid, 'SIGTERM')) return;
+  for (let waited = 0; waited < STOP_GRACE_MS; waited += 50) {
+    await sleep(50);
+    if (!signal(pid, 0)) return;
+  }
+  signal(pid, 'SIGKILL');
+}
+
+/** Sends a signal; false when there is no such process (any more). */
+function signal(pid: number, which: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(pid, which);
+    return true;
+  } catch {
+    return false;
+  }
 }
