@@ -27,6 +27,7 @@ export {
   type ToolOptions,
   type ResolvedToolOptions,
   resolveToolOptions,
+  TOOL_OPTION_KEYS,
 } from './tools/define.ts';
 export { type ToolSource, type ToolSourceSession, type SessionResource, isToolSource } from './tools/source.ts';
 export { type OpenedDefinitions, openToolSources } from './tools/open-sources.ts';

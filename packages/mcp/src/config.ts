@@ -1,4 +1,14 @@
-import { ConfigError, type KnownKeys, NamePattern, type ResolvedToolOptions, type ToolOptions, checkKnownKeys, isPlainObject, resolveToolOptions } from '@arcflow/core';
+import {
+  ConfigError,
+  type KnownKeys,
+  NamePattern,
+  type ResolvedToolOptions,
+  TOOL_OPTION_KEYS,
+  type ToolOptions,
+  checkKnownKeys,
+  isPlainObject,
+  resolveToolOptions,
+} from '@arcflow/core';
 
 /** How to reach an MCP server: a command arcflow starts (stdio), or a streamable HTTP endpoint. */
 export type McpTransport =
@@ -26,15 +36,6 @@ export interface McpToolsConfig extends ToolOptions {
   /** Options of single tools, by the server's names; they win over the options for all, key by key. */
   tools?: Readonly<Record<string, ToolOptions>>;
 }
-
-const TOOL_OPTION_KEYS = {
-  timeout_ms: true,
-  concurrency: true,
-  retries: true,
-  max_result_bytes: true,
-  needs_approval: true,
-  approval_timeout_ms: true,
-} as const satisfies KnownKeys<ToolOptions>;
 
 const CONFIG_KEYS = { ...TOOL_OPTION_KEYS, server: true, transport: true, include: true, exclude: true, prefix: true, tools: true } as const satisfies KnownKeys<McpToolsConfig>;
 const STDIO_KEYS = { type: true, command: true, args: true, env: true, cwd: true } as const;
@@ -70,7 +71,7 @@ export function checkMcpConfig(config: McpToolsConfig): CheckedConfig {
   if (typeof prefix !== 'string' || !PREFIX.test(prefix)) throw new ConfigError(`${where}: prefix must match ${PREFIX}, got ${JSON.stringify(prefix)}`);
   const include = config.include === undefined ? undefined : names(where, 'include', config.include);
   const exclude = config.exclude === undefined ? [] : names(where, 'exclude', config.exclude);
-  const shared: ToolOptions = pickOptions(config);
+  const shared: ToolOptions = config;
   const defaults = resolveToolOptions(where, shared);
   const perTool = new Map<string, ResolvedToolOptions>();
   if (config.tools !== undefined) {
@@ -126,17 +127,6 @@ function names(where: string, key: string, value: unknown, allowEmpty = false): 
 
 function stringRecord(where: string, key: string, value: unknown): void {
   if (!isPlainObject(value) || Object.values(value).some((item) => typeof item !== 'string')) throw new ConfigError(`${where}: ${key} must be an object of strings`);
-}
-
-function pickOptions(options: ToolOptions): ToolOptions {
-  return {
-    timeout_ms: options.timeout_ms,
-    concurrency: options.concurrency,
-    retries: options.retries,
-    max_result_bytes: options.max_result_bytes,
-    needs_approval: options.needs_approval,
-    approval_timeout_ms: options.approval_timeout_ms,
-  };
 }
 
 /** A tool's own options over the shared ones, key by key (an own key left `undefined` keeps the shared value). */

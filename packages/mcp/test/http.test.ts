@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Agent, type ToolContext, openToolSources, runLocal } from '@arcflow/core';
 import { mcpTools } from '@arcflow/mcp';
 import { capturingLogger, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVERYTHING_BIN } from './everything.ts';
+import { freePort } from './ports.ts';
 
 let server: ChildProcess;
 let port: number;
@@ -74,11 +74,3 @@ describe('mcpTools over streamable HTTP (server-everything streamableHttp)', () 
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}

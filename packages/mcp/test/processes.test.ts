@@ -1,5 +1,4 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TraceEvent } from '@arcflow/core';
@@ -8,6 +7,7 @@ import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, startFakeOpenAI, 
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plan, plannedModel } from './model.ts';
+import { freePort } from './ports.ts';
 
 const run = promisify(execFile);
 const fixture = (name: string) => new URL(`./fixtures/${name}.ts`, import.meta.url).pathname;
@@ -147,19 +147,10 @@ describe('MCP tools in worker processes (server-everything over stdio)', () => {
   });
 
   it('refuses to start, in one line and exit 1, a worker whose streamable HTTP server does not answer', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const refused = await refusedStart('unreachable-http', { MCP_URL: `http://127.0.0.1:${port}/mcp` });
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
     expect(refused.stderr.trim()).toMatch(new RegExp(`^arcflow: MCP server 'remote' cannot be reached \\(http: http://127\\.0\\.0\\.1:${port}/mcp\\): .+`));
   });
 });
-
-/** A loopback port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

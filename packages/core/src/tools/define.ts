@@ -60,19 +60,18 @@ export interface ToolConfig<Args = any> {
   handler: ToolHandler<Args>;
 }
 
-/** The keys of {@link ToolConfig}: any other is refused, naming the nearest of these. */
-const TOOL_KEYS = {
-  name: true,
-  description: true,
-  input_schema: true,
+/** The keys of {@link ToolOptions}: what a tool takes besides its name, description, schema and handler. */
+export const TOOL_OPTION_KEYS = {
   timeout_ms: true,
   concurrency: true,
   retries: true,
   max_result_bytes: true,
   needs_approval: true,
   approval_timeout_ms: true,
-  handler: true,
-} as const satisfies KnownKeys<ToolConfig>;
+} as const satisfies KnownKeys<ToolOptions>;
+
+/** The keys of {@link ToolConfig}: any other is refused, naming the nearest of these. */
+const TOOL_KEYS = { name: true, description: true, input_schema: true, ...TOOL_OPTION_KEYS, handler: true } as const satisfies KnownKeys<ToolConfig>;
 
 /** A tool after its schema has been compiled and its options resolved. */
 export interface ToolDefinition {
