@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TraceEvent } from '@arcflow/core';
@@ -138,6 +138,15 @@ describe('MCP tools in worker processes (server-everything over stdio)', () => {
     const now = workers.flatMap((each) => childrenOf(each.pid));
     expect(now.some((pid) => !killed.includes(pid))).toBe(true);
     expect(worker.stderr()).toContain('MCP server connection closed');
+  });
+
+  it('stops its MCP servers when it drains on SIGTERM', async () => {
+    const worker = workers.pop()!;
+    const servers = childrenOf(worker.pid);
+    expect(servers.length).toBeGreaterThan(0);
+    expect(await worker.stop()).toBe(0);
+    for (let tries = 0; tries < 40 && servers.some((pid) => existsSync(`/proc/${pid}`)); tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(servers.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([]);
   });
 
   it('refuses to start, in one line and exit 1, a worker whose stdio server cannot be started', async () => {

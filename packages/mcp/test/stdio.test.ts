@@ -80,6 +80,51 @@ describe('mcpTools over stdio (server-everything, in process)', () => {
     expect(Date.now() - started).toBeLessThan(4_000);
   });
 
+  it('asks for approval before a call with needs_approval runs; a rejected call gets the reason and the others run', async () => {
+    const guarded = mcpTools({ server: 'guarded', transport: everythingStdio, include: ['echo', 'get-sum'], tools: { echo: { needs_approval: true } } });
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'guarded_echo', args: { message: 'yes' }, id: 'approved' },
+        { name: 'guarded_echo', args: { message: 'no' }, id: 'rejected' },
+        { name: 'guarded_get-sum', args: { a: 1, b: 2 }, id: 'free' },
+      ]),
+      reply('done'),
+    ]);
+    const asked: string[] = [];
+    const run = await runLocal(new Agent({ name: 'mcp-approval', tools: [guarded] }), 'go', {
+      provider: model,
+      logger: false,
+      approve: (request) => {
+        asked.push(request.tool_call_id);
+        return request.tool_call_id === 'approved' ? { approved: true } : { approved: false, reason: 'not this one' };
+      },
+    });
+    expect(run.status).toBe('completed');
+    expect(asked.sort()).toEqual(['approved', 'rejected']);
+    expect(toolMessages(model, 1)).toEqual({ approved: 'Echo: yes', rejected: 'Error: the user rejected this call — not this one', free: 'The sum of 1 and 2 is 3.' });
+  });
+
+  it('retries a call whose server was killed under it, on a new connection', async () => {
+    const logger = capturingLogger();
+    const serverPids = () => logger.lines.filter((line) => line.startsWith('MCP server connected')).map((line) => JSON.parse(line.slice(line.indexOf('{'))).server_pid as number);
+    const retried = mcpTools({ server: 'retried', transport: everythingStdio, include: ['trigger-long-running-operation'], retries: 1 });
+    const model = scriptedProvider([toolCalls([{ name: 'retried_trigger-long-running-operation', args: { duration: 1.5, steps: 3 }, id: 'long' }]), reply('done')]);
+    const running = runLocal(new Agent({ name: 'mcp-retry', tools: [retried] }), 'go', {
+      provider: model,
+      logger,
+      tool_retry_backoff_ms: 10,
+      onEvent: (event) => {
+        // The first attempt is under way: its server goes.
+        if (event.kind === 'ToolCallStarted' && event.attempt === 1) setTimeout(() => process.kill(serverPids()[0]!, 'SIGKILL'), 200);
+      },
+    });
+    const run = await running;
+    expect(run.status).toBe('completed');
+    expect(toolMessages(model, 1)).toEqual({ long: 'Long running operation completed. Duration: 1.5 seconds, Steps: 3.' });
+    expect(run.events.filter((event) => event.kind === 'ToolCallStarted').map((event) => (event as { attempt: number }).attempt)).toEqual([1, 2]);
+    expect(new Set(serverPids()).size).toBe(2);
+  });
+
   it('refuses, naming the server, a start whose include names a tool the server does not list', async () => {
     const typo = mcpTools({ server: 'everything', transport: everythingStdio, include: ['get_sum'] });
     await expect(runLocal(new Agent({ name: 'mcp-typo', tools: [typo] }), 'x', { provider: scriptedProvider([reply('x')]), logger: false })).rejects.toThrow(
