@@ -149,6 +149,21 @@ describe('MCP tools in worker processes (server-everything over stdio)', () => {
     expect(servers.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([]);
   });
 
+  it('shows a server whose tool list changed between two workers as DefinitionChanged (mixed fleets)', async () => {
+    const before = await spawnWorker(fixture('fleet-agent'), { env: { ...env(), MCP_INCLUDE: 'echo' } });
+    expect(await before.stop()).toBe(0);
+    // Enqueued while only the first worker's registration is known: the run records its hash.
+    const { run_id } = await client.enqueue({ agent: 'mcp-fleet', input: plan([['everything_echo', { message: 'still here' }]]) });
+    workers.push(await spawnWorker(fixture('fleet-agent'), { env: { ...env(), MCP_INCLUDE: 'echo,get-sum' } }));
+    const record = await client.wait(run_id, { timeout_ms: 30_000 });
+    expect(JSON.parse(record.output ?? '')).toEqual(['Echo: still here']);
+    const changed = (await eventsOf(run_id)).filter((event) => event.kind === 'DefinitionChanged') as { previous_hash: string; current_hash: string }[];
+    expect(changed).toHaveLength(1);
+    expect(changed[0]!.previous_hash).not.toBe(changed[0]!.current_hash);
+    const registration = (await client.agents()).find((agent) => agent.name === 'mcp-fleet');
+    expect(registration?.tools).toEqual(['everything_echo', 'everything_get-sum']);
+  });
+
   it('refuses to start, in one line and exit 1, a worker whose stdio server cannot be started', async () => {
     const refused = await refusedStart('unreachable-stdio');
     expect(refused.code).toBe(1);

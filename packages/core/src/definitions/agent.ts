@@ -135,7 +135,7 @@ export class Agent {
     this.model = config.model;
     this.tools = Object.freeze(tools);
     this.tool_sources = Object.freeze(sources);
-    this.#config = config;
+    this.#config = { ...config, tools: [...(config.tools ?? [])] };
     this.tool_execution = Object.freeze({ ...(config.tool_execution ?? {}) });
     this.loop_detection = config.loop_detection;
     this.budget = config.budget === undefined ? undefined : Object.freeze({ ...config.budget });
