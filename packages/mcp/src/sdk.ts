@@ -1,6 +1,7 @@
 import { ConfigError } from '@arcflow/core';
 import type { Stream } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { MAX_MESSAGE_BYTES, cappedFetch } from './capped-fetch.ts';
 import type { McpTransport } from './config.ts';
 
 export type McpClient = import('@modelcontextprotocol/sdk/client/index.js').Client;
@@ -24,7 +25,10 @@ export async function loadClient(): Promise<typeof import('@modelcontextprotocol
 export async function makeTransport(transport: McpTransport): Promise<MadeTransport> {
   if (transport.type === 'http') {
     const { StreamableHTTPClientTransport } = await importSdk(() => import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
-    const made = new StreamableHTTPClientTransport(new URL(transport.url), transport.headers ? { requestInit: { headers: { ...transport.headers } } } : undefined);
+    const made = new StreamableHTTPClientTransport(new URL(transport.url), {
+      fetch: cappedFetch(),
+      ...(transport.headers ? { requestInit: { headers: { ...transport.headers } } } : {}),
+    });
     return { transport: made, stderr: undefined, pid: () => undefined };
   }
   const { StdioClientTransport } = await importSdk(() => import('@modelcontextprotocol/sdk/client/stdio.js'));
@@ -35,6 +39,7 @@ export async function makeTransport(transport: McpTransport): Promise<MadeTransp
     ...(transport.cwd ? { cwd: transport.cwd } : {}),
     // Piped, not inherited: its lines go to the worker's log, tagged with the server's name.
     stderr: 'pipe',
+    maxBufferSize: MAX_MESSAGE_BYTES,
   });
   return { transport: made, stderr: made.stderr ?? undefined, pid: () => made.pid ?? undefined };
 }
