@@ -164,6 +164,33 @@ describe('MCP tools in worker processes (server-everything over stdio)', () => {
     expect(registration?.tools).toEqual(['everything_echo', 'everything_get-sum']);
   });
 
+  it("serves docs/mcp.md's example module (examples/mcp/everything-agent.ts) as the docs show it", async () => {
+    const example = new URL('../../../examples/mcp/everything-agent.ts', import.meta.url).pathname;
+    workers.push(await spawnWorker(example, { env: env() }));
+    const exec_config = {
+      test: {
+        steps: {
+          s1: {
+            responses: [
+              {
+                tool_calls: [
+                  { name: 'everything_get-sum', arguments: { a: 2, b: 3 } },
+                  { name: 'everything_echo', arguments: { message: 42 } },
+                ],
+              },
+              { output: '2 + 3 is 5.' },
+            ],
+          },
+        },
+      },
+    };
+    const { run_id } = await client.enqueue({ agent: 'mcp-demo', input: 'What is 2 + 3?', exec_config });
+    expect(await client.wait(run_id, { timeout_ms: 30_000 })).toMatchObject({ status: 'completed', output: '2 + 3 is 5.' });
+    const events = await eventsOf(run_id);
+    expect(events.find((event) => event.kind === 'ToolCallCompleted')).toMatchObject({ tool_name: 'everything_get-sum', output_size_bytes: 24 });
+    expect(events.find((event) => event.kind === 'ToolInputValidationFailed')).toMatchObject({ tool_name: 'everything_echo', violation_description: 'message: expected string' });
+  });
+
   it('refuses to start, in one line and exit 1, a worker whose stdio server cannot be started', async () => {
     const refused = await refusedStart('unreachable-stdio');
     expect(refused.code).toBe(1);
