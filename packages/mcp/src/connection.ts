@@ -39,6 +39,8 @@ export class McpConnection implements SessionResource {
   #closed = false;
   /** The last line the server wrote on stderr, for a message when it cannot be reached. */
   #lastStderr = '';
+  /** What the server wrote on stderr after its last newline. */
+  #stderrRest = '';
 
   constructor(server: string, transport: McpTransport, logger: ToolLogger) {
     this.#server = server;
@@ -53,7 +55,7 @@ export class McpConnection implements SessionResource {
 
   /** The last line the server wrote on stderr (stdio), if any. */
   get lastStderr(): string {
-    return this.#lastStderr;
+    return this.#stderrRest.trim() || this.#lastStderr;
   }
 
   /** Every tool the server lists, following `nextCursor`. */
@@ -143,7 +145,10 @@ export class McpConnection implements SessionResource {
   }
 
   #onStderr(chunk: Buffer): void {
-    for (const raw of chunk.toString('utf8').split('\n')) {
+    const lines = (this.#stderrRest + chunk.toString('utf8')).split('\n');
+    // The last piece may be a line the next chunk ends; a line without an end is kept cut.
+    this.#stderrRest = (lines.pop() ?? '').slice(0, MAX_LINE);
+    for (const raw of lines) {
       const line = raw.trim().slice(0, MAX_LINE);
       if (line === '') continue;
       this.#lastStderr = line;

@@ -125,6 +125,12 @@ describe('mcpTools over stdio (server-everything, in process)', () => {
     expect(new Set(serverPids()).size).toBe(2);
   });
 
+  it('refuses a start whose server exits, with the last line it wrote on stderr', async () => {
+    const exiting = mcpTools({ server: 'exiting', transport: { type: 'stdio', command: process.execPath, args: ['-e', "console.error('no API token set'); process.exit(2)"] } });
+    const refused = runLocal(new Agent({ name: 'mcp-exiting', tools: [exiting] }), 'x', { provider: scriptedProvider([reply('x')]), logger: false });
+    await expect(refused).rejects.toThrow(/^MCP server 'exiting' cannot be reached \(stdio: .*\): .+ \(its last stderr line: no API token set\)$/);
+  });
+
   it('refuses, naming the server, a start whose include names a tool the server does not list', async () => {
     const typo = mcpTools({ server: 'everything', transport: everythingStdio, include: ['get_sum'] });
     await expect(runLocal(new Agent({ name: 'mcp-typo', tools: [typo] }), 'x', { provider: scriptedProvider([reply('x')]), logger: false })).rejects.toThrow(
