@@ -5,4 +5,4 @@ import type { McpTransport } from '@arcflow/mcp';
 export const EVERYTHING_BIN = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
 
 /** server-everything over stdio, started with this Node. */
-export const everythingStdio: McpTransport = { type: 'stdio', command: process.execPath, args: [EVERYTHING_BIN, 'stdio'] };
+export const everythingStdio: Extract<McpTransport, { type: 'stdio' }> = { type: 'stdio', command: process.execPath, args: [EVERYTHING_BIN, 'stdio'] };

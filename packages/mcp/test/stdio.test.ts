@@ -125,6 +125,20 @@ describe('mcpTools over stdio (server-everything, in process)', () => {
     expect(new Set(serverPids()).size).toBe(2);
   });
 
+  it('shares one client between two mcpTools values of one server, and refuses one server name with two transports', async () => {
+    const echoOnly = mcpTools({ server: 'everything', transport: everythingStdio, include: ['echo'], prefix: 'a_' });
+    const sumOnly = mcpTools({ server: 'everything', transport: everythingStdio, include: ['get-sum'], prefix: 'b_' });
+    const logger = capturingLogger();
+    const opened = await openToolSources([new Agent({ name: 'mcp-shared', tools: [echoOnly, sumOnly] })], { logger });
+    await opened.close();
+    expect((opened.definitions[0] as Agent).tools.map((tool) => tool.name)).toEqual(['a_echo', 'b_get-sum']);
+    expect(logger.lines.filter((line) => line.startsWith('MCP server connected'))).toHaveLength(1);
+    const elsewhere = mcpTools({ server: 'everything', transport: { ...everythingStdio, cwd: '/' } });
+    await expect(openToolSources([new Agent({ name: 'mcp-two-ways', tools: [everything, elsewhere] })], { logger: capturingLogger() })).rejects.toThrow(
+      "MCP server 'everything' is given two different transports; use one mcpTools(…) value per server, or another server name",
+    );
+  });
+
   it('refuses a start whose server exits, with the last line it wrote on stderr', async () => {
     const exiting = mcpTools({ server: 'exiting', transport: { type: 'stdio', command: process.execPath, args: ['-e', "console.error('no API token set'); process.exit(2)"] } });
     const refused = runLocal(new Agent({ name: 'mcp-exiting', tools: [exiting] }), 'x', { provider: scriptedProvider([reply('x')]), logger: false });
