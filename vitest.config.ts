@@ -11,6 +11,7 @@ const SOURCES: Record<string, string> = {
   '@arcflow/queue': './packages/queue/src/index.ts',
   '@arcflow/queue/client': './packages/queue/src/client-entry.ts',
   '@arcflow/provider-openai': './packages/provider-openai/src/index.ts',
+  '@arcflow/mcp': './packages/mcp/src/index.ts',
   '@arcflow/telemetry': './packages/telemetry/src/index.ts',
   '@arcflow/telemetry/ids': './packages/telemetry/src/ids.ts',
   '@arcflow/telemetry/semconv': './packages/telemetry/src/semconv.ts',

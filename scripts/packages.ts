@@ -3,6 +3,7 @@ export const PACKAGES = [
   'packages/core',
   'packages/telemetry',
   'packages/provider-openai',
+  'packages/mcp',
   'packages/queue',
   'packages/testing',
   'apps/worker',

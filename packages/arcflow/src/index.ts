@@ -40,11 +40,13 @@ export {
   type ExecConfig,
   type Tokens,
   type ToolLogger,
+  type ToolSource,
   type JsonSchema,
   type RunState,
   type StateAccess,
 } from '@arcflow/core';
 export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
+export { mcpTools, McpToolError, type McpToolsConfig, type McpTransport } from '@arcflow/mcp';
 export {
   createClient,
   startWorker,

@@ -24,7 +24,13 @@ export {
   type JsonSchema,
   type ApprovalContext,
   type NeedsApproval,
+  type ToolOptions,
+  type ResolvedToolOptions,
+  resolveToolOptions,
+  TOOL_OPTION_KEYS,
 } from './tools/define.ts';
+export { type ToolSource, type ToolSourceSession, type SessionResource, isToolSource } from './tools/source.ts';
+export { type OpenedDefinitions, openToolSources } from './tools/open-sources.ts';
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
 export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';

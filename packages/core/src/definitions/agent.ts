@@ -3,6 +3,7 @@ import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
 import { DEFAULT_MAX_STATE_BYTES } from '../state/run-state.ts';
 import type { JsonSchema, ToolDefinition } from '../tools/define.ts';
+import { type ToolSource, isToolSource } from '../tools/source.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelSettings, checkToolChoice } from './model-settings.ts';
 import { type BudgetConfig, type LoopDetectionConfig, type StepSettings, type ToolExecutionConfig, checkDefinitionSettings, checkRunConfig, resolveSettings } from './settings.ts';
@@ -11,7 +12,8 @@ export interface AgentConfig {
   name: string;
   role?: string;
   instructions?: string;
-  tools?: readonly ToolDefinition[];
+  /** Tools from `tool()`, and tool sources (`mcpTools(…)`) whose tools are listed when a worker starts. */
+  tools?: readonly (ToolDefinition | ToolSource)[];
   /** Model id; else the worker's default. */
   model?: string;
   tool_execution?: ToolExecutionConfig;
@@ -61,6 +63,8 @@ export class Agent {
   readonly instructions: string | undefined;
   readonly model: string | undefined;
   readonly tools: readonly ToolDefinition[];
+  /** Sources whose tools are not listed yet: a worker (or `runLocal`) serves the agent {@link Agent.withSourceTools} returns. */
+  readonly tool_sources: readonly ToolSource[];
   readonly tool_execution: ToolExecutionConfig;
   readonly loop_detection: LoopDetectionConfig | false | undefined;
   readonly budget: BudgetConfig | undefined;
@@ -81,6 +85,7 @@ export class Agent {
    */
   readonly definition_hash: string;
   readonly #toolsByName: ReadonlyMap<string, ToolDefinition>;
+  readonly #config: AgentConfig;
 
   constructor(config: AgentConfig) {
     const name = config?.name;
@@ -88,10 +93,16 @@ export class Agent {
       throw new ConfigError(`agent name must match ${AGENT_NAME}, got ${JSON.stringify(name)}`);
     }
     checkKnownKeys(config, AGENT_KEYS, `agent '${name}'`, 'definition', MODEL_SETTING_PATHS);
-    const tools = config.tools ?? [];
+    const tools: ToolDefinition[] = [];
+    const sources: ToolSource[] = [];
     const byName = new Map<string, ToolDefinition>();
-    for (const definition of tools) {
-      if (definition?.kind !== 'tool') throw new ConfigError(`agent '${name}': every entry of tools must come from tool()`);
+    for (const definition of config.tools ?? []) {
+      if (isToolSource(definition)) {
+        if (!sources.includes(definition)) sources.push(definition);
+        continue;
+      }
+      if (definition?.kind !== 'tool') throw new ConfigError(`agent '${name}': every entry of tools must come from tool() or mcpTools()`);
+      tools.push(definition);
       if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
       byName.set(definition.name, definition);
     }
@@ -111,7 +122,8 @@ export class Agent {
       },
       `agent '${name}'`,
     );
-    if (config.model_settings) checkModelSettings(config.model_settings, `agent '${name}'`, 'definition', [...byName.keys()]);
+    // A tool_choice may name a tool a source has not listed yet: checked again once the sources are open.
+    if (config.model_settings) checkModelSettings(config.model_settings, `agent '${name}'`, 'definition', sources.length > 0 ? undefined : [...byName.keys()]);
     const max_state_bytes = config.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES;
     if (!Number.isSafeInteger(max_state_bytes) || max_state_bytes < 2) {
       throw new ConfigError(`agent '${name}': max_state_bytes must be an integer >= 2 (bytes of the state's JSON), got ${JSON.stringify(config.max_state_bytes)}`);
@@ -121,7 +133,9 @@ export class Agent {
     this.role = config.role;
     this.instructions = config.instructions;
     this.model = config.model;
-    this.tools = Object.freeze([...tools]);
+    this.tools = Object.freeze(tools);
+    this.tool_sources = Object.freeze(sources);
+    this.#config = { ...config, tools: [...(config.tools ?? [])] };
     this.tool_execution = Object.freeze({ ...(config.tool_execution ?? {}) });
     this.loop_detection = config.loop_detection;
     this.budget = config.budget === undefined ? undefined : Object.freeze({ ...config.budget });
@@ -150,7 +164,38 @@ export class Agent {
       settings: hashedSettings(this.settings),
       ...(config.provider === undefined ? {} : { provider: config.provider }),
       ...(max_state_bytes === DEFAULT_MAX_STATE_BYTES ? {} : { max_state_bytes }),
+      ...(sources.length > 0 ? { tool_sources: sources.map((source) => source.identity) } : {}),
     });
+  }
+
+  /**
+   * This agent with each tool source replaced, in place, by the tools it listed: the agent a worker
+   * serves, whose definition hash covers those tools (names, schema hashes, limits), so a server whose
+   * list changed between two workers shows as `DefinitionChanged`. Two tools of one name are refused,
+   * naming where each came from.
+   */
+  withSourceTools(listed: ReadonlyMap<ToolSource, readonly ToolDefinition[]>): Agent {
+    if (this.tool_sources.length === 0) return this;
+    const byName = new Map<string, { definition: ToolDefinition; from: string }>();
+    const add = (definition: ToolDefinition, from: string) => {
+      const earlier = byName.get(definition.name);
+      if (earlier && earlier.definition !== definition) {
+        throw new ConfigError(
+          `agent '${this.name}': tool '${definition.name}' from ${from} has the name of a tool from ${earlier.from}; give the source another prefix, or exclude one of them`,
+        );
+      }
+      byName.set(definition.name, { definition, from });
+    };
+    for (const entry of this.#config.tools ?? []) {
+      if (!isToolSource(entry)) add(entry, 'tool()');
+      else {
+        const definitions = listed.get(entry);
+        if (!definitions) throw new ConfigError(`agent '${this.name}': the tools of ${entry.label} were not listed`);
+        for (const definition of definitions) add(definition, entry.label);
+      }
+    }
+    const tools = [...byName.values()].map((entry) => entry.definition);
+    return new Agent({ ...this.#config, tools });
   }
 
   /** The tool of that name, if the agent has it. */

@@ -67,6 +67,7 @@ export class Workflow {
   /** 16 hex characters over the graph, each agent step's definition hash and each tool step's tool and functions. */
   readonly definition_hash: string;
   readonly #byId: ReadonlyMap<string, WorkflowStep>;
+  readonly #config: WorkflowConfig;
 
   constructor(config: WorkflowConfig) {
     const name = config?.name;
@@ -101,6 +102,7 @@ export class Workflow {
     this.on_step_failure = policy;
     this.graph = Object.freeze({ name, on_step_failure: policy, steps: Object.freeze(graphSteps) });
     this.#byId = byId;
+    this.#config = config;
     this.definition_hash = shortHash({
       name,
       on_step_failure: policy,
@@ -120,6 +122,13 @@ export class Workflow {
   /** The step of that id, if the workflow has it. */
   step(id: string): WorkflowStep | undefined {
     return this.#byId.get(id);
+  }
+
+  /** This workflow with its agent steps' agents replaced as `agents` maps them (agents whose tool sources were opened). */
+  withAgents(agents: ReadonlyMap<Agent, Agent>): Workflow {
+    if (!this.agents.some((agent) => agents.has(agent))) return this;
+    const steps = this.#config.steps.map((step) => ('agent' in step && step.agent && agents.has(step.agent) ? { ...step, agent: agents.get(step.agent) as Agent } : step));
+    return new Workflow({ ...this.#config, steps });
   }
 
   /** The agents of its agent steps, each once. */

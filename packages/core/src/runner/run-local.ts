@@ -15,6 +15,8 @@ import type { ApprovalAnswer, ApprovalRequest } from '../loop/approvals.ts';
 import { LocalEventLog } from './event-log.ts';
 import { LocalStep, LocalTools } from './local-step.ts';
 import { runLocalWorkflow } from './run-local-workflow.ts';
+import { openToolSources } from '../tools/open-sources.ts';
+import { silentLogger, stderrLogger } from '../logger.ts';
 
 export interface RunLocalOptions {
   /** The model backend. Not needed when test mode scripts every step. */
@@ -60,6 +62,17 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
   checkRunInput(input);
   const run_id = options.run_id ?? newRunId();
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
+  // Tool sources (MCP servers) are listed for this run and closed when it ends.
+  const logger = options.logger === false ? silentLogger : (options.logger ?? stderrLogger('arcflow.local'));
+  const opened = await openToolSources([definition], { logger });
+  try {
+    return await runOpened(opened.definitions[0] ?? definition, input, run_id, options);
+  } finally {
+    await opened.close();
+  }
+}
+
+async function runOpened(definition: Agent | Workflow, input: RunInput, run_id: string, options: RunLocalOptions): Promise<LocalRun> {
   if (definition instanceof Workflow) return runLocalWorkflow(definition, checkWorkflowInput(input, definition.name), run_id, options);
   const agent = definition;
   const initial = checkInitialState(options.state, agent.max_state_bytes) ?? {};

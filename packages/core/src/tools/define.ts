@@ -60,19 +60,18 @@ export interface ToolConfig<Args = any> {
   handler: ToolHandler<Args>;
 }
 
-/** The keys of {@link ToolConfig}: any other is refused, naming the nearest of these. */
-const TOOL_KEYS = {
-  name: true,
-  description: true,
-  input_schema: true,
+/** The keys of {@link ToolOptions}: what a tool takes besides its name, description, schema and handler. */
+export const TOOL_OPTION_KEYS = {
   timeout_ms: true,
   concurrency: true,
   retries: true,
   max_result_bytes: true,
   needs_approval: true,
   approval_timeout_ms: true,
-  handler: true,
-} as const satisfies KnownKeys<ToolConfig>;
+} as const satisfies KnownKeys<ToolOptions>;
+
+/** The keys of {@link ToolConfig}: any other is refused, naming the nearest of these. */
+const TOOL_KEYS = { name: true, description: true, input_schema: true, ...TOOL_OPTION_KEYS, handler: true } as const satisfies KnownKeys<ToolConfig>;
 
 /** A tool after its schema has been compiled and its options resolved. */
 export interface ToolDefinition {
@@ -104,35 +103,42 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
   if (typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
   if (typeof config.description !== 'string') throw new ConfigError(`tool '${name}': description must be a string`);
   const check = compileSchema(`tool '${name}': input_schema`, config.input_schema);
-  const timeout_ms = positiveInt(name, 'timeout_ms', config.timeout_ms ?? TOOL_DEFAULTS.timeout_ms, 1);
-  const retries = positiveInt(name, 'retries', config.retries ?? TOOL_DEFAULTS.retries, 0);
-  const max_result_bytes = positiveInt(name, 'max_result_bytes', config.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);
-  const concurrency = config.concurrency === undefined ? undefined : positiveInt(name, 'concurrency', config.concurrency, 1);
-  const needs_approval = config.needs_approval ?? false;
-  if (typeof needs_approval !== 'boolean' && typeof needs_approval !== 'function') {
-    throw new ConfigError(`tool '${name}': needs_approval must be a boolean or a function of (args, ctx), got ${JSON.stringify(needs_approval)}`);
-  }
-  const approval_timeout_ms = positiveInt(name, 'approval_timeout_ms', config.approval_timeout_ms ?? TOOL_DEFAULTS.approval_timeout_ms, 1);
+  const options = resolveToolOptions(`tool '${name}'`, config);
   return Object.freeze({
     kind: 'tool' as const,
     name,
     description: config.description,
     input_schema: config.input_schema,
     input_schema_hash: shortHash(config.input_schema),
-    timeout_ms,
-    concurrency,
-    retries,
-    max_result_bytes,
+    ...options,
     handler: config.handler as ToolHandler,
-    needs_approval: needs_approval as NeedsApproval,
-    approval_timeout_ms,
     check,
   });
 }
 
-function positiveInt(toolName: string, key: string, value: number, min: number): number {
+/** The options every tool takes besides its name, description, schema and handler (MCP tools take them too). */
+export type ToolOptions = Pick<ToolConfig, 'timeout_ms' | 'concurrency' | 'retries' | 'max_result_bytes' | 'needs_approval' | 'approval_timeout_ms'>;
+
+/** {@link ToolOptions} with every default applied. */
+export type ResolvedToolOptions = Pick<ToolDefinition, 'timeout_ms' | 'concurrency' | 'retries' | 'max_result_bytes' | 'needs_approval' | 'approval_timeout_ms'>;
+
+/** Checks a tool's options and applies their defaults; errors start with `where` (`tool 'get_weather'`). */
+export function resolveToolOptions(where: string, options: ToolOptions): ResolvedToolOptions {
+  const timeout_ms = positiveInt(where, 'timeout_ms', options.timeout_ms ?? TOOL_DEFAULTS.timeout_ms, 1);
+  const retries = positiveInt(where, 'retries', options.retries ?? TOOL_DEFAULTS.retries, 0);
+  const max_result_bytes = positiveInt(where, 'max_result_bytes', options.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);
+  const concurrency = options.concurrency === undefined ? undefined : positiveInt(where, 'concurrency', options.concurrency, 1);
+  const needs_approval = options.needs_approval ?? false;
+  if (typeof needs_approval !== 'boolean' && typeof needs_approval !== 'function') {
+    throw new ConfigError(`${where}: needs_approval must be a boolean or a function of (args, ctx), got ${JSON.stringify(needs_approval)}`);
+  }
+  const approval_timeout_ms = positiveInt(where, 'approval_timeout_ms', options.approval_timeout_ms ?? TOOL_DEFAULTS.approval_timeout_ms, 1);
+  return { timeout_ms, concurrency, retries, max_result_bytes, needs_approval: needs_approval as NeedsApproval, approval_timeout_ms };
+}
+
+function positiveInt(where: string, key: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) {
-    throw new ConfigError(`tool '${toolName}': ${key} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    throw new ConfigError(`${where}: ${key} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
   }
   return value;
 }

@@ -8,6 +8,7 @@ import {
   Workflow,
   backoffMs,
   modelTargets,
+  openToolSources,
   stepFailedEvent,
   stepRunError,
 } from '@arcflow/core';
@@ -58,6 +59,20 @@ export interface ArcflowWorker {
  * concurrency, so it caps executions across every worker.
  */
 export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> {
+  // Options are checked before any tool source starts; then each source (an MCP server) is listed
+  // once, and kept open (one client per server) until the worker has drained.
+  const { logger } = resolveWorkerOptions(input);
+  const opened = await openToolSources(input.agents, { logger });
+  try {
+    const worker = await startEngine({ ...input, agents: opened.definitions });
+    return { ...worker, close: () => worker.close().finally(opened.close) };
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
+}
+
+async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const options = resolveWorkerOptions(input);
   const { agents, workflows } = collectDefinitions(input.agents);
   // Refuses, before connecting, an agent (or fallback) whose provider this worker lacks.
