@@ -33,5 +33,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration files share one Redis; each uses its own key prefix, so files may run in parallel.
     fileParallelism: true,
+    // Most of a file's time is spent waiting on worker processes, Redis and browsers, not on a core:
+    // three files at once on a 2-core machine halve the suite's time (697 s → 354 s, every test passing).
+    maxWorkers: 3,
   },
 });
