@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, type ToolContext, openToolSources, runLocal } from '@arcflow/core';
 import { mcpTools } from '@arcflow/mcp';
-import { capturingLogger, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
+import { capturingLogger, freePort, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVERYTHING_BIN } from './everything.ts';
-import { freePort } from './ports.ts';
 
 let server: ChildProcess;
 let port: number;

@@ -3,11 +3,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TraceEvent } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue';
-import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { cleanupPrefix, type FakeOpenAIServer, freePort, startFakeOpenAI, TEST_REDIS_URL, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plan, plannedModel } from './model.ts';
-import { freePort } from './ports.ts';
 
 const run = promisify(execFile);
 const fixture = (name: string) => new URL(`./fixtures/${name}.ts`, import.meta.url).pathname;

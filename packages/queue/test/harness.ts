@@ -138,6 +138,15 @@ export function fixtureWorkers(fixture: string, redisUrl: () => string = () => T
  * file's life), for tests that run on both: each target's `url()` is read inside a test.
  */
 export function redisTargets(): { name: string; url: () => string }[] {
+  const cluster = fileCluster();
+  return [
+    { name: 'one Redis', url: () => TEST_REDIS_URL },
+    { name: 'a 3-master Redis Cluster', url: cluster },
+  ];
+}
+
+/** A 3-master Redis Cluster for the file's life (the one .ci/run started, or its own): its URL, read inside a test. */
+export function fileCluster(): () => string {
   let cluster: PrivateCluster | undefined;
   beforeAll(async () => {
     cluster = await testCluster(3);
@@ -145,8 +154,5 @@ export function redisTargets(): { name: string; url: () => string }[] {
   afterAll(async () => {
     await cluster?.close();
   });
-  return [
-    { name: 'one Redis', url: () => TEST_REDIS_URL },
-    { name: 'a 3-master Redis Cluster', url: () => cluster!.url },
-  ];
+  return () => cluster!.url;
 }

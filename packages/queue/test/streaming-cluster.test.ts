@@ -1,17 +1,12 @@
 import { type StreamChunk, StreamReassembler, silentLogger } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowWorker, connectRedis, createClient, keysFor, startWorker } from '@arcflow/queue';
-import { type PrivateCluster, testCluster, testPrefix } from '@arcflow/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testPrefix } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
 import { expectedAnswer, startStreamFake } from './fixtures/stream-fake.ts';
+import { fileCluster } from './harness.ts';
 
-let cluster: PrivateCluster | undefined;
-beforeAll(async () => {
-  cluster = await testCluster(3);
-}, 60_000);
-afterAll(async () => {
-  await cluster?.close();
-});
+const clusterUrl = fileCluster();
 
 describe('the run stream on a 3-master Redis Cluster (SPEC §9, §12)', () => {
   it("keeps the stream in its run's slot, and client.stream follows it to the end", async () => {
@@ -19,9 +14,9 @@ describe('the run stream on a 3-master Redis Cluster (SPEC §9, §12)', () => {
     const prefix = testPrefix('stream-cluster');
     const agents = await import('./fixtures/stream-agents.ts');
     const provider = openaiProvider({ base_url: fake.url, api_key: 'k' });
-    const worker: ArcflowWorker = await startWorker({ agents: agents.default, provider, redis: cluster!.url, prefix, logger: silentLogger });
-    const client = createClient({ redis: cluster!.url, prefix });
-    const redis = connectRedis(cluster!.url);
+    const worker: ArcflowWorker = await startWorker({ agents: agents.default, provider, redis: clusterUrl(), prefix, logger: silentLogger });
+    const client = createClient({ redis: clusterUrl(), prefix });
+    const redis = connectRedis(clusterUrl());
     try {
       const { run_id } = await client.enqueue({ agent: 'stream_agent', input: 'on a cluster' });
       const chunks: StreamChunk[] = [];

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
 
 /** The metered fixture, loaded by the worker processes of the metrics tests. */
@@ -25,15 +24,6 @@ export function startMeteredModel(canary: string): Promise<FakeOpenAIServer> {
   });
 }
 
-/** A TCP port free on loopback now (the OS's pick). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** The worker's environment for the metered fixture: the fake model, the test's prefix, the canary. */
 export function meteredEnv(model: FakeOpenAIServer, redis: string, prefix: string, canary: string): Record<string, string> {
   return {
@@ -46,3 +36,5 @@ export function meteredEnv(model: FakeOpenAIServer, redis: string, prefix: strin
     OTEL_EXPORTER_OTLP_ENDPOINT: '',
   };
 }
+
+export { freePort } from '@arcflow/testing';
