@@ -1,7 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { QueueName, collectReadings, createClient, hashTag } from '@arcflow/queue';
-import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI, startPrivateRedis } from '@arcflow/testing';
+import { type FakeOpenAIServer, type FakeTurn, freePort, startFakeOpenAI, startPrivateRedis } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -45,14 +44,6 @@ function processCpuMs(pid: number): number {
     }
   }
   return ns / 1e6;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /**
