@@ -15,7 +15,7 @@ const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
  * `GET /metrics` (SPEC §18): the deployment's run counters and queue gauges, read from Redis at
- * each scrape (docs/decisions/0012-metrics.md). The metrics SDK and the reader's connection are
+ * each scrape (docs/decisions/0013-metrics.md). The metrics SDK and the reader's connection are
  * started by the first scrape: a server nobody scrapes loads neither.
  */
 export const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRoutesOptions> = async (app, options) => {
