@@ -99,24 +99,12 @@ export class CallState implements StateAccess {
 
 /**
  * The state after `changes`, applied in order, and the keys they touched (sorted). `state` is not
- * changed. A change that does not fit (an append to a key that holds no array, from a record that
- * was altered) replaces the key's value with the appended items.
+ * changed. An append to a key that holds no array (from a record that was altered) replaces the
+ * key's value with the appended items.
  */
 export function applyStateChanges(state: RunState, changes: readonly StateChange[]): { readonly state: RunState; readonly keys: readonly string[] } {
-  if (changes.length === 0) return { state, keys: [] };
-  const next: Record<string, unknown> = { ...state };
-  const keys = new Set<string>();
-  for (const change of changes) {
-    const [op, key] = change;
-    keys.add(key);
-    if (op === 'set') next[key] = change[2];
-    else if (op === 'delete') delete next[key];
-    else {
-      const held = next[key];
-      next[key] = [...(Array.isArray(held) ? held : []), ...change[2]];
-    }
-  }
-  return { state: next, keys: [...keys].sort() };
+  const { state: next, keys } = applyChanges(state, changes, undefined);
+  return { state: next, keys };
 }
 
 /**
@@ -129,6 +117,13 @@ export function applyStateChangesSized(
   size: number,
   changes: readonly StateChange[],
 ): { readonly state: RunState; readonly keys: readonly string[]; readonly size: number } {
+  const applied = applyChanges(state, changes, size);
+  return { ...applied, size: applied.size! };
+}
+
+/** The one application of changes: with `size` (the JSON size of `state`), the result's size is kept up to date too. */
+function applyChanges(state: RunState, changes: readonly StateChange[], size: number | undefined): { state: RunState; keys: readonly string[]; size: number | undefined } {
+  if (changes.length === 0) return { state, keys: [], size };
   const next: Record<string, unknown> = { ...state };
   const keys = new Set<string>();
   let count = Object.keys(next).length;
@@ -142,24 +137,24 @@ export function applyStateChangesSized(
     if (op === 'append' && had && Array.isArray(next[key])) {
       const held = next[key] as unknown[];
       const items = change[2];
-      size += items.reduce<number>((sum, item) => sum + json(item), 0) + (held.length === 0 ? Math.max(0, items.length - 1) : items.length);
+      if (size !== undefined) size += items.reduce<number>((sum, item) => sum + json(item), 0) + (held.length === 0 ? Math.max(0, items.length - 1) : items.length);
       next[key] = [...held, ...items];
       continue;
     }
     if (op === 'delete') {
       if (!had) continue;
-      size -= member(key, next[key]) + (count > 1 ? 1 : 0);
+      if (size !== undefined) size -= member(key, next[key]) + (count > 1 ? 1 : 0);
       delete next[key];
       count -= 1;
       continue;
     }
     // A set, or an append to a key that held no array: the key's value is replaced in its place.
     const value = op === 'set' ? change[2] : [...change[2]];
-    size += member(key, value) - (had ? member(key, next[key]) : count > 0 ? -1 : 0);
+    if (size !== undefined) size += member(key, value) - (had ? member(key, next[key]) : count > 0 ? -1 : 0);
     if (!had) count += 1;
     next[key] = value;
   }
-  return { state: changes.length === 0 ? state : next, keys: [...keys].sort(), size };
+  return { state: next, keys: [...keys].sort(), size };
 }
 
 /** The bytes of a state's JSON (what `max_state_bytes` bounds). */

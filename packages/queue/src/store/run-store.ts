@@ -15,14 +15,13 @@ import {
   RUN_STEP_ID,
   ToolResultText,
   applyTracePolicy,
-  applyStateChanges,
   stateAsChanges,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
 import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
 import { type ThreadPlace, Transcripts } from './transcripts.ts';
-import { StateLogs, parseEntry } from './state-log.ts';
+import { StateLogs, foldEntries } from './state-log.ts';
 import { readInput, writeInput } from './input-format.ts';
 import { type OutputType, readOutput } from './output-format.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
@@ -271,7 +270,7 @@ export class RunStore {
   private async runState(run_id: string, step_id: string): Promise<RunState | undefined> {
     const lines = await this.redis.lrange(this.runKeys(run_id).stateLog(step_id), 0, -1);
     try {
-      return lines.reduce<RunState>((state, line, at) => applyStateChanges(state, parseEntry(line, `state log of ${run_id}/${step_id}[${at}]`)).state, {});
+      return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
     } catch {
       return undefined;
     }

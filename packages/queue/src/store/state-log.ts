@@ -42,8 +42,7 @@ export class StateLogs {
     const from = cached && cached.count < count ? cached.count : 0;
     const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, count - 1);
     if (from + lines.length < count) throw new StoredFormatError(`state log of ${run_id}/${step_id}`, 'missing');
-    let state = from > 0 ? cached!.state : {};
-    for (const [at, line] of lines.entries()) state = applyStateChanges(state, parseEntry(line, `state log of ${run_id}/${step_id}[${from + at}]`)).state;
+    const state = foldEntries(from > 0 ? cached!.state : {}, lines, from, `state log of ${run_id}/${step_id}`);
     const sized = { state, size: stateSize(state) };
     this.remember(run_id, step_id, count, sized);
     return sized;
@@ -67,6 +66,11 @@ export class StateLogs {
     if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(key, { count, state: sized.state, size: sized.size });
   }
+}
+
+/** `state` with a state log's entries applied in order; `from` is the first one's place in the log (for errors), `what` names the log. */
+export function foldEntries(state: RunState, lines: readonly string[], from: number, what: string): RunState {
+  return lines.reduce<RunState>((folded, line, at) => applyStateChanges(folded, parseEntry(line, `${what}[${from + at}]`)).state, state);
 }
 
 /** One entry of a state log: a list of changes (untrusted, as anything read from Redis). */
