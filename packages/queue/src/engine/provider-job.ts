@@ -337,9 +337,9 @@ export class ProviderJobProcessor {
     const folded = await this.foldRound(context, stored, snapshot);
     const { run_id, step_id } = context.data;
     const plan = snapshot.previousResponse?.plan;
-    const calls = plan?.type === 'tools' ? plan.calls.map((entry) => ({ call: snapshot.previousResponse!.response.tool_calls[entry.index]! }) as PlannedCall) : [];
+    const callIds = plan?.type === 'tools' ? plan.calls.map((entry) => snapshot.previousResponse!.response.tool_calls[entry.index]!.id) : [];
     const place = { step_id, iteration: stored.iterations + 1 };
-    const joined = await joinRoundState(this.deps.store, run_id, stored, place, calls, snapshot.previousChanges);
+    const joined = await joinRoundState(this.deps.store, run_id, stored, place, callIds, snapshot.previousChanges);
     if (!joined) return { state: folded, expected: stored.iterations, events: [] };
     return {
       state: { ...folded, state_entries: joined.entry.at + 1 },

@@ -1,4 +1,4 @@
-import { type CallPlace, type EventDraft, type PlannedCall, type StateChange, type StepState, applyStateChangesSized } from '@arcflow/core';
+import { type CallPlace, type EventDraft, type StateChange, type StepState, applyStateChangesSized } from '@arcflow/core';
 import { parseEntry } from '../store/state-log.ts';
 import type { RunStore, StateEntry } from '../store/run-store.ts';
 
@@ -25,13 +25,14 @@ export async function joinRoundState(
   run_id: string,
   state: StepState,
   place: CallPlace,
-  calls: readonly PlannedCall[],
+  /** The round's call ids, in the model's order. */
+  callIds: readonly string[],
   recorded: Readonly<Record<string, string>>,
 ): Promise<{ readonly entry: StateEntry; readonly event: EventDraft } | undefined> {
   const changes: StateChange[] = [];
-  for (const planned of calls) {
-    const line = recorded[planned.call.id];
-    if (line !== undefined) changes.push(...parseEntry(line, `state changes of call ${planned.call.id} of ${run_id}/${place.step_id}/${place.iteration}`));
+  for (const id of callIds) {
+    const line = recorded[id];
+    if (line !== undefined) changes.push(...parseEntry(line, `state changes of call ${id} of ${run_id}/${place.step_id}/${place.iteration}`));
   }
   if (changes.length === 0) return undefined;
   const at = state.state_entries ?? 0;
