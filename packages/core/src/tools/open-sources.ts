@@ -13,7 +13,7 @@ export interface OpenedDefinitions<D extends Agent | Workflow> {
 
 /**
  * Opens every tool source of the given agents and workflows' agents, once per source (in parallel),
- * in one session whose resources the sources share (one MCP client per server). A source that
+ * in one `ToolSourceSession` whose resources the sources share (one MCP client per server). A source that
  * cannot answer fails the whole call with its error, after closing what the others opened.
  * Definitions without sources come back as they are, and nothing is opened for them.
  */
