@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Tokens } from './events/types.ts';
 import type { StepStatus } from './workflow/graph.ts';
 
@@ -35,6 +35,9 @@ export interface RunRecord {
   readonly trace_id?: string;
   /** The partition the run lives in (SPEC §9; 0 with one partition). */
   readonly partition?: number;
+  /** A child run's parent run and the call of it that started the child (SPEC §13). */
+  readonly parent_run_id?: string;
+  readonly parent_tool_call_id?: string;
   /** The thread the run is on (SPEC §11). */
   readonly thread_id?: string;
   /** A run enqueued with `on_busy: steer`: the run its input was given to (it ended at once, completed). */
@@ -87,6 +90,22 @@ export function newRunId(): string {
     if (!id.startsWith(PARTITIONED_RUN_ID_START)) return id;
   }
 }
+
+/**
+ * The id of the child run a call of an agent tool starts (SPEC §13): derived from the parent and
+ * the call, so every delivery of the call names the same child, and in the parent's partition.
+ */
+export function childRunId(parent_run_id: string, step_id: string, iteration: number, tool_call_id: string): string {
+  const partition = PARTITION_MARK.exec(parent_run_id)?.[0];
+  for (let salt = 0; ; salt += 1) {
+    const digest = createHash('sha256').update(`${parent_run_id}/${step_id}/${iteration}/${tool_call_id}/${salt}`).digest('base64url').slice(0, 22);
+    if (partition) return `${partition}${digest}`;
+    const id = `run_${digest}`;
+    if (!id.startsWith(PARTITIONED_RUN_ID_START)) return id;
+  }
+}
+
+const PARTITION_MARK = /^run_p\d{1,4}_/;
 
 /** How a run id that names its partition starts (`run_p3_…`); see {@link newRunId}. */
 export const PARTITIONED_RUN_ID_START = 'run_p';

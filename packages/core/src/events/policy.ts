@@ -15,7 +15,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   TokensConsumed: ['tokens', 'cumulative'],
   ProviderRateLimited: ['provider_id', 'retry_after_seconds', 'attempt'],
   ProviderError: ['provider_id', 'error_code', 'status', 'retryable', 'attempt'],
-  ToolCallStarted: [...TOOL, 'input_schema_hash', 'input_size_bytes', 'attempt'],
+  ToolCallStarted: [...TOOL, 'input_schema_hash', 'input_size_bytes', 'attempt', 'child_run_id'],
   ToolInputValidationFailed: [...TOOL, 'input_schema_hash', 'violation_description'],
   ToolCallCompleted: [...TOOL, 'duration_ms', 'output_size_bytes'],
   ToolCallFailed: [...TOOL, 'duration_ms', 'error_code'],

@@ -93,6 +93,8 @@ export interface ToolCallStarted extends InIteration {
   readonly input_schema_hash: string;
   readonly input_size_bytes: number;
   readonly attempt: number;
+  /** The child run an agent tool's call started (SPEC §13). */
+  readonly child_run_id?: string;
 }
 export interface ToolInputValidationFailed extends InIteration {
   readonly kind: 'ToolInputValidationFailed';

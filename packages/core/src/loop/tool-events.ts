@@ -43,16 +43,18 @@ export function plannedCallEvents(planned: PlannedCall, place: CallPlace): Event
 }
 
 /** `ToolCallStarted` for one attempt of a valid call. */
-export function toolStartedEvent(planned: ExecuteCall, place: CallPlace, attempt: number): EventDraft {
-  return {
+export function toolStartedEvent(planned: ExecuteCall, place: CallPlace, attempt: number, child_run_id?: string): EventDraft {
+  const event: EventDraft = {
     kind: 'ToolCallStarted',
-    ...place,
+    step_id: place.step_id,
+    iteration: place.iteration,
     tool_name: planned.tool.name,
     tool_call_id: planned.call.id,
     input_schema_hash: planned.tool.input_schema_hash,
     input_size_bytes: planned.input_size_bytes,
     attempt,
   };
+  return child_run_id === undefined ? event : { ...event, child_run_id };
 }
 
 /** Whether a failed attempt gets another try under the tool's `retries`. */
@@ -111,4 +113,39 @@ export function cancelledCall(planned: PlannedCall, place: CallPlace, duration_m
  */
 export function lostCall(planned: PlannedCall, place: CallPlace, error_code: 'tool_error' | 'worker_lost' = 'tool_error'): SettledCall {
   return failedCall(idsOf(planned), place, ToolResultText.unavailable(), error_code);
+}
+
+/** How a child run ended, as its parent's call sees it (SPEC §13). */
+export interface ChildEnding {
+  readonly status: 'completed' | 'failed' | 'cancelled';
+  readonly output?: string;
+  readonly error_code?: string;
+}
+
+/**
+ * The result of a call that started a child run, once the child has ended: its answer (cut to
+ * the tool's `max_result_bytes`), or `Error: sub-agent failed — <error_code>` and `child_failed`.
+ */
+export function childCallSettled(
+  call: { readonly tool_name: string; readonly tool_call_id: string; readonly max_result_bytes: number },
+  place: CallPlace,
+  child: ChildEnding,
+  duration_ms: number,
+): SettledCall {
+  if (child.status !== 'completed') {
+    return failedCall(call, place, ToolResultText.childFailed(child.error_code ?? child.status), 'child_failed', duration_ms);
+  }
+  const content = truncateResult(child.output ?? '', call.max_result_bytes);
+  return {
+    content,
+    terminal: {
+      kind: 'ToolCallCompleted',
+      step_id: place.step_id,
+      iteration: place.iteration,
+      tool_name: call.tool_name,
+      tool_call_id: call.tool_call_id,
+      duration_ms,
+      output_size_bytes: byteSize(content),
+    },
+  };
 }

@@ -22,12 +22,24 @@ import { applyOutputRepair, decideFixedOutput } from '../loop/output.ts';
 import { type StepState, initialStepState } from '../loop/state.ts';
 import { agentInvokedEvent, agentRespondedEvent, providerFailureEvent, providerRunError, stepFailedEvent, stepRunError } from '../loop/step-events.ts';
 import { type ExecConfig, TEST_PROVIDER_ID, testResponse, testStepFor } from '../loop/test-mode.ts';
-import { type CallPlace, type SettledCall, cancelledCall, plannedCallEvents, settleExecution, shouldRetryTool, toolStartedEvent } from '../loop/tool-events.ts';
+import {
+  type CallPlace,
+  type ChildEnding,
+  type SettledCall,
+  cancelledCall,
+  childCallSettled,
+  failedCall,
+  plannedCallEvents,
+  settleExecution,
+  shouldRetryTool,
+  toolStartedEvent,
+} from '../loop/tool-events.ts';
 import { type ModelProvider, type ProviderRequest, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
 import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts';
-import type { RunError, RunRecord } from '../run-record.ts';
+import { type RunError, type RunRecord, childRunId } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler, watchSignal } from '../tools/run-handler.ts';
+import { ToolResultText } from '../tools/result-text.ts';
 import { type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
 import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
 import type { LocalEventLog } from './event-log.ts';
@@ -213,6 +225,13 @@ export class LocalStep {
   }
 }
 
+/** How a local run starts the child runs of its agent tools (SPEC §13); `depth` is its own (0 without a parent). */
+export interface LocalChildren {
+  readonly depth: number;
+  /** Runs a child to its end (cancelled with `signal`); what it spent counts toward this run's budget. */
+  run(agent: Agent, input: RunInput, run_id: string, parent: { readonly tool_call_id: string }, signal: AbortSignal | undefined): Promise<ChildEnding>;
+}
+
 /** Tool executions of a local run: retries, timeouts, cancellation and the run's and each tool's concurrency caps. */
 export class LocalTools {
   private readonly limitRun: LimitFunction;
@@ -225,6 +244,7 @@ export class LocalTools {
   constructor(
     private readonly log: LocalEventLog,
     private readonly options: RunLocalOptions,
+    private readonly children: LocalChildren,
   ) {
     this.logger = options.logger === false ? silentLogger : (options.logger ?? stderrLogger('arcflow.local'));
     this.limitRun = pLimit(options.tool_concurrency ?? 16);
@@ -258,6 +278,7 @@ export class LocalTools {
 
   /** As {@link execute}, with the terminal event too. */
   async settle(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall> {
+    if (planned.tool.child) return this.settleChild(planned, place, signal);
     const started = performance.now();
     for (let attempt = 1; ; attempt += 1) {
       if (signal?.aborted) return this.record(cancelledCall(planned, place, elapsed(started)));
@@ -283,6 +304,22 @@ export class LocalTools {
       if (settled.changes) this.changes.set(`${place.step_id}|${planned.call.id}`, settled.changes);
       return this.record(settled);
     }
+  }
+
+  /** A call of an agent tool: a child run of its agent, whose end is the call's result; deeper than `max_depth`, a tool error. */
+  private async settleChild(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall> {
+    const { agent, max_depth, input } = planned.tool.child!;
+    const call = { tool_name: planned.tool.name, tool_call_id: planned.call.id, max_result_bytes: planned.tool.max_result_bytes };
+    if (this.children.depth + 1 > max_depth) {
+      this.log.append(toolStartedEvent(planned, place, 1));
+      return this.record(failedCall(call, place, ToolResultText.tooDeep(max_depth), 'tool_error'));
+    }
+    const child_run_id = childRunId(this.log.run_id, place.step_id, place.iteration, planned.call.id);
+    this.log.append(toolStartedEvent(planned, place, 1, child_run_id));
+    const started = performance.now();
+    const ending = await this.children.run(agent, input(planned.args), child_run_id, { tool_call_id: planned.call.id }, signal);
+    if (signal?.aborted) return this.record(cancelledCall(planned, place, elapsed(started)));
+    return this.record(childCallSettled(call, place, ending, elapsed(started)));
   }
 
   /**

@@ -11,7 +11,7 @@ import { checkWorkflowConfig, checkWorkflowExecConfig, stepRunConfig, type Workf
 import { buildAgentStepInput, planToolStep } from '../workflow/step-inputs.ts';
 import { stepCompletedEvent, stepSkippedEvent, stepStartedEvent, workflowEnqueuedEvent } from '../workflow/step-events.ts';
 import { LocalEventLog } from './event-log.ts';
-import { LocalStep, LocalTools, type StepOutcome } from './local-step.ts';
+import { type LocalChildren, LocalStep, LocalTools, type StepOutcome } from './local-step.ts';
 import type { LocalRun, RunLocalOptions } from './run-local.ts';
 
 /** How one step of a local workflow run ended. */
@@ -22,13 +22,20 @@ type Settled = { readonly status: 'completed'; readonly output: string } | { rea
  * `planMoves`'s, ready steps run concurrently, and a cancel (the `signal`) or a `fail_fast`
  * failure cancels the steps still running before the run's terminal event.
  */
-export async function runLocalWorkflow(workflow: Workflow, input: string, run_id: string, options: RunLocalOptions): Promise<LocalRun> {
+export async function runLocalWorkflow(
+  workflow: Workflow,
+  input: string,
+  run_id: string,
+  options: RunLocalOptions,
+  /** How the run's agent steps start child runs, given what the run has spent (their spend adds to it). */
+  childrenFor: (spent: { tokens: number; tool_calls: number }) => LocalChildren,
+): Promise<LocalRun> {
   const config = checkWorkflowConfig(workflow.graph, options.config);
   const exec = checkWorkflowExecConfig(workflow.graph, options.exec_config);
   const created_at = Date.now();
   const log = new LocalEventLog(run_id, options.onEvent);
   log.append(workflowEnqueuedEvent(workflow.graph));
-  const run = new LocalWorkflowRun(workflow, input, config, exec, log, options, checkInitialState(options.state) ?? {});
+  const run = new LocalWorkflowRun(workflow, input, config, exec, log, options, checkInitialState(options.state) ?? {}, childrenFor);
   const end = await run.finished();
   const cancelled = end.status === 'cancelled';
   const error = end.status === 'failed' ? workflowRunError(end.failed_step, run.steps[end.failed_step]?.error) : undefined;
@@ -73,8 +80,9 @@ class LocalWorkflowRun {
     private readonly options: RunLocalOptions,
     /** The run's state (SPEC §17): a step starts from it as it stands, and its changes apply when it completes. */
     public state: RunState,
+    childrenFor: (spent: { tokens: number; tool_calls: number }) => LocalChildren,
   ) {
-    this.tools = new LocalTools(log, options);
+    this.tools = new LocalTools(log, options, childrenFor(this.spent));
     for (const step of workflow.steps) this.steps[step.id] = { status: 'pending' };
     this.ended = new Promise((resolve) => (this.settle = resolve));
   }

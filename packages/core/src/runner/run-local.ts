@@ -13,7 +13,7 @@ import type { RunRecord } from '../run-record.ts';
 import type { ToolLogger } from '../tools/define.ts';
 import type { ApprovalAnswer, ApprovalRequest } from '../loop/approvals.ts';
 import { LocalEventLog } from './event-log.ts';
-import { LocalStep, LocalTools } from './local-step.ts';
+import { type LocalChildren, LocalStep, LocalTools } from './local-step.ts';
 import { runLocalWorkflow } from './run-local-workflow.ts';
 import { openToolSources } from '../tools/open-sources.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
@@ -62,43 +62,88 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
   checkRunInput(input);
   const run_id = options.run_id ?? newRunId();
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
-  // Tool sources (MCP servers) are listed for this run and closed when it ends.
+  if (definition instanceof Workflow) {
+    return withSources(definition, options, (opened) => runLocalWorkflow(opened, checkWorkflowInput(input, opened.name), run_id, options, (spent) => localChildren(options, 0, spent, run_id)));
+  }
+  return (await runAgent(definition, input, run_id, options, { depth: 0 })).run;
+}
+
+/** What a run (with its children) spent, for its budget and its parent's (SPEC §10, §13). */
+interface Spent {
+  tokens: number;
+  tool_calls: number;
+}
+
+const spentNothing = (): Spent => ({ tokens: 0, tool_calls: 0 });
+
+/** Where a local agent run stands among runs: its depth, and the call of its parent that started it. */
+interface Lineage {
+  readonly depth: number;
+  readonly parent?: { readonly run_id: string; readonly tool_call_id: string };
+}
+
+/** Tool sources (MCP servers) are listed for the run and closed when it ends. */
+async function withSources<D extends Agent | Workflow, T>(definition: D, options: RunLocalOptions, run: (opened: D) => Promise<T>): Promise<T> {
   const logger = options.logger === false ? silentLogger : (options.logger ?? stderrLogger('arcflow.local'));
   const opened = await openToolSources([definition], { logger });
   try {
-    return await runOpened(opened.definitions[0] ?? definition, input, run_id, options);
+    return await run(opened.definitions[0] ?? definition);
   } finally {
     await opened.close();
   }
 }
 
-async function runOpened(definition: Agent | Workflow, input: RunInput, run_id: string, options: RunLocalOptions): Promise<LocalRun> {
-  if (definition instanceof Workflow) return runLocalWorkflow(definition, checkWorkflowInput(input, definition.name), run_id, options);
-  const agent = definition;
-  const initial = checkInitialState(options.state, agent.max_state_bytes) ?? {};
-  const settings = agent.settingsFor(options.config);
-  const exec = checkExecConfig(options.exec_config);
-  const created_at = Date.now();
-  const log = new LocalEventLog(run_id, options.onEvent);
-  const step_id = 's1';
-  log.append({ kind: 'RunEnqueued', step_id, agent: agent.name });
+/** Runs an agent to its end; returns the run and what it spent with its children. */
+function runAgent(definition: Agent, input: RunInput, run_id: string, options: RunLocalOptions, lineage: Lineage): Promise<{ run: LocalRun; spent: Spent }> {
+  return withSources(definition, options, async (agent) => {
+    const initial = checkInitialState(options.state, agent.max_state_bytes) ?? {};
+    const settings = agent.settingsFor(options.config);
+    const exec = checkExecConfig(options.exec_config);
+    const created_at = Date.now();
+    const log = new LocalEventLog(run_id, options.onEvent);
+    const step_id = 's1';
+    log.append({ kind: 'RunEnqueued', step_id, agent: agent.name });
+    const spent = spentNothing();
+    const tools = new LocalTools(log, options, localChildren(options, lineage.depth, spent, run_id));
+    const outcome = await new LocalStep(agent, settings, exec, step_id, log, options, tools, spent, initial).run(input);
+    const cancelled = options.signal?.aborted === true;
+    log.append(runFinishedEvent(step_id, outcome.usage, cancelled ? undefined : outcome.error, cancelled));
+    const run: LocalRun = {
+      run_id,
+      status: cancelled ? 'cancelled' : outcome.error ? 'failed' : 'completed',
+      agent: agent.name,
+      ...(outcome.output !== undefined && !cancelled ? { output: outcome.output } : {}),
+      ...('output_json' in outcome && !cancelled ? { output_json: outcome.output_json } : {}),
+      ...(outcome.error && !cancelled ? { error: outcome.error } : {}),
+      usage: outcome.usage,
+      iterations: outcome.iterations,
+      state: outcome.state,
+      created_at,
+      finished_at: Date.now(),
+      ...(lineage.parent ? { parent_run_id: lineage.parent.run_id, parent_tool_call_id: lineage.parent.tool_call_id } : {}),
+      events: log.events,
+    };
+    return { run, spent };
+  });
+}
 
-  const step = new LocalStep(agent, settings, exec, step_id, log, options, new LocalTools(log, options), { tokens: 0, tool_calls: 0 }, initial);
-  const outcome = await step.run(input);
-  const cancelled = options.signal?.aborted === true;
-  log.append(runFinishedEvent(step_id, outcome.usage, cancelled ? undefined : outcome.error, cancelled));
+/**
+ * How a run at `depth` runs its children (SPEC §13): each in this process, with the run's
+ * provider, approver, logger and event callback (its events carry its own run id), but none of
+ * the run's config, state or test script; its spend counts toward the run's.
+ */
+function localChildren(options: RunLocalOptions, depth: number, spent: Spent, parent_run_id?: string): LocalChildren {
   return {
-    run_id,
-    status: cancelled ? 'cancelled' : outcome.error ? 'failed' : 'completed',
-    agent: agent.name,
-    ...(outcome.output !== undefined && !cancelled ? { output: outcome.output } : {}),
-    ...('output_json' in outcome && !cancelled ? { output_json: outcome.output_json } : {}),
-    ...(outcome.error && !cancelled ? { error: outcome.error } : {}),
-    usage: outcome.usage,
-    iterations: outcome.iterations,
-    state: outcome.state,
-    created_at,
-    finished_at: Date.now(),
-    events: log.events,
+    depth,
+    async run(agent, input, run_id, call, signal) {
+      const { config: _config, exec_config: _exec, state: _state, run_id: _id, signal: _signal, ...inherited } = options;
+      const child = await runAgent(agent, input, run_id, { ...inherited, ...(signal ? { signal } : {}) }, {
+        depth: depth + 1,
+        ...(parent_run_id ? { parent: { run_id: parent_run_id, tool_call_id: call.tool_call_id } } : {}),
+      });
+      spent.tokens += child.spent.tokens;
+      spent.tool_calls += child.spent.tool_calls;
+      return { status: child.run.status as 'completed' | 'failed' | 'cancelled', ...(child.run.output !== undefined ? { output: child.run.output } : {}), ...(child.run.error ? { error_code: child.run.error.error_code } : {}) };
+    },
   };
 }
