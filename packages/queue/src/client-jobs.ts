@@ -22,6 +22,7 @@ import {
 import type { Redis } from 'ioredis';
 import { resolveApproval } from './engine/approvals.ts';
 import { QueuePool, enqueueJoin } from './engine/join.ts';
+import { settleParentOf } from './engine/end-run.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
 import { PROVIDER_JOB, providerJobOptions } from './engine/jobs.ts';
 import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
@@ -239,6 +240,11 @@ export class ClientJobs {
   /** After a thread run ended: the first job of the thread's next run is promoted (see `startNextOnThread`). */
   startNextOnThread(run_id: string): Promise<void> {
     return startNextOnThread(this.context.threads, this.queues, run_id);
+  }
+
+  /** After a child run was cancelled: its parent's call is settled (see `settleParentOf`). */
+  settleParentOf(child_run_id: string): Promise<void> {
+    return settleParentOf(this.context.store, this.queues, child_run_id);
   }
 
   /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */

@@ -307,8 +307,10 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         const [status, workflow] = (await redis.hmget(store.keys.record(run_id), 'status', 'workflow')) as [RunRecord['status'] | null, string | null];
         if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
         const ending = workflow ? await cancelledWorkflow(run_id, workflow) : { outcome: { status: 'cancelled' as const }, step_id: 's1' };
-        const { ended, closed } = await endRun(store, run_id, ending);
+        const { ended, closed, facts } = await endRun(store, run_id, ending);
         if (ended) await stopClosedWork(redis, store, toolJobs, run_id, closed);
+        // A child run's parent gets its call's result now (SPEC §13): the cancel is the child's failure.
+        if (ended && facts?.parent_run_id) await (await jobs()).settleParentOf(run_id);
         // A thread's next run starts now (SPEC §11), not when its job's delay is up.
         if (ended && (await threads.isThreadRun(run_id))) await (await jobs()).startNextOnThread(run_id);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };

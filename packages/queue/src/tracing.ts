@@ -24,10 +24,14 @@ import type { TraceCarrier } from './engine/jobs.ts';
  */
 const tracer = () => trace.getTracer('arcflow');
 
-/** What the run record keeps: the run's root (`traceparent`) and the span enqueue was called in, if any. */
+/**
+ * What the run record keeps: the run's root (`traceparent`) and the span enqueue was called in, if
+ * any; a child run's root is in its parent's trace, a child of the span of the call that started it (`parent`).
+ */
 export interface RunTrace {
   readonly traceparent: string;
   readonly request?: string;
+  readonly parent?: string;
 }
 
 export function formatTraceparent(spanContext: SpanContext): string {
@@ -48,6 +52,17 @@ export function mintRunTrace(): RunTrace {
   const ids = randomBytes(24).toString('hex');
   const traceparent = `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;
   return active && isSpanContextValid(active) ? { traceparent, request: formatTraceparent(active) } : { traceparent };
+}
+
+/**
+ * A child run's trace (SPEC §13): its parent run's trace id, a root span id of its own, and the
+ * span of the parent's call as its root's parent. Without a parent trace, a trace of its own.
+ */
+export function mintChildTrace(parentRunTraceparent: string | undefined, callTraceparent: string | undefined): RunTrace {
+  const parent = parseTraceparent(parentRunTraceparent);
+  if (!parent || !callTraceparent) return mintRunTrace();
+  const spanId = randomBytes(8).toString('hex');
+  return { traceparent: `00-${parent.traceId}-${spanId}-0${parent.traceFlags & TraceFlags.SAMPLED}`, parent: callTraceparent };
 }
 
 /** The first job's carrier: the run's root, created by the caller's request span if there was one. */
@@ -157,9 +172,13 @@ export function emitRunSpan(
   const root = parseTraceparent(runTrace.traceparent);
   if (!root) return;
   const operation = run.workflow ? 'invoke_workflow' : 'invoke_agent';
+  // A child run's root is a child of its parent's call span (SPEC §13); any other run's starts its trace.
+  const parent = parseTraceparent(runTrace.parent);
   const span = withForcedIds(root.traceId, root.spanId, () =>
-    tracer().startSpan(run.workflow ? SpanName.invokeWorkflow(run.workflow) : SpanName.invokeAgent(run.agent), {
-      root: true,
+    tracer().startSpan(
+      run.workflow ? SpanName.invokeWorkflow(run.workflow) : SpanName.invokeAgent(run.agent),
+      {
+        root: parent === undefined,
       kind: SpanKind.INTERNAL,
       startTime: run.created_at,
       links: linkTo(runTrace.request),
@@ -168,10 +187,12 @@ export function emitRunSpan(
         ...(run.workflow ? { [Attr.workflowName]: run.workflow } : { [Attr.agentName]: run.agent }),
         [Attr.runId]: run.run_id,
         [Attr.runStatus]: run.status,
-        [Attr.inputTokens]: run.usage.input,
-        [Attr.outputTokens]: run.usage.output,
+          [Attr.inputTokens]: run.usage.input,
+          [Attr.outputTokens]: run.usage.output,
+        },
       },
-    }),
+      parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT,
+    ),
   );
   if (run.error_code) failSpan(span, run.error_code);
   else if (run.status === 'cancelled') failSpan(span, 'cancelled');
@@ -183,10 +204,55 @@ export function emitRunSpan(
  * names the same span without storing it, so the step's jobs nest under it before it is emitted.
  */
 export function stepTraceparent(runTraceparent: string | undefined, step_id: string): string | undefined {
+  return derivedTraceparent(runTraceparent, step_id);
+}
+
+/**
+ * The `execute_tool` span id of a call that started a child run (SPEC §13), derived like a step's:
+ * the child's root span names it as parent before it is emitted, when the child ends.
+ */
+export function childCallTraceparent(runTraceparent: string | undefined, call: { step_id: string; iteration: number; tool_call_id: string }): string | undefined {
+  return derivedTraceparent(runTraceparent, `call/${call.step_id}/${call.iteration}/${call.tool_call_id}`);
+}
+
+function derivedTraceparent(runTraceparent: string | undefined, key: string): string | undefined {
   const root = parseTraceparent(runTraceparent);
   if (!root) return undefined;
-  const spanId = createHash('sha256').update(`${root.spanId}/${step_id}`).digest('hex').slice(0, 16);
+  const spanId = createHash('sha256').update(`${root.spanId}/${key}`).digest('hex').slice(0, 16);
   return `00-${root.traceId}-${spanId}-0${root.traceFlags & TraceFlags.SAMPLED}`;
+}
+
+/** Emits the `execute_tool {tool}` span of a call whose child run has ended (ids from {@link childCallTraceparent}), child of the run's root. */
+export function emitChildCallSpan(
+  runTraceparent: string | undefined,
+  call: { run_id: string; step_id: string; iteration: number; tool_call_id: string; tool_name: string; started_at: number; child_run_id: string; error_code?: string },
+): void {
+  if (!tracingEnabled()) return;
+  const own = parseTraceparent(childCallTraceparent(runTraceparent, call));
+  const root = parseTraceparent(runTraceparent);
+  if (!own || !root) return;
+  const span = withForcedIds(own.traceId, own.spanId, () =>
+    tracer().startSpan(
+      SpanName.executeTool(call.tool_name),
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: call.started_at,
+        attributes: {
+          [Attr.operationName]: 'execute_tool',
+          [Attr.toolName]: call.tool_name,
+          [Attr.toolCallId]: call.tool_call_id,
+          [Attr.toolType]: 'function',
+          [Attr.runId]: call.run_id,
+          [Attr.stepId]: call.step_id,
+          [Attr.iteration]: call.iteration,
+          [Attr.childRunId]: call.child_run_id,
+        },
+      },
+      trace.setSpanContext(ROOT_CONTEXT, root),
+    ),
+  );
+  if (call.error_code) failSpan(span, call.error_code);
+  span.end();
 }
 
 /** Emits a workflow agent step's `invoke_agent {agent}` span (ids from {@link stepTraceparent}), child of the run's root. */

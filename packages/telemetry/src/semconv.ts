@@ -30,6 +30,8 @@ export const Attr = {
   toolType: 'gen_ai.tool.type',
   errorType: 'error.type',
   runId: 'arcflow.run_id',
+  /** The child run an agent tool's call started (SPEC §13). */
+  childRunId: 'arcflow.child_run_id',
   stepId: 'arcflow.step_id',
   iteration: 'arcflow.iteration',
   runStatus: 'arcflow.run.status',

@@ -3,12 +3,16 @@ import type { Redis } from 'ioredis';
 import { JobId } from '../keys.ts';
 import type { QueuePool } from './join.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
-import type { RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
+import { childRunId } from '@arcflow/core';
+import type { EndedRunFacts, RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
 import type { RunTrace } from '../tracing.ts';
 import { startNextOnThread } from './thread-run.ts';
 
-/** What a run's end hands on: the next run of its thread (SPEC §11), whose first job starts now. */
+/**
+ * What a run's end hands on: the next run of its thread (SPEC §11), whose first job starts now;
+ * for a child run, its parent's call, settled now (SPEC §13).
+ */
 export interface Succession {
   readonly threads: ThreadStore;
   readonly queues: QueuePool;
@@ -22,14 +26,22 @@ export async function endRun(store: RunStore, run_id: string, ending: RunEnding,
   const outcome = await store.finishRun(run_id, ending);
   if (!outcome.ended) return outcome;
   recordRunEnded(outcome.facts, ending);
-  await runEnded(store, run_id, succession);
+  await runEnded(store, run_id, succession, outcome.facts);
   return outcome;
 }
 
 /** What follows the write that ended a run, in the process that made it. */
-export async function runEnded(store: RunStore, run_id: string, succession?: Succession): Promise<void> {
+export async function runEnded(store: RunStore, run_id: string, succession?: Succession, facts?: EndedRunFacts): Promise<void> {
   await emitRunSpanOnce(store, run_id);
-  if (succession) await startNextOnThread(succession.threads, succession.queues, run_id);
+  if (!succession) return;
+  await startNextOnThread(succession.threads, succession.queues, run_id);
+  if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id);
+}
+
+/** Settles the parent's call of an ended child run (loaded only when a child run ends: most processes never do). */
+export async function settleParentOf(store: RunStore, queues: QueuePool, child_run_id: string): Promise<void> {
+  const { settleParentCall } = await import('./parent-call.ts');
+  await settleParentCall({ store, queues }, child_run_id);
 }
 
 /**
@@ -61,4 +73,20 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
 export async function stopClosedWork(redis: Redis, store: RunStore, queues: Pick<QueuePool, 'removeToolJob'>, run_id: string, closed: readonly RoundCall[]): Promise<void> {
   await redis.publish(store.keys.cancelChannel, run_id);
   await Promise.all(closed.map((call) => queues.removeToolJob(call.tool_name, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+  await cancelChildren(redis, store, queues, run_id, closed);
+}
+
+/**
+ * Cancels the child runs the closed calls started (SPEC §13), and theirs in turn. A call's child
+ * has an id derived from the call, so no list is kept: a closed call that started none finds
+ * no run to end.
+ */
+async function cancelChildren(redis: Redis, store: RunStore, queues: Pick<QueuePool, 'removeToolJob'>, run_id: string, closed: readonly RoundCall[]): Promise<void> {
+  await Promise.all(
+    closed.map(async (call) => {
+      const child_run_id = childRunId(run_id, call.step_id, call.iteration, call.tool_call_id);
+      const { ended, closed: theirs } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
+      if (ended) await stopClosedWork(redis, store, queues, child_run_id, theirs);
+    }),
+  );
 }

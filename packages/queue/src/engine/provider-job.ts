@@ -434,7 +434,7 @@ export class ProviderJobProcessor {
     if (!recorded.recordedNow) return { recorded: recorded.recorded };
     if (ending) {
       recordRunEnded(recorded.ended, ending);
-      await runEnded(store, run_id, this.deps);
+      await runEnded(store, run_id, this.deps, recorded.ended);
     }
     return { response, decision, ended: ending !== undefined };
   }

@@ -35,9 +35,14 @@ export interface StepContext {
   readonly round?: RoundState;
 }
 
-/** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits for approval. */
+/** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits outside any worker. */
 export function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
-  return planned.action === 'execute' && (settings.mode === 'llm_select' || planned.approval === true);
+  return planned.action === 'execute' && (settings.mode === 'llm_select' || waitsOutside(planned));
+}
+
+/** A call that waits holding no worker, in either mode: for a person's approval, or for the child run it starts (SPEC §13). */
+function waitsOutside(planned: ExecuteCall): boolean {
+  return planned.approval === true || planned.tool.child !== undefined;
 }
 
 /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
@@ -64,13 +69,9 @@ export async function runRound(deps: RoundDeps, context: StepContext, calls: rea
   }
   const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
   if (context.settings.mode === 'legacy_eager') {
-    for (const planned of executable) if (!planned.approval) await runInline(deps, run_id, planned, place, context.round);
-    // Calls waiting for approval wait as in llm_select: the round joins once they are resolved.
-    await enqueueNext(
-      deps,
-      context,
-      executable.filter((planned) => planned.approval),
-    );
+    for (const planned of executable) if (!waitsOutside(planned)) await runInline(deps, run_id, planned, place, context.round);
+    // Calls waiting for approval or a child run wait as in llm_select: the round joins once they are settled.
+    await enqueueNext(deps, context, executable.filter(waitsOutside));
     return;
   }
   await enqueueNext(deps, context, executable);

@@ -2,11 +2,12 @@ import { DEFAULT_MAX_STATE_BYTES, NamePattern, type ToolDefinition, ToolResultTe
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
+import { type ChildRunDeps, startChildCall } from './child-runs.ts';
 import { type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
 import { toolStepEnding } from './tool-step.ts';
 import type { WorkflowDirectory, WorkflowScheduler } from './workflow-scheduler.ts';
 
-export interface ToolJobDeps extends ToolRuntime {
+export interface ToolJobDeps extends ToolRuntime, ChildRunDeps {
   readonly tools: ReadonlyMap<string, ToolDefinition>;
   readonly queues: QueuePool;
   readonly scheduler: WorkflowScheduler;
@@ -62,6 +63,12 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
+    if (tool.child) {
+      // An agent tool's call starts a child run and stays open until the child ends (SPEC §13).
+      const { roundSettled } = await startChildCall(deps, data, planned, attempt);
+      if (roundSettled) await joinRound(deps, data);
+      return 'child';
+    }
     const { retry, roundSettled } = await attemptToolCall(
       deps,
       data.run_id,

@@ -1,4 +1,4 @@
-import { ErrorCode, RUN_STEP_ID, type RunError, type ToolLogger, ToolResultText, stepFailedEvent } from '@arcflow/core';
+import { ErrorCode, RUN_STEP_ID, type RunError, type RunStatus, TERMINAL_STATUSES, type ToolLogger, ToolResultText, childRunId, stepFailedEvent } from '@arcflow/core';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, QueueName } from '../keys.ts';
@@ -7,7 +7,7 @@ import type { RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
 import type { StepFrontier } from '../store/watchdog-store.ts';
 import { type RunTrace, firstJobCarrier } from '../tracing.ts';
-import { endRun } from './end-run.ts';
+import { endRun, settleParentOf, stopClosedWork } from './end-run.ts';
 import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.ts';
 import type { QueuePool } from './join.ts';
 import type { WorkflowScheduler } from './workflow-scheduler.ts';
@@ -125,6 +125,11 @@ export class Watchdog {
       await store.watchdog.markChecked(run_id, nowMs);
       return 'moving';
     }
+    const children = await this.checkChildren(run_id, frontiers);
+    if (children) {
+      await store.watchdog.markChecked(run_id, nowMs);
+      return children;
+    }
     const repairs = await store.watchdog.countRepair(run_id);
     if (repairs > MAX_WATCHDOG_REPAIRS) {
       return this.fail(
@@ -145,6 +150,22 @@ export class Watchdog {
       await this.deps.scheduler.advance({ run_id, graph, queue, targets: registration.model_targets ?? {}, trace: head.trace }, view);
     }
     await store.watchdog.markChecked(run_id, nowMs);
+    return 'repaired';
+  }
+
+  /**
+   * The child runs (SPEC §13) of open calls whose jobs are done: one still going moves the run (a
+   * long sub-agent); one that has ended settles its call now (the process that ended it died first).
+   */
+  private async checkChildren(run_id: string, frontiers: readonly { step_id: string; frontier: StepFrontier | undefined }[]): Promise<'moving' | 'repaired' | undefined> {
+    const ids = frontiers.flatMap(({ step_id, frontier }) => (frontier ? frontier.open.map((call) => childRunId(run_id, step_id, frontier.next, call.tool_call_id)) : []));
+    if (ids.length === 0) return undefined;
+    const statuses = await Promise.all(ids.map((id) => this.deps.store.children.status(id)));
+    if (statuses.some((status) => status !== undefined && !TERMINAL_STATUSES.has(status as RunStatus))) return 'moving';
+    const ended = ids.filter((_, index) => statuses[index] !== undefined);
+    if (ended.length === 0) return undefined;
+    for (const child_run_id of ended) await settleParentOf(this.deps.store, this.deps.queues, child_run_id);
+    this.deps.logger.warn('watchdog settled calls whose child runs had ended without settling them', { run_id, children: ended });
     return 'repaired';
   }
 
@@ -185,7 +206,7 @@ export class Watchdog {
   private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {
     const error: RunError = { code: 'RunStalled', error_code: ErrorCode.Stalled, message };
     const workflow = frontier.workflow !== undefined;
-    const { ended } = await endRun(
+    const { ended, closed } = await endRun(
       this.deps.store,
       run_id,
       {
@@ -198,6 +219,8 @@ export class Watchdog {
       this.deps,
     );
     if (ended) this.deps.logger.error('watchdog failed a run that made no progress', { run_id, steps, error_code: ErrorCode.Stalled });
+    // Handlers still running are told, and child runs of the closed calls are cancelled.
+    if (ended) await stopClosedWork(this.deps.redis, this.deps.store, this.deps.queues, run_id, closed);
     return 'failed';
   }
 }

@@ -7,6 +7,7 @@ import {
   type ToolDefinition,
   Workflow,
   backoffMs,
+  childAgentsOf,
   modelTargets,
   openToolSources,
   stepFailedEvent,
@@ -192,7 +193,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   }
 
   if (options.roles.includes('tools')) {
-    const toolDeps = { ...runtime, tools, queues, scheduler, workflows: new WorkflowDirectory(registry) };
+    const toolDeps = { ...runtime, tools, queues, scheduler, workflows: new WorkflowDirectory(registry), redis: connection, provider_attempts: options.provider_attempts };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name);
@@ -342,6 +343,12 @@ function collectDefinitions(definitions: WorkerOptions['agents']): { agents: Map
       workflows.set(definition.name, definition);
       definition.agents.forEach(addAgent);
     } else addAgent(definition);
+  }
+  // The agents of agent tools are served too (SPEC §13), unless one of that name is given: the given one is served.
+  for (const child of childAgentsOf(agents.values())) {
+    if (agents.has(child.name) || workflows.has(child.name)) continue;
+    if (child.tool_sources.length > 0) throw new ConfigError(`agent '${child.name}' (an agent tool's) lists tool sources: give it to the worker too, so its sources are opened`);
+    agents.set(child.name, child);
   }
   for (const name of workflows.keys()) {
     if (agents.has(name)) throw new ConfigError(`'${name}' names both an agent and a workflow; agents and workflows share one namespace`);

@@ -29,6 +29,7 @@ import { ApprovalStore } from './approval-store.ts';
 import { PartitionMap } from './partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../partitions.ts';
 import { WatchdogStore } from './watchdog-store.ts';
+import { type ChildLineage, ChildStore } from './child-store.ts';
 import { WorkflowStore } from './workflow-store.ts';
 import { type StreamPart, StreamStore } from '../streams/stream-store.ts';
 
@@ -47,8 +48,11 @@ export interface RunSpec {
   readonly input: RunInput;
   readonly config: unknown;
   readonly exec_config: unknown;
-  /** The run's trace: its root span (`traceparent`) and the span enqueue was called in (`request`). */
-  readonly trace: { readonly traceparent?: string; readonly request?: string };
+  /**
+   * The run's trace: its root span (`traceparent`), the span enqueue was called in (`request`) and,
+   * for a child run, the span of its parent's call that its root span is a child of (`parent`).
+   */
+  readonly trace: { readonly traceparent?: string; readonly request?: string; readonly parent?: string };
   /** The agent's definition hash in the registry when the run was enqueued ('' if unknown). */
   readonly definition_hash: string;
 }
@@ -57,6 +61,8 @@ export interface RunSpec {
 export interface RecordedResult {
   readonly content: string;
   readonly openInRound: number;
+  /** This write recorded it (not an earlier one). */
+  readonly recordedNow: boolean;
 }
 
 /** Whether a tool job should run its call: yes, no (recorded already), or no (the run has ended). */
@@ -104,6 +110,8 @@ export interface ToolResult {
   readonly started?: TimedEvent;
   /** A completed call's run-state changes (SPEC §17), recorded with its result. */
   readonly changes?: readonly StateChange[];
+  /** A child run's call (SPEC §13): what the child and its own children spent, added to the run's for its budget. */
+  readonly spend?: RunSpent;
 }
 
 /** Whether a `finishRun` ended the run, and the calls its cancel closed. */
@@ -114,19 +122,23 @@ export interface RunEnded {
   readonly facts?: EndedRunFacts;
 }
 
-/** What a run's metrics name it by, read by the script that ended it: its agent (or workflow) and when it was enqueued (ms). */
+/**
+ * What a run's metrics name it by, read by the script that ended it: its agent (or workflow) and
+ * when it was enqueued (ms); and its parent, for a child run, whose call its end settles (SPEC §13).
+ */
 export interface EndedRunFacts {
   readonly agent: string;
   readonly workflow?: string;
   readonly created_at: number;
+  readonly parent_run_id?: string;
 }
 
-/** The scripts' `{created_at, agent, workflow}` (see finish.lua's runFacts). */
-function endedRunFacts(raw: unknown): EndedRunFacts | undefined {
+/** The scripts' `{created_at, agent, workflow, parent_run_id}` (see finish.lua's runFacts). */
+export function endedRunFacts(raw: unknown): EndedRunFacts | undefined {
   if (!Array.isArray(raw)) return undefined;
-  const [created_at, agent, workflow] = raw as (string | null)[];
+  const [created_at, agent, workflow, parent_run_id] = raw as (string | null)[];
   if (!agent || !created_at) return undefined;
-  return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at) };
+  return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at), ...(parent_run_id ? { parent_run_id } : {}) };
 }
 
 /** A call of a round, as the store records it. */
@@ -158,6 +170,8 @@ export class RunStore {
   readonly watchdog: WatchdogStore;
   /** The runs' streams of text (SPEC §12). */
   readonly streams: StreamStore;
+  /** Child runs' ties to their parents' calls (SPEC §13). */
+  readonly children: ChildStore;
   private readonly scripts: StoreScripts;
   /** The steps' messages: a read asks Redis only for what this worker lacks. */
   private readonly transcripts: Transcripts;
@@ -178,15 +192,19 @@ export class RunStore {
     this.transcripts = new Transcripts(redis, this.keys);
     this.stateLogs = new StateLogs(redis, this.keys);
     this.streams = new StreamStore(redis, this.keys, this.scripts);
+    this.children = new ChildStore(redis, this.keys);
   }
 
   private runKeys(run_id: string): RunKeys {
     return this.keys.run(run_id);
   }
 
-  /** Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that run's id. */
+  /**
+   * Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that
+   * run's id. A child run (SPEC §13) is created with its `lineage`.
+   */
   async createRun(
-    spec: Omit<RunSpec, 'status'>,
+    spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage },
     idempotency_key: string | undefined,
     enqueued: EventDraft,
     steps?: InitialSteps,
@@ -210,6 +228,7 @@ export class RunStore {
       ...(steps ? { workflow: spec.agent } : {}),
       // Given at enqueue (even `{}`): a run on a thread then does not take the state its thread left.
       ...(state ? { state_given: '1' } : {}),
+      ...(spec.lineage ? ChildStore.fields(spec.lineage) : {}),
     };
     const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id, this.keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
@@ -255,6 +274,7 @@ export class RunStore {
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
       partition: partitionOf(run_id) ?? 0,
       ...traceIdOf(record.trace),
+      ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
@@ -481,10 +501,11 @@ export class RunStore {
         failureCode(result.terminal),
         call.round_waits ? '1' : '0',
         result.changes && result.changes.length > 0 ? JSON.stringify(result.changes) : '',
+        result.spend ? `${wholeCount(result.spend.tokens)} ${wholeCount(result.spend.tool_calls)}` : '',
       ],
     )) as [number, string?, number?];
     if (outcome === -1) return undefined;
-    return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0 };
+    return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0, recordedNow: outcome === 1 };
   }
 
   /**
@@ -518,7 +539,8 @@ export class RunStore {
     const state = stored === undefined ? undefined : stored.kind === 'inline' ? stored.state : await this.transcripts.withMessages(run_id, step_id, stored, from, tail, thread);
     return {
       spec: specFrom(run_id, fields),
-      spent: { tokens: Number(fields[8] ?? 0), tool_calls: Number(fields[9] ?? 0) },
+      // The run's own spend and its child runs' (SPEC §13): one budget.
+      spent: { tokens: Number(fields[8] ?? 0) + Number(fields[13] ?? 0), tool_calls: Number(fields[9] ?? 0) + Number(fields[14] ?? 0) },
       state,
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
@@ -587,6 +609,11 @@ export class RunStore {
     stored.ts = ts;
     return JSON.stringify(stored);
   }
+}
+
+/** A count as the scripts take it: a whole number, 0 for anything else. */
+function wholeCount(value: number): number {
+  return Number.isSafeInteger(value) && value > 0 ? value : 0;
 }
 
 /** A terminal event's failure code, kept beside the call's result (a tool step's outcome); '' when it completed. */

@@ -13,6 +13,8 @@
   ARGV[10] round_waits ('1' when calls of the round wait for approval: the run may be left waiting)
   ARGV[11] changes (the completed call's run-state changes, a JSON list, SPEC §17; '' for none):
            kept in the round's `changes` hash with the result, in this same step, for the join
+  ARGV[12] spend (a child run's call, SPEC §13: 'tokens tool_calls' the child and its own children
+           spent, added to the run's children_tokens and children_tool_calls for its budget; '' for none)
   The call's `tool_result` chunk goes onto the run's stream (SPEC §12) when the result is recorded now.
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first. Safe to run twice.
@@ -21,8 +23,8 @@
 --- @include "stream"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local round_waits, changes = ARGV[10] == '1', ARGV[11]
-if #ARGV ~= 11 then refuse('recordToolResult takes 11 arguments') end
+local round_waits, changes, spend = ARGV[10] == '1', ARGV[11], ARGV[12]
+if #ARGV ~= 12 then refuse('recordToolResult takes 12 arguments') end
 if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
 local results = roundKey(step_id, 'results', iteration)
@@ -41,6 +43,12 @@ if changes ~= '' then
   local changed = roundKey(step_id, 'changes', iteration)
   redis.call('HSET', changed, tool_call_id, changes)
   redis.call('SADD', index, changed)
+end
+if spend ~= '' then
+  local tokens, calls = string.match(spend, '^(%d+) (%d+)$')
+  if not tokens then refuse('spend must be two whole numbers') end
+  redis.call('HINCRBY', record, 'children_tokens', tokens)
+  redis.call('HINCRBY', record, 'children_tool_calls', calls)
 end
 local open
 if fanned_out then

@@ -100,9 +100,10 @@ local function endOnThread(ending, run_id, tag)
   end
 end
 
--- What a run's metrics name it by, for the process that ended it (SPEC §18): {created_at, agent, workflow}.
+-- What a run's metrics name it by, for the process that ended it (SPEC §18), and its parent run
+-- if it is a child (SPEC §13), whose call its end settles: {created_at, agent, workflow, parent_run_id}.
 local function runFacts()
-  return redis.call('HMGET', record, 'created_at', 'agent', 'workflow')
+  return redis.call('HMGET', record, 'created_at', 'agent', 'workflow', 'parent_run_id')
 end
 
 local function finish(ending)

@@ -1,0 +1,73 @@
+import { type ExecuteCall, TERMINAL_STATUSES, ToolResultText, type RunStatus, childRunId, failedCall, modelTargets, toolStartedEvent } from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import { QueueName } from '../keys.ts';
+import type { RunStore } from '../store/run-store.ts';
+import { type RunTrace, childCallTraceparent, firstJobCarrier, mintChildTrace } from '../tracing.ts';
+import { endRun, stopClosedWork } from './end-run.ts';
+import { type ToolJobData, providerAttempts } from './jobs.ts';
+import { type QueuePool, enqueueJoin } from './join.ts';
+import type { AttemptOutcome } from './tool-execution.ts';
+import { roundCall } from './tool-execution.ts';
+
+export interface ChildRunDeps {
+  readonly store: RunStore;
+  readonly queues: QueuePool;
+  readonly redis: Redis;
+  /** Attempts per model of a provider job (the worker's `provider_attempts`), for the child's first job. */
+  readonly provider_attempts: number;
+}
+
+/**
+ * A tool job of an agent tool (SPEC §13): starts the call's child run and leaves the call open,
+ * holding no worker; the child's end settles it (`settleParentCall`). The child's id comes from the
+ * call, and its `ToolCallStarted` is written once, before the child exists: every delivery of the
+ * job finds the same child, so a call starts one child whatever re-deliveries happen. A call
+ * deeper than the tool's `max_depth` fails at once (`tool_error`).
+ */
+export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, attempt: number): Promise<AttemptOutcome> {
+  const { store } = deps;
+  const { agent, max_depth, input } = planned.tool.child!;
+  const place = { step_id: data.step_id, iteration: data.iteration };
+  const call = roundCall(planned, place, true, data.waits === true);
+  const depth = (await store.children.depth(data.run_id)) + 1;
+  if (depth > max_depth) {
+    const refused = failedCall({ tool_name: planned.tool.name, tool_call_id: planned.call.id }, place, ToolResultText.tooDeep(max_depth), 'tool_error');
+    const recorded = await store.recordToolResult(data.run_id, call, { ...refused, started: { event: toolStartedEvent(planned, place, attempt), ts: Date.now() } });
+    return { retry: false, roundSettled: recorded?.openInRound === 0 };
+  }
+  const child_run_id = childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id);
+  const started = { event: toolStartedEvent(planned, place, attempt, child_run_id), ts: Date.now() };
+  const start = await store.startToolCall(data.run_id, call, started, `start|${data.step_id}|${data.iteration}|${data.tool_call_id}|child`);
+  if (start.status === 'ended') return { retry: false, roundSettled: false };
+  if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
+
+  const trace = mintChildTrace(data.trace.traceparent, childCallTraceparent(data.trace.traceparent, { ...place, tool_call_id: data.tool_call_id }));
+  const { args: _args, ...job } = data;
+  const { created } = await store.createRun(
+    {
+      run_id: child_run_id,
+      agent: agent.name,
+      input: input(data.args),
+      config: undefined,
+      exec_config: undefined,
+      trace,
+      definition_hash: agent.definition_hash,
+      lineage: { parent: { job, started_at: started.ts, max_result_bytes: planned.tool.max_result_bytes }, depth },
+    },
+    undefined,
+    { kind: 'RunEnqueued', step_id: 's1', agent: agent.name },
+  );
+  // A re-delivery after a crash completes what the first delivery began (the job id dedupes).
+  const spec = created ? undefined : await store.getSpec(child_run_id);
+  if (created || spec?.status === 'queued') {
+    const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
+    const target = { queue: QueueName.agent(agent.name), attempts: providerAttempts(deps.provider_attempts, modelTargets(agent, agent.settings).length) };
+    await enqueueJoin(deps.queues, target, { run_id: child_run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+  }
+  // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
+  if (TERMINAL_STATUSES.has((await store.status(data.run_id)) as RunStatus)) {
+    const { ended, closed } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
+    if (ended) await stopClosedWork(deps.redis, store, deps.queues, child_run_id, closed);
+  }
+  return { retry: false, roundSettled: false };
+}

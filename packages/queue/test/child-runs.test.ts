@@ -1,0 +1,142 @@
+import type { TraceEvent } from '@arcflow/core';
+import { createClient } from '@arcflow/queue';
+import { assertEventInvariants } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { collect, fixtureWorkers, until } from './harness.ts';
+
+// SPEC §13 "Agents as tools", through `arcflow worker` processes: a call of an agent tool starts a
+// child run on any worker that serves the child's agent, holding no worker while it waits.
+
+const FIXTURE = new URL('./fixtures/child-agents.ts', import.meta.url).pathname;
+const { forTest } = fixtureWorkers(FIXTURE);
+
+const ofKind = <K extends TraceEvent['kind']>(events: readonly TraceEvent[], kind: K) => events.filter((event): event is Extract<TraceEvent, { kind: K }> => event.kind === kind);
+
+describe('agents as tools through worker processes', () => {
+  it('runs two children of one turn in parallel on other workers and joins their answers in call order', async () => {
+    const workers = forTest('children-parallel');
+    // One slot each: the coordinator's worker cannot also run both children at once.
+    const flags = { args: ['--concurrency', '1'] };
+    await Promise.all([workers.start(flags), workers.start(flags), workers.start(flags)]);
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:600,slow:300' });
+      const run = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: researched slow:600 | researched slow:300' });
+      const events = await collect(client, run_id);
+      assertEventInvariants(events);
+      const started = ofKind(events, 'ToolCallStarted');
+      expect(started.map((event) => event.tool_call_id)).toEqual(expect.arrayContaining(['r1_0', 'r1_1']));
+      const children = started.map((event) => event.child_run_id!);
+      expect(new Set(children).size).toBe(2);
+      const records = await Promise.all(children.map((id) => client.get(id)));
+      for (const [index, record] of records.entries()) {
+        expect(record).toMatchObject({ status: 'completed', agent: 'researcher', parent_run_id: run_id, parent_tool_call_id: started[index]!.tool_call_id });
+      }
+      // They overlapped: each began before the other ended.
+      const [a, b] = records as NonNullable<(typeof records)[number]>[];
+      expect(a!.created_at).toBeLessThan(b!.finished_at!);
+      expect(b!.created_at).toBeLessThan(a!.finished_at!);
+      // Two different processes answered them.
+      const pids = await workers.reader().lrange(workers.key('researcher-pids'), 0, -1);
+      expect(new Set(pids).size).toBe(2);
+      const completed = ofKind(events, 'ToolCallCompleted');
+      expect(completed.map((event) => event.tool_call_id).sort()).toEqual(['r1_0', 'r1_1']);
+      expect(completed.every((event) => event.duration_ms >= 250)).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('gives the parent child_failed when a child fails, and the parent goes on', async () => {
+    const workers = forTest('children-failed');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:fail,fine' });
+      const run = await client.wait(run_id, { timeout_ms: 20_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — provider_error | researched fine' });
+      const events = await collect(client, run_id);
+      assertEventInvariants(events);
+      expect(ofKind(events, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'r1_0', error_code: 'child_failed' })]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('cancels a running child when its parent is cancelled', async () => {
+    const workers = forTest('children-cancel');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:20000' });
+      let child = '';
+      await until(async () => {
+        child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
+        return child !== '' && (await client.get(child))?.status === 'running';
+      }, 15_000);
+      await client.cancel(run_id);
+      expect(await client.wait(child, { timeout_ms: 10_000 })).toMatchObject({ status: 'cancelled', parent_run_id: run_id });
+      expect(await client.get(run_id)).toMatchObject({ status: 'cancelled' });
+      const events = await collect(client, run_id);
+      assertEventInvariants(events);
+      expect(ofKind(events, 'ToolCallFailed')).toEqual([expect.objectContaining({ error_code: 'cancelled' })]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('starts one child per call when the worker that started it is SIGKILLed', async () => {
+    const workers = forTest('children-sigkill');
+    const first = await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:1500' });
+      await until(async () => ofKind(await collect(client, run_id), 'ToolCallStarted').length > 0, 15_000);
+      first.kill('SIGKILL');
+      await workers.start();
+      const run = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: researched slow:1500' });
+      const researched = await client.list({ agent: 'researcher', limit: 10 });
+      expect(researched.runs.map((record) => record.parent_run_id)).toEqual([run_id]);
+      assertEventInvariants(await collect(client, run_id));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("stops the parent when a child's tokens push its budget over", async () => {
+    const workers = forTest('children-budget');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      // Round 1: 5 tokens and a child of 500; round 2 (5 more) asks again: 510 > 400.
+      const { run_id } = await client.enqueue({ agent: 'thrifty', input: 'twice:x' });
+      const run = await client.wait(run_id, { timeout_ms: 20_000 });
+      expect(run).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' } });
+      // The run's own usage is its own calls; the child's spend counted toward the budget only.
+      expect(run.usage.total).toBe(10);
+      expect(ofKind(await collect(client, run_id), 'ToolCallStarted')).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a fifth level of children as a tool error, and every run of the chain completes', async () => {
+    const workers = forTest('children-depth');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'd0', input: 'deep' });
+      const run = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'Error: sub-agents nest at most 4 deep; answer without calling another' });
+      const runs = (await client.list({ limit: 20 })).runs;
+      expect(runs.map((record) => record.agent).sort()).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
+      const d4 = runs.find((record) => record.agent === 'd4')!;
+      const events = await collect(client, d4.run_id);
+      expect(ofKind(events, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_name: 'd5', error_code: 'tool_error' })]);
+    } finally {
+      await client.close();
+    }
+  });
+});
