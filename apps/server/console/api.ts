@@ -30,6 +30,9 @@ export interface Run {
   trace_id?: string;
   thread_id?: string;
   steered_into?: string;
+  /** A child run's parent run, and the parent's call that started it (SPEC §13). */
+  parent_run_id?: string;
+  parent_tool_call_id?: string;
   steps?: Record<string, { status: string; output?: string; error?: RunError }>;
   pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
   /** The run's state as its last round left it (SPEC §17). */

@@ -8,6 +8,8 @@ export interface CallView {
   outcome: string;
   detail: string;
   attempts: number;
+  /** An agent tool's call: the child run it started (SPEC §13). */
+  child_run_id?: string;
 }
 export interface StepView {
   id: string;
@@ -56,9 +58,12 @@ export function fold(events: Event[]): StepView[] {
       case 'TokensConsumed':
         step(event.step_id).tokens = event.cumulative as Tokens;
         break;
-      case 'ToolCallStarted':
-        call(event).attempts = Math.max(call(event).attempts, Number(event.attempt));
+      case 'ToolCallStarted': {
+        const view = call(event);
+        view.attempts = Math.max(view.attempts, Number(event.attempt));
+        if (typeof event.child_run_id === 'string') view.child_run_id = event.child_run_id;
         break;
+      }
       case 'ToolCallCompleted':
         Object.assign(call(event), { outcome: 'completed', detail: `${event.duration_ms} ms · ${event.output_size_bytes} B` });
         break;

@@ -1,9 +1,9 @@
-// A run's page: its facts, waiting approvals, workflow graph, the model's text as it streams, state, steps with their calls, and events, live.
+// A run's page: its facts (a child run's parent among them), waiting approvals, workflow graph, the model's text as it streams, state, steps with their calls, and events, live.
 import { useMemo, useState } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
 import { type StateRound, fold, layers, stateRounds } from './fold.ts';
 import { useEvents, usePolled, useRunText } from './hooks.ts';
-import { Badge, duration, time } from './ui.tsx';
+import { Badge, RunLink, duration, time } from './ui.tsx';
 
 export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
   const record = usePolled(
@@ -48,6 +48,13 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
             <div>
               <span>thread</span>
               <a href={`#/threads/${encodeURIComponent(run.thread_id)}`}>{run.thread_id}</a>
+            </div>
+          )}
+          {run.parent_run_id && (
+            <div data-fact="parent">
+              <span>parent run</span>
+              <RunLink run_id={run.parent_run_id} />
+              {run.parent_tool_call_id && <span class="muted"> call {run.parent_tool_call_id}</span>}
             </div>
           )}
           <div>
@@ -112,6 +119,7 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
                           <td>{call.outcome}</td>
                           <td>{call.detail}</td>
                           <td class="hide-narrow">{call.attempts > 1 ? `${call.attempts} attempts` : ''}</td>
+                          <td>{call.child_run_id && <ChildRun run_id={call.child_run_id} />}</td>
                         </tr>
                       ))}
                     </tbody>
@@ -141,7 +149,10 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
               {events.map((event) => (
                 <tr data-seq={event.seq}>
                   <td>{event.seq}</td>
-                  <td>{event.kind}</td>
+                  <td>
+                    {event.kind}
+                    {typeof event.child_run_id === 'string' && <ChildRun run_id={event.child_run_id} />}
+                  </td>
                   <td class="mono">
                     {event.step_id}
                     {event.iteration ? `#${event.iteration}` : ''}
@@ -154,6 +165,16 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
         </div>
       </div>
     </div>
+  );
+}
+
+/** The child run an agent tool's call started (SPEC §13), as a link to its page (a space before it, after an event's kind). */
+function ChildRun({ run_id }: { run_id: string }) {
+  return (
+    <span data-child-run={run_id}>
+      <span class="muted"> child run </span>
+      <RunLink run_id={run_id} />
+    </span>
   );
 }
 

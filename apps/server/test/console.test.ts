@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, spawnServe } from './harness.ts';
 
 const FIXTURE = new URL('./fixtures/api-agents.ts', import.meta.url).pathname;
+/** A coordinator that asks a researcher as a tool: each of its runs starts a child run (SPEC §13). */
+const CHILD_FIXTURE = new URL('./fixtures/console-agents.ts', import.meta.url).pathname;
 const SCREENSHOTS = new URL('../../../docs/images/', import.meta.url).pathname;
 /** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -13,21 +15,23 @@ const prefix = testPrefix('console');
 const KEY = 'console-admin-secret-0123456789';
 let serve: ServeProcess;
 let worker: WorkerProcess;
+let childWorker: WorkerProcess;
 let browser: Browser;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
-  [serve, worker, browser] = await Promise.all([
+  [serve, worker, childWorker, browser] = await Promise.all([
     spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
     spawnWorker(FIXTURE, { env }),
+    spawnWorker(CHILD_FIXTURE, { env }),
     chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
   ]);
   mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([serve?.stop(), worker?.stop()]);
+  await Promise.all([serve?.stop(), worker?.stop(), childWorker?.stop()]);
   await cleanupPrefix(prefix);
 });
 
@@ -177,6 +181,47 @@ describe('the web console, in a real Chromium', () => {
     await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     await section.locator('pre.state', { hasText: /^\{\}$/ }).waitFor();
     await section.getByText('No round has changed the state.').waitFor();
+    await context.close();
+  });
+
+  it("links an agent tool's call to the child run it started, and the child run back to its parent", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const page = await context.newPage();
+    await signIn(page);
+    const parent = await enqueue({ agent: 'coordinator', input: 'the tides' });
+    await page.goto(`${serve.url}/#/runs/${parent}`);
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await page.locator('p.mono', { hasText: 'got: researched the tides' }).waitFor();
+    expect(await page.locator('[data-fact="parent"]').count()).toBe(0);
+
+    // The parent's ToolCallStarted names the child run, as a link; so does the call's row.
+    const started = page.locator('tr[data-seq]').filter({ hasText: 'ToolCallStarted' });
+    await started.locator('[data-child-run]').waitFor();
+    const child = (await started.locator('[data-child-run]').getAttribute('data-child-run')) ?? '';
+    expect(child).not.toBe('');
+    expect(child).not.toBe(parent);
+    const toChild = started.locator(`a[href="#/runs/${encodeURIComponent(child)}"]`);
+    expect(await toChild.textContent()).toBe(child);
+    expect(await started.locator('[data-child-run]').textContent()).toBe(` child run ${child}`);
+    expect(await page.locator(`tr[data-call="ask_1"] a[href="#/runs/${encodeURIComponent(child)}"]`).textContent()).toBe(child);
+    // The researcher's own run has none: its events start no child.
+    expect(await page.locator('tr[data-seq] [data-child-run]').count()).toBe(1);
+
+    // The link opens the child's page, which names its parent run and the parent's call that started it.
+    await toChild.click();
+    await page.locator('h2.mono', { hasText: child }).waitFor();
+    expect(page.url()).toBe(`${serve.url}/#/runs/${encodeURIComponent(child)}`);
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await page.locator('p.mono', { hasText: /^researched the tides$/ }).waitFor();
+    const fact = page.locator('[data-fact="parent"]');
+    expect(await fact.textContent()).toBe(`parent run${parent} call ask_1`);
+    expect(await page.locator('tr[data-seq] [data-child-run]').count()).toBe(0);
+
+    // And back: the parent link opens the parent's page.
+    await fact.locator(`a[href="#/runs/${encodeURIComponent(parent)}"]`).click();
+    await page.locator('h2.mono', { hasText: parent }).waitFor();
+    expect(page.url()).toBe(`${serve.url}/#/runs/${encodeURIComponent(parent)}`);
+    await page.locator(`tr[data-seq] [data-child-run="${child}"]`).waitFor();
     await context.close();
   });
 
