@@ -42,6 +42,7 @@ export function formatRun(run: RunRecord): string {
   const lines = [
     `run        ${run.run_id}`,
     ...(run.workflow ? [`workflow   ${run.workflow}`] : []),
+    ...(run.parent_run_id ? [`parent     ${run.parent_run_id} (call ${run.parent_tool_call_id})`] : []),
     `status     ${run.status}`,
     `iterations ${run.iterations}`,
     `tokens     ${run.usage.input} in / ${run.usage.output} out / ${run.usage.total} total`,

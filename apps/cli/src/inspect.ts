@@ -8,6 +8,8 @@ interface CallNode {
   attempts: number;
   outcome: string;
   detail: string;
+  /** The child run an agent tool's call started (SPEC §13). */
+  child?: string;
 }
 
 interface IterationNode {
@@ -87,6 +89,7 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
         break;
       case 'ToolCallStarted':
         callOf(event).attempts = Math.max(callOf(event).attempts, event.attempt);
+        if (event.child_run_id) callOf(event).child = event.child_run_id;
         break;
       case 'ToolCallCompleted':
         Object.assign(callOf(event), { outcome: 'completed', detail: `${event.duration_ms} ms  ${event.output_size_bytes} B out` });
@@ -182,7 +185,8 @@ function inOrder(calls: ReadonlyMap<string, CallNode>, order: readonly string[] 
 
 function callLine(call: CallNode): string {
   const attempts = call.attempts > 1 ? `  attempts ${call.attempts}` : '';
-  return `${call.name} ${call.id}  ${call.outcome}  ${call.detail}${attempts}`.trimEnd();
+  const child = call.child ? `  child run ${call.child}` : '';
+  return `${call.name} ${call.id}  ${call.outcome}  ${call.detail}${attempts}${child}`.trimEnd();
 }
 
 function tokens(value: { input: number; output: number; total: number }): string {

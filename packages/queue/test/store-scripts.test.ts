@@ -66,7 +66,7 @@ describe('the run store under a resent write (a reply lost to a dropped connecti
     };
     expect(await twice(() => store.startToolCall(run_id, call, started, 'start|s1|1|c1|1'))).toEqual({ status: 'run' });
     const terminal = { kind: 'ToolCallCompleted', step_id: 's1', iteration: 1, tool_name: 't', tool_call_id: 'c1', duration_ms: 1, output_size_bytes: 2 } as const;
-    expect(await twice(() => store.recordToolResult(run_id, call, { content: 'ok', terminal }))).toEqual({ content: 'ok', openInRound: 0 });
+    expect(await twice(() => store.recordToolResult(run_id, call, { content: 'ok', terminal }))).toEqual({ content: 'ok', openInRound: 0, recordedNow: false });
     expect((await twice(() => store.finishRun(run_id, { outcome: { status: 'completed', output: 'done' }, step_id: 's1' }))).ended).toBe(false);
     const kinds = (await store.events(run_id)).map((event) => event.kind);
     expect(kinds).toEqual(['RunEnqueued', 'AgentInvoked', 'ProviderRequestSent', 'TokensConsumed', 'ToolCallStarted', 'ToolCallCompleted', 'RunCompleted']);
