@@ -1,5 +1,5 @@
 import type { TraceEvent } from '@arcflow/core';
-import { createClient } from '@arcflow/queue';
+import { createClient, keysFor } from '@arcflow/queue';
 import { assertEventInvariants } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { collect, fixtureWorkers, until } from './harness.ts';
@@ -135,6 +135,83 @@ describe('agents as tools through worker processes', () => {
       const d4 = runs.find((record) => record.agent === 'd4')!;
       const events = await collect(client, d4.run_id);
       expect(ofKind(events, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_name: 'd5', error_code: 'tool_error' })]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('starts exactly one child per call and loses none while workers are SIGKILLed (12 runs of 2 children)', async () => {
+    const workers = forTest('children-chaos');
+    // Workers die here far more often than in a fleet: a job may lose five of them before its call ends worker_lost.
+    const start = () => workers.start({ env: { ARCFLOW_MAX_STALLED_COUNT: '5' } });
+    const live = [await start(), await start()];
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    let kills = 0;
+    let stopping = false;
+    const killer = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      while (!stopping) {
+        live.splice(Math.floor(Math.random() * live.length), 1)[0]?.kill('SIGKILL');
+        kills += 1;
+        live.push(await start());
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+      }
+    })();
+    try {
+      const runs = await Promise.all(Array.from({ length: 12 }, (_, n) => client.enqueue({ agent: 'coordinator', input: `ask:slow:700,q${n}` })));
+      const records = await Promise.all(runs.map(({ run_id }) => client.wait(run_id, { timeout_ms: 120_000 })));
+      stopping = true;
+      await killer;
+      expect(kills).toBeGreaterThanOrEqual(1);
+      for (const [n, record] of records.entries()) {
+        expect(record).toMatchObject({ status: 'completed', output: `got: researched slow:700 | researched q${n}` });
+        assertEventInvariants(await collect(client, record.run_id));
+      }
+      const children = (await client.list({ agent: 'researcher', limit: 100 })).runs;
+      expect(children).toHaveLength(24);
+      expect(new Set(children.map((child) => `${child.parent_run_id}/${child.parent_tool_call_id}`)).size).toBe(24);
+      expect(children.every((child) => child.status === 'completed')).toBe(true);
+    } finally {
+      stopping = true;
+      await killer;
+      await client.close();
+    }
+  }, 180_000);
+
+  it("settles a parent's call from the watchdog when the child ended without settling it", async () => {
+    const workers = forTest('children-watchdog');
+    await workers.start({ env: { ARCFLOW_WATCHDOG_MS: '1000' } });
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:30000' });
+      let child = '';
+      await until(async () => {
+        child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
+        return child !== '' && (await client.get(child))?.status === 'running';
+      }, 15_000);
+      // Ended underneath, as by a process that died right after the write that ended it: nothing settles the parent's call.
+      const keys = keysFor(workers.prefix);
+      await workers.reader().hset(keys.run(child).record, 'status', 'failed', 'error', JSON.stringify({ code: 'RunFailed', error_code: 'stalled', message: 'x' }), 'finished_at', String(Date.now()));
+      const run = await client.wait(run_id, { timeout_ms: 20_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — stalled' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("gives the parent child_failed when a child is cancelled on its own", async () => {
+    const workers = forTest('children-cancel-child');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:20000' });
+      let child = '';
+      await until(async () => {
+        child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
+        return child !== '' && (await client.get(child))?.status === 'running';
+      }, 15_000);
+      await client.cancel(child);
+      expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — cancelled' });
     } finally {
       await client.close();
     }
