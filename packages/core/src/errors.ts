@@ -26,7 +26,17 @@ export const ErrorCode = {
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** Tool-call failure codes that may appear on `ToolCallFailed`. */
-export type ToolFailureCode = 'invalid_arguments' | 'unknown_tool' | 'timeout' | 'tool_error' | 'cancelled' | 'worker_lost' | 'rejected' | 'approval_timeout' | 'state_too_large' | 'child_failed';
+export type ToolFailureCode =
+  | 'invalid_arguments'
+  | 'unknown_tool'
+  | 'timeout'
+  | 'tool_error'
+  | 'cancelled'
+  | 'worker_lost'
+  | 'rejected'
+  | 'approval_timeout'
+  | 'state_too_large'
+  | 'child_failed';
 
 /** A definition or configuration that cannot work: thrown at once, before anything runs. */
 export class ConfigError extends Error {

@@ -1,4 +1,16 @@
-import { Agent, AGENT_TOOL_INPUT_SCHEMA, ConfigError, type ModelProvider, ProviderFailure, type ProviderRequest, type TraceEvent, Workflow, agentTool, runLocal, tool } from '@arcflow/core';
+import {
+  Agent,
+  AGENT_TOOL_INPUT_SCHEMA,
+  ConfigError,
+  type ModelProvider,
+  ProviderFailure,
+  type ProviderRequest,
+  type TraceEvent,
+  Workflow,
+  agentTool,
+  runLocal,
+  tool,
+} from '@arcflow/core';
 import { assertEventInvariants, reply, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -7,7 +19,9 @@ import { describe, expect, it } from 'vitest';
 const researcher = new Agent({ name: 'researcher', instructions: 'role:researcher', role: 'Looks things up' });
 
 /** Answers by role: the researcher echoes its input (500 tokens); others ask their first tool once, then answer with its result. */
-function byRole(calls: (request: ProviderRequest) => { name: string; args: unknown }[] = (request) => [{ name: request.tools[0]!.name, args: { input: 'q' } }]): ModelProvider & { requests: ProviderRequest[] } {
+function byRole(
+  calls: (request: ProviderRequest) => { name: string; args: unknown }[] = (request) => [{ name: request.tools[0]!.name, args: { input: 'q' } }],
+): ModelProvider & { requests: ProviderRequest[] } {
   const requests: ProviderRequest[] = [];
   return {
     id: 'roles',
@@ -40,7 +54,9 @@ describe('agentTool', () => {
     expect(() => agentTool(researcher, { name: 'has space' })).toThrow(/name must match/);
     expect(() => agentTool(researcher, { retries: 2 } as never)).toThrow(/unknown option 'retries' in agentTool 'researcher'/);
     const made = agentTool(researcher);
-    expect(() => new Workflow({ name: 'w', steps: [{ id: 'a', tool: made }] })).toThrow("workflow 'w': step 'a': 'researcher' is an agent tool; make the step an agent step ({ agent }) instead");
+    expect(() => new Workflow({ name: 'w', steps: [{ id: 'a', tool: made }] })).toThrow(
+      "workflow 'w': step 'a': 'researcher' is an agent tool; make the step an agent step ({ agent }) instead",
+    );
   });
 });
 
@@ -92,7 +108,10 @@ describe('agent tools on runLocal', () => {
     // Ask twice: the second response asks again after a child of 500 tokens.
     const again: ModelProvider = {
       ...provider,
-      complete: async (request) => (request.messages.filter((message) => message.role === 'tool').length === 1 && !String(request.messages[0]?.content ?? '').includes('role:researcher') ? toolCalls([{ name: 'researcher', args: { input: 'q2' } }]) : provider.complete(request)),
+      complete: async (request) =>
+        request.messages.filter((message) => message.role === 'tool').length === 1 && !String(request.messages[0]?.content ?? '').includes('role:researcher')
+          ? toolCalls([{ name: 'researcher', args: { input: 'q2' } }])
+          : provider.complete(request),
     };
     const run = await runLocal(thrifty, 'go', { provider: again, logger: false });
     expect(run).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' } });

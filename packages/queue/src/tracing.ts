@@ -179,14 +179,14 @@ export function emitRunSpan(
       run.workflow ? SpanName.invokeWorkflow(run.workflow) : SpanName.invokeAgent(run.agent),
       {
         root: parent === undefined,
-      kind: SpanKind.INTERNAL,
-      startTime: run.created_at,
-      links: linkTo(runTrace.request),
-      attributes: {
-        [Attr.operationName]: operation,
-        ...(run.workflow ? { [Attr.workflowName]: run.workflow } : { [Attr.agentName]: run.agent }),
-        [Attr.runId]: run.run_id,
-        [Attr.runStatus]: run.status,
+        kind: SpanKind.INTERNAL,
+        startTime: run.created_at,
+        links: linkTo(runTrace.request),
+        attributes: {
+          [Attr.operationName]: operation,
+          ...(run.workflow ? { [Attr.workflowName]: run.workflow } : { [Attr.agentName]: run.agent }),
+          [Attr.runId]: run.run_id,
+          [Attr.runStatus]: run.status,
           [Attr.inputTokens]: run.usage.input,
           [Attr.outputTokens]: run.usage.output,
         },

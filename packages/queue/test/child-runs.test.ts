@@ -191,7 +191,9 @@ describe('agents as tools through worker processes', () => {
       }, 15_000);
       // Ended underneath, as by a process that died right after the write that ended it: nothing settles the parent's call.
       const keys = keysFor(workers.prefix);
-      await workers.reader().hset(keys.run(child).record, 'status', 'failed', 'error', JSON.stringify({ code: 'RunFailed', error_code: 'stalled', message: 'x' }), 'finished_at', String(Date.now()));
+      await workers
+        .reader()
+        .hset(keys.run(child).record, 'status', 'failed', 'error', JSON.stringify({ code: 'RunFailed', error_code: 'stalled', message: 'x' }), 'finished_at', String(Date.now()));
       const run = await client.wait(run_id, { timeout_ms: 20_000 });
       expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — stalled' });
     } finally {
@@ -199,7 +201,7 @@ describe('agents as tools through worker processes', () => {
     }
   });
 
-  it("gives the parent child_failed when a child is cancelled on its own", async () => {
+  it('gives the parent child_failed when a child is cancelled on its own', async () => {
     const workers = forTest('children-cancel-child');
     await workers.start();
     const client = createClient({ redis: workers.url, prefix: workers.prefix });

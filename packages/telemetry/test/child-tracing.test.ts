@@ -55,6 +55,6 @@ describe("a child run's spans", () => {
   });
 
   it('hold no input or answer of either run', () => {
-    expect(JSON.stringify(spans, (_key, value) => (typeof value === "bigint" ? String(value) : value))).not.toContain(CANARY);
+    expect(JSON.stringify(spans, (_key, value) => (typeof value === 'bigint' ? String(value) : value))).not.toContain(CANARY);
   });
 });

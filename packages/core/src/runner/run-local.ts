@@ -63,7 +63,9 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
   const run_id = options.run_id ?? newRunId();
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
   if (definition instanceof Workflow) {
-    return withSources(definition, options, (opened) => runLocalWorkflow(opened, checkWorkflowInput(input, opened.name), run_id, options, (spent) => localChildren(options, 0, spent, run_id)));
+    return withSources(definition, options, (opened) =>
+      runLocalWorkflow(opened, checkWorkflowInput(input, opened.name), run_id, options, (spent) => localChildren(options, 0, spent, run_id)),
+    );
   }
   return (await runAgent(definition, input, run_id, options, { depth: 0 })).run;
 }
@@ -137,13 +139,23 @@ function localChildren(options: RunLocalOptions, depth: number, spent: Spent, pa
     depth,
     async run(agent, input, run_id, call, signal) {
       const { config: _config, exec_config: _exec, state: _state, run_id: _id, signal: _signal, ...inherited } = options;
-      const child = await runAgent(agent, input, run_id, { ...inherited, ...(signal ? { signal } : {}) }, {
-        depth: depth + 1,
-        ...(parent_run_id ? { parent: { run_id: parent_run_id, tool_call_id: call.tool_call_id } } : {}),
-      });
+      const child = await runAgent(
+        agent,
+        input,
+        run_id,
+        { ...inherited, ...(signal ? { signal } : {}) },
+        {
+          depth: depth + 1,
+          ...(parent_run_id ? { parent: { run_id: parent_run_id, tool_call_id: call.tool_call_id } } : {}),
+        },
+      );
       spent.tokens += child.spent.tokens;
       spent.tool_calls += child.spent.tool_calls;
-      return { status: child.run.status as 'completed' | 'failed' | 'cancelled', ...(child.run.output !== undefined ? { output: child.run.output } : {}), ...(child.run.error ? { error_code: child.run.error.error_code } : {}) };
+      return {
+        status: child.run.status as 'completed' | 'failed' | 'cancelled',
+        ...(child.run.output !== undefined ? { output: child.run.output } : {}),
+        ...(child.run.error ? { error_code: child.run.error.error_code } : {}),
+      };
     },
   };
 }

@@ -31,7 +31,15 @@ export async function settleParentCall(deps: { readonly store: RunStore; readonl
   if (recorded.recordedNow) {
     recordToolExecution(job.tool_name, duration_ms / 1000, error_code);
     if (span) {
-      emitChildCallSpan(job.trace.traceparent, { run_id: job.run_id, ...place, tool_call_id: job.tool_call_id, tool_name: job.tool_name, started_at, child_run_id, ...(error_code ? { error_code } : {}) });
+      emitChildCallSpan(job.trace.traceparent, {
+        run_id: job.run_id,
+        ...place,
+        tool_call_id: job.tool_call_id,
+        tool_name: job.tool_name,
+        started_at,
+        child_run_id,
+        ...(error_code ? { error_code } : {}),
+      });
     }
   }
   if (recorded.openInRound === 0) await enqueueJoin(deps.queues, job.join, joinJobData({ ...job, args: undefined }));
