@@ -1,14 +1,24 @@
 import type { TraceEvent } from '@arcflow/core';
-import { createClient, keysFor } from '@arcflow/queue';
+import { type ArcflowClient, createClient, keysFor } from '@arcflow/queue';
 import { assertEventInvariants } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { collect, fixtureWorkers, until } from './harness.ts';
+import { collect, fixtureWorkers, killRepeatedly, until } from './harness.ts';
 
 // SPEC §13 "Agents as tools", through `arcflow worker` processes: a call of an agent tool starts a
 // child run on any worker that serves the child's agent, holding no worker while it waits.
 
 const FIXTURE = new URL('./fixtures/child-agents.ts', import.meta.url).pathname;
 const { forTest } = fixtureWorkers(FIXTURE);
+
+/** The child run the run's first call started, once it is running. */
+async function runningChild(client: ArcflowClient, run_id: string): Promise<string> {
+  let child = '';
+  await until(async () => {
+    child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
+    return child !== '' && (await client.get(child))?.status === 'running';
+  }, 15_000);
+  return child;
+}
 
 const ofKind = <K extends TraceEvent['kind']>(events: readonly TraceEvent[], kind: K) => events.filter((event): event is Extract<TraceEvent, { kind: K }> => event.kind === kind);
 
@@ -70,11 +80,7 @@ describe('agents as tools through worker processes', () => {
     const client = createClient({ redis: workers.url, prefix: workers.prefix });
     try {
       const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:20000' });
-      let child = '';
-      await until(async () => {
-        child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
-        return child !== '' && (await client.get(child))?.status === 'running';
-      }, 15_000);
+      const child = await runningChild(client, run_id);
       await client.cancel(run_id);
       expect(await client.wait(child, { timeout_ms: 10_000 })).toMatchObject({ status: 'cancelled', parent_run_id: run_id });
       expect(await client.get(run_id)).toMatchObject({ status: 'cancelled' });
@@ -146,23 +152,11 @@ describe('agents as tools through worker processes', () => {
     const start = () => workers.start({ env: { ARCFLOW_MAX_STALLED_COUNT: '5' } });
     const live = [await start(), await start()];
     const client = createClient({ redis: workers.url, prefix: workers.prefix });
-    let kills = 0;
-    let stopping = false;
-    const killer = (async () => {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      while (!stopping) {
-        live.splice(Math.floor(Math.random() * live.length), 1)[0]?.kill('SIGKILL');
-        kills += 1;
-        live.push(await start());
-        await new Promise((resolve) => setTimeout(resolve, 2_000));
-      }
-    })();
+    const chaos = killRepeatedly(live, start, { firstMs: 500, periodMs: 2_000 });
     try {
       const runs = await Promise.all(Array.from({ length: 12 }, (_, n) => client.enqueue({ agent: 'coordinator', input: `ask:slow:700,q${n}` })));
       const records = await Promise.all(runs.map(({ run_id }) => client.wait(run_id, { timeout_ms: 120_000 })));
-      stopping = true;
-      await killer;
-      expect(kills).toBeGreaterThanOrEqual(1);
+      expect(await chaos.stop()).toBeGreaterThanOrEqual(1);
       for (const [n, record] of records.entries()) {
         expect(record).toMatchObject({ status: 'completed', output: `got: researched slow:700 | researched q${n}` });
         assertEventInvariants(await collect(client, record.run_id));
@@ -172,8 +166,7 @@ describe('agents as tools through worker processes', () => {
       expect(new Set(children.map((child) => `${child.parent_run_id}/${child.parent_tool_call_id}`)).size).toBe(24);
       expect(children.every((child) => child.status === 'completed')).toBe(true);
     } finally {
-      stopping = true;
-      await killer;
+      await chaos.stop();
       await client.close();
     }
   }, 180_000);
@@ -184,11 +177,7 @@ describe('agents as tools through worker processes', () => {
     const client = createClient({ redis: workers.url, prefix: workers.prefix });
     try {
       const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:30000' });
-      let child = '';
-      await until(async () => {
-        child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
-        return child !== '' && (await client.get(child))?.status === 'running';
-      }, 15_000);
+      const child = await runningChild(client, run_id);
       // Ended underneath, as by a process that died right after the write that ended it: nothing settles the parent's call.
       const keys = keysFor(workers.prefix);
       await workers
@@ -207,11 +196,7 @@ describe('agents as tools through worker processes', () => {
     const client = createClient({ redis: workers.url, prefix: workers.prefix });
     try {
       const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:20000' });
-      let child = '';
-      await until(async () => {
-        child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]?.child_run_id ?? '';
-        return child !== '' && (await client.get(child))?.status === 'running';
-      }, 15_000);
+      const child = await runningChild(client, run_id);
       await client.cancel(child);
       expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — cancelled' });
     } finally {

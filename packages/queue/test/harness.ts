@@ -45,6 +45,35 @@ export function engineRunner(prefixFor: () => string, extra: Partial<WorkerOptio
   };
 }
 
+/**
+ * Chaos for a test: SIGKILLs a random one of `live` every `periodMs` (the first after `firstMs`)
+ * and starts another in its place, until `stop`, which resolves with how many it killed.
+ */
+export function killRepeatedly(
+  live: WorkerProcess[],
+  start: () => Promise<WorkerProcess>,
+  { firstMs, periodMs }: { firstMs: number; periodMs: number },
+): { stop(): Promise<number> } {
+  let kills = 0;
+  let stopping = false;
+  const killing = (async () => {
+    await new Promise((resolve) => setTimeout(resolve, firstMs));
+    while (!stopping) {
+      live.splice(Math.floor(Math.random() * live.length), 1)[0]?.kill('SIGKILL');
+      kills += 1;
+      live.push(await start());
+      await new Promise((resolve) => setTimeout(resolve, periodMs));
+    }
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      await killing;
+      return kills;
+    },
+  };
+}
+
 /** Polls `check` until it holds; throws after `timeoutMs`. */
 export async function until(check: () => Promise<boolean>, timeoutMs = 10_000, pollMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,6 +1,6 @@
 import { createClient } from '@arcflow/queue';
 import { describe, expect, it } from 'vitest';
-import { fixtureWorkers } from './harness.ts';
+import { fixtureWorkers, killRepeatedly } from './harness.ts';
 
 // SPEC §17 "Run state", through `arcflow worker` processes: a thread's runs carry the state on, a
 // bad initial state queues nothing, and under SIGKILLs every call's changes land exactly once.
@@ -59,24 +59,11 @@ describe('run state through worker processes', () => {
     const start = () => workers.start({ env: { ARCFLOW_MAX_STALLED_COUNT: '5' } });
     const live = [await start(), await start()];
     const client = createClient({ redis: workers.url, prefix: workers.prefix });
-    let kills = 0;
-    let stopping = false;
-    const killer = (async () => {
-      await new Promise((resolve) => setTimeout(resolve, 700));
-      while (!stopping) {
-        const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0];
-        victim?.kill('SIGKILL');
-        kills += 1;
-        live.push(await start());
-        await new Promise((resolve) => setTimeout(resolve, 2_500));
-      }
-    })();
+    const chaos = killRepeatedly(live, start, { firstMs: 700, periodMs: 2_500 });
     try {
       const runs = await Promise.all(Array.from({ length: 40 }, (_, n) => client.enqueue({ agent: 'noter', input: `items:${n}a,${n}b,${n}c,${n}d hold:1000` })));
       const records = await Promise.all(runs.map(({ run_id }) => client.wait(run_id, { timeout_ms: 120_000 })));
-      stopping = true;
-      await killer;
-      expect(kills).toBeGreaterThanOrEqual(1);
+      expect(await chaos.stop()).toBeGreaterThanOrEqual(1);
       for (const [n, record] of records.entries()) {
         // On a mismatch, the run's tool and state events say which call went where.
         const calls: string[] = [];
@@ -87,8 +74,7 @@ describe('run state through worker processes', () => {
         expect(record.state, calls.join('\n')).toEqual({ facts: [`${n}a`, `${n}b`, `${n}c`, `${n}d`], last: `${n}d` });
       }
     } finally {
-      stopping = true;
-      await killer;
+      await chaos.stop();
       await client.close();
     }
   }, 180_000);
