@@ -13,6 +13,7 @@ import { startupRows } from './startup.ts';
 import { collectionCost, workerCpuWithMetrics } from './metrics.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
 import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, transcriptRun } from './transcript.ts';
+import { childRunRows } from './children.ts';
 import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
 
 const only = new Set(process.argv.slice(2));
@@ -76,6 +77,10 @@ try {
       target: 'info',
       verdict: '-',
     });
+  }
+  if (wanted('children')) {
+    progress('child runs (agents as tools)');
+    rows.push(...(await childRunRows(prefix('children'))));
   }
   if (wanted('workflow')) {
     progress(`workflow of ${LAYERS.join('+')} no-op tool steps`);
