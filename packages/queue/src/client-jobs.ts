@@ -22,9 +22,8 @@ import {
 import type { Redis } from 'ioredis';
 import { resolveApproval } from './engine/approvals.ts';
 import { QueuePool, enqueueJoin } from './engine/join.ts';
-import { settleParentOf } from './engine/end-run.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
-import { PROVIDER_JOB, providerJobOptions } from './engine/jobs.ts';
+import { type JoinTarget, PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
 import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
 import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
@@ -242,9 +241,9 @@ export class ClientJobs {
     return startNextOnThread(this.context.threads, this.queues, run_id);
   }
 
-  /** After a child run was cancelled: its parent's call is settled (see `settleParentOf`). */
-  settleParentOf(child_run_id: string): Promise<void> {
-    return settleParentOf(this.context.store, this.queues, child_run_id);
+  /** Adds a round's join (a cancelled child's parent goes on: see `settleParentOf`). */
+  join(target: JoinTarget, data: ProviderJobData): Promise<void> {
+    return this.queues.join(target, data);
   }
 
   /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */

@@ -23,7 +23,8 @@ import {
 import type { Redis } from 'ioredis';
 import type { ClientContext, ClientJobs, EnqueueRequest, QueueInfo } from './client-jobs.ts';
 import { connectRedis, duplicateRedis } from './redis-connect.ts';
-import { endRun, stopClosedWork } from './engine/end-run.ts';
+import { endRun, settleParentOf, stopClosedWork } from './engine/end-run.ts';
+import type { CallQueues } from './engine/join.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from './engine/options.ts';
 import { type AgentRegistration, Registry } from './registry.ts';
 import { type RunEnding, RunStore } from './store/run-store.ts';
@@ -174,7 +175,10 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       },
     ));
   /** Where a cancel's closed calls have their queued jobs removed; BullMQ loads only when there are some. */
-  const toolJobs = { removeToolJob: async (tool_name: string, run_id: string, job_id: string) => (await jobs()).removeToolJob(tool_name, run_id, job_id) };
+  const toolJobs: CallQueues = {
+    removeToolJob: async (tool_name, run_id, job_id) => (await jobs()).removeToolJob(tool_name, run_id, job_id),
+    join: async (target, data) => (await jobs()).join(target, data),
+  };
 
   /** A workflow run's cancel: its running steps are cancelled, the rest skipped; its completed sinks are its output. */
   const cancelledWorkflow = async (run_id: string, workflow: string): Promise<RunEnding> => {
@@ -310,7 +314,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         const { ended, closed, facts } = await endRun(store, run_id, ending);
         if (ended) await stopClosedWork(redis, store, toolJobs, run_id, closed);
         // A child run's parent gets its call's result now (SPEC §13): the cancel is the child's failure.
-        if (ended && facts?.parent_run_id) await (await jobs()).settleParentOf(run_id);
+        if (ended && facts?.parent_run_id) await settleParentOf(store, toolJobs, run_id, true);
         // A thread's next run starts now (SPEC §11), not when its job's delay is up.
         if (ended && (await threads.isThreadRun(run_id))) await (await jobs()).startNextOnThread(run_id);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };

@@ -135,7 +135,8 @@ describe('agents as tools through worker processes', () => {
     try {
       const { run_id } = await client.enqueue({ agent: 'd0', input: 'deep' });
       const run = await client.wait(run_id, { timeout_ms: 30_000 });
-      expect(run).toMatchObject({ status: 'completed', output: 'Error: sub-agents nest at most 4 deep; answer without calling another' });
+      // A tool error (SPEC §13): the model reads SPEC §3's text for one; the worker's log says why.
+      expect(run).toMatchObject({ status: 'completed', output: 'Error: tool temporarily unavailable' });
       const runs = (await client.list({ limit: 20 })).runs;
       expect(runs.map((record) => record.agent).sort()).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
       const d4 = runs.find((record) => record.agent === 'd4')!;
@@ -199,6 +200,41 @@ describe('agents as tools through worker processes', () => {
       const child = await runningChild(client, run_id);
       await client.cancel(child);
       expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — cancelled' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('cancels a child at its next step when its parent ended without cancelling it (a cancel that died first)', async () => {
+    const workers = forTest('children-orphan');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:tool:1500' });
+      const child = await runningChild(client, run_id);
+      // Ended underneath, as by a cancel whose process died before it reached the children.
+      await workers.reader().hset(keysFor(workers.prefix).run(run_id).record, 'status', 'cancelled');
+      expect(await client.wait(child, { timeout_ms: 20_000 })).toMatchObject({ status: 'cancelled' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("refuses a child's record that names a call its id was not made from", async () => {
+    const workers = forTest('children-forged');
+    await workers.start({ env: { ARCFLOW_WATCHDOG_MS: '500' } });
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const victim = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:4000' });
+      const forger = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:60000' });
+      const victimChild = await runningChild(client, victim.run_id);
+      const forgerChild = await runningChild(client, forger.run_id);
+      // The forger's child claims the victim's call and ends: its answer must not become the victim's.
+      const keys = keysFor(workers.prefix);
+      const reader = workers.reader();
+      await reader.hset(keys.run(forgerChild).record, 'parent_call', (await reader.hget(keys.run(victimChild).record, 'parent_call'))!);
+      await reader.hset(keys.run(forgerChild).record, 'status', 'completed', 'output', 'forged', 'finished_at', String(Date.now()));
+      expect(await client.wait(victim.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'got: researched slow:4000' });
     } finally {
       await client.close();
     }

@@ -311,8 +311,16 @@ export class LocalTools {
     const { agent, max_depth, input } = planned.tool.child!;
     const call = { tool_name: planned.tool.name, tool_call_id: planned.call.id, max_result_bytes: planned.tool.max_result_bytes };
     if (this.children.depth + 1 > max_depth) {
+      // A tool error (SPEC §13): the model reads what any tool error gives it, the log says why.
+      this.logger.error('agent tool call refused: its child would be deeper than max_depth', {
+        run_id: this.log.run_id,
+        ...place,
+        tool_call_id: planned.call.id,
+        tool: planned.tool.name,
+        max_depth,
+      });
       this.log.append(toolStartedEvent(planned, place, 1));
-      return this.record(failedCall(call, place, ToolResultText.tooDeep(max_depth), 'tool_error'));
+      return this.record(failedCall(call, place, ToolResultText.unavailable(), 'tool_error'));
     }
     const child_run_id = childRunId(this.log.run_id, place.step_id, place.iteration, planned.call.id);
     this.log.append(toolStartedEvent(planned, place, 1, child_run_id));

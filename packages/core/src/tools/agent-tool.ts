@@ -10,6 +10,9 @@ import { compileSchema } from './schema.ts';
 /** How deep children may nest by default: a run's child is at depth 1, its grandchild at 2 (SPEC §13). */
 export const DEFAULT_MAX_DEPTH = 4;
 
+/** How many more times a call's job tries to start its child after a failed write (a child is started once whatever the tries). */
+export const AGENT_TOOL_START_RETRIES = 3;
+
 /** The schema of an agent tool's arguments unless it is given one: the child run's input, as text. */
 export const AGENT_TOOL_INPUT_SCHEMA: JsonSchema = Object.freeze({
   type: 'object',
@@ -88,8 +91,8 @@ export function agentTool(agent: Agent, config: AgentToolConfig = {}): ToolDefin
     input_schema,
     input_schema_hash: shortHash(input_schema),
     ...options,
-    // A child run has no attempts of its own to retry; its length is its own agent's business.
-    retries: 0,
+    // The child is never run twice. Starting it is tried again when a write fails: every try finds the same child.
+    retries: AGENT_TOOL_START_RETRIES,
     handler: () => {
       throw new Error(`agent tool '${name}' starts a child run; its handler is never called`);
     },

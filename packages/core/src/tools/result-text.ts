@@ -12,7 +12,6 @@ export const ToolResultText = {
   rejected: (reason?: string) => `Error: the user rejected this call${reason ? ` — ${reason}` : ''}`,
   approvalTimedOut: () => 'Error: approval timed out',
   childFailed: (error_code: string) => `Error: sub-agent failed — ${error_code}`,
-  tooDeep: (max_depth: number) => `Error: sub-agents nest at most ${max_depth} deep; answer without calling another`,
   repeated: (previous: string) => `You already called this tool with these arguments: the result was ${previous}. Please proceed to the next step.`,
 } as const;
 

@@ -1,9 +1,9 @@
-import { type ExecuteCall, TERMINAL_STATUSES, ToolResultText, type RunStatus, childRunId, failedCall, modelTargets, toolStartedEvent } from '@arcflow/core';
+import { type ExecuteCall, TERMINAL_STATUSES, type ToolLogger, ToolResultText, type RunStatus, childRunId, failedCall, modelTargets, toolStartedEvent } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type RunTrace, childCallTraceparent, firstJobCarrier, mintChildTrace } from '../tracing.ts';
-import { endRun, stopClosedWork } from './end-run.ts';
+import { cancelChild, settleParentOf } from './end-run.ts';
 import { type ToolJobData, providerAttempts } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import type { AttemptOutcome } from './tool-execution.ts';
@@ -13,6 +13,7 @@ export interface ChildRunDeps {
   readonly store: RunStore;
   readonly queues: QueuePool;
   readonly redis: Redis;
+  readonly logger: ToolLogger;
   /** Attempts per model of a provider job (the worker's `provider_attempts`), for the child's first job. */
   readonly provider_attempts: number;
 }
@@ -31,14 +32,27 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
   const call = roundCall(planned, place, true, data.waits === true);
   const depth = (await store.children.depth(data.run_id)) + 1;
   if (depth > max_depth) {
-    const refused = failedCall({ tool_name: planned.tool.name, tool_call_id: planned.call.id }, place, ToolResultText.tooDeep(max_depth), 'tool_error');
+    // A tool error (SPEC §13): the model reads what any tool error gives it, the log says why.
+    deps.logger.error('agent tool call refused: its child would be deeper than max_depth', {
+      run_id: data.run_id,
+      ...place,
+      tool_call_id: data.tool_call_id,
+      tool: planned.tool.name,
+      depth,
+      max_depth,
+    });
+    const refused = failedCall({ tool_name: planned.tool.name, tool_call_id: planned.call.id }, place, ToolResultText.unavailable(), 'tool_error');
     const recorded = await store.recordToolResult(data.run_id, call, { ...refused, started: { event: toolStartedEvent(planned, place, attempt), ts: Date.now() } });
     return { retry: false, roundSettled: recorded?.openInRound === 0 };
   }
   const child_run_id = childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id);
   const started = { event: toolStartedEvent(planned, place, attempt, child_run_id), ts: Date.now() };
   const start = await store.startToolCall(data.run_id, call, started, `start|${data.step_id}|${data.iteration}|${data.tool_call_id}|child`);
-  if (start.status === 'ended') return { retry: false, roundSettled: false };
+  if (start.status === 'ended') {
+    // The parent ended: a child an earlier delivery made before dying is cancelled (nothing when there is none).
+    await cancelChild(deps.redis, store, deps.queues, child_run_id);
+    return { retry: false, roundSettled: false };
+  }
   if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
 
   const trace = mintChildTrace(data.trace.traceparent, childCallTraceparent(data.trace.traceparent, { ...place, tool_call_id: data.tool_call_id }));
@@ -64,10 +78,12 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
     const target = { queue: QueueName.agent(agent.name), attempts: providerAttempts(deps.provider_attempts, modelTargets(agent, agent.settings).length) };
     await enqueueJoin(deps.queues, target, { run_id: child_run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
   }
-  // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
-  if (TERMINAL_STATUSES.has((await store.status(data.run_id)) as RunStatus)) {
-    const { ended, closed } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
-    if (ended) await stopClosedWork(deps.redis, store, deps.queues, child_run_id, closed);
+  // A re-delivery that finds the child ended (its ending process died before settling the call) settles it now.
+  if (spec && TERMINAL_STATUSES.has(spec.status)) {
+    await settleParentOf(store, deps.queues, child_run_id, false);
+    return { retry: false, roundSettled: false };
   }
+  // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
+  if (TERMINAL_STATUSES.has((await store.status(data.run_id)) as RunStatus)) await cancelChild(deps.redis, store, deps.queues, child_run_id);
   return { retry: false, roundSettled: false };
 }

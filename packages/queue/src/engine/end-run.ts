@@ -1,7 +1,7 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
 import type { Redis } from 'ioredis';
 import { JobId } from '../keys.ts';
-import type { QueuePool } from './join.ts';
+import type { CallQueues, QueuePool } from './join.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
 import { childRunId } from '@arcflow/core';
 import type { EndedRunFacts, RoundCall, RunEnded, RunEnding, RunStore } from '../store/run-store.ts';
@@ -35,13 +35,16 @@ export async function runEnded(store: RunStore, run_id: string, succession?: Suc
   await emitRunSpanOnce(store, run_id);
   if (!succession) return;
   await startNextOnThread(succession.threads, succession.queues, run_id);
-  if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id);
+  if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id, true);
 }
 
-/** Settles the parent's call of an ended child run (loaded only when a child run ends: most processes never do). */
-export async function settleParentOf(store: RunStore, queues: QueuePool, child_run_id: string): Promise<void> {
+/**
+ * Settles the parent's call of an ended child run (see `settleParentCall`; loaded only when a child
+ * run ends: most processes never do). `endedHere`: this process's write ended the child.
+ */
+export async function settleParentOf(store: RunStore, queues: CallQueues, child_run_id: string, endedHere: boolean): Promise<'settled' | 'unreadable'> {
   const { settleParentCall } = await import('./parent-call.ts');
-  await settleParentCall({ store, queues }, child_run_id);
+  return settleParentCall({ store, queues }, child_run_id, endedHere);
 }
 
 /**
@@ -66,13 +69,15 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
 }
 
 /**
- * After a run was ended with calls still running (a cancel; a `fail_fast` failure): every worker
- * is told, so in-flight handlers and provider calls stop, and the closed calls' jobs still queued
- * are removed (a job already running is locked, stays, and is told by the publish).
+ * After a run was ended with calls still running (a cancel; a `fail_fast` failure): the closed
+ * calls' jobs still queued are removed, then every worker is told, so in-flight handlers and
+ * provider calls stop (a job already running is locked, stays, and is told by the publish); the
+ * closed calls' child runs are cancelled.
  */
-export async function stopClosedWork(redis: Redis, store: RunStore, queues: Pick<QueuePool, 'removeToolJob'>, run_id: string, closed: readonly RoundCall[]): Promise<void> {
-  await redis.publish(store.keys.cancelChannel, run_id);
+export async function stopClosedWork(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
+  // Queued jobs go first: told first, a running handler would stop, free its slot, and let a queued job of the run start before it is removed.
   await Promise.all(closed.map((call) => queues.removeToolJob(call.tool_name, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+  await redis.publish(store.keys.cancelChannel, run_id);
   await cancelChildren(redis, store, queues, run_id, closed);
 }
 
@@ -81,12 +86,18 @@ export async function stopClosedWork(redis: Redis, store: RunStore, queues: Pick
  * has an id derived from the call, so no list is kept: a closed call that started none finds
  * no run to end.
  */
-async function cancelChildren(redis: Redis, store: RunStore, queues: Pick<QueuePool, 'removeToolJob'>, run_id: string, closed: readonly RoundCall[]): Promise<void> {
-  await Promise.all(
-    closed.map(async (call) => {
-      const child_run_id = childRunId(run_id, call.step_id, call.iteration, call.tool_call_id);
-      const { ended, closed: theirs } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
-      if (ended) await stopClosedWork(redis, store, queues, child_run_id, theirs);
-    }),
-  );
+async function cancelChildren(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
+  await Promise.all(closed.map((call) => cancelChild(redis, store, queues, childRunId(run_id, call.step_id, call.iteration, call.tool_call_id))));
+}
+
+/**
+ * Cancels a child run whose parent has ended or is ending, with its own children; nothing when it
+ * has ended or does not exist. Its parent's call, closed already, takes nothing; the call's span is
+ * emitted, for the child's spans are under it.
+ */
+export async function cancelChild(redis: Redis, store: RunStore, queues: CallQueues, child_run_id: string): Promise<void> {
+  const { ended, closed } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
+  if (!ended) return;
+  await stopClosedWork(redis, store, queues, child_run_id, closed);
+  await settleParentOf(store, queues, child_run_id, true);
 }

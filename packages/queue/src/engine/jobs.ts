@@ -1,5 +1,5 @@
 import type { JobsOptions } from 'bullmq';
-import type { ToolDefinition } from '@arcflow/core';
+import { NamePattern, type ToolDefinition } from '@arcflow/core';
 import { JobId } from '../keys.ts';
 
 /** W3C trace context carried in every job: the run's root span, and the span that enqueued the job. */
@@ -107,4 +107,22 @@ export const PROVIDER_WORKER_LIMITER = { max: 1_000_000, duration: 1_000 } as co
 /** How long workers keep finished jobs: as long as the runs they belong to (set on each BullMQ Worker). */
 export function finishedJobRetention(retentionSeconds: number): { removeOnComplete: { age: number }; removeOnFail: { age: number } } {
   return { removeOnComplete: { age: retentionSeconds }, removeOnFail: { age: retentionSeconds } };
+}
+
+/** What is wrong with a tool job's data, if anything: its ids go into keys and events. */
+export function malformedJobData(data: ToolJobData): string | undefined {
+  if (data === null || typeof data !== 'object') return 'data is not an object';
+  if (typeof data.run_id !== 'string' || !NamePattern.runId.test(data.run_id)) return 'run_id';
+  if (typeof data.step_id !== 'string' || !NamePattern.stepId.test(data.step_id)) return 'step_id';
+  if (!Number.isSafeInteger(data.iteration) || data.iteration < 1) return 'iteration';
+  if (!Number.isSafeInteger(data.index) || data.index < 0) return 'index';
+  if (typeof data.tool_call_id !== 'string' || !NamePattern.toolCallId.test(data.tool_call_id)) return 'tool_call_id';
+  if (typeof data.tool_name !== 'string' || !NamePattern.tool.test(data.tool_name)) return 'tool_name';
+  if (!Number.isSafeInteger(data.input_size_bytes) || data.input_size_bytes < 0) return 'input_size_bytes';
+  if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
+  if (data.workflow !== undefined && (typeof data.workflow !== 'string' || !NamePattern.agent.test(data.workflow))) return 'workflow';
+  if (data.state_entries !== undefined && (!Number.isSafeInteger(data.state_entries) || data.state_entries < 0)) return 'state_entries';
+  if (data.state_step !== undefined && (typeof data.state_step !== 'string' || !NamePattern.stepId.test(data.state_step))) return 'state_step';
+  if (data.max_state_bytes !== undefined && (!Number.isSafeInteger(data.max_state_bytes) || data.max_state_bytes < 2)) return 'max_state_bytes';
+  return undefined;
 }

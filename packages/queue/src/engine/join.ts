@@ -41,6 +41,11 @@ export class QueuePool {
     return tool.concurrency === undefined ? this.forRun(QueueName.tool(tool.name), run_id) : this.get(QueueName.tool(tool.name));
   }
 
+  /** Enqueues a round's join (see {@link enqueueJoin}). */
+  join(target: JoinTarget, data: ProviderJobData): Promise<void> {
+    return enqueueJoin(this, target, data);
+  }
+
   /** Removes a job of a run's call from its tool's queue, wherever the tool's cap put it. */
   async removeToolJob(tool_name: string, run_id: string, job_id: string): Promise<void> {
     await Promise.all([this.forRun(QueueName.tool(tool_name), run_id).remove(job_id), this.get(QueueName.tool(tool_name)).remove(job_id)]);
@@ -50,6 +55,9 @@ export class QueuePool {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
   }
 }
+
+/** What work on a run's calls needs of its queues: removing a closed call's job, and adding a round's join. */
+export type CallQueues = Pick<QueuePool, 'removeToolJob' | 'join'>;
 
 /**
  * Enqueues provider job `n+1` in the run's partition. Its id is deterministic, so every process

@@ -33,12 +33,13 @@ import {
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { DelayedError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { linkSpans } from '../tracing.ts';
 import { type RecordedResponse, StoredFormatError, planOf, samePlan, withRecordedApprovals } from '../store/formats.ts';
 import { workflowInputText } from '../store/input-format.ts';
 import type { PendingEvent, RunEnding, RunSpec, StateEntry, StepSnapshot } from '../store/run-store.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
-import { endRun, runEnded } from './end-run.ts';
+import { cancelChild, endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
 import { CallStream } from '../streams/call-stream.ts';
@@ -62,6 +63,8 @@ export interface ProviderJobDeps extends RoundDeps {
   readonly models: ModelRouter;
   /** The threads runs are on (SPEC §11). */
   readonly threads: ThreadStore;
+  /** The worker's connection: a cancelled child's in-flight work is told on it. */
+  readonly redis: Redis;
 }
 
 /** How long a job of a run this worker cannot read waits before it is offered again. */
@@ -108,6 +111,11 @@ export class ProviderJobProcessor {
     linkSpans(span, Object.values(snapshot.previousSpans));
     const spec = snapshot.spec;
     if (!spec || TERMINAL_STATUSES.has(spec.status)) return 'run-ended';
+    // A child whose parent has ended (a cancel that died before it reached the children) stops here (SPEC §13).
+    if (snapshot.parent_run_id && !(await this.parentGoesOn(snapshot.parent_run_id))) {
+      await cancelChild(this.deps.redis, store, this.deps.queues, run_id);
+      return 'parent-ended';
+    }
     const target = this.resolve(spec, step_id);
     if ('error' in target) {
       await endRun(store, run_id, { outcome: { status: 'failed', error: target.error }, step_id }, this.deps);
@@ -174,6 +182,12 @@ export class ProviderJobProcessor {
     else if (called.ended) return 'step-done';
     else await this.act(withRoundState(context, state), called.decision);
     return 'ok';
+  }
+
+  /** Whether a child's parent run is still going: not ended, and not gone (retention removed it). */
+  private async parentGoesOn(parent_run_id: string): Promise<boolean> {
+    const status = await this.deps.store.status(parent_run_id);
+    return status !== undefined && !TERMINAL_STATUSES.has(status);
   }
 
   /**

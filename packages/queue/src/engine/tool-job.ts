@@ -1,6 +1,6 @@
-import { DEFAULT_MAX_STATE_BYTES, NamePattern, type ToolDefinition, ToolResultText, lostCall, plannedCallEvents, unrepresentableArguments } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, type ToolDefinition, childRunId, ToolResultText, lostCall, plannedCallEvents, unrepresentableArguments } from '@arcflow/core';
 import type { Job } from 'bullmq';
-import { type ToolJobData, attemptsOf, joinJobData } from './jobs.ts';
+import { type ToolJobData, attemptsOf, joinJobData, malformedJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ChildRunDeps, startChildCall } from './child-runs.ts';
 import { type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
@@ -92,6 +92,8 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   const data = job.data;
   const tool = deps.tools.get(data.tool_name);
   if (!tool) return;
+  // A child that was started settles the call when it ends (or the watchdog does): its result is not lost here.
+  if (tool.child && (await deps.store.status(childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id)))) return;
   const place = { step_id: data.step_id, iteration: data.iteration };
   const planned = callFromJob(data, tool);
   const lost = lostCall(planned, place, lostWorker ? 'worker_lost' : 'tool_error');
@@ -114,22 +116,4 @@ async function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
 /** Why a job's arguments may not reach the handler: not plain JSON, or not what the tool's schema admits. */
 function argumentViolation(tool: ToolDefinition, args: unknown): string | undefined {
   return unrepresentableArguments(args) ?? tool.check(args);
-}
-
-/** What is wrong with a tool job's data, if anything: its ids go into keys and events. */
-function malformedJobData(data: ToolJobData): string | undefined {
-  if (data === null || typeof data !== 'object') return 'data is not an object';
-  if (typeof data.run_id !== 'string' || !NamePattern.runId.test(data.run_id)) return 'run_id';
-  if (typeof data.step_id !== 'string' || !NamePattern.stepId.test(data.step_id)) return 'step_id';
-  if (!Number.isSafeInteger(data.iteration) || data.iteration < 1) return 'iteration';
-  if (!Number.isSafeInteger(data.index) || data.index < 0) return 'index';
-  if (typeof data.tool_call_id !== 'string' || !NamePattern.toolCallId.test(data.tool_call_id)) return 'tool_call_id';
-  if (typeof data.tool_name !== 'string' || !NamePattern.tool.test(data.tool_name)) return 'tool_name';
-  if (!Number.isSafeInteger(data.input_size_bytes) || data.input_size_bytes < 0) return 'input_size_bytes';
-  if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
-  if (data.workflow !== undefined && (typeof data.workflow !== 'string' || !NamePattern.agent.test(data.workflow))) return 'workflow';
-  if (data.state_entries !== undefined && (!Number.isSafeInteger(data.state_entries) || data.state_entries < 0)) return 'state_entries';
-  if (data.state_step !== undefined && (typeof data.state_step !== 'string' || !NamePattern.stepId.test(data.state_step))) return 'state_step';
-  if (data.max_state_bytes !== undefined && (!Number.isSafeInteger(data.max_state_bytes) || data.max_state_bytes < 2)) return 'max_state_bytes';
-  return undefined;
 }

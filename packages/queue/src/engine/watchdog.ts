@@ -1,4 +1,4 @@
-import { ErrorCode, RUN_STEP_ID, type RunError, type RunStatus, TERMINAL_STATUSES, type ToolLogger, ToolResultText, childRunId, stepFailedEvent } from '@arcflow/core';
+import { ErrorCode, RUN_STEP_ID, type RunError, TERMINAL_STATUSES, type ToolLogger, ToolResultText, childRunId, stepFailedEvent } from '@arcflow/core';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, QueueName } from '../keys.ts';
@@ -79,11 +79,46 @@ export class Watchdog {
     const locked = await redis.set(store.keys.watchdogLock, worker_id, 'PX', this.intervalMs, 'NX');
     if (locked !== 'OK') return;
     const { run_ids, nowMs } = await store.watchdog.staleRuns(watchdog_ms, SCAN_BATCH);
-    for (const run_id of run_ids) await this.check(run_id, nowMs);
+    for (const run_id of run_ids) {
+      // One run the watchdog cannot act on (what another process left in Redis) does not stop the scan of the rest.
+      await this.check(run_id, nowMs).catch((error: unknown) => this.uncheckable(run_id, nowMs, error));
+    }
     const agents = await this.deps.registry.known();
     // The listing indexes would grow with every run if only listings trimmed them.
     await store.trimRunIndexes(agents);
     await this.warnUnservedPartitions(agents);
+  }
+
+  /**
+   * A run whose check threw (what another process left in Redis): looked at again after another
+   * quiet period, and failed as stalled once that has happened more often than repairs are made.
+   */
+  private async uncheckable(run_id: string, nowMs: number, error: unknown): Promise<void> {
+    const { store, logger } = this.deps;
+    logger.warn('watchdog could not check a run', { run_id, error });
+    try {
+      await store.watchdog.markChecked(run_id, nowMs);
+      if ((await store.watchdog.countRepair(run_id)) <= MAX_WATCHDOG_REPAIRS) return;
+      const workflow = (await this.deps.redis.hexists(store.keys.record(run_id), 'workflow')) === 1;
+      const stalled: RunError = {
+        code: 'RunStalled',
+        error_code: ErrorCode.Stalled,
+        message: `run '${run_id}' could not be checked by the watchdog (its stored data is unreadable)`,
+      };
+      const { ended, closed } = await endRun(
+        store,
+        run_id,
+        {
+          outcome: { status: 'failed', error: stalled },
+          step_id: workflow ? RUN_STEP_ID : STEP_ID,
+          closing: { content: ToolResultText.unavailable(), code: ErrorCode.WorkerLost },
+        },
+        this.deps,
+      );
+      if (ended) await stopClosedWork(this.deps.redis, store, this.deps.queues, run_id, closed);
+    } catch (failure) {
+      logger.warn('watchdog could not fail an unreadable run', { run_id, error: failure });
+    }
   }
 
   /** Says which partitions no live worker of an agent serves (a fleet split by ARCFLOW_SERVE_PARTITIONS with a gap): their runs wait. */
@@ -155,16 +190,19 @@ export class Watchdog {
 
   /**
    * The child runs (SPEC §13) of open calls whose jobs are done: one still going moves the run (a
-   * long sub-agent); one that has ended settles its call now (the process that ended it died first).
+   * long sub-agent); one that has ended settles its call now (the process that ended it died
+   * first). A child whose record names no call it could settle (another process wrote it) counts
+   * for nothing: the run is repaired, then failed, as any run that does not move.
    */
   private async checkChildren(run_id: string, frontiers: readonly { step_id: string; frontier: StepFrontier | undefined }[]): Promise<'moving' | 'repaired' | undefined> {
     const ids = frontiers.flatMap(({ step_id, frontier }) => (frontier ? frontier.open.map((call) => childRunId(run_id, step_id, frontier.next, call.tool_call_id)) : []));
     if (ids.length === 0) return undefined;
-    const statuses = await Promise.all(ids.map((id) => this.deps.store.children.status(id)));
-    if (statuses.some((status) => status !== undefined && !TERMINAL_STATUSES.has(status as RunStatus))) return 'moving';
+    const statuses = await Promise.all(ids.map((id) => this.deps.store.status(id)));
+    if (statuses.some((status) => status !== undefined && !TERMINAL_STATUSES.has(status))) return 'moving';
     const ended = ids.filter((_, index) => statuses[index] !== undefined);
-    if (ended.length === 0) return undefined;
-    for (const child_run_id of ended) await settleParentOf(this.deps.store, this.deps.queues, child_run_id);
+    let settled = 0;
+    for (const child_run_id of ended) if ((await settleParentOf(this.deps.store, this.deps.queues, child_run_id, false)) === 'settled') settled += 1;
+    if (settled === 0) return undefined;
     this.deps.logger.warn('watchdog settled calls whose child runs had ended without settling them', { run_id, children: ended });
     return 'repaired';
   }

@@ -134,7 +134,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     for (const { worker, budget } of shared) worker.concurrency = share(budget);
   };
   if (models) {
-    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models, threads };
+    const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models, threads, redis: connection };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
     const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
       if (job?.name === APPROVAL_TIMEOUT_JOB) return;

@@ -1,6 +1,6 @@
-import type { ChildEnding, RunSpent } from '@arcflow/core';
+import { type ChildEnding, type RunSpent, childRunId } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import type { ToolJobData } from '../engine/jobs.ts';
+import { type ToolJobData, malformedJobData } from '../engine/jobs.ts';
 import type { Keys } from '../keys.ts';
 
 /**
@@ -55,11 +55,6 @@ export class ChildStore {
     return Number.isSafeInteger(depth) && depth > 0 ? depth : 0;
   }
 
-  /** A run's status; undefined when it does not exist. */
-  async status(run_id: string): Promise<string | undefined> {
-    return (await this.redis.hget(this.keys.record(run_id), 'status')) ?? undefined;
-  }
-
   /**
    * A child run that has ended, with the call of its parent it settles; undefined for a run that
    * has not ended, has no parent, or whose parent link another process wrote unreadable.
@@ -70,21 +65,16 @@ export class ChildStore {
       ...ENDED_FIELDS,
     );
     if ((status !== 'completed' && status !== 'failed' && status !== 'cancelled') || !parent_call) return undefined;
-    const parent = readParentCall(parent_call);
+    const parent = readParentCall(parent_call, run_id);
     if (!parent) return undefined;
     const error_code = status === 'failed' ? errorCodeOf(error) : undefined;
     return {
       parent,
       ending: { status, ...(output != null ? { output } : {}), ...(error_code ? { error_code } : {}) },
       finished_at: Number(finished_at) || Date.now(),
-      spend: { tokens: count(usage_total) + count(children_tokens), tool_calls: count(tool_calls) + count(children_tool_calls) },
+      spend: { tokens: wholeCount(usage_total) + wholeCount(children_tokens), tool_calls: wholeCount(tool_calls) + wholeCount(children_tool_calls) },
     };
   }
-}
-
-function count(value: string | null | undefined): number {
-  const number = Number(value);
-  return Number.isSafeInteger(number) && number > 0 ? number : 0;
 }
 
 function errorCodeOf(error: string | null | undefined): string {
@@ -96,21 +86,26 @@ function errorCodeOf(error: string | null | undefined): string {
   }
 }
 
-/** The parent link as stored, if it has the shape this engine writes. */
-function readParentCall(json: string): ParentCall | undefined {
+/** A count as the scripts take and keep it: a whole number, 0 for anything else (another process may have written the field). */
+export function wholeCount(value: number | string | null | undefined): number {
+  const number = Number(value);
+  return Number.isSafeInteger(number) && number > 0 ? number : 0;
+}
+
+/**
+ * The parent link as stored, if it is one this engine wrote for this child: the shape of a tool
+ * job's data, naming the call this child's id was derived from (a link another process wrote
+ * cannot settle some other run's call).
+ */
+function readParentCall(json: string, child_run_id: string): ParentCall | undefined {
   try {
     const parent = JSON.parse(json) as ParentCall;
-    const job = parent?.job;
-    const valid =
-      typeof job?.run_id === 'string' &&
-      typeof job.step_id === 'string' &&
-      Number.isSafeInteger(job.iteration) &&
-      typeof job.tool_call_id === 'string' &&
-      typeof job.tool_name === 'string' &&
-      typeof job.join?.queue === 'string' &&
-      Number.isSafeInteger(parent.started_at) &&
-      Number.isSafeInteger(parent.max_result_bytes);
-    return valid ? parent : undefined;
+    const job = { ...parent?.job, args: undefined } as ToolJobData;
+    if (malformedJobData(job) !== undefined || typeof job.trace !== 'object' || job.trace === null) return undefined;
+    if (childRunId(job.run_id, job.step_id, job.iteration, job.tool_call_id) !== child_run_id) return undefined;
+    if (!Number.isSafeInteger(parent.started_at) || !Number.isSafeInteger(parent.max_result_bytes) || parent.max_result_bytes < 1) return undefined;
+    if (!Number.isSafeInteger(job.join.attempts) || job.join.attempts < 1) return undefined;
+    return parent;
   } catch {
     return undefined;
   }

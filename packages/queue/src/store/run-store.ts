@@ -29,7 +29,7 @@ import { ApprovalStore } from './approval-store.ts';
 import { PartitionMap } from './partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../partitions.ts';
 import { WatchdogStore } from './watchdog-store.ts';
-import { type ChildLineage, ChildStore } from './child-store.ts';
+import { type ChildLineage, ChildStore, wholeCount } from './child-store.ts';
 import { WorkflowStore } from './workflow-store.ts';
 import { type StreamPart, StreamStore } from '../streams/stream-store.ts';
 
@@ -540,7 +540,8 @@ export class RunStore {
     return {
       spec: specFrom(run_id, fields),
       // The run's own spend and its child runs' (SPEC §13): one budget.
-      spent: { tokens: Number(fields[8] ?? 0) + Number(fields[13] ?? 0), tool_calls: Number(fields[9] ?? 0) + Number(fields[14] ?? 0) },
+      spent: { tokens: wholeCount(fields[8]) + wholeCount(fields[13]), tool_calls: wholeCount(fields[9]) + wholeCount(fields[14]) },
+      ...(fields[15] ? { parent_run_id: fields[15] } : {}),
       state,
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
@@ -611,11 +612,6 @@ export class RunStore {
   }
 }
 
-/** A count as the scripts take it: a whole number, 0 for anything else. */
-function wholeCount(value: number): number {
-  return Number.isSafeInteger(value) && value > 0 ? value : 0;
-}
-
 /** A terminal event's failure code, kept beside the call's result (a tool step's outcome); '' when it completed. */
 function failureCode(terminal: EventDraft): string {
   switch (terminal.kind) {
@@ -655,6 +651,8 @@ export interface StepSnapshot {
   readonly previousChanges: Readonly<Record<string, string>>;
   /** How many entries the step's state log holds (its initial state, then each round that changed it). */
   readonly stateEntries: number;
+  /** A child run's parent (SPEC §13): a child whose parent has ended is cancelled. */
+  readonly parent_run_id?: string;
 }
 
 /** A round's run-state changes, saved with the state that folds them in: the state log's entry `at` (0-based), and the state after it. */
