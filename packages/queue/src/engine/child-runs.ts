@@ -27,24 +27,11 @@ export interface ChildRunDeps {
  */
 export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, attempt: number): Promise<AttemptOutcome> {
   const { store } = deps;
-  const { agent, max_depth, input } = planned.tool.child!;
+  const { max_depth } = planned.tool.child!;
   const place = { step_id: data.step_id, iteration: data.iteration };
   const call = roundCall(planned, place, true, data.waits === true);
   const depth = (await store.children.depth(data.run_id)) + 1;
-  if (depth > max_depth) {
-    // A tool error (SPEC §13): the model reads what any tool error gives it, the log says why.
-    deps.logger.error('agent tool call refused: its child would be deeper than max_depth', {
-      run_id: data.run_id,
-      ...place,
-      tool_call_id: data.tool_call_id,
-      tool: planned.tool.name,
-      depth,
-      max_depth,
-    });
-    const refused = failedCall({ tool_name: planned.tool.name, tool_call_id: planned.call.id }, place, ToolResultText.unavailable(), 'tool_error');
-    const recorded = await store.recordToolResult(data.run_id, call, { ...refused, started: { event: toolStartedEvent(planned, place, attempt), ts: Date.now() } });
-    return { retry: false, roundSettled: recorded?.openInRound === 0 };
-  }
+  if (depth > max_depth) return refuseTooDeep(deps, data, planned, attempt, depth);
   const child_run_id = childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id);
   const started = { event: toolStartedEvent(planned, place, attempt, child_run_id), ts: Date.now() };
   const start = await store.startToolCall(data.run_id, call, started, `start|${data.step_id}|${data.iteration}|${data.tool_call_id}|child`);
@@ -54,36 +41,64 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
     return { retry: false, roundSettled: false };
   }
   if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
+  const status = await createChild(deps, data, planned, { child_run_id, depth, started_at: started.ts });
+  // A re-delivery that finds the child ended (its ending process died before settling the call) settles it now.
+  if (TERMINAL_STATUSES.has(status)) await settleParentOf(store, deps.queues, child_run_id, false);
+  // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
+  else if (TERMINAL_STATUSES.has((await store.status(data.run_id)) as RunStatus)) await cancelChild(deps.redis, store, deps.queues, child_run_id);
+  return { retry: false, roundSettled: false };
+}
 
-  const trace = mintChildTrace(data.trace.traceparent, childCallTraceparent(data.trace.traceparent, { ...place, tool_call_id: data.tool_call_id }));
+/** A call deeper than its tool's `max_depth`: a tool error (SPEC §13); the model reads what any tool error gives it, the log says why. */
+async function refuseTooDeep(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, attempt: number, depth: number): Promise<AttemptOutcome> {
+  const place = { step_id: data.step_id, iteration: data.iteration };
+  const max_depth = planned.tool.child!.max_depth;
+  deps.logger.error('agent tool call refused: its child would be deeper than max_depth', {
+    run_id: data.run_id,
+    ...place,
+    tool_call_id: data.tool_call_id,
+    tool: planned.tool.name,
+    depth,
+    max_depth,
+  });
+  const refused = failedCall({ tool_name: planned.tool.name, tool_call_id: planned.call.id }, place, ToolResultText.unavailable(), 'tool_error');
+  const started = { event: toolStartedEvent(planned, place, attempt), ts: Date.now() };
+  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), { ...refused, started });
+  return { retry: false, roundSettled: recorded?.openInRound === 0 };
+}
+
+/**
+ * Creates the call's child run, in the parent's trace, and adds its first job; a run that exists
+ * (an earlier delivery made it) is left as it is, and gets its first job only if it never started.
+ * Returns the child's status.
+ */
+async function createChild(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, child: { child_run_id: string; depth: number; started_at: number }): Promise<RunStatus> {
+  const { agent, input } = planned.tool.child!;
+  const trace = mintChildTrace(
+    data.trace.traceparent,
+    childCallTraceparent(data.trace.traceparent, { step_id: data.step_id, iteration: data.iteration, tool_call_id: data.tool_call_id }),
+  );
   const { args: _args, ...job } = data;
-  const { created } = await store.createRun(
+  const { created } = await deps.store.createRun(
     {
-      run_id: child_run_id,
+      run_id: child.child_run_id,
       agent: agent.name,
       input: input(data.args),
       config: undefined,
       exec_config: undefined,
       trace,
       definition_hash: agent.definition_hash,
-      lineage: { parent: { job, started_at: started.ts, max_result_bytes: planned.tool.max_result_bytes }, depth },
+      lineage: { parent: { job, started_at: child.started_at, max_result_bytes: planned.tool.max_result_bytes }, depth: child.depth },
     },
     undefined,
     { kind: 'RunEnqueued', step_id: 's1', agent: agent.name },
   );
-  // A re-delivery after a crash completes what the first delivery began (the job id dedupes).
-  const spec = created ? undefined : await store.getSpec(child_run_id);
+  const spec = created ? undefined : await deps.store.getSpec(child.child_run_id);
   if (created || spec?.status === 'queued') {
+    // A re-delivery after a crash completes what the first delivery began (the job id dedupes).
     const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
     const target = { queue: QueueName.agent(agent.name), attempts: providerAttempts(deps.provider_attempts, modelTargets(agent, agent.settings).length) };
-    await enqueueJoin(deps.queues, target, { run_id: child_run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+    await enqueueJoin(deps.queues, target, { run_id: child.child_run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
   }
-  // A re-delivery that finds the child ended (its ending process died before settling the call) settles it now.
-  if (spec && TERMINAL_STATUSES.has(spec.status)) {
-    await settleParentOf(store, deps.queues, child_run_id, false);
-    return { retry: false, roundSettled: false };
-  }
-  // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
-  if (TERMINAL_STATUSES.has((await store.status(data.run_id)) as RunStatus)) await cancelChild(deps.redis, store, deps.queues, child_run_id);
-  return { retry: false, roundSettled: false };
+  return spec?.status ?? 'queued';
 }
