@@ -11,6 +11,7 @@ import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
 import { type MetricsCpu, collectionCost, workerCpuWithMetrics } from './metrics.ts';
+import { recordingCost } from './recording.ts';
 import { modelSettingsRow, wireRow } from './model-settings.ts';
 import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, transcriptRun } from './transcript.ts';
 import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
@@ -380,6 +381,15 @@ try {
     }
   }
   if (wanted('metrics')) {
+    const recording = recordingCost();
+    rows.push({
+      measure: `CPU of recording one run's ${recording.values} values in process: arcflow's series (vs the SDK's own instruments)`,
+      arcflow: `${recording.series.toFixed(2)} µs`,
+      baseline: `${recording.sdk.toFixed(2)} µs`,
+      ratio: `${(recording.series / recording.sdk).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
     const QUEUES = 50;
     const collection = await collectionCost(prefix('metrics-collection'), QUEUES);
     rows.push({
