@@ -7,10 +7,14 @@ import { Redis } from 'ioredis';
 import { REDIS_URL, percentile } from './lib.ts';
 import { BENCH_AGENTS } from './processes.ts';
 
-/** Runs per trial: one round of one no-op call each (two provider jobs, one tool job). */
-const RUNS_PER_TRIAL = 300;
-/** Counted trials; in each, both arms run side by side (the machine's speed drifts within seconds; see throughput.ts). */
-const TRIALS = 15;
+/**
+ * Runs per trial: one round of one no-op call each (two provider jobs, one tool job). Long trials:
+ * a worker's CPU comes in lumps (a major GC is several percent of a 300-run trial), and in A/A runs
+ * (both arms off) the trials' ratios spread with sd 0.08 at 300 runs, 0.01 at 1,500.
+ */
+const RUNS_PER_TRIAL = 1500;
+/** Counted trials (odd, so the median is one trial's); each gives one on / off ratio, and the result is their median. */
+const TRIALS = 11;
 const WARMUP_TRIALS = 2;
 /** Prometheus's default scrape interval. */
 const SCRAPE_INTERVAL_MS = 15_000;
@@ -21,12 +25,20 @@ export interface MetricsCpu {
   /** Worker CPU per run (ms), metrics off and on: medians over the counted trials. */
   readonly off: number;
   readonly on: number;
-  /** All the counted trials' CPU on / off (each trial's two arms ran side by side). */
+  /** The median of the trials' on / off ratios: what the target is checked against. */
   readonly ratio: number;
+  /** All the counted trials' CPU on / off. */
+  readonly pooled: number;
   /** Each trial's on / off: their spread says how far one trial can be trusted on this machine. */
   readonly trialRatios: readonly number[];
-  /** Worker CPU of one scrape (ms): a collection, its Redis read and the text. */
+  /** Worker CPU of one scrape (ms): a collection, its Redis read and the text (0 in an A/A run). */
   readonly scrapeMs: number;
+}
+
+export interface MetricsCpuOptions {
+  readonly model: 'instant' | 'http';
+  /** Both arms without metrics (an A/A run): the ratio's noise on this machine. */
+  readonly aa?: boolean;
 }
 
 /**
@@ -51,22 +63,25 @@ function processCpuMs(pid: number): number {
  * does by default) against off, with the bench's instant in-process model (the least CPU a run
  * takes, so the most metrics can add) or an OpenAI-compatible model over loopback HTTP (what a
  * deployment's worker does): two worker processes, each under its own prefix, given the same
- * runs at the same time in each trial, after the same warm-up. CPU is read per thread from
+ * runs at the same time in each trial, after the same warm-up. Side by side rather than one arm
+ * after the other: whatever else the machine does in a trial, it does to both (in A/A runs on the
+ * shared machine, alternating arms spread sd 0.06 against 0.01). CPU is read per thread from
  * `schedstat` (ns), not `/proc/<pid>/stat`'s 10 ms ticks.
  */
-export async function workerCpuWithMetrics(prefixOff: string, prefixOn: string, model: 'instant' | 'http'): Promise<MetricsCpu> {
+export async function workerCpuWithMetrics(prefixOff: string, prefixOn: string, options: MetricsCpuOptions): Promise<MetricsCpu> {
+  const { model, aa = false } = options;
   const port = await freePort();
   const server = model === 'http' ? await startOneRoundModel() : undefined;
   const provider: Record<string, string> = server
     ? { OPENAI_API_KEY: 'bench-key', OPENAI_BASE_URL: server.url, ARCFLOW_MODEL: 'bench-model' }
     : { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
   const env = (prefix: string) => ({ REDIS_URL, ARCFLOW_PREFIX: prefix, ...provider, OTEL_EXPORTER_OTLP_ENDPOINT: '' });
-  const workers: Record<'off' | 'on', WorkerProcess> = {
+  const workers: Record<Arm, WorkerProcess> = {
     off: await spawnWorker(BENCH_AGENTS, { env: env(prefixOff) }),
-    on: await spawnWorker(BENCH_AGENTS, { env: env(prefixOn), args: ['--metrics-port', String(port)] }),
+    on: await spawnWorker(BENCH_AGENTS, { env: env(prefixOn), args: aa ? [] : ['--metrics-port', String(port)] }),
   };
   const clients = { off: createClient({ redis: REDIS_URL, prefix: prefixOff }), on: createClient({ redis: REDIS_URL, prefix: prefixOn }) };
-  const trial = async (arm: 'off' | 'on'): Promise<number> => {
+  const trial = async (arm: Arm): Promise<number> => {
     const pid = workers[arm].pid;
     const before = processCpuMs(pid);
     const ids = await Promise.all(Array.from({ length: RUNS_PER_TRIAL }, () => clients[arm].enqueue({ agent: 'bench_noop', input: 'iterations=1' })));
@@ -75,35 +90,36 @@ export async function workerCpuWithMetrics(prefixOff: string, prefixOn: string, 
   };
   // Scraped as Prometheus would, every SCRAPE_INTERVAL_MS, all along the trials.
   const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const scraper = setInterval(() => void scrape().catch(() => undefined), SCRAPE_INTERVAL_MS);
+  const scraper = aa ? undefined : setInterval(() => void scrape().catch(() => undefined), SCRAPE_INTERVAL_MS);
   try {
     const off: number[] = [];
     const on: number[] = [];
     for (let n = 0; n < WARMUP_TRIALS + TRIALS; n += 1) {
-      // Both arms at once: whatever else the machine does in a trial, it does to both.
-      const [offMs, onMs] = await Promise.all([trial('off'), trial('on')]);
+      // Both arms at once; the arm whose runs are enqueued first switches from trial to trial, so neither always has the head start.
+      const order: [Arm, Arm] = n % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
+      const measured = await Promise.all(order.map(trial));
       if (n < WARMUP_TRIALS) continue;
-      off.push(offMs);
-      on.push(onMs);
+      off.push(measured[order.indexOf('off')]!);
+      on.push(measured[order.indexOf('on')]!);
     }
     const total = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0);
-    const beforeScrapes = processCpuMs(workers.on.pid);
-    for (let n = 0; n < SCRAPES; n += 1) await scrape();
-    const scrapeMs = (processCpuMs(workers.on.pid) - beforeScrapes) / SCRAPES;
-    return {
-      off: percentile(off, 50),
-      on: percentile(on, 50),
-      ratio: total(on) / total(off),
-      trialRatios: on.map((value, index) => value / off[index]!),
-      scrapeMs,
-    };
+    const trialRatios = on.map((value, index) => value / off[index]!);
+    let scrapeMs = 0;
+    if (!aa) {
+      const beforeScrapes = processCpuMs(workers.on.pid);
+      for (let n = 0; n < SCRAPES; n += 1) await scrape();
+      scrapeMs = (processCpuMs(workers.on.pid) - beforeScrapes) / SCRAPES;
+    }
+    return { off: percentile(off, 50), on: percentile(on, 50), ratio: percentile(trialRatios, 50), pooled: total(on) / total(off), trialRatios, scrapeMs };
   } finally {
-    clearInterval(scraper);
+    if (scraper) clearInterval(scraper);
     await Promise.all([clients.off.close(), clients.on.close()]);
     await Promise.all([workers.off.stop(), workers.on.stop()]);
     await server?.close();
   }
 }
+
+type Arm = 'off' | 'on';
 
 /**
  * An OpenAI-compatible model on loopback (this process's CPU, not the workers'): the request's

@@ -2,26 +2,34 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { metrics } from '@opentelemetry/api';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { type IMetricReader, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { AggregationTemporality, type IMetricReader, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { METER_NAME } from './metrics.ts';
 import type { MetricsOptions, ProcessMetrics, ScrapedMetrics } from './metrics-options.ts';
-import { type Readings, bindInstruments, observeReadings } from './record-metrics.ts';
+import { type Readings, bindRecording, createRecordedMetrics, observeReadings } from './record-metrics.ts';
+import { RecordedMetricsProducer } from './recorded-producer.ts';
 import { processResource } from './resource.ts';
 
 /**
  * The metrics SDK, imported only when metrics are asked for (`startMetrics` with a Prometheus
- * port or an OTLP endpoint): a meter provider made the global one, so the engine's recording
- * functions (record-metrics.ts) record into it, with a Prometheus reader (its text served by the
- * caller's HTTP server) and a periodic OTLP/HTTP reader, as asked.
+ * port or an OTLP endpoint): a Prometheus reader (its text served by the caller's HTTP server)
+ * and a periodic OTLP/HTTP reader, as asked, each given what the engine's recording functions
+ * (record-metrics.ts) aggregate in process through a producer of its own; and a meter provider,
+ * made the global one, whose `arcflow` meter observes the queue gauges at each collection.
  */
 export function startMetricsSdk(options: MetricsOptions): ProcessMetrics {
+  const recorded = createRecordedMetrics();
   const readers: IMetricReader[] = [];
-  const prometheus = options.prometheus ? new PrometheusExporter({ preventServerStart: true }) : undefined;
+  // Prometheus reads cumulative counts (its exporter's only temporality).
+  const prometheus = options.prometheus
+    ? new PrometheusExporter({ preventServerStart: true, metricProducers: [new RecordedMetricsProducer(recorded, () => AggregationTemporality.CUMULATIVE)] })
+    : undefined;
   if (prometheus) readers.push(prometheus);
   if (options.otlp) {
+    const exporter = new OTLPMetricExporter({ url: options.otlp.url });
     readers.push(
       new PeriodicExportingMetricReader({
-        exporter: new OTLPMetricExporter({ url: options.otlp.url }),
+        exporter,
+        metricProducers: [new RecordedMetricsProducer(recorded, (type) => exporter.selectAggregationTemporality(type))],
         exportIntervalMillis: options.otlp.intervalMs,
         exportTimeoutMillis: Math.min(options.otlp.intervalMs, 30_000),
       }),
@@ -29,12 +37,12 @@ export function startMetricsSdk(options: MetricsOptions): ProcessMetrics {
   }
   const provider = new MeterProvider({ resource: processResource(options.serviceName, 'arcflow-worker'), readers });
   metrics.setGlobalMeterProvider(provider);
-  bindInstruments(metrics.getMeter(METER_NAME));
+  bindRecording({ recorded, meter: metrics.getMeter(METER_NAME) });
   return {
     enabled: true,
     ...(prometheus ? { serve: (request: IncomingMessage, response: ServerResponse) => prometheus.getMetricsRequestHandler(request, response) } : {}),
     shutdown: async () => {
-      bindInstruments(undefined);
+      bindRecording(undefined);
       // The last OTLP export goes out here, so what was recorded while draining is not lost.
       await provider.shutdown();
       metrics.disable();

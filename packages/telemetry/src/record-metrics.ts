@@ -1,26 +1,29 @@
-import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
-import { Metric, type MetricDefinition, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
+import type { Meter } from '@opentelemetry/api';
+import { Metric, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
+import { type Series, SeriesTable } from './series.ts';
 
-/**
+/*
  * Where the engine records metrics (SPEC §18), one function per recording point. With metrics
- * off nothing is bound and each function returns at its first line: no meter is asked for, no
- * attributes are built. `startMetrics` binds the instruments to the `arcflow` meter once the
- * metrics SDK is the global meter provider (the API hands out no-op instruments before that, and
- * keeps them no-op). Held under a global symbol, so two copies of this module share one binding.
+ * off nothing is bound and each function returns at its first line: no attributes are built.
+ * With metrics on, a record goes into its series, aggregated in this process (series.ts), which
+ * the metrics SDK's readers collect through a producer each (recorded-producer.ts): a record does
+ * none of the SDK's per-record work (hashing the attributes to find their accumulation). The
+ * binding is held under a global symbol, so two copies of this module share it.
  */
-interface Instruments {
-  readonly operationDuration: Histogram;
-  readonly tokenUsage: Histogram;
-  readonly timeToFirstChunk: Histogram;
-  readonly toolDuration: Histogram;
-  readonly stepDuration: Histogram;
-  readonly runs: Counter;
-  readonly runDuration: Histogram;
-  readonly scheduleToStart: Histogram;
+
+/** The metrics recorded as the work happens (the gauges are observed at collection instead). */
+const RECORDED = ['operationDuration', 'tokenUsage', 'timeToFirstChunk', 'toolDuration', 'stepDuration', 'runs', 'runDuration', 'scheduleToStart'] as const;
+
+/** The recorded metrics, each with its series. */
+export type RecordedMetrics = { readonly [Name in (typeof RECORDED)[number]]: SeriesTable };
+
+/** Empty tables for every recorded metric, for {@link bindRecording} and the readers' producers. */
+export function createRecordedMetrics(): RecordedMetrics {
+  return Object.fromEntries(RECORDED.map((name) => [name, new SeriesTable(Metric[name])])) as unknown as RecordedMetrics;
 }
 
 interface Slot {
-  instruments?: Instruments;
+  recorded?: RecordedMetrics;
   meter?: Meter;
 }
 
@@ -31,35 +34,17 @@ const slot: Slot = slots[KEY];
 
 /** Whether this process records metrics. */
 export function metricsEnabled(): boolean {
-  return slot.instruments !== undefined;
+  return slot.recorded !== undefined;
 }
 
-const histogram = (meter: Meter, metric: MetricDefinition) =>
-  meter.createHistogram(metric.name, {
-    unit: metric.unit,
-    description: metric.description,
-    ...(metric.buckets ? { advice: { explicitBucketBoundaries: [...metric.buckets] } } : {}),
-  });
-
-/** Binds the instruments to `meter` (the `arcflow` meter of the SDK just started); `undefined` unbinds them. */
-export function bindInstruments(meter: Meter | undefined): void {
-  attributeSets.clear();
-  if (!meter) {
-    slot.instruments = undefined;
-    slot.meter = undefined;
-    return;
-  }
-  slot.meter = meter;
-  slot.instruments = {
-    operationDuration: histogram(meter, Metric.operationDuration),
-    tokenUsage: histogram(meter, Metric.tokenUsage),
-    timeToFirstChunk: histogram(meter, Metric.timeToFirstChunk),
-    toolDuration: histogram(meter, Metric.toolDuration),
-    stepDuration: histogram(meter, Metric.stepDuration),
-    runs: meter.createCounter(Metric.runs.name, { unit: Metric.runs.unit, description: Metric.runs.description }),
-    runDuration: histogram(meter, Metric.runDuration),
-    scheduleToStart: histogram(meter, Metric.scheduleToStart),
-  };
+/**
+ * Records into `recorded` from now on, and observes the queue gauges on `meter` (the `arcflow`
+ * meter of the SDK just started); with neither, records nothing more. What was recorded stays
+ * with the producers that read it, for their last collection.
+ */
+export function bindRecording(binding?: { readonly recorded: RecordedMetrics; readonly meter: Meter }): void {
+  slot.recorded = binding?.recorded;
+  slot.meter = binding?.meter;
 }
 
 /** A provider call as its metrics name it: the provider, the model asked for, and the failure's code if it failed. */
@@ -69,41 +54,12 @@ export interface ProviderCallAttributes {
   readonly error_type?: string | undefined;
 }
 
-/**
- * Attribute sets, built once per distinct set and reused: their values are bounded by the
- * definitions (agents, tools, models, queues, error codes), so a record then allocates nothing,
- * not even a key: the sets sit in nested maps keyed by the values themselves. Cleared when the
- * instruments are rebound.
- */
-type AttributeTree = Map<string, AttributeTree | Attributes>;
-const attributeSets: AttributeTree = new Map();
-
-function branch(node: AttributeTree, part: string): AttributeTree {
-  let next = node.get(part) as AttributeTree | undefined;
-  if (!next) {
-    next = new Map();
-    node.set(part, next);
-  }
-  return next;
-}
-
-/** The set stored under these values, if one is (looked up with no allocation). */
-function knownSet(kind: string, a: string, b: string, c: string, d: string): Attributes | undefined {
-  return branch(branch(branch(branch(attributeSets, kind), a), b), c).get(d) as Attributes | undefined;
-}
-
-/** Stores `attributes` under these values (built by the caller only when {@link knownSet} had none). */
-function rememberSet(kind: string, a: string, b: string, c: string, d: string, attributes: Attributes): Attributes {
-  const frozen = Object.freeze(attributes);
-  branch(branch(branch(branch(attributeSets, kind), a), b), c).set(d, frozen);
-  return frozen;
-}
-
-function callAttributes(call: ProviderCallAttributes, tokenType = ''): Attributes {
+/** The series of a provider call (and of its tokens of one type), built the first time these values are seen. */
+function callSeries(table: SeriesTable, call: ProviderCallAttributes, tokenType = ''): Series {
   const error = call.error_type ?? '';
   return (
-    knownSet('call', call.provider, call.model, error, tokenType) ??
-    rememberSet('call', call.provider, call.model, error, tokenType, {
+    table.find(call.provider, call.model, error, tokenType) ??
+    table.add(call.provider, call.model, error, tokenType, {
       [MetricAttr.operationName]: 'chat',
       [MetricAttr.providerName]: call.provider,
       [MetricAttr.requestModel]: call.model,
@@ -113,58 +69,65 @@ function callAttributes(call: ProviderCallAttributes, tokenType = ''): Attribute
   );
 }
 
+/** The series of a name and, when it failed, its error code (a tool's executions, an agent's steps). */
+function namedSeries(table: SeriesTable, key: string, name: string, error_type: string | undefined): Series {
+  return (
+    table.find(name, error_type ?? '', '', '') ??
+    table.add(name, error_type ?? '', '', '', { [key]: name, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) })
+  );
+}
+
 /** One provider call: its duration, and its tokens by type when the provider reported usage. */
 export function recordProviderCall(call: ProviderCallAttributes, seconds: number, usage?: { readonly input: number; readonly output: number }): void {
-  const instruments = slot.instruments;
-  if (!instruments) return;
-  instruments.operationDuration.record(seconds, callAttributes(call));
+  const recorded = slot.recorded;
+  if (!recorded) return;
+  callSeries(recorded.operationDuration, call).record(seconds);
   if (!usage) return;
-  instruments.tokenUsage.record(usage.input, callAttributes(call, 'input'));
-  instruments.tokenUsage.record(usage.output, callAttributes(call, 'output'));
+  callSeries(recorded.tokenUsage, call, 'input').record(usage.input);
+  callSeries(recorded.tokenUsage, call, 'output').record(usage.output);
 }
 
 /** A streamed provider call's time to its first chunk (SPEC §12), with the attributes of its duration. */
 export function recordTimeToFirstChunk(call: ProviderCallAttributes, seconds: number): void {
-  slot.instruments?.timeToFirstChunk.record(seconds, callAttributes(call));
+  const recorded = slot.recorded;
+  if (recorded) callSeries(recorded.timeToFirstChunk, call).record(seconds);
 }
 
 /** One tool execution; `error_type` is its `error_code` when it failed. */
 export function recordToolExecution(tool: string, seconds: number, error_type?: string): void {
-  slot.instruments?.toolDuration.record(
-    seconds,
-    knownSet('tool', tool, error_type ?? '', '', '') ??
-      rememberSet('tool', tool, error_type ?? '', '', '', { [MetricAttr.toolName]: tool, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) }),
-  );
+  const recorded = slot.recorded;
+  if (recorded) namedSeries(recorded.toolDuration, MetricAttr.toolName, tool, error_type).record(seconds);
 }
 
 /** One agent step, from its start to its end; `error_type` is the step's `error_code` when it failed. */
 export function recordStep(agent: string, seconds: number, error_type?: string): void {
-  slot.instruments?.stepDuration.record(
-    seconds,
-    knownSet('step', agent, error_type ?? '', '', '') ??
-      rememberSet('step', agent, error_type ?? '', '', '', { [MetricAttr.agentName]: agent, ...(error_type !== undefined ? { [MetricAttr.errorType]: error_type } : {}) }),
+  const recorded = slot.recorded;
+  if (recorded) namedSeries(recorded.stepDuration, MetricAttr.agentName, agent, error_type).record(seconds);
+}
+
+/** The series of a run's end: its agent (or workflow) and status. */
+function runSeries(table: SeriesTable, kind: 'agent' | 'workflow', name: string, status: string): Series {
+  return (
+    table.find(kind, name, status, '') ?? table.add(kind, name, status, '', { [kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: name, [MetricAttr.status]: status })
   );
 }
 
 /** A run that ended (recorded once, by the process whose write ended it), and its time from enqueue to end. */
 export function recordRunEnd(run: { readonly agent: string; readonly workflow?: string | undefined; readonly status: string }, seconds: number): void {
-  const instruments = slot.instruments;
-  if (!instruments) return;
+  const recorded = slot.recorded;
+  if (!recorded) return;
   const kind = run.workflow === undefined ? 'agent' : 'workflow';
   const name = run.workflow ?? run.agent;
-  const attributes =
-    knownSet('run', kind, name, run.status, '') ??
-    rememberSet('run', kind, name, run.status, '', { [kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: name, [MetricAttr.status]: run.status });
-  instruments.runs.add(1, attributes);
-  instruments.runDuration.record(seconds, attributes);
+  runSeries(recorded.runs, kind, name, run.status).add(1);
+  runSeries(recorded.runDuration, kind, name, run.status).record(seconds);
 }
 
 /** A provider or tool job a worker took: how long it waited from when it could run to its start. */
 export function recordJobStart(queue: string, kind: 'provider' | 'tool', seconds: number): void {
-  slot.instruments?.scheduleToStart.record(
-    seconds,
-    knownSet('job', queue, kind, '', '') ?? rememberSet('job', queue, kind, '', '', { [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind }),
-  );
+  const recorded = slot.recorded;
+  if (!recorded) return;
+  const table = recorded.scheduleToStart;
+  (table.find(queue, kind, '', '') ?? table.add(queue, kind, '', '', { [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind })).record(seconds);
 }
 
 /** What one collection reads from Redis: the queues, and (for `arcflow serve`) the runs ended in the deployment. */
@@ -184,7 +147,8 @@ export function observeQueues(read: () => Promise<Readings>): void {
 /**
  * Reports what `read` returns at each collection on `meter`: the queue gauges, and with `runs`,
  * `arcflow.runs` as an observable counter (the deployment's, as `arcflow serve` reports it). A
- * failed read reports nothing for that collection rather than failing the scrape.
+ * failed read observes nothing rather than failing the scrape; a cumulative reader (Prometheus's)
+ * then reports the values last read again, as the SDK does for a series it has seen.
  */
 export function observeReadings(meter: Meter, read: () => Promise<Readings>, options: { readonly runs?: boolean } = {}): void {
   const depth = meter.createObservableGauge(Metric.queueDepth.name, { unit: Metric.queueDepth.unit, description: Metric.queueDepth.description });
