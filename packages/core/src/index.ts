@@ -31,7 +31,7 @@ export {
 } from './tools/define.ts';
 export { type ToolSource, type ToolSourceSession, type SessionResource, isToolSource } from './tools/source.ts';
 export { type OpenedDefinitions, openToolSources } from './tools/open-sources.ts';
-export { agentTool, childAgentsOf, type AgentToolConfig, type ChildAgent, AGENT_TOOL_INPUT_SCHEMA, DEFAULT_MAX_DEPTH } from './tools/agent-tool.ts';
+export { agentTool, childAgentsOf, childBudget, type BudgetCaps, type AgentToolConfig, type ChildAgent, AGENT_TOOL_INPUT_SCHEMA, DEFAULT_MAX_DEPTH } from './tools/agent-tool.ts';
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
 export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';

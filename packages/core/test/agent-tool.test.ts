@@ -8,6 +8,7 @@ import {
   type TraceEvent,
   Workflow,
   agentTool,
+  childBudget,
   runLocal,
   tool,
 } from '@arcflow/core';
@@ -115,6 +116,38 @@ describe('agent tools on runLocal', () => {
     };
     const run = await runLocal(thrifty, 'go', { provider: again, logger: false });
     expect(run).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' } });
+  });
+
+  it("starts a child with what the parent's budget leaves, below the child's own caps", async () => {
+    const spender = new Agent({
+      name: 'spender',
+      instructions: 'role:spender',
+      tools: [tool({ name: 'noop', description: 'd', input_schema: { type: 'object' }, handler: () => 'ok' })],
+    });
+    const boss = new Agent({ name: 'boss', tools: [agentTool(spender)], budget: { max_total_tokens: 400 } });
+    const roles = byRole();
+    const provider: ModelProvider = {
+      ...roles,
+      complete: async (request) =>
+        String(request.messages[0]?.content ?? '').includes('role:spender')
+          ? toolCalls([{ name: 'noop', args: {} }], { input: 450, output: 50, total: 500 })
+          : roles.complete(request),
+    };
+    const events: TraceEvent[] = [];
+    const run = await runLocal(boss, 'go', { provider, logger: false, onEvent: (event) => events.push(event) });
+    expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — budget_exceeded' });
+    expect(events.find((event) => event.kind === 'StepExecutionFailed')).toMatchObject({ error_code: 'budget_exceeded', message: expect.stringContaining('its budget is 385') });
+  });
+
+  it('works out a child budget from the caps left and its own', () => {
+    expect(childBudget(undefined, { tokens: 10, tool_calls: 1 }, { max_total_tokens: 50 })).toBeUndefined();
+    expect(childBudget({ max_total_tokens: 100 }, { tokens: 30, tool_calls: 1 }, undefined)).toEqual({ max_total_tokens: 70 });
+    expect(childBudget({ max_total_tokens: 100, max_tool_calls: 3 }, { tokens: 30, tool_calls: 5 }, { max_total_tokens: 50, on_exceeded: 'final_answer' })).toEqual({
+      max_total_tokens: 50,
+      max_tool_calls: 0,
+      on_exceeded: 'final_answer',
+    });
+    expect(childBudget({ max_tool_calls: 4 }, { tokens: 0, tool_calls: 1 }, { max_total_tokens: 9 })).toEqual({ max_total_tokens: 9, max_tool_calls: 3 });
   });
 
   it('refuses a call deeper than max_depth as a tool error', async () => {

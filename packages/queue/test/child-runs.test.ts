@@ -128,6 +128,22 @@ describe('agents as tools through worker processes', () => {
     }
   });
 
+  it("starts a child with what its parent's budget leaves", async () => {
+    const workers = forTest('children-budget-left');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      // frugal (400 tokens) has spent 5 when its child starts: the child may spend 395, and its first response is 500.
+      const { run_id } = await client.enqueue({ agent: 'frugal', input: 'ask:x' });
+      const run = await client.wait(run_id, { timeout_ms: 20_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — budget_exceeded' });
+      const child = ofKind(await collect(client, run_id), 'ToolCallStarted')[0]!.child_run_id!;
+      expect(await client.get(child)).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded', message: expect.stringContaining('its budget is 395') } });
+    } finally {
+      await client.close();
+    }
+  });
+
   it('refuses a fifth level of children as a tool error, and every run of the chain completes', async () => {
     const workers = forTest('children-depth');
     await workers.start();

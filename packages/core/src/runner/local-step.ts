@@ -1,6 +1,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Agent } from '../definitions/agent.ts';
-import type { StepSettings } from '../definitions/settings.ts';
+import type { BudgetConfig, ResolvedBudget, StepSettings } from '../definitions/settings.ts';
+import { childBudget } from '../tools/agent-tool.ts';
 import type { RunInput } from '../conversation/messages.ts';
 import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
@@ -15,7 +16,7 @@ import {
   markApprovals,
   rejectedCall,
 } from '../loop/approvals.ts';
-import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
+import { type RunSpent, applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
 import { normalizeResponse } from '../loop/normalize.ts';
 import { applyOutputRepair, decideFixedOutput } from '../loop/output.ts';
@@ -202,7 +203,7 @@ export class LocalStep {
 
   /** Runs a round: rejections answer at once; valid calls run in parallel (or in order, legacy_eager). */
   private async runTools(calls: readonly PlannedCall[], place: CallPlace): Promise<Map<number, string>> {
-    this.tools.beginRound(place.step_id, this.runState, this.agent.max_state_bytes);
+    this.tools.beginRound(place.step_id, this.runState, this.agent.max_state_bytes, this.settings.budget);
     const contents = new Map<number, string>();
     for (const planned of calls) {
       this.log.append(...plannedCallEvents(planned, place));
@@ -228,8 +229,17 @@ export class LocalStep {
 /** How a local run starts the child runs of its agent tools (SPEC §13); `depth` is its own (0 without a parent). */
 export interface LocalChildren {
   readonly depth: number;
-  /** Runs a child to its end (cancelled with `signal`); what it spent counts toward this run's budget. */
-  run(agent: Agent, input: RunInput, run_id: string, parent: { readonly tool_call_id: string }, signal: AbortSignal | undefined): Promise<ChildEnding>;
+  /** What the run has spent so far, its children's spend included. */
+  readonly spent: RunSpent;
+  /** Runs a child to its end (cancelled with `signal`) under `budget`; what it spent counts toward this run's budget. */
+  run(
+    agent: Agent,
+    input: RunInput,
+    run_id: string,
+    parent: { readonly tool_call_id: string },
+    signal: AbortSignal | undefined,
+    budget: BudgetConfig | undefined,
+  ): Promise<ChildEnding>;
 }
 
 /** Tool executions of a local run: retries, timeouts, cancellation and the run's and each tool's concurrency caps. */
@@ -238,6 +248,8 @@ export class LocalTools {
   readonly logger: ToolLogger;
   /** Each step's state as its current round began, and its limit (SPEC §17). */
   private readonly roundStates = new Map<string, { readonly state: RunState; readonly max_state_bytes: number }>();
+  /** Each agent step's budget, which its children's budgets come from (SPEC §13). */
+  private readonly stepBudgets = new Map<string, ResolvedBudget | undefined>();
   /** The state changes of completed calls not joined yet, by step and call id. */
   private readonly changes = new Map<string, readonly StateChange[]>();
 
@@ -250,9 +262,10 @@ export class LocalTools {
     this.limitRun = pLimit(options.tool_concurrency ?? 16);
   }
 
-  /** The state the step's next round's calls see. */
-  beginRound(step_id: string, state: RunState, max_state_bytes: number): void {
+  /** The state the step's next round's calls see, and (an agent step's) the budget its children's come from. */
+  beginRound(step_id: string, state: RunState, max_state_bytes: number, budget?: ResolvedBudget): void {
     this.roundStates.set(step_id, { state, max_state_bytes });
+    this.stepBudgets.set(step_id, budget);
   }
 
   /** The changes of the round's completed calls, in call order; taken once. */
@@ -325,7 +338,8 @@ export class LocalTools {
     const child_run_id = childRunId(this.log.run_id, place.step_id, place.iteration, planned.call.id);
     this.log.append(toolStartedEvent(planned, place, 1, child_run_id));
     const started = performance.now();
-    const ending = await this.children.run(agent, input(planned.args), child_run_id, { tool_call_id: planned.call.id }, signal);
+    const budget = childBudget(this.stepBudgets.get(place.step_id), this.children.spent, agent.budget);
+    const ending = await this.children.run(agent, input(planned.args), child_run_id, { tool_call_id: planned.call.id }, signal, budget);
     if (signal?.aborted) return this.record(cancelledCall(planned, place, elapsed(started)));
     return this.record(childCallSettled(call, place, ending, elapsed(started)));
   }

@@ -132,18 +132,20 @@ function runAgent(definition: Agent, input: RunInput, run_id: string, options: R
 /**
  * How a run at `depth` runs its children (SPEC §13): each in this process, with the run's
  * provider, approver, logger and event callback (its events carry its own run id), but none of
- * the run's config, state or test script; its spend counts toward the run's.
+ * the run's config, state or test script; its budget is what the run's leaves (`childBudget`),
+ * and its spend counts toward the run's.
  */
 function localChildren(options: RunLocalOptions, depth: number, spent: Spent, parent_run_id?: string): LocalChildren {
   return {
     depth,
-    async run(agent, input, run_id, call, signal) {
+    spent,
+    async run(agent, input, run_id, call, signal, budget) {
       const { config: _config, exec_config: _exec, state: _state, run_id: _id, signal: _signal, ...inherited } = options;
       const child = await runAgent(
         agent,
         input,
         run_id,
-        { ...inherited, ...(signal ? { signal } : {}) },
+        { ...inherited, ...(signal ? { signal } : {}), ...(budget ? { config: { budget } } : {}) },
         {
           depth: depth + 1,
           ...(parent_run_id ? { parent: { run_id: parent_run_id, tool_call_id: call.tool_call_id } } : {}),

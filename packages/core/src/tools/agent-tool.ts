@@ -1,6 +1,8 @@
 import { shortHash } from '../canonical.ts';
 import type { RunInput } from '../conversation/messages.ts';
 import { Agent } from '../definitions/agent.ts';
+import type { BudgetConfig, ResolvedBudget } from '../definitions/settings.ts';
+import type { RunSpent } from '../loop/decide.ts';
 import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
 import { ConfigError } from '../errors.ts';
 import { NamePattern } from '../names.ts';
@@ -117,4 +119,29 @@ export function childAgentsOf(agents: Iterable<Agent>): Agent[] {
     }
   }
   return found;
+}
+
+/** A parent's budget caps, as a call's job carries them to the child it starts. */
+export type BudgetCaps = Pick<BudgetConfig, 'max_total_tokens' | 'max_tool_calls'>;
+
+/**
+ * The budget a child run starts with (SPEC §10, §13): what its parent's caps leave after what
+ * the parent has spent so far (its children's spend included), or its own agent's caps where
+ * those are lower. Undefined when the parent has no caps: the child's agent decides alone. Calls
+ * of one turn each get what is left when they start, so children running side by side can
+ * together spend more than is left; their spend counts toward the parent's budget either way.
+ */
+export function childBudget(parent: BudgetCaps | ResolvedBudget | undefined, spent: RunSpent, own: BudgetConfig | undefined): BudgetConfig | undefined {
+  if (!parent || (parent.max_total_tokens === undefined && parent.max_tool_calls === undefined)) return undefined;
+  const lower = (cap: number | undefined, used: number, mine: number | undefined) => {
+    const left = cap === undefined ? undefined : Math.max(0, cap - used);
+    return left === undefined ? mine : mine === undefined ? left : Math.min(left, mine);
+  };
+  const max_total_tokens = lower(parent.max_total_tokens, spent.tokens, own?.max_total_tokens);
+  const max_tool_calls = lower(parent.max_tool_calls, spent.tool_calls, own?.max_tool_calls);
+  return {
+    ...(max_total_tokens !== undefined ? { max_total_tokens } : {}),
+    ...(max_tool_calls !== undefined ? { max_tool_calls } : {}),
+    ...(own?.on_exceeded ? { on_exceeded: own.on_exceeded } : {}),
+  };
 }

@@ -1,4 +1,16 @@
-import { type ExecuteCall, TERMINAL_STATUSES, type ToolLogger, ToolResultText, type RunStatus, childRunId, failedCall, modelTargets, toolStartedEvent } from '@arcflow/core';
+import {
+  type BudgetConfig,
+  type ExecuteCall,
+  TERMINAL_STATUSES,
+  childBudget,
+  type ToolLogger,
+  ToolResultText,
+  type RunStatus,
+  childRunId,
+  failedCall,
+  modelTargets,
+  toolStartedEvent,
+} from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { QueueName } from '../keys.ts';
 import type { RunStore } from '../store/run-store.ts';
@@ -30,7 +42,8 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
   const { max_depth } = planned.tool.child!;
   const place = { step_id: data.step_id, iteration: data.iteration };
   const call = roundCall(planned, place, true, data.waits === true);
-  const depth = (await store.children.depth(data.run_id)) + 1;
+  const standing = await store.children.standing(data.run_id);
+  const depth = standing.depth + 1;
   if (depth > max_depth) return refuseTooDeep(deps, data, planned, attempt, depth);
   const child_run_id = childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id);
   const started = { event: toolStartedEvent(planned, place, attempt, child_run_id), ts: Date.now() };
@@ -41,7 +54,8 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
     return { retry: false, roundSettled: false };
   }
   if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
-  const status = await createChild(deps, data, planned, { child_run_id, depth, started_at: started.ts });
+  const budget = childBudget(data.budget, standing.spent, planned.tool.child!.agent.budget);
+  const status = await createChild(deps, data, planned, { child_run_id, depth, started_at: started.ts, budget });
   // A re-delivery that finds the child ended (its ending process died before settling the call) settles it now.
   if (TERMINAL_STATUSES.has(status)) await settleParentOf(store, deps.queues, child_run_id, false);
   // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
@@ -72,7 +86,12 @@ async function refuseTooDeep(deps: ChildRunDeps, data: ToolJobData, planned: Exe
  * (an earlier delivery made it) is left as it is, and gets its first job only if it never started.
  * Returns the child's status.
  */
-async function createChild(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, child: { child_run_id: string; depth: number; started_at: number }): Promise<RunStatus> {
+async function createChild(
+  deps: ChildRunDeps,
+  data: ToolJobData,
+  planned: ExecuteCall,
+  child: { child_run_id: string; depth: number; started_at: number; budget: BudgetConfig | undefined },
+): Promise<RunStatus> {
   const { agent, input } = planned.tool.child!;
   const trace = mintChildTrace(
     data.trace.traceparent,
@@ -84,7 +103,8 @@ async function createChild(deps: ChildRunDeps, data: ToolJobData, planned: Execu
       run_id: child.child_run_id,
       agent: agent.name,
       input: input(data.args),
-      config: undefined,
+      // What its parent's budget leaves (SPEC §13); nothing else of the parent's config.
+      config: child.budget ? { budget: child.budget } : undefined,
       exec_config: undefined,
       trace,
       definition_hash: agent.definition_hash,

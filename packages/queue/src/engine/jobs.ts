@@ -1,5 +1,5 @@
 import type { JobsOptions } from 'bullmq';
-import { NamePattern, type ToolDefinition } from '@arcflow/core';
+import { type BudgetCaps, NamePattern, type ToolDefinition } from '@arcflow/core';
 import { JobId } from '../keys.ts';
 
 /** W3C trace context carried in every job: the run's root span, and the span that enqueued the job. */
@@ -48,6 +48,8 @@ export interface ToolJobData {
   readonly state_step?: string;
   /** The run state's limit, when the agent's is not the default. */
   readonly max_state_bytes?: number;
+  /** An agent tool's call in a step with a budget: the step's caps, which the child's budget comes from (SPEC §13). */
+  readonly budget?: BudgetCaps;
 }
 
 /** The join of a tool job's round: provider job `n+1`, created by the same span as the tool job. */
@@ -124,5 +126,14 @@ export function malformedJobData(data: ToolJobData): string | undefined {
   if (data.state_entries !== undefined && (!Number.isSafeInteger(data.state_entries) || data.state_entries < 0)) return 'state_entries';
   if (data.state_step !== undefined && (typeof data.state_step !== 'string' || !NamePattern.stepId.test(data.state_step))) return 'state_step';
   if (data.max_state_bytes !== undefined && (!Number.isSafeInteger(data.max_state_bytes) || data.max_state_bytes < 2)) return 'max_state_bytes';
+  if (data.budget !== undefined && !budgetCaps(data.budget)) return 'budget';
   return undefined;
+}
+
+/** Whether a job's `budget` is caps this engine writes: an object of whole numbers, each optional. */
+function budgetCaps(budget: unknown): boolean {
+  if (budget === null || typeof budget !== 'object') return false;
+  const { max_total_tokens, max_tool_calls } = budget as BudgetCaps;
+  const whole = (value: unknown) => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0);
+  return whole(max_total_tokens) && whole(max_tool_calls);
 }

@@ -123,12 +123,20 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         join,
         ...(waits ? { waits: true } : {}),
         ...stateFields(context.round),
+        ...(planned.tool.child ? budgetField(context.settings) : {}),
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
       return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
     }),
   );
+}
+
+/** An agent tool's job's `budget`: the step's caps, when it has any (its child's budget comes from them). */
+function budgetField(settings: StepSettings): Pick<ToolJobData, 'budget'> {
+  const { max_total_tokens, max_tool_calls } = settings.budget ?? {};
+  if (max_total_tokens === undefined && max_tool_calls === undefined) return {};
+  return { budget: { ...(max_total_tokens !== undefined ? { max_total_tokens } : {}), ...(max_tool_calls !== undefined ? { max_tool_calls } : {}) } };
 }
 
 /** A tool job's run-state fields (SPEC §17): present only when its run has a state, or a limit of its own. */

@@ -49,10 +49,23 @@ export class ChildStore {
     };
   }
 
-  /** How deep a run is among runs: 0 for one without a parent (and for one not found). */
-  async depth(run_id: string): Promise<number> {
-    const depth = Number(await this.redis.hget(this.keys.record(run_id), 'depth'));
-    return Number.isSafeInteger(depth) && depth > 0 ? depth : 0;
+  /**
+   * Where a run stands, for a child it starts: how deep it is among runs (0 for one without a
+   * parent, and for one not found), and what it has spent, its children's spend included.
+   */
+  async standing(run_id: string): Promise<{ depth: number; spent: RunSpent }> {
+    const [depth, usage_total, tool_calls, children_tokens, children_tool_calls] = await this.redis.hmget(
+      this.keys.record(run_id),
+      'depth',
+      'usage_total',
+      'tool_calls',
+      'children_tokens',
+      'children_tool_calls',
+    );
+    return {
+      depth: wholeCount(depth),
+      spent: { tokens: wholeCount(usage_total) + wholeCount(children_tokens), tool_calls: wholeCount(tool_calls) + wholeCount(children_tool_calls) },
+    };
   }
 
   /**
