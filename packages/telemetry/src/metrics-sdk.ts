@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { metrics } from '@opentelemetry/api';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { AggregationTemporality, type IMetricReader, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { METER_NAME } from './metrics.ts';
@@ -14,9 +13,10 @@ import { processResource } from './resource.ts';
  * port or an OTLP endpoint): a Prometheus reader (its text served by the caller's HTTP server)
  * and a periodic OTLP/HTTP reader, as asked, each given what the engine's recording functions
  * (record-metrics.ts) aggregate in process through a producer of its own; and a meter provider,
- * made the global one, whose `arcflow` meter observes the queue gauges at each collection.
+ * made the global one, whose `arcflow` meter observes the queue gauges at each collection. The
+ * OTLP exporter's modules load only when OTLP is asked for.
  */
-export function startMetricsSdk(options: MetricsOptions): ProcessMetrics {
+export async function startMetricsSdk(options: MetricsOptions): Promise<ProcessMetrics> {
   const recorded = createRecordedMetrics();
   const readers: IMetricReader[] = [];
   // Prometheus reads cumulative counts (its exporter's only temporality).
@@ -25,6 +25,7 @@ export function startMetricsSdk(options: MetricsOptions): ProcessMetrics {
     : undefined;
   if (prometheus) readers.push(prometheus);
   if (options.otlp) {
+    const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-http');
     const exporter = new OTLPMetricExporter({ url: options.otlp.url });
     readers.push(
       new PeriodicExportingMetricReader({
