@@ -105,7 +105,8 @@ export function childRunId(parent_run_id: string, step_id: string, iteration: nu
   }
 }
 
-const PARTITION_MARK = /^run_p\d{1,4}_/;
-
 /** How a run id that names its partition starts (`run_p3_…`); see {@link newRunId}. */
 export const PARTITIONED_RUN_ID_START = 'run_p';
+
+/** The mark of a run id that names its partition: `run_p<k>_`, with `k` (1 to 4 digits) as its group. */
+export const PARTITION_MARK = new RegExp(`^${PARTITIONED_RUN_ID_START}(\\d{1,4})_`);

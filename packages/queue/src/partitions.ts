@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { PARTITIONED_RUN_ID_START } from '@arcflow/core';
+import { PARTITIONED_RUN_ID_START, PARTITION_MARK } from '@arcflow/core';
 
 /**
  * Partitions (SPEC §9): a run lives for life under one of N hash tags, named in its run id
@@ -14,7 +14,6 @@ import { PARTITIONED_RUN_ID_START } from '@arcflow/core';
 const SLOTS = 16_384;
 /** How far past its target slot a partition's tag may land (keeps the search short). */
 const SLOT_WINDOW = 64;
-const PARTITION_MARK = new RegExp(`^${PARTITIONED_RUN_ID_START}(\\d{1,4})_`);
 
 const tags = new Map<string, string>();
 

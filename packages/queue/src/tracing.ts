@@ -227,52 +227,45 @@ export function emitChildCallSpan(
   runTraceparent: string | undefined,
   call: { run_id: string; step_id: string; iteration: number; tool_call_id: string; tool_name: string; started_at: number; child_run_id: string; error_code?: string },
 ): void {
-  if (!tracingEnabled()) return;
-  const own = parseTraceparent(childCallTraceparent(runTraceparent, call));
-  const root = parseTraceparent(runTraceparent);
-  if (!own || !root) return;
-  const span = withForcedIds(own.traceId, own.spanId, () =>
-    tracer().startSpan(
-      SpanName.executeTool(call.tool_name),
-      {
-        kind: SpanKind.INTERNAL,
-        startTime: call.started_at,
-        attributes: {
-          [Attr.operationName]: 'execute_tool',
-          [Attr.toolName]: call.tool_name,
-          [Attr.toolCallId]: call.tool_call_id,
-          [Attr.toolType]: 'function',
-          [Attr.runId]: call.run_id,
-          [Attr.stepId]: call.step_id,
-          [Attr.iteration]: call.iteration,
-          [Attr.childRunId]: call.child_run_id,
-        },
-      },
-      trace.setSpanContext(ROOT_CONTEXT, root),
-    ),
-  );
-  if (call.error_code) failSpan(span, call.error_code);
-  span.end();
+  emitDerivedSpan(runTraceparent, childCallTraceparent(runTraceparent, call), SpanName.executeTool(call.tool_name), call.started_at, call.error_code, () => ({
+    [Attr.operationName]: 'execute_tool',
+    [Attr.toolName]: call.tool_name,
+    [Attr.toolCallId]: call.tool_call_id,
+    [Attr.toolType]: 'function',
+    [Attr.runId]: call.run_id,
+    [Attr.stepId]: call.step_id,
+    [Attr.iteration]: call.iteration,
+    [Attr.childRunId]: call.child_run_id,
+  }));
 }
 
 /** Emits a workflow agent step's `invoke_agent {agent}` span (ids from {@link stepTraceparent}), child of the run's root. */
 export function emitStepSpan(runTraceparent: string | undefined, step: { run_id: string; step_id: string; agent: string; started_at: number; error_code?: string }): void {
+  emitDerivedSpan(runTraceparent, stepTraceparent(runTraceparent, step.step_id), SpanName.invokeAgent(step.agent), step.started_at, step.error_code, () => ({
+    [Attr.operationName]: 'invoke_agent',
+    [Attr.agentName]: step.agent,
+    [Attr.runId]: step.run_id,
+    [Attr.stepId]: step.step_id,
+  }));
+}
+
+/** Emits, from `startTime` to now, a span whose ids were derived from the run's root (`own`), as a child of that root; failed with `error_code` if given. */
+function emitDerivedSpan(
+  runTraceparent: string | undefined,
+  ownTraceparent: string | undefined,
+  name: string,
+  startTime: number,
+  error_code: string | undefined,
+  attributes: () => Record<string, string | number>,
+): void {
   if (!tracingEnabled()) return;
-  const own = parseTraceparent(stepTraceparent(runTraceparent, step.step_id));
+  const own = parseTraceparent(ownTraceparent);
   const root = parseTraceparent(runTraceparent);
   if (!own || !root) return;
   const span = withForcedIds(own.traceId, own.spanId, () =>
-    tracer().startSpan(
-      SpanName.invokeAgent(step.agent),
-      {
-        kind: SpanKind.INTERNAL,
-        startTime: step.started_at,
-        attributes: { [Attr.operationName]: 'invoke_agent', [Attr.agentName]: step.agent, [Attr.runId]: step.run_id, [Attr.stepId]: step.step_id },
-      },
-      trace.setSpanContext(ROOT_CONTEXT, root),
-    ),
+    tracer().startSpan(name, { kind: SpanKind.INTERNAL, startTime, attributes: attributes() }, trace.setSpanContext(ROOT_CONTEXT, root)),
   );
-  if (step.error_code) failSpan(span, step.error_code);
+  if (error_code) failSpan(span, error_code);
   span.end();
 }
 

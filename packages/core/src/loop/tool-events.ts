@@ -115,6 +115,14 @@ export function lostCall(planned: PlannedCall, place: CallPlace, error_code: 'to
   return failedCall(idsOf(planned), place, ToolResultText.unavailable(), error_code);
 }
 
+/** What a worker logs when it refuses a call whose child would be deeper than its tool's `max_depth` (SPEC §13). */
+export const TOO_DEEP_MESSAGE = 'agent tool call refused: its child would be deeper than max_depth';
+
+/** A call of an agent tool whose child would be too deep: a tool error, with SPEC §3's text for one (the log says why). */
+export function tooDeepCall(planned: PlannedCall, place: CallPlace): SettledCall {
+  return failedCall(idsOf(planned), place, ToolResultText.unavailable(), 'tool_error');
+}
+
 /** How a child run ended, as its parent's call sees it (SPEC §13). */
 export interface ChildEnding {
   readonly status: 'completed' | 'failed' | 'cancelled';

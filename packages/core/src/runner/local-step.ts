@@ -29,18 +29,18 @@ import {
   type SettledCall,
   cancelledCall,
   childCallSettled,
-  failedCall,
   plannedCallEvents,
   settleExecution,
   shouldRetryTool,
   toolStartedEvent,
+  TOO_DEEP_MESSAGE,
+  tooDeepCall,
 } from '../loop/tool-events.ts';
 import { type ModelProvider, type ProviderRequest, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
 import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts';
 import { type RunError, type RunRecord, childRunId } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler, watchSignal } from '../tools/run-handler.ts';
-import { ToolResultText } from '../tools/result-text.ts';
 import { type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
 import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
 import type { LocalEventLog } from './event-log.ts';
@@ -324,16 +324,9 @@ export class LocalTools {
     const { agent, max_depth, input } = planned.tool.child!;
     const call = { tool_name: planned.tool.name, tool_call_id: planned.call.id, max_result_bytes: planned.tool.max_result_bytes };
     if (this.children.depth + 1 > max_depth) {
-      // A tool error (SPEC §13): the model reads what any tool error gives it, the log says why.
-      this.logger.error('agent tool call refused: its child would be deeper than max_depth', {
-        run_id: this.log.run_id,
-        ...place,
-        tool_call_id: planned.call.id,
-        tool: planned.tool.name,
-        max_depth,
-      });
+      this.logger.error(TOO_DEEP_MESSAGE, { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, max_depth });
       this.log.append(toolStartedEvent(planned, place, 1));
-      return this.record(failedCall(call, place, ToolResultText.unavailable(), 'tool_error'));
+      return this.record(tooDeepCall(planned, place));
     }
     const child_run_id = childRunId(this.log.run_id, place.step_id, place.iteration, planned.call.id);
     this.log.append(toolStartedEvent(planned, place, 1, child_run_id));

@@ -4,11 +4,11 @@ import {
   TERMINAL_STATUSES,
   childBudget,
   type ToolLogger,
-  ToolResultText,
+  TOO_DEEP_MESSAGE,
   type RunStatus,
   childRunId,
-  failedCall,
   modelTargets,
+  tooDeepCall,
   toolStartedEvent,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
@@ -18,8 +18,7 @@ import { type RunTrace, childCallTraceparent, firstJobCarrier, mintChildTrace } 
 import { cancelChild, settleParentOf } from './end-run.ts';
 import { type ToolJobData, providerAttempts } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
-import type { AttemptOutcome } from './tool-execution.ts';
-import { roundCall } from './tool-execution.ts';
+import { type AttemptOutcome, roundCall } from './tool-execution.ts';
 
 export interface ChildRunDeps {
   readonly store: RunStore;
@@ -66,18 +65,9 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
 /** A call deeper than its tool's `max_depth`: a tool error (SPEC §13); the model reads what any tool error gives it, the log says why. */
 async function refuseTooDeep(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, attempt: number, depth: number): Promise<AttemptOutcome> {
   const place = { step_id: data.step_id, iteration: data.iteration };
-  const max_depth = planned.tool.child!.max_depth;
-  deps.logger.error('agent tool call refused: its child would be deeper than max_depth', {
-    run_id: data.run_id,
-    ...place,
-    tool_call_id: data.tool_call_id,
-    tool: planned.tool.name,
-    depth,
-    max_depth,
-  });
-  const refused = failedCall({ tool_name: planned.tool.name, tool_call_id: planned.call.id }, place, ToolResultText.unavailable(), 'tool_error');
+  deps.logger.error(TOO_DEEP_MESSAGE, { run_id: data.run_id, ...place, tool_call_id: data.tool_call_id, tool: planned.tool.name, depth, max_depth: planned.tool.child!.max_depth });
   const started = { event: toolStartedEvent(planned, place, attempt), ts: Date.now() };
-  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), { ...refused, started });
+  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), { ...tooDeepCall(planned, place), started });
   return { retry: false, roundSettled: recorded?.openInRound === 0 };
 }
 

@@ -51,9 +51,8 @@ export async function settleParentCall(
   }
   if (recorded?.openInRound === 0) {
     // The join goes to the parent's own queue, named from its record, not from what the child's record says.
-    const parent = await deps.store.getSpec(job.run_id);
-    if (parent)
-      await deps.queues.join({ queue: QueueName.agent(parent.agent), attempts: Math.min(job.join.attempts, MAX_JOIN_ATTEMPTS) }, joinJobData({ ...job, args: undefined }));
+    const agent = await deps.store.children.agentOf(job.run_id);
+    if (agent) await deps.queues.join({ queue: QueueName.agent(agent), attempts: Math.min(job.join.attempts, MAX_JOIN_ATTEMPTS) }, joinJobData({ ...job, args: undefined }));
   }
   return 'settled';
 }

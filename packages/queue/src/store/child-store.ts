@@ -68,6 +68,11 @@ export class ChildStore {
     };
   }
 
+  /** A run's agent (or workflow) name, which names its provider queue; undefined when it does not exist. */
+  async agentOf(run_id: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.record(run_id), 'agent')) ?? undefined;
+  }
+
   /**
    * A child run that has ended, with the call of its parent it settles; undefined for a run that
    * has not ended, has no parent, or whose parent link another process wrote unreadable.
