@@ -75,7 +75,7 @@ export const EnqueueBody = Type.Object(
     // and untyped here since Fastify's type coercion would turn a one-message list into something else.
     input: Type.Unknown({
       description:
-        "a string (one user message), or a list of chat messages { role: 'user' | 'assistant' | 'system' | 'tool', content, … } with content a string or a list of { type: 'text', text } and { type: 'image_url', image_url: { url } } parts; a workflow takes a string",
+        "a string (one user message), or a list of chat messages { role: 'user' | 'assistant' | 'system' | 'developer' | 'tool', content, … } with content a string or a list of { type: 'text', text } and { type: 'image_url', image_url: { url } } parts; a workflow takes a string",
       examples: [
         'Weather in Oslo?',
         [

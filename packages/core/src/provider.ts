@@ -23,7 +23,7 @@ export type ContentPart = TextPart | ImagePart;
  * a list of parts, sent to the provider as it is. Checked at enqueue by `checkRunInput`.
  */
 export type ChatMessage =
-  | { readonly role: 'system'; readonly content: string | readonly TextPart[]; readonly name?: string }
+  | { readonly role: 'system' | 'developer'; readonly content: string | readonly TextPart[]; readonly name?: string }
   | { readonly role: 'user'; readonly content: string | readonly ContentPart[]; readonly name?: string }
   | { readonly role: 'assistant'; readonly content: string | readonly TextPart[] | null; readonly tool_calls?: readonly RequestedToolCall[]; readonly name?: string }
   | { readonly role: 'tool'; readonly tool_call_id: string; readonly content: string | readonly TextPart[] };

@@ -43,9 +43,23 @@ describe('checkRunInput', () => {
   it('refuses an unknown role, naming the index and the roles', () => {
     expect(refusal([user('hi'), { role: 'assistant', content: 'yes' }, { role: 'robot', content: 'beep' }])).toEqual({
       code: 'invalid_input',
-      message: "input[2].role: expected 'user', 'assistant', 'system' or 'tool', got 'robot'",
+      message: "input[2].role: expected 'user', 'assistant', 'system', 'developer' or 'tool', got 'robot'",
     });
-    expect(refusal([{ content: 'no role' }]).message).toBe("input[0].role: expected 'user', 'assistant', 'system' or 'tool'");
+    expect(refusal([{ content: 'no role' }]).message).toBe("input[0].role: expected 'user', 'assistant', 'system', 'developer' or 'tool'");
+  });
+
+  it('takes a developer message, checked like a system message', () => {
+    const conversation = [
+      { role: 'developer', content: 'Answer in French.', name: 'ops' },
+      { role: 'developer', content: [{ type: 'text', text: 'Be brief.' }] },
+      user('hi'),
+    ];
+    expect(checkRunInput(conversation)).toBe(conversation);
+    expect(refusal([{ role: 'developer', content: [{ type: 'image_url', image_url: { url: png(100) } }] }]).message).toBe(
+      'input[0].content[0].type: image_url parts go in user messages, not developer messages',
+    );
+    expect(refusal([{ role: 'developer', content: 'x', tool_calls: [] }]).message).toBe('input[0].tool_calls: not a field of a developer message (allowed: role, content, name)');
+    expect(refusal([{ role: 'developer', content: 7 }]).message).toBe('input[0].content: expected a string or a list of text parts');
   });
 
   it('refuses a tool message with no tool_call_id, or one that answers no call before it', () => {
@@ -142,6 +156,16 @@ describe('runLocal with a list of messages', () => {
     ] as const;
     const run = await runLocal(agent, input, { provider: model, logger: false });
     expect(run).toMatchObject({ status: 'completed', output: 'A cat on a mat.' });
+    expect(model.requests[0]?.messages).toEqual([{ role: 'system', content: 'Describe pictures.' }, ...input]);
+  });
+
+  it('gives the provider a developer message as it is', async () => {
+    const model = scriptedProvider([reply('Bonjour.')]);
+    const input = [
+      { role: 'developer', content: 'Answer in French.' },
+      { role: 'user', content: 'Hello.' },
+    ] as const;
+    expect(await runLocal(agent, input, { provider: model, logger: false })).toMatchObject({ status: 'completed', output: 'Bonjour.' });
     expect(model.requests[0]?.messages).toEqual([{ role: 'system', content: 'Describe pictures.' }, ...input]);
   });
 

@@ -80,7 +80,7 @@ describe('a run whose input is a list of messages', () => {
       ]),
     ).toEqual({
       code: 'invalid_input',
-      message: "input[1].role: expected 'user', 'assistant', 'system' or 'tool', got 'bot'",
+      message: "input[1].role: expected 'user', 'assistant', 'system', 'developer' or 'tool', got 'bot'",
     });
     expect((await refused('describer', [{ role: 'tool', content: 'x' }])).message).toBe('input[0].tool_call_id: required on a tool message (a non-empty string)');
     expect(await refused('describer', [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(200 * 1024)}` } }] }])).toMatchObject({

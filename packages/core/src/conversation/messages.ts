@@ -57,6 +57,7 @@ type Role = ChatMessage['role'];
 /** The fields each role's message may have. */
 const FIELDS: Readonly<Record<Role, readonly string[]>> = {
   system: ['role', 'content', 'name'],
+  developer: ['role', 'content', 'name'],
   user: ['role', 'content', 'name'],
   assistant: ['role', 'content', 'name', 'tool_calls'],
   tool: ['role', 'content', 'tool_call_id'],
@@ -67,6 +68,7 @@ const ROLES = Object.keys(FIELDS) as Role[];
 /** How each role's content is described in a refusal: images go in user messages only. */
 const CONTENT_EXPECTED: Readonly<Record<Role, string>> = {
   system: 'expected a string or a list of text parts',
+  developer: 'expected a string or a list of text parts',
   user: 'expected a string or a list of text and image_url parts',
   assistant: 'expected a string, a list of text parts, or null with tool_calls',
   tool: 'expected a string or a list of text parts',
@@ -96,7 +98,7 @@ function checkMessage(message: unknown, at: string): ChatMessage {
   if (!isPlainObject(message)) refuse(at, 'expected a message { role, content }');
   const role = message.role as Role;
   if (!ROLES.includes(role)) {
-    refuse(`${at}.role`, `expected 'user', 'assistant', 'system' or 'tool'${typeof role === 'string' ? `, got '${role.slice(0, 40)}'` : ''}`);
+    refuse(`${at}.role`, `expected 'user', 'assistant', 'system', 'developer' or 'tool'${typeof role === 'string' ? `, got '${role.slice(0, 40)}'` : ''}`);
   }
   onlyFields(message, FIELDS[role], at, `${role === 'assistant' ? 'an' : 'a'} ${role} message`);
   if (message.name !== undefined) nonEmptyString(message.name, `${at}.name`);
