@@ -41,6 +41,9 @@ export const RunRecord = Type.Object(
     parent_run_id: Type.Optional(Type.String({ description: 'a child run (SPEC §13): the run whose agent tool call started it' })),
     parent_tool_call_id: Type.Optional(Type.String({ description: "a child run: the parent's call that started it" })),
     steered_into: Type.Optional(Type.String({ description: 'on_busy: steer — the active run of the thread its input was given to' })),
+    steered_from: Type.Optional(
+      Type.Array(Type.String(), { description: 'a run that took input steered into a run that ended without it reaching the thread: the steering runs' }),
+    ),
     pending_approvals: Type.Optional(
       Type.Array(
         Type.Object({

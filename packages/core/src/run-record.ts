@@ -42,6 +42,8 @@ export interface RunRecord {
   readonly thread_id?: string;
   /** A run enqueued with `on_busy: steer`: the run its input was given to (it ended at once, completed). */
   readonly steered_into?: string;
+  /** A run that took the input steered into a run that ended without it reaching the thread: the steering runs. */
+  readonly steered_from?: readonly string[];
   /** Calls waiting for a person's approval (their arguments are for the approvers; never in events). */
   readonly pending_approvals?: readonly PendingApproval[];
   /** The run's state as its last round left it (SPEC §17); `{}` when nothing set one. */

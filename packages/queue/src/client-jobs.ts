@@ -24,13 +24,13 @@ import { resolveApproval } from './engine/approvals.ts';
 import { QueuePool, enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
 import { type JoinTarget, PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
-import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
+import { startNextOnThread } from './engine/thread-run.ts';
 import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
-import type { ThreadStore } from './store/thread-store.ts';
+import type { ThreadJobSpec, ThreadStore } from './store/thread-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from './tracing.ts';
 
 /**
@@ -145,24 +145,18 @@ export class ClientJobs {
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {
-        // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
-        const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request);
-        if (join === 'steered') return { run_id, created };
-        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
         // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
         const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
+        // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
+        const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request, target('s1'));
+        // Steered, or waiting in its thread's line: no job (the end of the run before it adds its first).
+        if (join === 'steered' || join === 'wait') return { run_id, created };
+        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
         if (graph) {
           const steps = graph.steps.filter((step) => roots.includes(step.id));
           await Promise.all(steps.map((step) => enqueueJoin(this.queues, target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
         } else {
-          const data = { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) };
-          if (join === 'wait') {
-            // Its turn comes when the thread's active run ends (whose end promotes this job); until then it looks again now and then.
-            const { queue, attempts } = target('s1');
-            await this.queues.forRun(queue, run_id).add(PROVIDER_JOB, data, { ...providerJobOptions(data, attempts), delay: THREAD_WAIT_MS });
-          } else {
-            await enqueueJoin(this.queues, target('s1'), data);
-          }
+          await enqueueJoin(this.queues, target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
         }
       }
       return { run_id, created };
@@ -174,9 +168,11 @@ export class ClientJobs {
    * active run) or `steered` (its input given to the active run; it has ended, completed). A run
    * refused as `thread_busy` (`on_busy: reject`) was removed again: nothing is queued.
    */
-  private async joinThread(run_id: string, request: EnqueueRequest): Promise<'start' | 'wait' | 'steered'> {
+  private async joinThread(run_id: string, request: EnqueueRequest, job: ThreadJobSpec): Promise<'start' | 'wait' | 'steered'> {
     const { store, threads } = this.context;
-    const { decision, active } = await threads.join(run_id, request.thread_id!, request.on_busy ?? 'queue', inputMessages(request.input), store.retentionSeconds);
+    // The trace of the run that would take steered messages its target ends without (see `finish.lua`).
+    const followUpTrace = request.on_busy === 'steer' ? JSON.stringify(mintRunTrace()) : undefined;
+    const { decision, active } = await threads.join(run_id, request.thread_id!, request.on_busy ?? 'queue', inputMessages(request.input), store.retentionSeconds, job, followUpTrace);
     if (decision === 'busy') throw new RequestError('thread_busy', `thread '${request.thread_id}' is busy: run '${active}' is active (on_busy: reject)`);
     return decision;
   }
@@ -236,7 +232,7 @@ export class ClientJobs {
     });
   }
 
-  /** After a thread run ended: the first job of the thread's next run is promoted (see `startNextOnThread`). */
+  /** After a thread run ended: the first job of the thread's next run is added (see `startNextOnThread`). */
   startNextOnThread(run_id: string): Promise<void> {
     return startNextOnThread(this.context.threads, this.queues, run_id);
   }

@@ -225,6 +225,8 @@ export const THREAD_KEY_INFIX = ':thread:';
 export const THREAD_STAGED_SUFFIX = ':thread-staged';
 /** Messages steered into a thread's active run by later runs (`on_busy: steer`), taken by its next call. */
 export const THREAD_INJECTED_SUFFIX = ':injected';
+/** Beside `:injected`, the steering run of each message there, in the same order. */
+export const THREAD_INJECTED_BY_SUFFIX = ':injected-by';
 
 export function threadKeys(tag: string, thread_id: string): { readonly messages: string; readonly runs: string; readonly active: string; readonly waiting: string } {
   const messages = `${tag}${THREAD_KEY_INFIX}${thread_id}`;

@@ -1,11 +1,13 @@
-import { type ChatMessage, RequestError } from '@arcflow/core';
+import { Agent, type ChatMessage, FINAL_ANSWER_NOTE, RequestError, initialStepState } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
 import { type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { hashTag, threadKeys } from '../src/keys.ts';
+import { JobId, QueueName, hashTag, threadKeys } from '../src/keys.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ThreadStore } from '../src/store/thread-store.ts';
-import { fixtureWorkers, until } from './harness.ts';
+import { stageThreadMessages } from '../src/engine/thread-run.ts';
+import { QueuePool } from '../src/engine/join.ts';
+import { fixtureWorkers, killRepeatedly, until } from './harness.ts';
 
 // SPEC §11 "Threads", through `arcflow worker` processes and a fake OpenAI-compatible server:
 // each run of a thread runs on the thread's conversation so far, and a run that completes appends
@@ -13,10 +15,21 @@ import { fixtureWorkers, until } from './harness.ts';
 
 const FIXTURE = new URL('./fixtures/thread-agents.ts', import.meta.url).pathname;
 const { forTest } = fixtureWorkers(FIXTURE);
+/** The fixture's `chat` agent as a store sees it (its instructions). */
+const chatAgent = new Agent({ name: 'chat', instructions: 'Chat along.' });
 
-/** Answers by the conversation: `tool:<word>` asks for lookup, `block` for block, `fail` fails; a tool result gets a final answer. */
+/**
+ * Answers by the conversation: `tool:<word>` asks for lookup, `block` for block, `gate` for gate,
+ * `fail` fails; a tool result gets a final answer; an invalid-output repair turn gets JSON.
+ */
 function answer(request: FakeRequest): FakeTurn {
-  const last = request.body.messages.at(-1) as { role: string; content: string };
+  const messages = request.body.messages as { role: string; content: string }[];
+  const last = messages.at(-1)!;
+  // `gate, then fail`: the call after the gate's result fails (400).
+  if (last.content !== 'gate, then fail' && messages.some((message) => message.role === 'user' && message.content === 'gate, then fail')) return { type: 'status', status: 400, body: { error: { message: 'no' } } };
+  if (last.content === 'gate, then fail') return { type: 'tools', calls: [{ name: 'gate', arguments: {} }] };
+  // A rejected answer's repair turn gets JSON.
+  if (last.role === 'user' && last.content.startsWith('Error: invalid output')) return { type: 'text', content: '{"n":1}' };
   if (last.role === 'tool') return { type: 'text', content: `after ${last.content}` };
   if (last.content.startsWith('tool:')) return { type: 'tools', calls: [{ name: 'lookup', arguments: { word: last.content.slice(5) } }] };
   if (last.content === 'block') return { type: 'tools', calls: [{ name: 'block', arguments: {} }] };
@@ -165,6 +178,36 @@ describe('threads', () => {
     await close();
   }, 60_000);
 
+  it('loses no queued run while one of two workers is SIGKILLed every 0.7 s (20 threads × 10 messages): each message and its answer in its thread once, in order', async () => {
+    const { start, client, threads, close } = await setup('thread-chaos');
+    const live = [await start(), await start()];
+    const chaos = killRepeatedly(live, start, { firstMs: 300, periodMs: 700 });
+    try {
+      const inputs = (t: number) => Array.from({ length: 10 }, (_, i) => `t${t} m${i}`);
+      const enqueued = await Promise.all(
+        Array.from({ length: 20 }, async (_, t) => {
+          const ids: string[] = [];
+          for (const input of inputs(t)) ids.push((await client.enqueue({ agent: 'chat', input, thread_id: `chaos-${t}` })).run_id);
+          return ids;
+        }),
+      );
+      const runs = await Promise.all(enqueued.flat().map((run_id) => client.wait(run_id, { timeout_ms: 90_000 })));
+      expect(await chaos.stop()).toBeGreaterThanOrEqual(3);
+      expect(runs.filter((run) => run.status !== 'completed').map((run) => [run.run_id, run.status, run.error?.message])).toEqual([]);
+      for (let t = 0; t < 20; t++) {
+        expect(await threads.messages(`chaos-${t}`)).toEqual(
+          inputs(t).flatMap((input) => [
+            { role: 'user', content: input },
+            { role: 'assistant', content: `re: ${input}` },
+          ]),
+        );
+      }
+    } finally {
+      await chaos.stop();
+      await close();
+    }
+  }, 120_000);
+
   it('refuses a run on a busy thread with on_busy: reject (thread_busy), queuing nothing', async () => {
     const { start, client, threads, close } = await setup('thread-reject');
     await start();
@@ -222,6 +265,139 @@ describe('threads', () => {
     await close();
   });
 
+  it('holds no job for a run waiting in its line: it starts when the run before it ends, and a cancelled waiting run leaves the line', async () => {
+    const { start, client, threads, store, close, key, reader } = await setup('thread-line');
+    await start();
+    const queues = new QueuePool(reader(), store.keys);
+    try {
+      const first = await client.enqueue({ agent: 'chat', input: 'gate', thread_id: 'line' });
+      await untilEvent(client, first.run_id, 'ToolCallStarted');
+      const cancelled = await client.enqueue({ agent: 'chat', input: 'never', thread_id: 'line' });
+      const waiting = await client.enqueue({ agent: 'chat', input: 'next', thread_id: 'line' });
+      const firstJob = (run_id: string) => queues.forRun(QueueName.agent('chat'), run_id).getJob(JobId.provider(run_id, 's1', 1));
+      // Waiting, it holds no job that could be delivered again and again.
+      expect(await firstJob(waiting.run_id)).toBeUndefined();
+      expect(await threads.waitsInLine(waiting.run_id)).toBe(true);
+      expect((await client.cancel(cancelled.run_id)).cancelled).toBe(true);
+      expect(await reader().lrange(threadKeys(store.keys.tag, 'line').waiting, 0, -1)).toEqual([waiting.run_id]);
+      await reader().set(key('gate'), '1');
+      expect(await client.wait(waiting.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 're: next' });
+      // Its first job was added when its turn came, and delivered once.
+      expect((await firstJob(waiting.run_id))?.attemptsStarted).toBe(1);
+      expect((await threads.messages('line')).map((message) => message.content)).toEqual(['gate', null, 'gate opened', 'after gate opened', 'next', 're: next']);
+    } finally {
+      await queues.close();
+      await close();
+    }
+  });
+
+  it('gives messages steered into a run that fails, or is cancelled, to a new run of the thread naming the steering run (steered_from)', async () => {
+    const { start, client, threads, close, key, reader } = await setup('thread-steer-lost');
+    await start();
+    // The target's call after the gate took the steered message, then failed.
+    const failing = await client.enqueue({ agent: 'chat', input: 'gate, then fail', thread_id: 'f' });
+    await untilEvent(client, failing.run_id, 'ToolCallStarted');
+    const steering = await client.enqueue({ agent: 'chat', input: 'also this', thread_id: 'f', on_busy: 'steer' });
+    const after = await client.enqueue({ agent: 'chat', input: 'then this', thread_id: 'f' });
+    await reader().set(key('gate'), '1');
+    expect((await client.wait(failing.run_id, { timeout_ms: 20_000 })).status).toBe('failed');
+    const follow = `${failing.run_id}-steered`;
+    expect(await client.wait(follow, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', thread_id: 'f', steered_from: [steering.run_id], output: 're: also this' });
+    expect(await client.wait(after.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed' });
+    expect(await threads.messages('f')).toEqual([
+      { role: 'user', content: 'also this' },
+      { role: 'assistant', content: 're: also this' },
+      { role: 'user', content: 'then this' },
+      { role: 'assistant', content: 're: then this' },
+    ]);
+    expect((await client.thread('f').runs()).map((run) => run.run_id)).toEqual([failing.run_id, steering.run_id, after.run_id, follow]);
+    // Cancelled before any call took them: two steering runs' messages, in one new run.
+    await reader().del(key('gate'));
+    const target = await client.enqueue({ agent: 'chat', input: 'gate', thread_id: 'c' });
+    await untilEvent(client, target.run_id, 'ToolCallStarted');
+    const one = await client.enqueue({ agent: 'chat', input: 'one', thread_id: 'c', on_busy: 'steer' });
+    const two = await client.enqueue({ agent: 'chat', input: 'two', thread_id: 'c', on_busy: 'steer' });
+    await client.cancel(target.run_id);
+    await reader().set(key('gate'), '1');
+    expect(await client.wait(`${target.run_id}-steered`, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', steered_from: [one.run_id, two.run_id], output: 're: two' });
+    expect(await threads.messages('c')).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: 're: two' },
+    ]);
+    await close();
+  });
+
+  it("keeps arcflow's own notes out of the thread: the final-answer request, and the invalid-output repair turns with the answers they rejected", async () => {
+    const { fake, start, client, threads, close } = await setup('thread-notes');
+    await start();
+    const brief = await client.enqueue({ agent: 'brief', input: 'tool:apple', thread_id: 'notes' });
+    expect(await client.wait(brief.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: `re: ${FINAL_ANSWER_NOTE}` });
+    const strict = await client.enqueue({ agent: 'strict', input: 'count', thread_id: 'notes' });
+    expect(await client.wait(strict.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: '{"n":1}' });
+    // Within the run, the model was told: its rejected answer and the repair turn.
+    expect(afterInstructions(fake.requests.at(-1)).slice(-2)).toEqual([
+      { role: 'assistant', content: 're: count' },
+      { role: 'user', content: 'Error: invalid output — output is not valid JSON' },
+    ]);
+    const expected = [
+      { role: 'user', content: 'tool:apple' },
+      { role: 'assistant', content: `re: ${FINAL_ANSWER_NOTE}` },
+      { role: 'user', content: 'count' },
+      { role: 'assistant', content: '{"n":1}' },
+    ];
+    expect(await threads.messages('notes')).toEqual(expected);
+    // The next run is shown the conversation, not the notes.
+    const next = await client.enqueue({ agent: 'chat', input: 'bye', thread_id: 'notes' });
+    expect((await client.wait(next.run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+    expect(afterInstructions(fake.requests.at(-1))).toEqual([...expected, { role: 'user', content: 'bye' }]);
+    await close();
+  });
+
+  it('sends Redis no more for the completing iteration of a long run on a thread of 300 earlier runs than for a short run on a thread of 10', async () => {
+    const { reader, prefix } = forTest('thread-bytes');
+    const connection = reader().duplicate();
+    const store = new RunStore(connection, prefix, 3600);
+    const threads = new ThreadStore(connection, store.keys, prefix, store.partitions);
+    await connection.ping();
+    const socket = (connection as unknown as { stream: { bytesWritten: number } }).stream;
+    const PAGE = 'x'.repeat(4096);
+    const completingBytes = async (thread_id: string, earlierRuns: number, rounds: number) => {
+      const list = threadKeys(hashTag(prefix), thread_id).messages;
+      for (let n = 0; n < earlierRuns; n++) await connection.rpush(list, JSON.stringify({ role: 'user', content: `q${n}` }), JSON.stringify({ role: 'assistant', content: PAGE }));
+      const run_id = `run_bytes_${thread_id}`;
+      await store.createRun({ run_id, agent: 'chat', input: 'go', config: undefined, exec_config: undefined, trace: {}, definition_hash: '' }, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'chat' });
+      await threads.join(run_id, thread_id, 'queue', [{ role: 'user', content: 'go' }], 3600);
+      const place = await threads.history(run_id);
+      if (!place || 'waiting' in place) throw new Error('the run should start');
+      let state = initialStepState(chatAgent, 'go', 's1', await store.threadMessages(run_id, place));
+      expect(await store.saveState(run_id, state, -1)).toBe('saved');
+      for (let n = 1; n <= rounds; n++) {
+        const call = { id: `call_${n}`, type: 'function' as const, function: { name: 'lookup', arguments: '{}' } };
+        const next = { ...state, iterations: n, messages: [...state.messages, { role: 'assistant' as const, content: null, tool_calls: [call] }, { role: 'tool' as const, tool_call_id: call.id, content: PAGE }] };
+        expect(await store.saveState(run_id, next, state.iterations)).toBe('saved');
+        state = next;
+      }
+      const before = socket.bytesWritten;
+      await stageThreadMessages(threads, store, { run_id, step_id: 's1', agent: chatAgent }, state, { content: 'done', tool_calls: [] } as never);
+      await store.finishRun(run_id, { outcome: { status: 'completed', output: 'done' }, step_id: 's1' });
+      const sent = socket.bytesWritten - before;
+      // What was appended: the run's input, its 2 messages a round, its answer.
+      const appended = await connection.lrange(list, earlierRuns * 2, -1);
+      expect(appended).toHaveLength(1 + 2 * rounds + 1);
+      expect(appended.at(-1)).toBe(JSON.stringify({ role: 'assistant', content: 'done' }));
+      return sent;
+    };
+    try {
+      const small = await completingBytes('few', 10, 10);
+      const large = await completingBytes('many', 300, 300);
+      expect(small).toBeLessThan(4096);
+      expect(large / small).toBeLessThan(1.25);
+    } finally {
+      await connection.quit();
+    }
+  });
+
   it('finds a thread where it began when partitions are added, so its later runs are minted there', async () => {
     const { reader, prefix } = forTest('thread-partitions');
     const storeAt = () => new RunStore(reader(), prefix, 3600);
@@ -240,7 +416,7 @@ describe('threads', () => {
     expect((await threads.locate('new')).k).toBe(ThreadStore.partitionOf('new', 8));
   });
 
-  it("appends messages steered in after a run's last call after its answer, when it completes", async () => {
+  it("makes messages steered in after a run's last call the input of a new run, at the front of the line, naming the steering run", async () => {
     const { reader, prefix } = forTest('thread-late-steer');
     const store = new RunStore(reader(), prefix, 3600);
     const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
@@ -251,15 +427,30 @@ describe('threads', () => {
         agent: 'chat',
       });
     const user = (content: string) => ({ role: 'user', content }) as const;
+    const job = { queue: 'agent-chat', attempts: 3 };
     await create('run_lateactive', 'first');
-    expect(await threads.join('run_lateactive', 'late', 'queue', [user('first')], 3600)).toEqual({ decision: 'start', active: 'run_lateactive' });
+    expect(await threads.join('run_lateactive', 'late', 'queue', [user('first')], 3600, job)).toEqual({ decision: 'start', active: 'run_lateactive' });
+    await create('run_latequeued', 'queued');
+    expect(await threads.join('run_latequeued', 'late', 'queue', [user('queued')], 3600, job)).toEqual({ decision: 'wait', active: 'run_lateactive' });
     await create('run_latesteer', 'also');
-    expect(await threads.join('run_latesteer', 'late', 'steer', [user('also')], 3600)).toEqual({ decision: 'steered', active: 'run_lateactive' });
+    expect(await threads.join('run_latesteer', 'late', 'steer', [user('also')], 3600, job, JSON.stringify({ traceparent: 'x' }))).toEqual({
+      decision: 'steered',
+      active: 'run_lateactive',
+    });
     expect(await store.getRun('run_latesteer')).toMatchObject({ status: 'completed', steered_into: 'run_lateactive' });
     // The active run's last call was made before the steer: no call took the message.
-    await threads.stage('run_lateactive', [user('first'), { role: 'assistant', content: 'answer' }]);
+    const state = initialStepState(chatAgent, 'first', 's1');
+    expect(await store.saveState('run_lateactive', state, -1)).toBe('saved');
+    await stageThreadMessages(threads, store, { run_id: 'run_lateactive', step_id: 's1', agent: chatAgent }, state, { content: 'answer', tool_calls: [] } as never);
     await store.finishRun('run_lateactive', { outcome: { status: 'completed', output: 'answer' }, step_id: 's1' });
-    expect(await threads.messages('late')).toEqual([user('first'), { role: 'assistant', content: 'answer' }, user('also')]);
+    expect(await threads.messages('late')).toEqual([user('first'), { role: 'assistant', content: 'answer' }]);
+    const follow = 'run_lateactive-steered';
+    expect(await store.getRun(follow)).toMatchObject({ status: 'queued', agent: 'chat', thread_id: 'late', steered_from: ['run_latesteer'] });
+    expect((await store.getSpec(follow))?.input).toEqual([user('also')]);
+    expect(await threads.runIds('late')).toEqual(['run_lateactive', 'run_latequeued', 'run_latesteer', follow]);
+    // It is the thread's active run now, ahead of the run that was waiting.
+    expect(await threads.next('run_lateactive')).toEqual({ run_id: follow, agent: 'chat', trace: { traceparent: 'x' }, job });
+    expect(await threads.waitsInLine('run_latequeued')).toBe(true);
   });
 
   it('gives a message steered in between two deliveries of a call to the next call, never to a delivery whose state may not stand', async () => {

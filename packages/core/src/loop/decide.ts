@@ -9,7 +9,7 @@ import { type ChatMessage, type ProviderRequest, type ProviderResponse, addToken
 import { ToolResultText } from '../tools/result-text.ts';
 import { decideAnswer } from './output.ts';
 import { type PlannedCall, planToolRound } from './plan.ts';
-import type { StepState } from './state.ts';
+import { type StepState, withNotes } from './state.ts';
 
 /** What follows a provider response. This is the one place the loop decides. */
 export type ResponseDecision =
@@ -206,6 +206,7 @@ export function applyFinalAnswerNote(state: StepState, response: ProviderRespons
     iterations: state.iterations + 1,
     usage: addTokens(state.usage, response.usage),
     messages: [...state.messages, { role: 'user', content: FINAL_ANSWER_NOTE }],
+    notes: withNotes(state, 1),
     tools_disabled: true,
   };
 }

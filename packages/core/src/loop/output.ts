@@ -5,7 +5,7 @@ import type { EventDraft } from '../events/types.ts';
 import { jsonProblem } from '../json-limits.ts';
 import { type ProviderResponse, addTokens } from '../provider.ts';
 import { MAX_ARGUMENT_DEPTH } from './plan.ts';
-import type { StepState } from './state.ts';
+import { type StepState, withNotes } from './state.ts';
 
 /** A text answer, decided: the step's output (with its parsed value under an output schema), another call to repair it, or a failure. */
 export type AnswerDecision =
@@ -92,5 +92,6 @@ export function applyOutputRepair(state: StepState, response: ProviderResponse, 
     usage: addTokens(state.usage, response.usage),
     messages: [...state.messages, { role: 'assistant', content: response.content }, { role: 'user', content: invalidOutputMessage(violation) }],
     output_rejections: (state.output_rejections ?? 0) + 1,
+    notes: withNotes(state, 2),
   };
 }

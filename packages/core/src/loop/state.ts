@@ -32,6 +32,18 @@ export interface StepState {
    * state as a list of them (the initial state, then each round that changed it). Absent: none.
    */
   readonly state_entries?: number;
+  /**
+   * Where arcflow's own notes sit among the messages (indexes, ascending): the final-answer request
+   * and the rejected answers with their `Error: invalid output` turns. They go to the model within
+   * the step, never onto a thread (SPEC §11). Absent: none.
+   */
+  readonly notes?: readonly number[];
+}
+
+/** The state's notes with the next `count` messages added after its last one. */
+export function withNotes(state: StepState, count: number): readonly number[] {
+  const from = state.messages.length;
+  return [...(state.notes ?? []), ...Array.from({ length: count }, (_, offset) => from + offset)];
 }
 
 /**

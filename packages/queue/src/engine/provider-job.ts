@@ -46,7 +46,7 @@ import { CallStream } from '../streams/call-stream.ts';
 import { providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
-import { THREAD_WAIT_MS, injectSteered, stageThreadMessages } from './thread-run.ts';
+import { injectSteered, stageThreadMessages, startNextOnThread } from './thread-run.ts';
 import { joinRoundState, roundStateOf } from './state-join.ts';
 import { roundCall } from './tool-execution.ts';
 import type { ToolStepProcessor } from './tool-step.ts';
@@ -110,7 +110,11 @@ export class ProviderJobProcessor {
     // The join: this job gathers round n-1, so it links to that round's tool spans.
     linkSpans(span, Object.values(snapshot.previousSpans));
     const spec = snapshot.spec;
-    if (!spec || TERMINAL_STATUSES.has(spec.status)) return 'run-ended';
+    if (!spec || TERMINAL_STATUSES.has(spec.status)) {
+      // The process that ended the run may have died before it started the next run of its thread.
+      if (spec) await startNextOnThread(this.deps.threads, this.deps.queues, run_id);
+      return 'run-ended';
+    }
     // A child whose parent has ended (a cancel that died before it reached the children) stops here (SPEC §13).
     if (snapshot.parent_run_id && !(await this.parentGoesOn(snapshot.parent_run_id))) {
       await cancelChild(this.deps.redis, store, this.deps.queues, run_id);
@@ -146,11 +150,8 @@ export class ProviderJobProcessor {
     }
     let ready = await this.readyState(context, snapshot);
     if (ready === 'step-ended') return 'step-done';
-    if (ready === 'thread-waiting') {
-      // Another run of its thread is active: this one looks again later (that run's end promotes this job).
-      await job.moveToDelayed(Date.now() + THREAD_WAIT_MS, token);
-      throw new DelayedError();
-    }
+    // Another run of its thread is active: that run's end adds this run's first job again (see `startNextOnThread`).
+    if (ready === 'thread-waiting') return 'thread-waiting';
     if (!ready) return 'stale';
     if (ready.expected !== undefined && !context.workflow) {
       // Messages steered into the run (SPEC §11) enter the state this call is made on.
@@ -421,7 +422,7 @@ export class ProviderJobProcessor {
     const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
     // A response that ends the run ends it in the same write.
     const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
-    if (ending?.outcome.status === 'completed') await stageThreadMessages(this.deps.threads, this.deps.store, context, state, response);
+    if (ending?.outcome.status === 'completed') await stageThreadMessages(this.deps.threads, this.deps.store, { run_id, step_id, agent: context.agent }, state, response);
     const recorded = await store.recordResponse(
       run_id,
       step_id,

@@ -1,25 +1,29 @@
-import { type ChatMessage, stateAsChanges, type EventDraft, type ProviderResponse, type StepState, byteSize, initialStepState } from '@arcflow/core';
-import { JobId, QueueName } from '../keys.ts';
+import { type Agent, type EventDraft, type ProviderResponse, type StepState, byteSize, initialStepState, stateAsChanges } from '@arcflow/core';
+import { JobId } from '../keys.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
 import type { QueuePool } from './join.ts';
-import type { StepContext } from './round.ts';
+import type { RunTrace } from '../tracing.ts';
+import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.ts';
 
 /**
- * How long a thread run's first job waits before it looks again whether its turn has come. The
- * process that ends the thread's active run promotes the next run's job at once; this delay only
- * matters when that process died in between.
+ * Adds the first job of the run a thread run's end made active (SPEC §11: a run waiting in its
+ * thread's line holds no job; it starts when the run before it ends). Called by the process whose
+ * write ended the run, by a later delivery of a job of the ended run (that process died first),
+ * and safe to call again: the job id is the run's first. A job of that id that finished without
+ * starting the run is replaced; one queued or running is left as it is.
  */
-export const THREAD_WAIT_MS = 5_000;
-
-/** Starts the first job of the run a thread run's end made active, now rather than when its delay is up. */
 export async function startNextOnThread(threads: ThreadStore, queues: QueuePool, run_id: string): Promise<void> {
   if (!(await threads.isThreadRun(run_id))) return;
   const next = await threads.next(run_id);
-  if (!next) return;
-  const job = await queues.forRun(QueueName.agent(next.agent), next.run_id).getJob(JobId.provider(next.run_id, 's1', 1));
-  // A job already promoted (or running) is left as it is.
-  if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+  if (!next?.job) return;
+  const queue = queues.forRun(next.job.queue, next.run_id);
+  // Loaded here: a client that only cancels never loads the OpenTelemetry API.
+  const { firstJobCarrier } = await import('../tracing.ts');
+  const data: ProviderJobData = { run_id: next.run_id, step_id: 's1', iteration: 1, trace: next.trace.traceparent ? firstJobCarrier(next.trace as RunTrace) : {} };
+  const existing = await queue.getJob(JobId.provider(next.run_id, 's1', 1));
+  if (existing && ((await existing.isCompleted()) || (await existing.isFailed()))) await existing.remove().catch(() => undefined);
+  await queue.add(PROVIDER_JOB, data, providerJobOptions(data, next.job.attempts));
 }
 
 /**
@@ -35,19 +39,36 @@ export async function injectSteered(threads: ThreadStore, run_id: string, state:
 }
 
 /**
- * Before the write that completes a run on a thread (SPEC §11): stages the run's own messages —
- * those of its state after the instructions and the thread's earlier messages (its input, the
- * assistant turns with their tool calls, the tool results), then the final answer — for that write
- * to append to the thread, and the run state it leaves, for that write to keep as the thread's.
- * A run on no thread: nothing is written.
+ * Before the write that completes a run on a thread (SPEC §11): stages where the run's
+ * conversation is for that write to copy onto the thread — the ranges of its transcript list after
+ * the instructions, without arcflow's notes (see {@link conversationRanges}), then the final answer
+ * — and the run state it leaves, for that write to keep as the thread's. Nothing already in Redis
+ * is sent again. A run on no thread: nothing is written.
  */
-export async function stageThreadMessages(threads: ThreadStore, store: RunStore, context: StepContext, state: StepState, response: ProviderResponse): Promise<void> {
-  const { run_id, step_id } = context.data;
-  const base = await threads.base(run_id);
-  if (base === undefined) return;
-  const instructions = initialStepState(context.agent, [], step_id).messages.length;
-  const answer: ChatMessage = { role: 'assistant', content: response.content };
+export async function stageThreadMessages(threads: ThreadStore, store: RunStore, run: { run_id: string; step_id: string; agent: Agent }, state: StepState, response: ProviderResponse): Promise<void> {
+  const { run_id, step_id } = run;
+  if ((await threads.base(run_id)) === undefined) return;
+  const instructions = state.earlier?.at ?? initialStepState(run.agent, [], step_id).messages.length;
   // The run state it leaves (SPEC §17): the thread's next run starts from it.
   const runState = await store.stateLogs.read(run_id, step_id, state.state_entries ?? 0);
-  await threads.stage(run_id, [...state.messages.slice(instructions + base), answer], stateAsChanges(runState));
+  await threads.stage(run_id, conversationRanges(state, instructions), { role: 'assistant', content: response.content }, stateAsChanges(runState));
+}
+
+/**
+ * The run's own conversation as ranges of its step's transcript list (which holds its messages
+ * but the thread's it began on): from the first message after the instructions to the end, cut
+ * around arcflow's notes; a flat list of from, to (excluded) pairs.
+ */
+export function conversationRanges(state: Pick<StepState, 'messages' | 'earlier' | 'notes'>, instructions: number): number[] {
+  const earlier = state.earlier?.count ?? 0;
+  const total = state.messages.length - earlier;
+  // Notes come after the thread's messages, so in the list they sit `earlier` places lower.
+  const cuts = (state.notes ?? []).map((index) => index - earlier).filter((at) => at >= instructions && at < total);
+  const ranges: number[] = [];
+  let from = instructions;
+  for (const at of [...cuts, total]) {
+    if (at > from) ranges.push(from, at);
+    from = at + 1;
+  }
+  return ranges;
 }

@@ -47,7 +47,9 @@ export type WatchdogVerdict = 'ended' | 'moving' | 'repaired' | 'failed';
  * whose workers are all down). Otherwise the job its loop needs next is added again (a job lost
  * with Redis data, removed by hand, or failed without settling its run); after
  * {@link MAX_WATCHDOG_REPAIRS} repairs that did not help, the run fails with `stalled`, closing
- * its open calls as `worker_lost`. Every worker runs one; a lock lets one of them scan at a time.
+ * its open calls as `worker_lost`. A run waiting in its thread's line is left alone (the end of
+ * the run before it starts it); the thread's active run that never started (the process that made
+ * it active died first) is started like any run whose job is missing. Every worker runs one; a lock lets one of them scan at a time.
  * Each scan also trims the run listing indexes to the retention period.
  */
 export class Watchdog {
@@ -143,6 +145,11 @@ export class Watchdog {
     }
     if (head.status === 'waiting') {
       // A person decides; the delayed job that times the call out is the run's next move.
+      await store.watchdog.markChecked(run_id, nowMs);
+      return 'moving';
+    }
+    if (head.status === 'queued' && (await this.deps.threads.waitsInLine(run_id))) {
+      // Its thread's active run has not ended: that run's end starts it (SPEC §11).
       await store.watchdog.markChecked(run_id, nowMs);
       return 'moving';
     }

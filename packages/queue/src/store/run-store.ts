@@ -277,6 +277,7 @@ export class RunStore {
       ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
+      ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
       ...(state ? { state } : {}),
     };
@@ -684,6 +685,17 @@ const SPEC_FIELDS = ['status', 'agent', 'input', 'config', 'exec_config', 'trace
 function threadPlace(thread_id: string | null, origin: string | null, base: string | null): ThreadPlace | undefined {
   const count = Number(base);
   return thread_id != null && origin != null && Number.isSafeInteger(count) && count > 0 ? { thread_id, origin, count } : undefined;
+}
+
+/** A record's `steered_from` (a JSON list of run ids, written by finish.lua), when it reads as one. */
+function steeredFrom(text: string | undefined): { steered_from?: string[] } {
+  if (!text) return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) && value.every((id) => typeof id === 'string') ? { steered_from: value } : {};
+  } catch {
+    return {};
+  }
 }
 
 function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {

@@ -1,8 +1,9 @@
-import { type ChatMessage, type OnBusy, RequestError, type StateChange } from '@arcflow/core';
+import { type ChatMessage, type OnBusy, RequestError, type RunStatus, type StateChange, TERMINAL_STATUSES } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, hashTag, threadKeys } from '../keys.ts';
 import { partitionOfKey, partitionTag } from '../partitions.ts';
 import type { PartitionMap } from './partition-map.ts';
+import type { RunSpec } from './run-store.ts';
 import { readMessage } from './formats.ts';
 import { type StoreScripts, storeScripts } from './script-runner.ts';
 import type { ThreadPlace } from './transcripts.ts';
@@ -12,6 +13,37 @@ import type { ThreadPlace } from './transcripts.ts';
  * with how many entries its state log holds then; `waiting` while another run of its thread is active.
  */
 export type ThreadHistory = (ThreadPlace & { readonly state_entries: number }) | { readonly thread_id: string; readonly waiting: true };
+
+/** A thread run's first job: its agent's provider queue and the attempts it gets. */
+export interface ThreadJobSpec {
+  readonly queue: string;
+  readonly attempts: number;
+}
+
+/** The run a thread's line made active and that has not started: what adding its first job takes. */
+export interface NextOnThread {
+  readonly run_id: string;
+  readonly agent: string;
+  readonly trace: RunSpec['trace'];
+  readonly job: ThreadJobSpec | undefined;
+}
+
+/** A record's `thread_job`, if it holds one that can be read. */
+function readJobSpec(text: string | null): ThreadJobSpec | undefined {
+  const value = parseJson(text) as Partial<ThreadJobSpec> | undefined;
+  if (typeof value?.queue !== 'string' || !Number.isSafeInteger(value.attempts) || value.attempts! < 1) return undefined;
+  return { queue: value.queue, attempts: value.attempts! };
+}
+
+function parseJson(text: string | null): Record<string, unknown> | undefined {
+  if (text == null) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** What joining its thread made of a new run (see `joinThread.lua`), and the thread's active run. */
 export interface ThreadJoin {
@@ -76,14 +108,21 @@ export class ThreadStore {
     return (await this.locate(thread_id)).tag;
   }
 
-  /** Puts a created run on its thread, once (before any job of it is added): see {@link ThreadJoin}. */
-  async join(run_id: string, thread_id: string, on_busy: OnBusy, input: readonly ChatMessage[], retention_seconds: number): Promise<ThreadJoin> {
+  /**
+   * Puts a created run on its thread, once (before any job of it is added): see {@link ThreadJoin}.
+   * `start`: the run's first job, kept for the process that makes the run active later (a run that
+   * waits holds no job); `follow_up_trace`: the trace of the run that takes this run's messages if
+   * it steers them into a run that ends without them reaching the thread.
+   */
+  async join(run_id: string, thread_id: string, on_busy: OnBusy, input: readonly ChatMessage[], retention_seconds: number, start?: ThreadJobSpec, follow_up_trace?: string): Promise<ThreadJoin> {
     const [decision, active] = (await this.scripts.joinThread([this.keys.record(run_id)], {
       thread_id,
       on_busy,
       messages: input.map((message) => JSON.stringify(message)),
       ts: Date.now(),
       retention_seconds,
+      ...(start ? { job: JSON.stringify(start) } : {}),
+      ...(follow_up_trace ? { follow_up_trace } : {}),
     })) as [ThreadJoin['decision'], string];
     return { decision, active };
   }
@@ -94,14 +133,38 @@ export class ThreadStore {
     return lines.map((line, at) => readMessage(line, `messages steered into ${run_id}[${at}]`));
   }
 
-  /** The run a thread run's end made active, while it has not started: its id and agent (to start its first job now). */
-  async next(run_id: string): Promise<{ run_id: string; agent: string } | undefined> {
+  /**
+   * The run a thread run's end made active, while it has not started: its id, agent, trace and
+   * first job (undefined when its record names none: it was enqueued by an earlier version, whose
+   * run holds a delayed job).
+   */
+  async next(run_id: string): Promise<NextOnThread | undefined> {
     const thread_id = await this.redis.hget(this.keys.record(run_id), 'thread_id');
     if (thread_id == null) return undefined;
     const active = await this.redis.get(threadKeys(this.keys.tagOf(run_id), thread_id).active);
     if (active === null || active === run_id) return undefined;
-    const [status, agent] = await this.redis.hmget(this.keys.record(active), 'status', 'agent');
-    return status === 'queued' && agent != null ? { run_id: active, agent } : undefined;
+    return this.startable(active);
+  }
+
+  /** A queued run that is its thread's active run: what starting it takes. */
+  private async startable(run_id: string): Promise<NextOnThread | undefined> {
+    const [status, agent, trace, job] = await this.redis.hmget(this.keys.record(run_id), 'status', 'agent', 'trace', 'thread_job');
+    if (status !== 'queued' || agent == null) return undefined;
+    return { run_id, agent, trace: (parseJson(trace ?? null) ?? {}) as RunSpec['trace'], job: readJobSpec(job ?? null) };
+  }
+
+  /**
+   * Whether a run waits in its thread's line: queued behind an active run that has not ended. A
+   * run in a line whose active run ended without handing on (its record gone) is not waiting: its
+   * first call takes its turn (see `threadHistory.lua`).
+   */
+  async waitsInLine(run_id: string): Promise<boolean> {
+    const [thread_id, status] = await this.redis.hmget(this.keys.record(run_id), 'thread_id', 'status');
+    if (thread_id == null || status !== 'queued') return false;
+    const active = await this.redis.get(threadKeys(this.keys.tagOf(run_id), thread_id).active);
+    if (active === null || active === run_id) return false;
+    const activeStatus = await this.redis.hget(this.keys.record(active), 'status');
+    return activeStatus !== null && !TERMINAL_STATUSES.has(activeStatus as RunStatus);
   }
 
   /** Where the conversation a thread run starts on is; undefined for a run on no thread. */
@@ -118,11 +181,13 @@ export class ThreadStore {
     return thread_id == null ? undefined : Number(base ?? 0);
   }
 
-  /** Stages a thread run's own messages, for the write that completes it to append to the thread, and the run state it leaves (SPEC §17). */
-  async stage(run_id: string, messages: readonly ChatMessage[], state: readonly StateChange[] = []): Promise<boolean> {
-    return (
-      (await this.scripts.stageThreadMessages([this.keys.record(run_id)], { messages: messages.map((message) => JSON.stringify(message)), state: JSON.stringify(state) })) === 1
-    );
+  /**
+   * Stages a thread run's conversation for the write that completes it to copy onto the thread:
+   * `ranges` of its transcript list (flat from, to pairs), then `answer`; and the run state it
+   * leaves (SPEC §17).
+   */
+  async stage(run_id: string, ranges: readonly number[], answer: ChatMessage, state: readonly StateChange[] = []): Promise<boolean> {
+    return (await this.scripts.stageThreadMessages([this.keys.record(run_id)], { ranges, answer: JSON.stringify(answer), state: JSON.stringify(state) })) === 1;
   }
 
   /** A thread's messages, oldest first. */

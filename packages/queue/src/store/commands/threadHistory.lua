@@ -9,6 +9,8 @@
   A run given no state at enqueue (no `state_given`) starts from the state the thread's last
   completed run left (SPEC §17: the thread's `:state`, put there by finish), recorded as its first
   state log entry here, once.
+  A line whose active run ended without handing on (its record gone) is handed on here, to the
+  first of its runs that has not ended.
   KEYS[1] record
   Returns {} for a run on no thread; {thread_id, -1} for one whose turn has not come (another run
   of its thread is active); else {thread_id, base, origin, state log length}.
@@ -20,7 +22,20 @@ local thread_id = fields[1]
 if not thread_id then return {} end
 local run_id, _, tag = runIdentity()
 local thread = tag .. '{{THREAD_KEY_INFIX}}' .. thread_id
-if redis.call('GET', thread .. ':active') ~= run_id then return {thread_id, -1} end
+local current = redis.call('GET', thread .. ':active')
+if current ~= run_id then
+  -- Its turn has not come, unless the line's active run ended without handing on (its record
+  -- gone): then the first run of the line that has not ended takes the turn.
+  local status = current and redis.call('HGET', tag .. ':run:' .. current, 'status')
+  if status and not isTerminal(status) then return {thread_id, -1} end
+  local next_id
+  repeat
+    next_id = redis.call('LPOP', thread .. ':waiting')
+    local next_status = next_id and redis.call('HGET', tag .. ':run:' .. next_id, 'status')
+  until not next_id or (next_status and not isTerminal(next_status))
+  if next_id then redis.call('SET', thread .. ':active', next_id) else redis.call('DEL', thread .. ':active') end
+  if next_id ~= run_id then return {thread_id, -1} end
+end
 local base, origin = tonumber(fields[2]), fields[3]
 if not base then
   base = redis.call('LLEN', thread)

@@ -12,8 +12,8 @@
                       skip_reason = StepSkipped reason for those not started}
     events            the step's last events, {dedupeId, json} pairs
   Then the run's terminal event, with the usage summed in Redis. A run on a thread (SPEC §11)
-  that completes appends its staged messages to the thread here, in the write that completes it,
-  so once; any ending sets the thread's retention again. The run's stream gets its `end` chunk
+  that completes appends its conversation to the thread here, in the write that completes it,
+  so once; the active run's end hands the thread on (see endOnThread). The run's stream gets its `end` chunk
   here, so exactly once and last (SPEC §12), and a `tool_result` for each call a cancel closes; a
   cancelled run with no output given keeps the text its stream shows last as its output.
   Needs includes/stream.lua. Returns the closed calls (JSON); runFacts gives what the ending
@@ -59,36 +59,100 @@ local function closeSteps(how, ts)
   end
 end
 
--- A thread run's ending: a completed run's staged messages go onto the thread; the active run's
--- end starts the next waiting run that has not ended (its job is promoted by the ending process,
--- or runs when its delay is up); a waiting run's end takes it out of the line. The thread expires
--- the retention period after its last run ends.
+-- RPUSHes a list of values, in slices within Lua's limit on unpacked values.
+local function pushAll(key, values)
+  for i = 1, #values, 1000 do redis.call('RPUSH', key, unpack(values, i, math.min(i + 999, #values))) end
+end
+
+-- A completed thread run's conversation onto its thread: the ranges of its transcript list that
+-- stageThreadMessages named (its own messages after the instructions, without arcflow's notes),
+-- then its answer; copied here, so the completing write sends none of them again. A staging by an
+-- earlier version sent the messages themselves (the staged list).
+local function appendConversation(thread, staged)
+  local fields = redis.call('HMGET', record, 'thread_ranges', 'thread_answer')
+  if not fields[1] then
+    pushAll(thread, redis.call('LRANGE', staged, 0, -1))
+    return
+  end
+  local transcript = transcriptKey('s1')
+  for from, to in string.gmatch(fields[1], '(%d+):(%d+)') do
+    pushAll(thread, redis.call('LRANGE', transcript, tonumber(from), tonumber(to) - 1))
+  end
+  redis.call('RPUSH', thread, fields[2])
+end
+
+-- Messages steered into the thread's active run that do not reach the thread with it (it failed or
+-- was cancelled, whether or not a call took them; or it answered before a call took them) become
+-- the input of a new run of the thread (`<run_id>-steered`), of the first steering run's agent,
+-- with `steered_from` naming the steering runs. Returns its id, or nil when there are none.
+local function steeredFollowUp(ending, run_id, tag, thread_id)
+  local from = 0
+  if ending.status == 'completed' then from = tonumber(redis.call('HGET', record, 'injected_taken') or '0') end
+  local messages = redis.call('LRANGE', record .. '{{THREAD_INJECTED_SUFFIX}}', from, -1)
+  if #messages == 0 then return nil end
+  local steering, seen = {}, {}
+  for _, id in ipairs(redis.call('LRANGE', record .. '{{THREAD_INJECTED_BY_SUFFIX}}', from, -1)) do
+    if not seen[id] then seen[id] = true; steering[#steering + 1] = id end
+  end
+  local names = {'agent', 'config', 'exec_config', 'definition_hash', 'follow_up_trace', 'thread_job'}
+  local source = redis.call('HMGET', tag .. ':run:' .. (steering[1] or run_id), unpack(names))
+  -- The steering run's record gone (it expired): the target's agent and settings.
+  if not source[1] then source = redis.call('HMGET', record, unpack(names)) end
+  local id = run_id .. '-steered'
+  local new = tag .. ':run:' .. id
+  if redis.call('EXISTS', new) == 1 then return nil end
+  local fields = {run_id = id, status = 'queued', agent = source[1], input = '[' .. table.concat(messages, ',') .. ']',
+    input_kind = 'messages', config = source[2] or 'null', exec_config = source[3] or 'null', trace = source[5] or '{}',
+    definition_hash = source[4] or '', created_at = tostring(ending.ts), usage_input = '0', usage_output = '0',
+    usage_total = '0', iterations = '0', thread_id = thread_id, thread_join = 'start'}
+  if #steering > 0 then fields.steered_from = cjson.encode(steering) end
+  if source[6] then fields.thread_job = source[6] end
+  local flat = {}
+  for field, value in pairs(fields) do flat[#flat + 1] = field; flat[#flat + 1] = value end
+  redis.call('HSET', new, unpack(flat))
+  local newIndex = new .. '{{RUN_KEY_SUFFIX.index}}'
+  redis.call('SADD', newIndex, new, new .. '{{RUN_KEY_SUFFIX.events}}', new .. '{{RUN_KEY_SUFFIX.dedupe}}', newIndex)
+  redis.call('RPUSH', new .. '{{RUN_KEY_SUFFIX.events}}', cjson.encode({kind = 'RunEnqueued', step_id = 's1', agent = source[1], ts = ending.ts}))
+  redis.call('ZADD', tag .. '{{ACTIVE_RUNS_SUFFIX}}', serverMs(), id)
+  redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}', ending.ts, id)
+  redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}:agent:' .. source[1], ending.ts, id)
+  return id
+end
+
+-- A thread run's ending: a completed run's conversation goes onto the thread; the active run's end
+-- puts the run taking its steered input not on the thread (if any) at the front of the line, and
+-- makes the first run of the line that has not ended active, in this write (the ending process adds
+-- that run's first job: see `startNextOnThread`; the watchdog, if that process died first); a
+-- waiting run's end takes it out of the line. The thread expires the retention period after its
+-- last run ends.
 local function endOnThread(ending, run_id, tag)
   local thread_id = redis.call('HGET', record, 'thread_id')
   if not thread_id then return end
   local thread = tag .. '{{THREAD_KEY_INFIX}}' .. thread_id
   local staged = record .. '{{THREAD_STAGED_SUFFIX}}'
   if ending.status == 'completed' then
-    local messages = redis.call('LRANGE', staged, 0, -1)
-    -- Messages steered in after the run's last call (no call took them) follow its answer.
-    local taken = tonumber(redis.call('HGET', record, 'injected_taken') or '0')
-    for _, json in ipairs(redis.call('LRANGE', record .. '{{THREAD_INJECTED_SUFFIX}}', taken, -1)) do messages[#messages + 1] = json end
-    for i = 1, #messages, 1000 do
-      redis.call('RPUSH', thread, unpack(messages, i, math.min(i + 999, #messages)))
-    end
+    appendConversation(thread, staged)
     -- The run state it leaves is the thread's; none ('[]', nothing set) leaves the thread none.
     local state = redis.call('HGET', record, 'thread_state')
     if state == '[]' then redis.call('DEL', thread .. ':state') elseif state then redis.call('SET', thread .. ':state', state) end
   end
   redis.call('DEL', staged)
+  redis.call('HDEL', record, 'thread_ranges', 'thread_answer')
   if redis.call('GET', thread .. ':active') == run_id then
     redis.call('DEL', thread .. ':active')
+    local follow = steeredFollowUp(ending, run_id, tag, thread_id)
+    if follow then
+      redis.call('RPUSH', thread .. ':runs', follow)
+      redis.call('LPUSH', thread .. ':waiting', follow)
+    end
     while true do
       local next_id = redis.call('LPOP', thread .. ':waiting')
       if not next_id then break end
       local status = redis.call('HGET', tag .. ':run:' .. next_id, 'status')
       if status and not isTerminal(status) then
         redis.call('SET', thread .. ':active', next_id)
+        -- Its quiet time counts from now (the watchdog starts it if its job is never added).
+        redis.call('ZADD', tag .. '{{ACTIVE_RUNS_SUFFIX}}', 'XX', serverMs(), next_id)
         break
       end
     end
