@@ -49,11 +49,7 @@ describe('checkRunInput', () => {
   });
 
   it('takes a developer message, checked like a system message', () => {
-    const conversation = [
-      { role: 'developer', content: 'Answer in French.', name: 'ops' },
-      { role: 'developer', content: [{ type: 'text', text: 'Be brief.' }] },
-      user('hi'),
-    ];
+    const conversation = [{ role: 'developer', content: 'Answer in French.', name: 'ops' }, { role: 'developer', content: [{ type: 'text', text: 'Be brief.' }] }, user('hi')];
     expect(checkRunInput(conversation)).toBe(conversation);
     expect(refusal([{ role: 'developer', content: [{ type: 'image_url', image_url: { url: png(100) } }] }]).message).toBe(
       'input[0].content[0].type: image_url parts go in user messages, not developer messages',

@@ -23,7 +23,7 @@ import type { Redis } from 'ioredis';
 import { resolveApproval } from './engine/approvals.ts';
 import { QueuePool, enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
-import { type JoinTarget, PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
+import type { JoinTarget, ProviderJobData } from './engine/jobs.ts';
 import { startNextOnThread } from './engine/thread-run.ts';
 import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
@@ -172,7 +172,15 @@ export class ClientJobs {
     const { store, threads } = this.context;
     // The trace of the run that would take steered messages its target ends without (see `finish.lua`).
     const followUpTrace = request.on_busy === 'steer' ? JSON.stringify(mintRunTrace()) : undefined;
-    const { decision, active } = await threads.join(run_id, request.thread_id!, request.on_busy ?? 'queue', inputMessages(request.input), store.retentionSeconds, job, followUpTrace);
+    const { decision, active } = await threads.join(
+      run_id,
+      request.thread_id!,
+      request.on_busy ?? 'queue',
+      inputMessages(request.input),
+      store.retentionSeconds,
+      job,
+      followUpTrace,
+    );
     if (decision === 'busy') throw new RequestError('thread_busy', `thread '${request.thread_id}' is busy: run '${active}' is active (on_busy: reject)`);
     return decision;
   }

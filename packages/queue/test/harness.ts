@@ -106,8 +106,8 @@ export interface FixtureWorkers {
   readonly prefix: string;
   /** The Redis the workers use (one node, or a cluster's nodes comma-separated). */
   readonly url: string;
-  /** Starts a worker process (`args`: CLI flags; `env` over the prefix's REDIS_URL and ARCFLOW_PREFIX). */
-  start(options?: { args?: string[]; env?: Record<string, string> }): Promise<WorkerProcess>;
+  /** Starts a worker process (`args`: CLI flags; `env` over the prefix's REDIS_URL and ARCFLOW_PREFIX; `readyTimeoutMs` default 30 s). */
+  start(options?: { args?: string[]; env?: Record<string, string>; readyTimeoutMs?: number }): Promise<WorkerProcess>;
   /** A key the fixture writes under the prefix (`{prefix}:test:<name>`). */
   key(name: string): string;
   /** How many times the fixture counted an execution of `tool` (`{prefix}:test:exec:<tool>`). */
@@ -150,8 +150,8 @@ export function fixtureWorkers(fixture: string, redisUrl: () => string = () => T
         prefix,
         url,
         key,
-        async start({ args = [], env = {} } = {}) {
-          const worker = await spawnWorker(fixture, { env: { REDIS_URL: url, ARCFLOW_PREFIX: prefix, ...env }, args });
+        async start({ args = [], env = {}, readyTimeoutMs } = {}) {
+          const worker = await spawnWorker(fixture, { env: { REDIS_URL: url, ARCFLOW_PREFIX: prefix, ...env }, args, ...(readyTimeoutMs ? { readyTimeoutMs } : {}) });
           workers.push(worker);
           return worker;
         },

@@ -7,7 +7,8 @@ import { RunStore } from '../src/store/run-store.ts';
 import { ThreadStore } from '../src/store/thread-store.ts';
 import { stageThreadMessages } from '../src/engine/thread-run.ts';
 import { QueuePool } from '../src/engine/join.ts';
-import { fixtureWorkers, killRepeatedly, until } from './harness.ts';
+import type { WorkerProcess } from '@arcflow/worker';
+import { fixtureWorkers, until } from './harness.ts';
 
 // SPEC §11 "Threads", through `arcflow worker` processes and a fake OpenAI-compatible server:
 // each run of a thread runs on the thread's conversation so far, and a run that completes appends
@@ -26,7 +27,8 @@ function answer(request: FakeRequest): FakeTurn {
   const messages = request.body.messages as { role: string; content: string }[];
   const last = messages.at(-1)!;
   // `gate, then fail`: the call after the gate's result fails (400).
-  if (last.content !== 'gate, then fail' && messages.some((message) => message.role === 'user' && message.content === 'gate, then fail')) return { type: 'status', status: 400, body: { error: { message: 'no' } } };
+  if (last.content !== 'gate, then fail' && messages.some((message) => message.role === 'user' && message.content === 'gate, then fail'))
+    return { type: 'status', status: 400, body: { error: { message: 'no' } } };
   if (last.content === 'gate, then fail') return { type: 'tools', calls: [{ name: 'gate', arguments: {} }] };
   // A rejected answer's repair turn gets JSON.
   if (last.role === 'user' && last.content.startsWith('Error: invalid output')) return { type: 'text', content: '{"n":1}' };
@@ -41,7 +43,8 @@ function answer(request: FakeRequest): FakeTurn {
 async function setup(name: string) {
   const fake = await startFakeOpenAI({ fallback: answer });
   const workers = forTest(name);
-  const start = () => workers.start({ env: { FAKE_URL: fake.url } });
+  // Slow to start on a busy machine: a replacement in the SIGKILL test may take long.
+  const start = () => workers.start({ env: { FAKE_URL: fake.url }, readyTimeoutMs: 120_000 });
   const client = createClient({ redis: workers.url, prefix: workers.prefix });
   const store = new RunStore(workers.reader(), workers.prefix, 3600);
   const threads = new ThreadStore(workers.reader(), store.keys, workers.prefix, store.partitions);
@@ -50,6 +53,45 @@ async function setup(name: string) {
     await fake.close();
   };
   return { fake, start, client, threads, store, close, key: workers.key, reader: workers.reader };
+}
+
+/**
+ * Chaos that slow starts do not hold back: every `periodMs` one of `live` is SIGKILLed at random
+ * until two are left; then two loops each start a worker and, once it is ready, SIGKILL one of
+ * the two in its place, and wait `periodMs`; until `stop`, which resolves with how many were killed.
+ */
+function killDownToTwo(live: WorkerProcess[], start: () => Promise<WorkerProcess>, periodMs: number): { stop(): Promise<number> } {
+  let kills = 0;
+  let stopping = false;
+  const pause = () => new Promise((resolve) => setTimeout(resolve, periodMs));
+  const kill = () => {
+    live.splice(Math.floor(Math.random() * live.length), 1)[0]?.kill('SIGKILL');
+    kills += 1;
+  };
+  const shrinking = (async () => {
+    while (!stopping && live.length > 2) {
+      await pause();
+      if (!stopping) kill();
+    }
+  })();
+  const replacing = async () => {
+    await shrinking;
+    while (!stopping) {
+      const spare = await start();
+      if (stopping) return void spare.kill('SIGKILL');
+      kill();
+      live.push(spare);
+      await pause();
+    }
+  };
+  const loops = Promise.all([replacing(), replacing()]);
+  return {
+    async stop() {
+      stopping = true;
+      await loops;
+      return kills;
+    },
+  };
 }
 
 /** Resolves when the run has an event of this kind. */
@@ -178,27 +220,38 @@ describe('threads', () => {
     await close();
   }, 60_000);
 
-  it('loses no queued run while one of two workers is SIGKILLed every 0.7 s (20 threads × 10 messages): each message and its answer in its thread once, in order', async () => {
+  it('loses no queued run while workers are SIGKILLed every 0.7 s down to two, then one of two at a time (20 threads × 10 messages): each message and its answer in its thread once, in order', async () => {
     const { start, client, threads, close } = await setup('thread-chaos');
-    const live = [await start(), await start()];
-    const chaos = killRepeatedly(live, start, { firstMs: 300, periodMs: 700 });
+    // Five at first, so that kills land every 0.7 s however long a replacement takes to start.
+    const live = await Promise.all(Array.from({ length: 5 }, () => start()));
+    const chaos = killDownToTwo(live, start, 700);
     try {
-      const inputs = (t: number) => Array.from({ length: 10 }, (_, i) => `t${t} m${i}`);
+      // Each run calls a tool: two provider calls and a tool job, each a place a kill can land.
+      const words = (t: number) => Array.from({ length: 10 }, (_, i) => `t${t}m${i}`);
       const enqueued = await Promise.all(
         Array.from({ length: 20 }, async (_, t) => {
           const ids: string[] = [];
-          for (const input of inputs(t)) ids.push((await client.enqueue({ agent: 'chat', input, thread_id: `chaos-${t}` })).run_id);
+          for (const word of words(t)) ids.push((await client.enqueue({ agent: 'chat', input: `tool:${word}`, thread_id: `chaos-${t}` })).run_id);
           return ids;
         }),
       );
-      const runs = await Promise.all(enqueued.flat().map((run_id) => client.wait(run_id, { timeout_ms: 90_000 })));
-      expect(await chaos.stop()).toBeGreaterThanOrEqual(3);
+      const runs = await Promise.all(enqueued.flat().map((run_id) => client.wait(run_id, { timeout_ms: 240_000 })));
+      const kills = await chaos.stop();
       expect(runs.filter((run) => run.status !== 'completed').map((run) => [run.run_id, run.status, run.error?.message])).toEqual([]);
+      expect(kills).toBeGreaterThanOrEqual(3);
       for (let t = 0; t < 20; t++) {
-        expect(await threads.messages(`chaos-${t}`)).toEqual(
-          inputs(t).flatMap((input) => [
-            { role: 'user', content: input },
-            { role: 'assistant', content: `re: ${input}` },
+        const messages = await threads.messages(`chaos-${t}`);
+        expect(
+          messages.map((message) => [
+            message.role,
+            message.role === 'assistant' && message.tool_calls ? message.tool_calls.map((call) => call.function.arguments) : message.content,
+          ]),
+        ).toEqual(
+          words(t).flatMap((word) => [
+            ['user', `tool:${word}`],
+            ['assistant', [JSON.stringify({ word })]],
+            ['tool', `found ${word}`],
+            ['assistant', `after found ${word}`],
           ]),
         );
       }
@@ -206,7 +259,7 @@ describe('threads', () => {
       await chaos.stop();
       await close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('refuses a run on a busy thread with on_busy: reject (thread_busy), queuing nothing', async () => {
     const { start, client, threads, close } = await setup('thread-reject');
@@ -366,7 +419,11 @@ describe('threads', () => {
       const list = threadKeys(hashTag(prefix), thread_id).messages;
       for (let n = 0; n < earlierRuns; n++) await connection.rpush(list, JSON.stringify({ role: 'user', content: `q${n}` }), JSON.stringify({ role: 'assistant', content: PAGE }));
       const run_id = `run_bytes_${thread_id}`;
-      await store.createRun({ run_id, agent: 'chat', input: 'go', config: undefined, exec_config: undefined, trace: {}, definition_hash: '' }, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'chat' });
+      await store.createRun({ run_id, agent: 'chat', input: 'go', config: undefined, exec_config: undefined, trace: {}, definition_hash: '' }, undefined, {
+        kind: 'RunEnqueued',
+        step_id: 's1',
+        agent: 'chat',
+      });
       await threads.join(run_id, thread_id, 'queue', [{ role: 'user', content: 'go' }], 3600);
       const place = await threads.history(run_id);
       if (!place || 'waiting' in place) throw new Error('the run should start');
@@ -374,7 +431,11 @@ describe('threads', () => {
       expect(await store.saveState(run_id, state, -1)).toBe('saved');
       for (let n = 1; n <= rounds; n++) {
         const call = { id: `call_${n}`, type: 'function' as const, function: { name: 'lookup', arguments: '{}' } };
-        const next = { ...state, iterations: n, messages: [...state.messages, { role: 'assistant' as const, content: null, tool_calls: [call] }, { role: 'tool' as const, tool_call_id: call.id, content: PAGE }] };
+        const next = {
+          ...state,
+          iterations: n,
+          messages: [...state.messages, { role: 'assistant' as const, content: null, tool_calls: [call] }, { role: 'tool' as const, tool_call_id: call.id, content: PAGE }],
+        };
         expect(await store.saveState(run_id, next, state.iterations)).toBe('saved');
         state = next;
       }

@@ -126,7 +126,7 @@ describe('the watchdog', () => {
     assertEventInvariants(events);
   });
 
-  it("starts the next run of a failed run's thread at once, not when its wait is up", async () => {
+  it("leaves a run waiting in its thread's line alone, and starts it at once when the run before it is failed", async () => {
     const prefix = testPrefix('wd-thread');
     prefixes.push(prefix);
     // Registers the agent, then goes away: the thread's runs wait in their queue.
@@ -138,11 +138,33 @@ describe('the watchdog', () => {
     const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(providerQueue);
     const secondJob = JobId.provider(second.run_id, 's1', 1);
-    expect(await providerQueue.getJobState(secondJob)).toBe('delayed');
+    // Waiting in its thread's line, it holds no job, and the watchdog leaves it alone.
+    expect(await providerQueue.getJobState(secondJob)).toBe('unknown');
     await redis.del(keysFor(prefix).agent('watched'));
     const watchdog = standaloneWatchdog(prefix);
     const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
+    for (let scan = 0; scan < 5; scan++) expect(await watchdog.dog.check(second.run_id, nowMs)).toBe('moving');
     expect(await watchdog.dog.check(first.run_id, nowMs)).toBe('failed');
+    expect(await providerQueue.getJobState(secondJob)).toBe('waiting');
+  });
+
+  it('starts the next run of a thread whose run ended in a process that died before starting it', async () => {
+    const prefix = testPrefix('wd-thread-gap');
+    prefixes.push(prefix);
+    await (await startWorker({ agents: [agent], provider: scriptedProvider([reply('x')]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const first = await client.enqueue({ agent: 'watched', input: 'one', thread_id: 'gap' });
+    const second = await client.enqueue({ agent: 'watched', input: 'two', thread_id: 'gap' });
+    const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(providerQueue);
+    const watchdog = standaloneWatchdog(prefix);
+    // The write that ends the first run makes the second active; the process that made it dies before adding its job.
+    expect((await watchdog.store.finishRun(first.run_id, { outcome: { status: 'cancelled' }, step_id: 's1' })).ended).toBe(true);
+    const secondJob = JobId.provider(second.run_id, 's1', 1);
+    expect(await providerQueue.getJobState(secondJob)).toBe('unknown');
+    const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
+    expect(await watchdog.dog.check(second.run_id, nowMs)).toBe('repaired');
     expect(await providerQueue.getJobState(secondJob)).toBe('waiting');
   });
 });

@@ -1,5 +1,5 @@
 import { type Agent, type EventDraft, type ProviderResponse, type StepState, byteSize, initialStepState, stateAsChanges } from '@arcflow/core';
-import { JobId } from '../keys.ts';
+import { JobId, QueueName } from '../keys.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
 import type { QueuePool } from './join.ts';
@@ -16,13 +16,16 @@ import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.t
 export async function startNextOnThread(threads: ThreadStore, queues: QueuePool, run_id: string): Promise<void> {
   if (!(await threads.isThreadRun(run_id))) return;
   const next = await threads.next(run_id);
-  if (!next?.job) return;
-  const queue = queues.forRun(next.job.queue, next.run_id);
+  if (!next) return;
+  const queue = queues.forRun(next.job?.queue ?? QueueName.agent(next.agent), next.run_id);
+  const existing = await queue.getJob(JobId.provider(next.run_id, 's1', 1));
+  // A run enqueued by an earlier version waits with a delayed job: it runs now.
+  if (existing && (await existing.isDelayed())) return void (await existing.promote().catch(() => undefined));
+  if (!next.job) return;
+  if (existing && ((await existing.isCompleted()) || (await existing.isFailed()))) await existing.remove().catch(() => undefined);
   // Loaded here: a client that only cancels never loads the OpenTelemetry API.
   const { firstJobCarrier } = await import('../tracing.ts');
   const data: ProviderJobData = { run_id: next.run_id, step_id: 's1', iteration: 1, trace: next.trace.traceparent ? firstJobCarrier(next.trace as RunTrace) : {} };
-  const existing = await queue.getJob(JobId.provider(next.run_id, 's1', 1));
-  if (existing && ((await existing.isCompleted()) || (await existing.isFailed()))) await existing.remove().catch(() => undefined);
   await queue.add(PROVIDER_JOB, data, providerJobOptions(data, next.job.attempts));
 }
 
@@ -45,7 +48,13 @@ export async function injectSteered(threads: ThreadStore, run_id: string, state:
  * — and the run state it leaves, for that write to keep as the thread's. Nothing already in Redis
  * is sent again. A run on no thread: nothing is written.
  */
-export async function stageThreadMessages(threads: ThreadStore, store: RunStore, run: { run_id: string; step_id: string; agent: Agent }, state: StepState, response: ProviderResponse): Promise<void> {
+export async function stageThreadMessages(
+  threads: ThreadStore,
+  store: RunStore,
+  run: { run_id: string; step_id: string; agent: Agent },
+  state: StepState,
+  response: ProviderResponse,
+): Promise<void> {
   const { run_id, step_id } = run;
   if ((await threads.base(run_id)) === undefined) return;
   const instructions = state.earlier?.at ?? initialStepState(run.agent, [], step_id).messages.length;

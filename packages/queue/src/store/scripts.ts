@@ -1,5 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { ACTIVE_RUNS_SUFFIX, RUNS_INDEX_SUFFIX, RUN_COUNTS_SUFFIX, RUN_KEY_SUFFIX, THREAD_INJECTED_BY_SUFFIX, THREAD_INJECTED_SUFFIX, THREAD_KEY_INFIX, THREAD_STAGED_SUFFIX } from '../keys.ts';
+import {
+  ACTIVE_RUNS_SUFFIX,
+  RUNS_INDEX_SUFFIX,
+  RUN_COUNTS_SUFFIX,
+  RUN_KEY_SUFFIX,
+  THREAD_INJECTED_BY_SUFFIX,
+  THREAD_INJECTED_SUFFIX,
+  THREAD_KEY_INFIX,
+  THREAD_STAGED_SUFFIX,
+} from '../keys.ts';
 
 /**
  * The run store's Lua scripts, one file each in `commands/` (a header names its KEYS and its

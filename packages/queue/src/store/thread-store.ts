@@ -114,7 +114,15 @@ export class ThreadStore {
    * waits holds no job); `follow_up_trace`: the trace of the run that takes this run's messages if
    * it steers them into a run that ends without them reaching the thread.
    */
-  async join(run_id: string, thread_id: string, on_busy: OnBusy, input: readonly ChatMessage[], retention_seconds: number, start?: ThreadJobSpec, follow_up_trace?: string): Promise<ThreadJoin> {
+  async join(
+    run_id: string,
+    thread_id: string,
+    on_busy: OnBusy,
+    input: readonly ChatMessage[],
+    retention_seconds: number,
+    start?: ThreadJobSpec,
+    follow_up_trace?: string,
+  ): Promise<ThreadJoin> {
     const [decision, active] = (await this.scripts.joinThread([this.keys.record(run_id)], {
       thread_id,
       on_busy,
