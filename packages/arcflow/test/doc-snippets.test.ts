@@ -41,9 +41,12 @@ import { type SnippetFile, packageExports, typeErrors, writeFragment, writeProje
 const exec = promisify(execFile);
 const ROOT = resolve(new URL('../../..', import.meta.url).pathname);
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs'))
-  .filter((name) => name.endsWith('.md'))
-  .map((name) => `docs/${name}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 /** Under the repository, so that tsx and the worker resolve `arcflow` through tsconfig.json's paths. */
 const DIR = join(ROOT, '.doc-snippets', `${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
@@ -73,9 +76,11 @@ afterAll(async () => {
 });
 
 describe('the code blocks of README.md and docs/', () => {
-  it('are found, each TypeScript block a file of its page or a fragment', () => {
-    expect(blocks.filter(isTypeScript).length).toBeGreaterThan(20);
-    expect(snippets.length).toBe(new Set(snippets.map((file) => file.block)).size + pageProjects.flatMap((project) => [...project.files.keys()].filter((name) => !project.own.has(name))).length);
+  it('are found, each TypeScript block written as a file of its page or a fragment, unless skipped', () => {
+    const typescript = blocks.filter(isTypeScript);
+    expect(typescript.length).toBeGreaterThan(20);
+    const written = new Set(snippets.map((file) => file.block));
+    expect(typescript.filter((block) => !written.has(block) && !block.marker.skip).map((block) => `${block.page}:${block.line}`)).toEqual([]);
   });
 
   it('type-check against the arcflow package', () => {
@@ -102,36 +107,44 @@ describe('the code blocks of README.md and docs/', () => {
     expect([...arcflow.keys()]).toContain('enqueue');
     const scripts = new Set(Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: object }).scripts));
     const shells = blocks.filter((block) => ['sh', 'bash', 'console'].includes(block.lang) && !block.marker.skip);
-    const problems = shells.flatMap((block) => commandLines(block).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${block.page}:${line.line}: ${problem}`)));
+    const problems = shells.flatMap((block) =>
+      commandLines(block).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${block.page}:${line.line}: ${problem}`)),
+    );
     expect(problems).toEqual([]);
   });
 });
 
-describe('the runnable snippets', () => {
-  const runnable = pageProjects.flatMap((project) =>
-    [...project.own].filter((name) => project.files.get(name)!.marker.run).map((name) => ({ project, name, block: project.files.get(name)! })),
-  );
+describe.concurrent('the runnable snippets', () => {
+  const runnable = pageProjects.map((project) => ({ project, runs: [...project.own].filter((name) => project.files.get(name)!.marker.run) })).filter(({ runs }) => runs.length > 0);
 
   it('are some', () => {
-    expect(runnable.length).toBeGreaterThan(2);
+    expect(runnable.flatMap(({ runs }) => runs).length).toBeGreaterThan(2);
   });
 
-  for (const { project, name, block } of runnable) {
-    it(`${block.page}:${block.line} ${name} runs against a fake model`, async () => {
+  // A project's workers serve all its run blocks; projects run side by side.
+  for (const { project, runs } of runnable) {
+    it(`${project.page}: ${runs.join(', ')} run against a fake model`, async () => {
       const dir = projectDir(project);
       const prefix = testPrefix('docs');
       prefixes.push(prefix);
       const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'test-key' };
       const workers: WorkerProcess[] = [];
       try {
-        for (const [file, served] of project.files) if (served.marker.worker) workers.push(await spawnWorker(join(dir, file), { env }));
-        const ran = await exec(TSX, [join(dir, name)], { cwd: dir, env: { ...process.env, ...env }, timeout: 45_000 }).catch((error: { code: number; stdout: string; stderr: string }) => error);
-        const output = `${ran.stdout}${ran.stderr}`;
-        expect('code' in ran ? `exit ${ran.code}:\n${output}` : 'exit 0').toBe('exit 0');
-        if (block.marker.run?.prints) expect(output).toContain(block.marker.run.prints);
+        for (const [file, served] of project.files) if (served.marker.worker) workers.push(await spawnWorker(join(dir, file), { env, readyTimeoutMs: 90_000 }));
+        await Promise.all(
+          runs.map(async (name) => {
+            const block = project.files.get(name)!;
+            const ran = await exec(TSX, [join(dir, name)], { cwd: dir, env: { ...process.env, ...env }, timeout: 90_000 }).catch(
+              (error: { code: number; stdout: string; stderr: string }) => error,
+            );
+            const output = `${ran.stdout}${ran.stderr}`;
+            expect('code' in ran ? `${block.page}:${block.line} ${name} exited ${ran.code}:\n${output}` : 'exit 0').toBe('exit 0');
+            if (block.marker.run?.prints) expect(output, `${block.page}:${block.line} ${name}`).toContain(block.marker.run.prints);
+          }),
+        );
       } finally {
         await Promise.all(workers.map((worker) => worker.stop()));
       }
-    });
+    }, 120_000);
   }
 });
