@@ -12,20 +12,20 @@ export function anyModel({ body }: FakeRequest): FakeTurn {
   const tools = (body.tools ?? []) as { function: { name: string; parameters?: Schema } }[];
   const called = messages.some((message) => message.role === 'tool');
   const first = tools[0];
-  if (first && !called) return { type: 'tools', calls: [{ name: first.function.name, arguments: valueOf(first.function.parameters ?? { type: 'object' }) }] };
+  if (first && !called) return { type: 'tools', calls: [{ name: first.function.name, arguments: sampleOf(first.function.parameters ?? { type: 'object' }) }] };
   const schema = body.response_format?.json_schema?.schema as Schema | undefined;
-  if (schema) return { type: 'text', content: JSON.stringify(valueOf(schema)) };
+  if (schema) return { type: 'text', content: JSON.stringify(sampleOf(schema)) };
   const result = messages.findLast((message) => message.role === 'tool');
   return { type: 'text', content: result ? `The tool said: ${String(result.content)}` : 'An answer.' };
 }
 
 /** A value that the schema accepts, for the schemas snippets use (objects, strings, numbers, enums, arrays). */
-function valueOf(schema: Schema): unknown {
+function sampleOf(schema: Schema): unknown {
   if (schema.enum) return schema.enum[0];
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
     case 'object':
-      return Object.fromEntries((schema.required ?? Object.keys(schema.properties ?? {})).map((key) => [key, valueOf(schema.properties?.[key] ?? {})]));
+      return Object.fromEntries((schema.required ?? Object.keys(schema.properties ?? {})).map((key) => [key, sampleOf(schema.properties?.[key] ?? {})]));
     case 'array':
       return [];
     case 'integer':
