@@ -50,12 +50,36 @@ const PAGES = [
 /** Under the repository, so that tsx and the worker resolve `arcflow` through tsconfig.json's paths. */
 const DIR = join(ROOT, '.doc-snippets', `${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
+/** A page with a mistake of each kind, to show that the checks find them. */
+const BROKEN = [
+  '# Mistakes',
+  '',
+  '```ts',
+  '// agents.ts',
+  "import { Agent } from 'arcflow';",
+  "export const helper = new Agent({ name: 'helper', instructionz: 'Help.' });",
+  '```',
+  '',
+  '```ts',
+  "const { run_id } = await client.enqueue({ agent: 'helper', input: 'Hi', idempotency: 'k' });",
+  'console.log(run_id, undefinedName);',
+  '```',
+  '',
+  '```sh',
+  'npx arcflow enqueue helper Hi --wiat',
+  'npx arcflow frobnicate && npm run nothing',
+  '```',
+  '',
+].join('\n');
+const broken = codeBlocks('broken.md', BROKEN);
+
 const blocks: CodeBlock[] = PAGES.flatMap((page) => codeBlocks(page, readFileSync(join(ROOT, page), 'utf8')));
 const pageProjects: Project[] = PAGES.flatMap((page) => projects(blocks.filter((block) => block.page === page)));
 const slug = (page: string) => page.replace(/\W+/g, '-');
 const projectDir = (project: Project) => join(DIR, `${slug(project.page)}-${pageProjects.filter((other) => other.page === project.page).indexOf(project) + 1}`);
 const prefixes: string[] = [];
 let snippets: SnippetFile[] = [];
+let brokenSnippets: SnippetFile[] = [];
 let model: FakeOpenAIServer;
 
 beforeAll(async () => {
@@ -66,6 +90,7 @@ beforeAll(async () => {
     ...pageProjects.flatMap((project) => writeProject(projectDir(project), project)),
     ...fragments.map((block) => writeFragment(join(DIR, 'fragments', `${slug(block.page)}-${block.line}.ts`), block, exports)),
   ];
+  brokenSnippets = [...projects(broken).flatMap((project) => writeProject(join(DIR, 'broken'), project)), writeFragment(join(DIR, 'broken', 'fragment.ts'), broken[1]!, exports)];
   model = await startFakeOpenAI({ fallback: anyModel });
 });
 
@@ -83,8 +108,14 @@ describe('the code blocks of README.md and docs/', () => {
     expect(typescript.filter((block) => !written.has(block) && !block.marker.skip).map((block) => `${block.page}:${block.line}`)).toEqual([]);
   });
 
-  it('type-check against the arcflow package', () => {
-    expect(typeErrors(ROOT, snippets)).toEqual([]);
+  it('type-check against the arcflow package (and the mistakes of a broken page are found, at their lines)', () => {
+    const errors = typeErrors(ROOT, [...snippets, ...brokenSnippets]);
+    expect(errors.filter((error) => !error.startsWith('broken.md:'))).toEqual([]);
+    expect(errors.filter((error) => error.startsWith('broken.md:'))).toEqual([
+      expect.stringMatching(/^broken\.md:6: Object literal may only specify known properties.*'instructionz'/),
+      expect.stringMatching(/^broken\.md:10: Object literal may only specify known properties.*'idempotency'/),
+      expect.stringMatching(/^broken\.md:11: Cannot find name 'undefinedName'/),
+    ]);
   });
 
   it('hold JSON that parses in their json blocks', () => {
@@ -111,6 +142,8 @@ describe('the code blocks of README.md and docs/', () => {
       commandLines(block).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${block.page}:${line.line}: ${problem}`)),
     );
     expect(problems).toEqual([]);
+    const mistakes = commandLines(broken[2]!).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${line.line}: ${problem}`));
+    expect(mistakes).toEqual(['15: arcflow enqueue has no flag --wiat', "16: arcflow has no command 'frobnicate'", "16: package.json has no script 'nothing'"]);
   });
 });
 
