@@ -150,7 +150,7 @@ afterAll(async () => {
   for (const prefix of prefixes) await cleanupPrefix(prefix);
   if (project) rmSync(project, { recursive: true, force: true });
   if (clone) rmSync(clone, { recursive: true, force: true });
-});
+}, 180_000);
 
 describe('arcflow installed from its packages, outside the repository', () => {
   it("type-checks a user's TypeScript agent and client under strict NodeNext", async () => {
@@ -290,7 +290,7 @@ describe('arcflow installed from its packages, outside the repository', () => {
       worker.stop();
       await anything.close();
     }
-  });
+  }, 240_000);
 
   it('starts a worker from a clean clone installed for production (npm ci --omit=dev) that serves a run', async () => {
     clone = mkdtempSync(join(tmpdir(), 'arcflow-clone-'));
