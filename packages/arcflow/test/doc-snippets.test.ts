@@ -167,7 +167,7 @@ describe.concurrent('the runnable snippets', () => {
         await Promise.all(
           runs.map(async (name) => {
             const block = project.files.get(name)!;
-            const ran = await exec(TSX, [join(dir, name)], { cwd: dir, env: { ...process.env, ...env }, timeout: 90_000 }).catch(
+            const ran = await exec(TSX, [join(dir, name)], { cwd: dir, env: { ...process.env, ...env }, timeout: 150_000 }).catch(
               (error: { code: number; stdout: string; stderr: string }) => error,
             );
             const output = `${ran.stdout}${ran.stderr}`;
@@ -178,6 +178,6 @@ describe.concurrent('the runnable snippets', () => {
       } finally {
         await Promise.all(workers.map((worker) => worker.stop()));
       }
-    }, 120_000);
+    }, 240_000);
   }
 });

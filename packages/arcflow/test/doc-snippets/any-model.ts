@@ -15,7 +15,7 @@ export function anyModel({ body }: FakeRequest): FakeTurn {
   if (first && !called) return { type: 'tools', calls: [{ name: first.function.name, arguments: sampleOf(first.function.parameters ?? { type: 'object' }) }] };
   const schema = body.response_format?.json_schema?.schema as Schema | undefined;
   if (schema) return { type: 'text', content: JSON.stringify(sampleOf(schema)) };
-  const result = messages.findLast((message) => message.role === 'tool');
+  const result = messages.filter((message) => message.role === 'tool').at(-1);
   return { type: 'text', content: result ? `The tool said: ${String(result.content)}` : 'An answer.' };
 }
 
