@@ -27,7 +27,7 @@
  * - `<!-- doc-test: skip <reason> -->`: the block is not checked; the reason is required.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
@@ -35,18 +35,13 @@ import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anyModel } from './doc-snippets/any-model.ts';
 import { commandLines, commandProblems, helpCommands } from './doc-snippets/commands.ts';
-import { type CodeBlock, type Project, codeBlocks, isTypeScript, projects } from './doc-snippets/extract.ts';
-import { type SnippetFile, packageExports, typeErrors, writeFragment, writeProject } from './doc-snippets/typecheck.ts';
+import { codeBlocks, isTypeScript } from './doc-snippets/extract.ts';
+import { type WrittenSnippets, docBlocks, pageProjects, writeSnippets } from './doc-snippets/pages.ts';
+import { type SnippetFile, typeErrors } from './doc-snippets/typecheck.ts';
 
 const exec = promisify(execFile);
 const ROOT = resolve(new URL('../../..', import.meta.url).pathname);
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
-const PAGES = [
-  'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`),
-];
 /** Under the repository, so that tsx and the worker resolve `arcflow` through tsconfig.json's paths. */
 const DIR = join(ROOT, '.doc-snippets', `${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
@@ -71,26 +66,19 @@ const BROKEN = [
   '```',
   '',
 ].join('\n');
-const broken = codeBlocks('broken.md', BROKEN);
 
-const blocks: CodeBlock[] = PAGES.flatMap((page) => codeBlocks(page, readFileSync(join(ROOT, page), 'utf8')));
-const pageProjects: Project[] = PAGES.flatMap((page) => projects(blocks.filter((block) => block.page === page)));
-const slug = (page: string) => page.replace(/\W+/g, '-');
-const projectDir = (project: Project) => join(DIR, `${slug(project.page)}-${pageProjects.filter((other) => other.page === project.page).indexOf(project) + 1}`);
 const prefixes: string[] = [];
-let snippets: SnippetFile[] = [];
+const blocks = docBlocks(ROOT);
+const projects = pageProjects(blocks);
+let written: WrittenSnippets;
 let brokenSnippets: SnippetFile[] = [];
 let model: FakeOpenAIServer;
 
 beforeAll(async () => {
   mkdirSync(DIR, { recursive: true });
-  const exports = packageExports(ROOT);
-  const fragments = blocks.filter((block) => isTypeScript(block) && !block.file && !block.marker.skip);
-  snippets = [
-    ...pageProjects.flatMap((project) => writeProject(projectDir(project), project)),
-    ...fragments.map((block) => writeFragment(join(DIR, 'fragments', `${slug(block.page)}-${block.line}.ts`), block, exports)),
-  ];
-  brokenSnippets = [...projects(broken).flatMap((project) => writeProject(join(DIR, 'broken'), project)), writeFragment(join(DIR, 'broken', 'fragment.ts'), broken[1]!, exports)];
+  written = writeSnippets(ROOT, DIR, blocks, projects);
+  const broken = codeBlocks('broken.md', BROKEN);
+  brokenSnippets = [...writeSnippets(ROOT, join(DIR, 'broken'), broken, pageProjects(broken)).files];
   model = await startFakeOpenAI({ fallback: anyModel });
 });
 
@@ -104,12 +92,12 @@ describe('the code blocks of README.md and docs/', () => {
   it('are found, each TypeScript block written as a file of its page or a fragment, unless skipped', () => {
     const typescript = blocks.filter(isTypeScript);
     expect(typescript.length).toBeGreaterThan(20);
-    const written = new Set(snippets.map((file) => file.block));
-    expect(typescript.filter((block) => !written.has(block) && !block.marker.skip).map((block) => `${block.page}:${block.line}`)).toEqual([]);
+    const checked = new Set(written.files.map((file) => file.block));
+    expect(typescript.filter((block) => !checked.has(block) && !block.marker.skip).map((block) => `${block.page}:${block.line}`)).toEqual([]);
   });
 
   it('type-check against the arcflow package (and the mistakes of a broken page are found, at their lines)', () => {
-    const errors = typeErrors(ROOT, [...snippets, ...brokenSnippets]);
+    const errors = typeErrors(ROOT, [...written.files, ...brokenSnippets]);
     expect(errors.filter((error) => !error.startsWith('broken.md:'))).toEqual([]);
     expect(errors.filter((error) => error.startsWith('broken.md:'))).toEqual([
       expect.stringMatching(/^broken\.md:6: Object literal may only specify known properties.*'instructionz'/),
@@ -142,13 +130,13 @@ describe('the code blocks of README.md and docs/', () => {
       commandLines(block).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${block.page}:${line.line}: ${problem}`)),
     );
     expect(problems).toEqual([]);
-    const mistakes = commandLines(broken[2]!).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${line.line}: ${problem}`));
+    const mistakes = commandLines(codeBlocks('broken.md', BROKEN)[2]!).flatMap((line) => commandProblems(line, arcflow, scripts).map((problem) => `${line.line}: ${problem}`));
     expect(mistakes).toEqual(['15: arcflow enqueue has no flag --wiat', "16: arcflow has no command 'frobnicate'", "16: package.json has no script 'nothing'"]);
   });
 });
 
 describe.concurrent('the runnable snippets', () => {
-  const runnable = pageProjects.map((project) => ({ project, runs: [...project.own].filter((name) => project.files.get(name)!.marker.run) })).filter(({ runs }) => runs.length > 0);
+  const runnable = projects.map((project) => ({ project, runs: [...project.own].filter((name) => project.files.get(name)!.marker.run) })).filter(({ runs }) => runs.length > 0);
 
   it('are some', () => {
     expect(runnable.flatMap(({ runs }) => runs).length).toBeGreaterThan(2);
@@ -157,7 +145,7 @@ describe.concurrent('the runnable snippets', () => {
   // A project's workers serve all its run blocks; projects run side by side.
   for (const { project, runs } of runnable) {
     it(`${project.page}: ${runs.join(', ')} run against a fake model`, async () => {
-      const dir = projectDir(project);
+      const dir = written.dirOf(project);
       const prefix = testPrefix('docs');
       prefixes.push(prefix);
       const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'test-key' };

@@ -7,6 +7,7 @@ import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, startFakeOpenAI, 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anyModel } from './doc-snippets/any-model.ts';
 import { codeBlocks } from './doc-snippets/extract.ts';
+import { docBlocks, pageProjects, writeSnippets } from './doc-snippets/pages.ts';
 
 const run = promisify(execFile);
 const ROOT = resolve(new URL('../../..', import.meta.url).pathname);
@@ -290,6 +291,15 @@ describe('arcflow installed from its packages, outside the repository', () => {
       worker.stop();
       await anything.close();
     }
+  }, 240_000);
+
+  it("type-checks every TypeScript block of README.md and docs/ against the installed packages' types, with the README's tsconfig.json", async () => {
+    const blocks = docBlocks(ROOT);
+    const dir = join(project, 'doc-snippets');
+    writeSnippets(ROOT, dir, blocks, pageProjects(blocks));
+    writeFileSync(join(dir, 'tsconfig.json'), blocks.find((block) => block.page === 'README.md' && block.lang === 'json' && block.code.includes('compilerOptions'))!.code);
+    const checked = await run('npx', ['--no-install', 'tsc', '-p', 'doc-snippets/tsconfig.json'], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect(checked.stdout).toBe('');
   }, 240_000);
 
   it('starts a worker from a clean clone installed for production (npm ci --omit=dev) that serves a run', async () => {
