@@ -45,7 +45,7 @@ const TSX = join(ROOT, 'node_modules/.bin/tsx');
 /** Under the repository, so that tsx and the worker resolve `arcflow` through tsconfig.json's paths. */
 const DIR = join(ROOT, '.doc-snippets', `${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
-/** A page with a mistake of each kind, to show that the checks find them. */
+/** A page with a mistake of each kind, to show that the checks find them (and a fragment whose marker declares what it uses). */
 const BROKEN = [
   '# Mistakes',
   '',
@@ -63,6 +63,12 @@ const BROKEN = [
   '```sh',
   'npx arcflow enqueue helper Hi --wiat',
   'npx arcflow frobnicate && npm run nothing',
+  '```',
+  '',
+  '<!-- doc-test: given key: string -->',
+  '',
+  '```ts',
+  'console.log(key.toUpperCase()); // declared by its marker: no error',
   '```',
   '',
 ].join('\n');
