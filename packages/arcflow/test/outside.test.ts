@@ -1,10 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type FakeOpenAIServer, TEST_REDIS_URL, cleanupPrefix, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anyModel } from './doc-snippets/any-model.ts';
+import { codeBlocks } from './doc-snippets/extract.ts';
+import { docBlocks, pageProjects, writeSnippets } from './doc-snippets/pages.ts';
 
 const run = promisify(execFile);
 const ROOT = resolve(new URL('../../..', import.meta.url).pathname);
@@ -137,7 +140,10 @@ beforeAll(async () => {
   writeFileSync(join(project, 'record-loads.mjs'), RECORD_LOADS);
   writeFileSync(join(project, 'tsconfig.json'), TSCONFIG);
   const { stdout } = await run('sh', ['-c', `ls ${resolve(ROOT, process.env.ARCFLOW_PACKED ?? 'build/tarballs')}/*.tgz`]);
-  await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@22.20.7'], { cwd: project, timeout: 300_000 });
+  await run('npm', ['install', '--no-audit', '--no-fund', ...stdout.trim().split('\n'), 'typescript@5.9.3', '@types/node@22.20.7', 'tsx@4.23.15'], {
+    cwd: project,
+    timeout: 300_000,
+  });
 }, 420_000);
 
 afterAll(async () => {
@@ -145,7 +151,7 @@ afterAll(async () => {
   for (const prefix of prefixes) await cleanupPrefix(prefix);
   if (project) rmSync(project, { recursive: true, force: true });
   if (clone) rmSync(clone, { recursive: true, force: true });
-});
+}, 180_000);
 
 describe('arcflow installed from its packages, outside the repository', () => {
   it("type-checks a user's TypeScript agent and client under strict NodeNext", async () => {
@@ -256,6 +262,45 @@ describe('arcflow installed from its packages, outside the repository', () => {
     expect(byGet.some((url) => url.includes('/node_modules/ioredis/'))).toBe(true);
     expect(byGet.filter((url) => /\/node_modules\/(fastify|@fastify|@opentelemetry\/sdk-[a-z-]+|@arcflow\/server|@arcflow\/worker|bullmq|ajv|openai|tsx)\//.test(url))).toEqual([]);
   });
+
+  it("runs the README's project as it says: tsc with its tsconfig.json, `npx tsx backend.ts` against a worker, and `node local.ts` where Node strips types", async () => {
+    const readme = codeBlocks('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8'));
+    const dir = join(project, 'readme');
+    mkdirSync(dir);
+    for (const block of readme) if (block.file) writeFileSync(join(dir, block.file), block.code);
+    const tsconfig = readme.find((block) => block.lang === 'json' && block.code.includes('compilerOptions'))!;
+    writeFileSync(join(dir, 'tsconfig.json'), tsconfig.code);
+    const checked = await run('npx', ['--no-install', 'tsc', '-p', 'readme/tsconfig.json'], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect(checked.stdout).toBe('');
+
+    const anything = await startFakeOpenAI({ fallback: anyModel });
+    const prefix = testPrefix('readme');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_BASE_URL: anything.url, OPENAI_API_KEY: 'k' };
+    const worker = startWorker(project, 'readme/agents.ts', env);
+    try {
+      await worker.ready;
+      const backend = await run('npx', ['--no-install', 'tsx', 'backend.ts'], { cwd: dir, env: { ...process.env, ...env }, timeout: 60_000 });
+      expect(backend.stdout).toContain('completed The tool said: 18°C in Oslo');
+      // Node 22.18 and later run TypeScript files as they are (process.features.typescript: 'strip').
+      if ((process.features as { typescript?: string }).typescript) {
+        const local = await run(process.execPath, ['local.ts'], { cwd: dir, env: { ...process.env, ...env }, timeout: 60_000 });
+        expect(local.stdout).toContain('The tool said: 18°C in Oslo');
+      }
+    } finally {
+      worker.stop();
+      await anything.close();
+    }
+  }, 240_000);
+
+  it("type-checks every TypeScript block of README.md and docs/ against the installed packages' types, with the README's tsconfig.json", async () => {
+    const blocks = docBlocks(ROOT);
+    const dir = join(project, 'doc-snippets');
+    writeSnippets(ROOT, dir, blocks, pageProjects(blocks));
+    writeFileSync(join(dir, 'tsconfig.json'), blocks.find((block) => block.page === 'README.md' && block.lang === 'json' && block.code.includes('compilerOptions'))!.code);
+    const checked = await run('npx', ['--no-install', 'tsc', '-p', 'doc-snippets/tsconfig.json'], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect(checked.stdout).toBe('');
+  }, 240_000);
 
   it('starts a worker from a clean clone installed for production (npm ci --omit=dev) that serves a run', async () => {
     clone = mkdtempSync(join(tmpdir(), 'arcflow-clone-'));
