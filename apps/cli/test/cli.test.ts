@@ -56,6 +56,22 @@ describe('arcflow CLI', () => {
     const positions = ['get_weather', 'get_local_time', 'convert_currency'].map((name) => round1.indexOf(name));
     expect(positions.every((position) => position > 0)).toBe(true);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
+
+    // The conversation: what the tools received and returned, and the answer (events hold none of it).
+    const conversation = await arcflow('inspect', record.run_id, '--messages');
+    expect(conversation.code).toBe(0);
+    expect(conversation.stdout).toMatch(/^\[0\] system: /);
+    expect(conversation.stdout).toContain('user: Trip to Tokyo?');
+    expect(conversation.stdout).toMatch(/→ get_weather \S+ \{"city":"Tokyo"/);
+    expect(conversation.stdout).toMatch(/\[\d+\] tool \S+: Error: invalid arguments — amount: expected number/);
+    expect(conversation.stdout).toMatch(/\[\d+\] tool \S+: 100 EUR = 1160.00 NOK/);
+    const asJson = JSON.parse((await arcflow('inspect', record.run_id, '--messages', '--json')).stdout);
+    expect(asJson.run_id).toBe(record.run_id);
+    expect(asJson.messages.at(-1)).toEqual({ role: 'assistant', content: record.output });
+    expect(asJson.messages.filter((message: { role: string }) => message.role === 'tool').length).toBeGreaterThanOrEqual(3);
+    expect(conversation.stdout).toContain(`assistant: ${record.output.split('\n')[0]}`);
+    const unknown = await arcflow('inspect', 'run_doesnotexist', '--messages');
+    expect(unknown).toMatchObject({ code: 1, stderr: "arcflow: unknown run 'run_doesnotexist'\n" });
   });
 
   it('stops quietly when its reader closes the pipe early (events --follow | head -1)', async () => {
@@ -124,6 +140,17 @@ describe('arcflow CLI', () => {
     expect(bad.stderr).toContain('thread_id');
   });
 
+  it('refuses --on-busy without --thread, naming both, with nothing queued', async () => {
+    const runsBefore = JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs.length;
+    const refused = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--on-busy', 'steer');
+    expect(refused).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'arcflow: --on-busy needs --thread: it says what a run does when its thread already has one queued or running\n',
+    });
+    expect(JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs).toHaveLength(runsBefore);
+  });
+
   it('refuses an unknown agent and bad JSON with a clear message and exit code 1', async () => {
     const unknown = await arcflow('enqueue', 'nobody', 'hi');
     expect(unknown.code).toBe(1);
@@ -182,6 +209,16 @@ describe('arcflow CLI', () => {
       expect(shown.stdout).toContain("note: no live worker serves agent 'sleeper' now; the run waits in its queue");
     }
     await arcflow('cancel', run_id);
+    // enqueue --wait says so before it waits (on stderr, so --json stays JSON), then waits its --timeout-ms.
+    const waited = await arcflow('enqueue', 'sleeper', 'hi', '--wait', '--json', '--timeout-ms', '300');
+    expect(waited.code).toBe(1);
+    expect(waited.stderr).toBe("note: no live worker serves agent 'sleeper' now; the run waits in its queue until one starts (arcflow worker --module <file>)\n");
+    expect(JSON.parse(waited.stdout)).toMatchObject({ status: 'queued' });
+    await arcflow('cancel', JSON.parse(waited.stdout).run_id);
+    // A served agent's wait says nothing of the kind.
+    const served = await arcflow('enqueue', 'travel_researcher', 'Rome?', '--wait');
+    expect(served).toMatchObject({ code: 0, stderr: '' });
+    expect((await arcflow('help')).stdout).toContain('--timeout-ms');
   });
 
   it('runs the demo end to end with no API key', async () => {

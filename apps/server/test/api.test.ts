@@ -99,6 +99,44 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     });
   });
 
+  it("answers a run's conversation (read scope): the tool calls with their arguments, the tool results and the answer; a workflow's step by step", async () => {
+    const ended = async (run_id: string) => {
+      let record: Record<string, any> = {};
+      for (let tries = 0; tries < 200 && !['completed', 'failed'].includes(record.status); tries += 1) {
+        record = (await json(await call(`/v1/runs/${run_id}`, { key: 'read' }))).body;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return record;
+    };
+    const created = await enqueue({ agent: 'api_agent', input: 'wait=1 talk' });
+    expect(await ended(created.body.run_id)).toMatchObject({ status: 'completed' });
+    const answered = await json(await call(`/v1/runs/${created.body.run_id}/messages`, { key: 'read' }));
+    expect(answered.status).toBe(200);
+    const call1 = { id: 'call_1', type: 'function', function: { name: 'api_pause', arguments: '{"ms":1}' } };
+    const call2 = { ...call1, id: 'call_2' };
+    expect(answered.body).toEqual({
+      run_id: created.body.run_id,
+      messages: [
+        { role: 'user', content: 'wait=1 talk' },
+        { role: 'assistant', content: null, tool_calls: [call1] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'paused 1 ms' },
+        { role: 'assistant', content: null, tool_calls: [call2] },
+        { role: 'tool', tool_call_id: 'call_2', content: 'paused 1 ms' },
+        { role: 'assistant', content: 'done: wait=1 talk' },
+      ],
+    });
+
+    const flow = await enqueue({ agent: 'api_flow', input: 'flow' });
+    expect(await ended(flow.body.run_id)).toMatchObject({ status: 'completed' });
+    const steps = (await json(await call(`/v1/runs/${flow.body.run_id}/messages`, { key: 'read' }))).body;
+    expect(steps).toMatchObject({ run_id: flow.body.run_id, messages: [], steps: [{ step_id: 'answer' }] });
+    expect(steps.steps[0].messages.at(0)).toMatchObject({ role: 'user', content: expect.stringContaining('wait=50') });
+    expect(steps.steps[0].messages.at(-1)).toEqual({ role: 'assistant', content: expect.stringMatching(/^done: wait=50/) });
+
+    expect((await json(await call('/v1/runs/run_doesnotexist/messages', { key: 'read' }))).body).toMatchObject({ status: 404, code: 'unknown_run' });
+    expect((await call(`/v1/runs/${created.body.run_id}/messages`, { key: null })).status).toBe(401);
+  });
+
   it('answers problems: 401 without or with a wrong key, 403 for too little scope or test mode without admin, 404, 400, 413', async () => {
     const none = await json(await call('/v1/runs', { key: null }));
     expect(none).toMatchObject({
@@ -340,6 +378,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/approvals/{tool_call_id}',
       '/v1/runs/{run_id}/cancel',
       '/v1/runs/{run_id}/events',
+      '/v1/runs/{run_id}/messages',
       '/v1/runs/{run_id}/stream',
       '/v1/threads/{thread_id}',
     ]);

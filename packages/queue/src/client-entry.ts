@@ -15,6 +15,7 @@ export {
   type AgentInfo,
   type QueueInfo,
   type ThreadHandle,
+  type RunMessages,
   type StreamOptions,
 } from './client.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
