@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -476,6 +476,13 @@ describe('arcflow serve: limits and refusals', () => {
       await withCors.stop();
     }
     await expect(spawnServe({ ...env, ARCFLOW_API_KEYS: '' }, ['--host', '0.0.0.0'])).rejects.toThrow(/refusing to serve on 0\.0\.0\.0 without API keys/);
+    // A port in use: one line that says so and what to try, no stack.
+    const port = new URL(serve.url).port;
+    const busy = await run(process.execPath, [ARCFLOW_BIN, 'serve', '--port', port], { env: { ...process.env, ...env } }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(busy).toMatchObject({ code: 1, stderr: `arcflow: cannot listen on 127.0.0.1:${port}: the port is in use (another process holds it); try another with --port N\n` });
     const open = await spawnServe({ ...env, ARCFLOW_API_KEYS: '' });
     try {
       expect(open.output()).toContain('no ARCFLOW_API_KEYS: loopback only');
