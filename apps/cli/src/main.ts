@@ -131,6 +131,17 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** An unknown flag, named with the nearest known one (`--sate`: did you mean '--state'?); undefined for any other error. */
+async function unknownOptionHint(error: unknown): Promise<string | undefined> {
+  if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const given = /'(-[^']*)'/.exec((error as Error).message)?.[1];
+  if (!given) return undefined;
+  // Loaded here, on the way out: a command that parses loads none of it.
+  const { nearestName } = await import('@arcflow/queue/client');
+  const nearest = nearestName(given.replace(/^-+/, '').split('=')[0]!, Object.keys(OPTIONS));
+  return `unknown option '${given}'${nearest ? `; did you mean '--${nearest}'?` : ''}`;
+}
+
 /** A refusal of arcflow's own (a bad config or request): its message is the whole story. */
 const isOwnError = (error: unknown): error is Error => error instanceof Error && (error.name === 'ConfigError' || error.name === 'RequestError');
 
@@ -150,7 +161,12 @@ main(process.argv.slice(2)).then(
     // Workers keep running until a signal; everything else exits with its code.
     if (code >= 0) process.exit(code);
   },
-  (error: unknown) => {
+  async (error: unknown) => {
+    const unknownOption = await unknownOptionHint(error);
+    if (unknownOption) {
+      console.error(`arcflow: ${unknownOption}\n\n${USAGE}`);
+      process.exit(2);
+    }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`arcflow: ${(error as Error).message}\n\n${USAGE}`);
       process.exit(2);

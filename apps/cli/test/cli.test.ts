@@ -140,6 +140,14 @@ describe('arcflow CLI', () => {
     expect(bad.stderr).toContain('thread_id');
   });
 
+  it('names the nearest known flag for a misspelt one, and the nearest tool for a misspelt --tools name', async () => {
+    const flag = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--sate', '{}');
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/^arcflow: unknown option '--sate'; did you mean '--state'\?\n\nusage: arcflow/);
+    const tools = await arcflow('worker', '--module', EXAMPLE, '--tools', 'get_wether,get_local_time');
+    expect(tools).toMatchObject({ code: 1, stderr: "arcflow: --tools names tools no served agent has: get_wether (did you mean 'get_weather'?)\n" });
+  });
+
   it('refuses --on-busy without --thread, naming both, with nothing queued', async () => {
     const runsBefore = JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs.length;
     const refused = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--on-busy', 'steer');

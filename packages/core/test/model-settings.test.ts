@@ -168,7 +168,13 @@ describe('model settings and fallbacks in runLocal', () => {
     const agent = new Agent({ name: 'writer' });
     const primary = scriptedProvider([failure('server_error', { status: 503, retryable: true })], { repeat: true });
     await expect(
-      runLocal(agent, 'go', { provider: primary, providers: { local: scriptedProvider([reply('x')]) }, config: { model_fallbacks: [{ model: 'm', provider: 'fast' }] }, provider_retry: fast, logger: false }),
+      runLocal(agent, 'go', {
+        provider: primary,
+        providers: { local: scriptedProvider([reply('x')]) },
+        config: { model_fallbacks: [{ model: 'm', provider: 'fast' }] },
+        provider_retry: fast,
+        logger: false,
+      }),
     ).rejects.toThrow("the run's config.model_fallbacks[0] (agent 'writer') uses provider 'fast', which this worker does not hold (it holds: local)");
   });
 

@@ -203,7 +203,9 @@ describe('MCP tools in worker processes (server-everything over stdio)', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
     // Not a bare `fetch failed`: the connection's own failure follows it.
-    expect(refused.stderr.trim()).toMatch(new RegExp(`^arcflow: MCP server 'remote' cannot be reached \\(http: http://127\\.0\\.0\\.1:${port}/mcp\\): fetch failed: .*ECONNREFUSED`));
+    expect(refused.stderr.trim()).toMatch(
+      new RegExp(`^arcflow: MCP server 'remote' cannot be reached \\(http: http://127\\.0\\.0\\.1:${port}/mcp\\): fetch failed: .*ECONNREFUSED`),
+    );
   });
 
   it('refuses to start a worker without the MCP SDK installed by naming the package to install, not as a server that cannot be reached', async () => {

@@ -24,3 +24,4 @@ export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
 export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
 export { closeRedis, redisRefusal, redactUrl } from './connection.ts';
 export { isPartitionCount, MAX_PARTITIONS } from './store/partition-map.ts';
+export { nearestName } from './nearest-name.ts';
