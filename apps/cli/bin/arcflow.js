@@ -10,11 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const source = new URL('../src/main.ts', import.meta.url);
 const repositoryConfig = fileURLToPath(new URL('../../../tsconfig.json', import.meta.url));
-// In the repository this file is apps/cli/bin/arcflow.js under the root that holds tsconfig.json.
-// Installed, it is node_modules/@arcflow/cli/bin/arcflow.js: the package ships its sources too (for
-// stack traces through its source maps), and a user's project may have a tsconfig.json of its own.
-const inRepository = fileURLToPath(new URL('../../../apps/cli/bin/arcflow.js', import.meta.url)) === fileURLToPath(import.meta.url);
-if (inRepository && existsSync(source) && existsSync(repositoryConfig)) {
+if (existsSync(source) && existsSync(repositoryConfig)) {
   const { register } = await import('tsx/esm/api');
   register({ tsconfig: repositoryConfig });
   // The worker's loader for users' .ts modules (apps/worker/src/typescript-loader.ts) need not add another.
