@@ -436,6 +436,10 @@ describe('arcflow serve: limits and refusals', () => {
       'wait=10 two',
     ]);
     expect(read.body.messages.at(-1)).toMatchObject({ role: 'assistant', content: expect.stringMatching(/^done: /) });
+    // The run's own conversation is what it appended to the thread, without the thread's earlier messages.
+    const own = (await json(await call(`/v1/runs/${second.body.run_id}/messages`, { key: 'read' }))).body.messages as unknown[];
+    expect(own[0]).toEqual({ role: 'user', content: 'wait=10 two' });
+    expect(read.body.messages.slice(-own.length)).toEqual(own);
     expect((await json(await call('/v1/threads/bad%20id', { key: 'read' }))).status).toBe(400);
     expect((await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'read' })).status).toBe(403);
     expect(await json(await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'write' }))).toMatchObject({ status: 200, body: { thread_id: thread, deleted: true } });
