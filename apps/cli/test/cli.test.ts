@@ -14,6 +14,14 @@ let worker: WorkerProcess;
 
 const arcflow = (...args: string[]) => runArcflow(env, ...args);
 
+/** Registers an agent whose workers have all gone (a rolling deploy, scale to zero): runs of it wait in its queue. */
+async function registerUnserved(agent: string): Promise<void> {
+  const redis = new Redis(TEST_REDIS_URL);
+  await redis.set(`{${prefix}}:agent:${agent}`, JSON.stringify({ provider_queue: `provider-${agent}`, tools: [], provider_attempts: 1 }));
+  await redis.sadd(`{${prefix}}:agents`, agent);
+  await redis.quit();
+}
+
 beforeAll(async () => {
   worker = await spawnWorker(EXAMPLE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
 });
@@ -72,7 +80,7 @@ describe('arcflow CLI', () => {
     expect(conversation.stdout).toContain(`assistant: ${record.output.split('\n')[0]}`);
     const unknown = await arcflow('inspect', 'run_doesnotexist', '--messages');
     expect(unknown).toMatchObject({ code: 1, stderr: "arcflow: unknown run 'run_doesnotexist'\n" });
-  });
+  }, 120_000);
 
   it('stops quietly when its reader closes the pipe early (events --follow | head -1)', async () => {
     const enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json');
@@ -204,11 +212,7 @@ describe('arcflow CLI', () => {
   });
 
   it('accepts a run for a known agent with no live worker, and get and inspect say it waits', async () => {
-    const redis = new Redis(TEST_REDIS_URL);
-    // A registration whose workers have all gone (a rolling deploy, scale to zero).
-    await redis.set(`{${prefix}}:agent:sleeper`, JSON.stringify({ provider_queue: 'provider-nobody', tools: [], provider_attempts: 1 }));
-    await redis.sadd(`{${prefix}}:agents`, 'sleeper');
-    await redis.quit();
+    await registerUnserved('sleeper');
     const enqueued = await arcflow('enqueue', 'sleeper', 'hi');
     expect(enqueued.code).toBe(0);
     const run_id = enqueued.stdout.trim();
@@ -217,7 +221,11 @@ describe('arcflow CLI', () => {
       expect(shown.stdout).toContain("note: no live worker serves agent 'sleeper' now; the run waits in its queue");
     }
     await arcflow('cancel', run_id);
-    // enqueue --wait says so before it waits (on stderr, so --json stays JSON), then waits its --timeout-ms.
+  });
+
+  it('says, before enqueue --wait waits, that no live worker serves the agent (stderr), then waits its --timeout-ms', async () => {
+    await registerUnserved('sleeper');
+    // On stderr, so --json stays JSON.
     const waited = await arcflow('enqueue', 'sleeper', 'hi', '--wait', '--json', '--timeout-ms', '300');
     expect(waited.code).toBe(1);
     expect(waited.stderr).toBe("note: no live worker serves agent 'sleeper' now; the run waits in its queue until one starts (arcflow worker --module <file>)\n");
@@ -227,7 +235,19 @@ describe('arcflow CLI', () => {
     const served = await arcflow('enqueue', 'travel_researcher', 'Rome?', '--wait');
     expect(served).toMatchObject({ code: 0, stderr: '' });
     expect((await arcflow('help')).stdout).toContain('--timeout-ms');
-  });
+  }, 120_000);
+
+  it('says where a steering run sent its input (get and enqueue --wait)', async () => {
+    await registerUnserved('steer_target');
+    // The thread's first run waits in its queue (no worker serves its agent): the thread is busy.
+    const active = (await arcflow('enqueue', 'steer_target', 'first', '--thread', 'cli:steer')).stdout.trim();
+    const steering = await arcflow('enqueue', 'steer_target', 'also this', '--thread', 'cli:steer', '--on-busy', 'steer', '--wait');
+    expect(steering).toMatchObject({ code: 0, stderr: '' });
+    expect(steering.stdout).toContain(`status     completed (steered into ${active}: its input joined that run's conversation)`);
+    const steeringRun = /^run +(\S+)$/m.exec(steering.stdout)![1]!;
+    expect((await arcflow('get', steeringRun)).stdout).toContain(`status     completed (steered into ${active}: its input joined that run's conversation)`);
+    await arcflow('cancel', active);
+  }, 120_000);
 
   it('runs the demo end to end with no API key', async () => {
     const demo = await run(process.execPath, [ARCFLOW_BIN, 'demo', '--runs', '4'], {
