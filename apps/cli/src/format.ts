@@ -21,6 +21,18 @@ export function printable(text: string): string {
   });
 }
 
+/**
+ * A text meant to be read as text (a model's answer, a message): its line breaks and tabs are kept,
+ * every other control character is escaped as `printable` does (a carriage return, an escape
+ * sequence or a C1 code could still overwrite or colour what the terminal shows).
+ */
+export function printableText(text: string): string {
+  return text
+    .split(/(\r?\n|\t)/)
+    .map((piece, at) => (at % 2 === 1 ? (piece === '\t' ? piece : '\n') : printable(piece)))
+    .join('');
+}
+
 function compact(value: unknown): string {
   if (value && typeof value === 'object' && 'total' in value) {
     const tokens = value as { input: number; output: number; total: number };
@@ -31,10 +43,35 @@ function compact(value: unknown): string {
 
 /** A message of a conversation for people: `role: text` (parts as their text, images as [image], tool calls by name). */
 export function formatMessage(message: ChatMessage): string {
-  const content = message.content;
-  const text = typeof content === 'string' ? content : content === null ? '' : content.map((part) => (part.type === 'text' ? part.text : '[image]')).join(' ');
+  const text = messageText(message);
   const calls = message.role === 'assistant' && message.tool_calls?.length ? ` [calls ${message.tool_calls.map((call) => call.function.name).join(', ')}]` : '';
-  return `${message.role}: ${printable(text)}${calls}`;
+  return `${message.role}: ${printableText(text)}${calls}`;
+}
+
+/** A message's content as text: parts as their text, images as [image]. */
+function messageText(message: ChatMessage): string {
+  const content = message.content;
+  return typeof content === 'string' ? content : content === null ? '' : content.map((part) => (part.type === 'text' ? part.text : '[image]')).join(' ');
+}
+
+/**
+ * A run's conversation for people (`arcflow inspect --messages`): a message a block, `role:` then
+ * its text; an assistant turn's tool calls each on a line with their id and arguments, as the
+ * model wrote them; a tool result named by the call it answers. Continuation lines are indented.
+ */
+export function formatConversation(messages: readonly ChatMessage[]): string {
+  const indent = (text: string) => printableText(text).replace(/\n(?=.)/g, '\n    ');
+  return messages
+    .map((message, index) => {
+      const head = `[${index}] ${message.role === 'tool' ? `tool ${printable(message.tool_call_id)}` : message.role}:`;
+      const text = messageText(message);
+      const lines = [text ? `${head} ${indent(text)}` : head];
+      if (message.role === 'assistant') {
+        for (const call of message.tool_calls ?? []) lines.push(`    → ${printable(call.function.name)} ${printable(call.id)} ${indent(call.function.arguments)}`);
+      }
+      return lines.join('\n');
+    })
+    .join('\n');
 }
 
 /** A run record for people. */
@@ -43,12 +80,13 @@ export function formatRun(run: RunRecord): string {
     `run        ${run.run_id}`,
     ...(run.workflow ? [`workflow   ${run.workflow}`] : []),
     ...(run.parent_run_id ? [`parent     ${run.parent_run_id} (call ${run.parent_tool_call_id})`] : []),
-    `status     ${run.status}`,
+    // A steering run (SPEC §11, on_busy: steer) ends at once: say where its input went.
+    `status     ${run.status}${run.steered_into ? ` (steered into ${run.steered_into}: its input joined that run's conversation)` : ''}`,
     `iterations ${run.iterations}`,
     `tokens     ${run.usage.input} in / ${run.usage.output} out / ${run.usage.total} total`,
   ];
   if (run.finished_at) lines.push(`duration   ${run.finished_at - run.created_at} ms`);
-  if (run.output !== undefined) lines.push(`output     ${run.output}`);
+  const outputAt = lines.length;
   if (run.error) lines.push(`error      ${run.error.code} (${run.error.error_code}): ${run.error.message}`);
   for (const call of run.pending_approvals ?? []) {
     lines.push(
@@ -57,7 +95,10 @@ export function formatRun(run: RunRecord): string {
   }
   for (const [id, step] of Object.entries(run.steps ?? {})) lines.push(`step       ${id}  ${step.status}${step.error ? `  ${step.error.error_code}` : ''}`);
   if (run.state) lines.push(...formatState(run.state));
-  return lines.map(printable).join('\n');
+  const text = lines.map(printable);
+  // The output is text to read: its lines stay lines, aligned under the first.
+  if (run.output !== undefined) text.splice(outputAt, 0, `output     ${printableText(run.output).replaceAll('\n', `\n${' '.repeat(11)}`)}`);
+  return text.join('\n');
 }
 
 /** A run's state (SPEC §17) for people: a key a line, sorted, with its value as compact JSON; `{}` when empty. */

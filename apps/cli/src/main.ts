@@ -10,16 +10,17 @@ const USAGE = `usage: arcflow <command> [options]
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N] [--metrics-port N]
                        --metrics-port: serve Prometheus metrics at GET /metrics on port N
   enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--state JSON]
-          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--wait] [--json]
+          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--wait [--timeout-ms N]] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
                        --state: the run's initial state, a JSON object (default {}, or on a thread
                          the state its last completed run left)
                        --thread: run on the thread's conversation so far; append the run's messages to it
+                       --wait: wait for the run to end and print it; --timeout-ms: how long at most (default 600000)
   get <run_id> [--json]   the run record, with its state
   thread <thread_id> [--json]   a thread's messages and runs
   events <run_id> [--follow] [--json]
   stream <run_id> [--after N] [--json]   the run's text as the model writes it, until the run ends
-  inspect <run_id>
+  inspect <run_id> [--messages [--json]]   the run as a tree; --messages: its conversation (what its tools received and returned)
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
@@ -65,6 +66,7 @@ const OPTIONS = {
   by: { type: 'string' },
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
+  messages: { type: 'boolean' },
   after: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
@@ -108,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./commands/stream.ts')).streamCommand(args[0]!, { after: values.after, json: values.json });
     case 'inspect':
       need(1, '<run_id>');
-      return (await runs()).inspectCommand(args[0]!);
+      return (await runs()).inspectCommand(args[0]!, { messages: values.messages, json: values.json });
     case 'cancel':
       need(1, '<run_id>');
       return (await runs()).cancelCommand(args[0]!);
@@ -127,6 +129,17 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new UsageError(`unknown command '${command}'`);
   }
+}
+
+/** An unknown flag, named with the nearest known one (`--sate`: did you mean '--state'?); undefined for any other error. */
+async function unknownOptionHint(error: unknown): Promise<string | undefined> {
+  if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const given = /'(-[^']*)'/.exec((error as Error).message)?.[1];
+  if (!given) return undefined;
+  // Loaded here, on the way out: a command that parses loads none of it.
+  const { nearestName } = await import('@arcflow/queue/client');
+  const nearest = nearestName(given.replace(/^-+/, '').split('=')[0]!, Object.keys(OPTIONS));
+  return `unknown option '${given}'${nearest ? `; did you mean '--${nearest}'?` : ''}`;
 }
 
 /** A refusal of arcflow's own (a bad config or request): its message is the whole story. */
@@ -148,7 +161,12 @@ main(process.argv.slice(2)).then(
     // Workers keep running until a signal; everything else exits with its code.
     if (code >= 0) process.exit(code);
   },
-  (error: unknown) => {
+  async (error: unknown) => {
+    const unknownOption = await unknownOptionHint(error);
+    if (unknownOption) {
+      console.error(`arcflow: ${unknownOption}\n\n${USAGE}`);
+      process.exit(2);
+    }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`arcflow: ${(error as Error).message}\n\n${USAGE}`);
       process.exit(2);

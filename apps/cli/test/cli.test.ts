@@ -14,6 +14,14 @@ let worker: WorkerProcess;
 
 const arcflow = (...args: string[]) => runArcflow(env, ...args);
 
+/** Registers an agent whose workers have all gone (a rolling deploy, scale to zero): runs of it wait in its queue. */
+async function registerUnserved(agent: string): Promise<void> {
+  const redis = new Redis(TEST_REDIS_URL);
+  await redis.set(`{${prefix}}:agent:${agent}`, JSON.stringify({ provider_queue: `provider-${agent}`, tools: [], provider_attempts: 1 }));
+  await redis.sadd(`{${prefix}}:agents`, agent);
+  await redis.quit();
+}
+
 beforeAll(async () => {
   worker = await spawnWorker(EXAMPLE, { env: { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
 });
@@ -56,7 +64,23 @@ describe('arcflow CLI', () => {
     const positions = ['get_weather', 'get_local_time', 'convert_currency'].map((name) => round1.indexOf(name));
     expect(positions.every((position) => position > 0)).toBe(true);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
-  });
+
+    // The conversation: what the tools received and returned, and the answer (events hold none of it).
+    const conversation = await arcflow('inspect', record.run_id, '--messages');
+    expect(conversation.code).toBe(0);
+    expect(conversation.stdout).toMatch(/^\[0\] system: /);
+    expect(conversation.stdout).toContain('user: Trip to Tokyo?');
+    expect(conversation.stdout).toMatch(/→ get_weather \S+ \{"city":"Tokyo"/);
+    expect(conversation.stdout).toMatch(/\[\d+\] tool \S+: Error: invalid arguments — amount: expected number/);
+    expect(conversation.stdout).toMatch(/\[\d+\] tool \S+: 100 EUR = 1160.00 NOK/);
+    const asJson = JSON.parse((await arcflow('inspect', record.run_id, '--messages', '--json')).stdout);
+    expect(asJson.run_id).toBe(record.run_id);
+    expect(asJson.messages.at(-1)).toEqual({ role: 'assistant', content: record.output });
+    expect(asJson.messages.filter((message: { role: string }) => message.role === 'tool').length).toBeGreaterThanOrEqual(3);
+    expect(conversation.stdout).toContain(`assistant: ${record.output.split('\n')[0]}`);
+    const unknown = await arcflow('inspect', 'run_doesnotexist', '--messages');
+    expect(unknown).toMatchObject({ code: 1, stderr: "arcflow: unknown run 'run_doesnotexist'\n" });
+  }, 120_000);
 
   it('stops quietly when its reader closes the pipe early (events --follow | head -1)', async () => {
     const enqueued = await arcflow('enqueue', 'travel_researcher', 'Oslo?', '--wait', '--json');
@@ -124,6 +148,25 @@ describe('arcflow CLI', () => {
     expect(bad.stderr).toContain('thread_id');
   });
 
+  it('names the nearest known flag for a misspelt one, and the nearest tool for a misspelt --tools name', async () => {
+    const flag = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--sate', '{}');
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/^arcflow: unknown option '--sate'; did you mean '--state'\?\n\nusage: arcflow/);
+    const tools = await arcflow('worker', '--module', EXAMPLE, '--tools', 'get_wether,get_local_time');
+    expect(tools).toMatchObject({ code: 1, stderr: "arcflow: --tools names tools no served agent has: get_wether (did you mean 'get_weather'?)\n" });
+  });
+
+  it('refuses --on-busy without --thread, naming both, with nothing queued', async () => {
+    const runsBefore = JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs.length;
+    const refused = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--on-busy', 'steer');
+    expect(refused).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'arcflow: --on-busy needs --thread: it says what a run does when its thread already has one queued or running\n',
+    });
+    expect(JSON.parse((await arcflow('runs', '--json', '--limit', '500')).stdout).runs).toHaveLength(runsBefore);
+  });
+
   it('refuses an unknown agent and bad JSON with a clear message and exit code 1', async () => {
     const unknown = await arcflow('enqueue', 'nobody', 'hi');
     expect(unknown.code).toBe(1);
@@ -169,11 +212,7 @@ describe('arcflow CLI', () => {
   });
 
   it('accepts a run for a known agent with no live worker, and get and inspect say it waits', async () => {
-    const redis = new Redis(TEST_REDIS_URL);
-    // A registration whose workers have all gone (a rolling deploy, scale to zero).
-    await redis.set(`{${prefix}}:agent:sleeper`, JSON.stringify({ provider_queue: 'provider-nobody', tools: [], provider_attempts: 1 }));
-    await redis.sadd(`{${prefix}}:agents`, 'sleeper');
-    await redis.quit();
+    await registerUnserved('sleeper');
     const enqueued = await arcflow('enqueue', 'sleeper', 'hi');
     expect(enqueued.code).toBe(0);
     const run_id = enqueued.stdout.trim();
@@ -183,6 +222,32 @@ describe('arcflow CLI', () => {
     }
     await arcflow('cancel', run_id);
   });
+
+  it('says, before enqueue --wait waits, that no live worker serves the agent (stderr), then waits its --timeout-ms', async () => {
+    await registerUnserved('sleeper');
+    // On stderr, so --json stays JSON.
+    const waited = await arcflow('enqueue', 'sleeper', 'hi', '--wait', '--json', '--timeout-ms', '300');
+    expect(waited.code).toBe(1);
+    expect(waited.stderr).toBe("note: no live worker serves agent 'sleeper' now; the run waits in its queue until one starts (arcflow worker --module <file>)\n");
+    expect(JSON.parse(waited.stdout)).toMatchObject({ status: 'queued' });
+    await arcflow('cancel', JSON.parse(waited.stdout).run_id);
+    // A served agent's wait says nothing of the kind.
+    const served = await arcflow('enqueue', 'travel_researcher', 'Rome?', '--wait');
+    expect(served).toMatchObject({ code: 0, stderr: '' });
+    expect((await arcflow('help')).stdout).toContain('--timeout-ms');
+  }, 120_000);
+
+  it('says where a steering run sent its input (get and enqueue --wait)', async () => {
+    await registerUnserved('steer_target');
+    // The thread's first run waits in its queue (no worker serves its agent): the thread is busy.
+    const active = (await arcflow('enqueue', 'steer_target', 'first', '--thread', 'cli:steer')).stdout.trim();
+    const steering = await arcflow('enqueue', 'steer_target', 'also this', '--thread', 'cli:steer', '--on-busy', 'steer', '--wait');
+    expect(steering).toMatchObject({ code: 0, stderr: '' });
+    expect(steering.stdout).toContain(`status     completed (steered into ${active}: its input joined that run's conversation)`);
+    const steeringRun = /^run +(\S+)$/m.exec(steering.stdout)![1]!;
+    expect((await arcflow('get', steeringRun)).stdout).toContain(`status     completed (steered into ${active}: its input joined that run's conversation)`);
+    await arcflow('cancel', active);
+  }, 120_000);
 
   it('runs the demo end to end with no API key', async () => {
     const demo = await run(process.execPath, [ARCFLOW_BIN, 'demo', '--runs', '4'], {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatEvent, printable } from '../src/format.ts';
+import { formatEvent, formatMessage, formatRun, printable, printableText } from '../src/format.ts';
 import { renderInspectTree } from '../src/inspect.ts';
 
 describe('terminal output', () => {
@@ -42,5 +42,23 @@ describe('terminal output', () => {
     );
     expect(tree).not.toMatch(/\u001b/);
     expect(tree).toContain('evil\\x1b[2J');
+  });
+});
+
+describe('run records for people', () => {
+  const record = { run_id: 'run_1', status: 'completed', usage: { input: 1, output: 2, total: 3 }, iterations: 1, created_at: 0, finished_at: 5 } as const;
+
+  it("prints a model's answer as text: its line breaks and tabs stay, other control characters are escaped", () => {
+    const shown = formatRun({ ...record, output: 'Oslo:\n\t- 18°C\r\n- rain\u001b[2J' });
+    expect(shown).toContain('output     Oslo:\n           \t- 18°C\n           - rain\\x1b[2J');
+    expect(shown).not.toContain('\\x0a');
+    expect(printableText('a\rb\nc\u0007')).toBe('a\\x0db\nc\\x07');
+    expect(formatMessage({ role: 'assistant', content: 'one\ntwo' })).toBe('assistant: one\ntwo');
+  });
+
+  it('says where a steering run sent its input', () => {
+    expect(formatRun({ ...record, iterations: 0, steered_into: 'run_target' })).toContain(
+      "status     completed (steered into run_target: its input joined that run's conversation)",
+    );
   });
 });

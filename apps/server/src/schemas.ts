@@ -23,6 +23,23 @@ export const RunError = Type.Object({ code: Type.String(), error_code: Type.Stri
 /** A run's state (SPEC §17): a JSON object kept beside its messages; its values are the program's own. */
 const RunState = (description: string) => Type.Object({}, { additionalProperties: true, description });
 
+/** A chat message as the run's conversation holds it (chat-completions shape). */
+export const ChatMessage = Type.Object({ role: Type.String() }, open);
+
+/** `GET /v1/runs/{run_id}/messages`: the content that events and spans never hold. */
+export const RunMessages = Type.Object({
+  run_id: Type.String(),
+  messages: Type.Array(ChatMessage, {
+    description:
+      "an agent run's conversation, in order: its instructions (system), the input, the assistant turns with their tool calls, the tool results, then the final answer once it completed; a run on a thread leaves out the thread's earlier messages; empty for a workflow run (see steps)",
+  }),
+  steps: Type.Optional(
+    Type.Array(Type.Object({ step_id: Type.String(), messages: Type.Array(ChatMessage) }), {
+      description: "a workflow run's agent steps that have begun, each with its conversation",
+    }),
+  ),
+});
+
 export const RunRecord = Type.Object(
   {
     run_id: Type.String(),

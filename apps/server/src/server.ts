@@ -161,8 +161,22 @@ export async function startServer(options: ServerOptions = {}): Promise<ArcflowS
     throw new ConfigError(`refusing to serve on ${host} without API keys: set ARCFLOW_API_KEYS (name:secret:scope, …) or bind 127.0.0.1`);
   }
   const server = await buildServer(options);
-  const address = await server.app.listen({ host, port });
-  return { ...server, url: address };
+  try {
+    return { ...server, url: await server.app.listen({ host, port }) };
+  } catch (error) {
+    await server.close();
+    throw listenRefusal(error, host, port);
+  }
+}
+
+/** An address the server cannot listen on, as one line that says what to do; any other error as it is. */
+function listenRefusal(error: unknown, host: string, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE') return new ConfigError(`cannot listen on ${where}: the port is in use (another process holds it); try another with --port N`);
+  if (code === 'EACCES') return new ConfigError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges); try --port 8080`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new ConfigError(`cannot listen on ${where}: no such address on this machine; check --host`);
+  return error;
 }
 
 /** Answers with a problem document (RFC 9457). */

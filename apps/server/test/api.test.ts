@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
+import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +97,44 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       code: 'invalid_request',
       detail: "state is 300011 bytes of JSON, over the agent's max_state_bytes (262144)",
     });
+  });
+
+  it("answers a run's conversation (read scope): the tool calls with their arguments, the tool results and the answer; a workflow's step by step", async () => {
+    const ended = async (run_id: string) => {
+      let record: Record<string, any> = {};
+      for (let tries = 0; tries < 200 && !['completed', 'failed'].includes(record.status); tries += 1) {
+        record = (await json(await call(`/v1/runs/${run_id}`, { key: 'read' }))).body;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return record;
+    };
+    const created = await enqueue({ agent: 'api_agent', input: 'wait=1 talk' });
+    expect(await ended(created.body.run_id)).toMatchObject({ status: 'completed' });
+    const answered = await json(await call(`/v1/runs/${created.body.run_id}/messages`, { key: 'read' }));
+    expect(answered.status).toBe(200);
+    const call1 = { id: 'call_1', type: 'function', function: { name: 'api_pause', arguments: '{"ms":1}' } };
+    const call2 = { ...call1, id: 'call_2' };
+    expect(answered.body).toEqual({
+      run_id: created.body.run_id,
+      messages: [
+        { role: 'user', content: 'wait=1 talk' },
+        { role: 'assistant', content: null, tool_calls: [call1] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'paused 1 ms' },
+        { role: 'assistant', content: null, tool_calls: [call2] },
+        { role: 'tool', tool_call_id: 'call_2', content: 'paused 1 ms' },
+        { role: 'assistant', content: 'done: wait=1 talk' },
+      ],
+    });
+
+    const flow = await enqueue({ agent: 'api_flow', input: 'flow' });
+    expect(await ended(flow.body.run_id)).toMatchObject({ status: 'completed' });
+    const steps = (await json(await call(`/v1/runs/${flow.body.run_id}/messages`, { key: 'read' }))).body;
+    expect(steps).toMatchObject({ run_id: flow.body.run_id, messages: [], steps: [{ step_id: 'answer' }] });
+    expect(steps.steps[0].messages.at(0)).toMatchObject({ role: 'user', content: expect.stringContaining('wait=50') });
+    expect(steps.steps[0].messages.at(-1)).toEqual({ role: 'assistant', content: expect.stringMatching(/^done: wait=50/) });
+
+    expect((await json(await call('/v1/runs/run_doesnotexist/messages', { key: 'read' }))).body).toMatchObject({ status: 404, code: 'unknown_run' });
+    expect((await call(`/v1/runs/${created.body.run_id}/messages`, { key: null })).status).toBe(401);
   });
 
   it('answers problems: 401 without or with a wrong key, 403 for too little scope or test mode without admin, 404, 400, 413', async () => {
@@ -340,6 +378,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/approvals/{tool_call_id}',
       '/v1/runs/{run_id}/cancel',
       '/v1/runs/{run_id}/events',
+      '/v1/runs/{run_id}/messages',
       '/v1/runs/{run_id}/stream',
       '/v1/threads/{thread_id}',
     ]);
@@ -397,6 +436,10 @@ describe('arcflow serve: limits and refusals', () => {
       'wait=10 two',
     ]);
     expect(read.body.messages.at(-1)).toMatchObject({ role: 'assistant', content: expect.stringMatching(/^done: /) });
+    // The run's own conversation is what it appended to the thread, without the thread's earlier messages.
+    const own = (await json(await call(`/v1/runs/${second.body.run_id}/messages`, { key: 'read' }))).body.messages as unknown[];
+    expect(own[0]).toEqual({ role: 'user', content: 'wait=10 two' });
+    expect(read.body.messages.slice(-own.length)).toEqual(own);
     expect((await json(await call('/v1/threads/bad%20id', { key: 'read' }))).status).toBe(400);
     expect((await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'read' })).status).toBe(403);
     expect(await json(await call(`/v1/threads/${thread}`, { method: 'DELETE', key: 'write' }))).toMatchObject({ status: 200, body: { thread_id: thread, deleted: true } });
@@ -437,6 +480,13 @@ describe('arcflow serve: limits and refusals', () => {
       await withCors.stop();
     }
     await expect(spawnServe({ ...env, ARCFLOW_API_KEYS: '' }, ['--host', '0.0.0.0'])).rejects.toThrow(/refusing to serve on 0\.0\.0\.0 without API keys/);
+    // A port in use: one line that says so and what to try, no stack.
+    const port = new URL(serve.url).port;
+    const busy = await run(process.execPath, [ARCFLOW_BIN, 'serve', '--port', port], { env: { ...process.env, ...env } }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(busy).toMatchObject({ code: 1, stderr: `arcflow: cannot listen on 127.0.0.1:${port}: the port is in use (another process holds it); try another with --port N\n` });
     const open = await spawnServe({ ...env, ARCFLOW_API_KEYS: '' });
     try {
       expect(open.output()).toContain('no ARCFLOW_API_KEYS: loopback only');

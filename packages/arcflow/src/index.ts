@@ -57,6 +57,7 @@ export {
   type EnqueueRequest,
   type ListQuery,
   type ThreadHandle,
+  type RunMessages,
   type StreamOptions,
   type ArcflowWorker,
   type WorkerOptions,

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -157,6 +157,15 @@ describe('arcflow installed from its packages, outside the repository', () => {
   it("type-checks a user's TypeScript agent and client under strict NodeNext", async () => {
     const { stdout } = await run('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json'], { cwd: project }).catch((error: { stdout: string }) => error);
     expect(stdout).toBe('');
+  });
+
+  it("names files that exist in a stack trace through the packages' source maps (--enable-source-maps)", async () => {
+    const script = "import { Agent } from 'arcflow'; try { new Agent({ name: 'bad name!' }); } catch (error) { console.log(error.stack); }";
+    const { stdout } = await run(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', script], { cwd: project });
+    const files = [...stdout.matchAll(/\((\/[^():]+):\d+:\d+\)/g)].map((match) => match[1]!).filter((file) => file.includes('node_modules'));
+    // The frame that threw is arcflow's own TypeScript, mapped from dist/ to the sources shipped beside it.
+    expect(files[0]).toMatch(/node_modules\/@arcflow\/core\/src\/.+\.ts$/);
+    expect(files.filter((file) => !existsSync(file))).toEqual([]);
   });
 
   it('exposes arcflow/ai-sdk, which loads without the ai package (its peer dependency, needed for types only)', async () => {

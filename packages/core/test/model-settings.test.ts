@@ -164,6 +164,20 @@ describe('model settings and fallbacks in runLocal', () => {
     expect(local.requests[0]!.model).toBe('qwen-local');
   });
 
+  it("blames a fallback the run's own config names on the run's config, not on the agent", async () => {
+    const agent = new Agent({ name: 'writer' });
+    const primary = scriptedProvider([failure('server_error', { status: 503, retryable: true })], { repeat: true });
+    await expect(
+      runLocal(agent, 'go', {
+        provider: primary,
+        providers: { local: scriptedProvider([reply('x')]) },
+        config: { model_fallbacks: [{ model: 'm', provider: 'fast' }] },
+        provider_retry: fast,
+        logger: false,
+      }),
+    ).rejects.toThrow("the run's config.model_fallbacks[0] (agent 'writer') uses provider 'fast', which this worker does not hold (it holds: local)");
+  });
+
   it('refuses an agent whose provider is not held, naming both', async () => {
     const agent = new Agent({ name: 'writer', provider: 'fast' });
     await expect(runLocal(agent, 'go', { provider: scriptedProvider([reply('x')]), providers: { local: scriptedProvider([reply('x')]) }, logger: false })).rejects.toThrow(

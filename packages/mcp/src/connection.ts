@@ -182,3 +182,19 @@ function signal(pid: number, which: NodeJS.Signals | 0): boolean {
     return false;
   }
 }
+
+/**
+ * An error's message, then its causes' (and an aggregate's first error's), each once, at most four,
+ * joined by `: ` — `fetch failed` alone names no reason; its cause (`connect ECONNREFUSED …`) does.
+ */
+export function failureText(error: unknown): string {
+  const messages: string[] = [];
+  let current: unknown = error;
+  while (current !== undefined && current !== null && messages.length < 4) {
+    const failure = current as { message?: unknown; code?: unknown; cause?: unknown; errors?: unknown };
+    const message = current instanceof Error ? String(failure.message || failure.code || current.name) : String(current);
+    if (!messages.some((earlier) => earlier.includes(message))) messages.push(message);
+    current = failure.cause ?? (Array.isArray(failure.errors) ? failure.errors[0] : undefined);
+  }
+  return messages.join(': ');
+}

@@ -1,6 +1,7 @@
 import { ConfigError, type ToolContext, type ToolDefinition, type ToolSource, type ToolSourceSession, tool } from '@arcflow/core';
 import { type CheckedConfig, type McpToolsConfig, checkMcpConfig, describeTransport } from './config.ts';
-import { type ListedTool, McpConnection } from './connection.ts';
+import { type ListedTool, McpConnection, failureText } from './connection.ts';
+import { loadClient } from './sdk.ts';
 import { selectTools } from './names.ts';
 import { resultText } from './result.ts';
 
@@ -40,6 +41,8 @@ async function openSource(config: CheckedConfig, session: ToolSourceSession): Pr
   if (!connection.serves(config.transport)) {
     throw new ConfigError(`MCP server '${server}' is given two different transports; use one mcpTools(…) value per server, or another server name`);
   }
+  // The SDK is a package of its own: without it, say which to install (nothing was tried to reach).
+  await loadClient();
   let listed: ListedTool[];
   try {
     listed = await connection.listTools();
@@ -72,9 +75,12 @@ async function openSource(config: CheckedConfig, session: ToolSourceSession): Pr
   });
 }
 
-/** An error's message on one line (a startup error is one line), cut to a readable length. */
+/**
+ * An error's message on one line (a startup error is one line), cut to a readable length, with
+ * its causes after it: `fetch failed` alone names no reason, its cause (`connect ECONNREFUSED …`) does.
+ */
 function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = failureText(error);
   const line = text.replace(/\s+/g, ' ').trim();
   return line.length > 400 ? `${line.slice(0, 400)}…` : line;
 }

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import type { TraceEvent } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue';
 import { cleanupPrefix, type FakeOpenAIServer, freePort, startFakeOpenAI, TEST_REDIS_URL, testPrefix } from '@arcflow/testing';
@@ -196,11 +197,23 @@ describe('MCP tools in worker processes (server-everything over stdio)', () => {
     expect(refused.stderr.trim()).toBe("arcflow: MCP server 'ghost' cannot be reached (stdio: /nonexistent/arcflow-mcp-server): spawn /nonexistent/arcflow-mcp-server ENOENT");
   });
 
-  it('refuses to start, in one line and exit 1, a worker whose streamable HTTP server does not answer', async () => {
+  it('refuses to start, in one line and exit 1, a worker whose streamable HTTP server does not answer, naming the cause', async () => {
     const port = await freePort();
     const refused = await refusedStart('unreachable-http', { MCP_URL: `http://127.0.0.1:${port}/mcp` });
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
-    expect(refused.stderr.trim()).toMatch(new RegExp(`^arcflow: MCP server 'remote' cannot be reached \\(http: http://127\\.0\\.0\\.1:${port}/mcp\\): .+`));
+    // Not a bare `fetch failed`: the connection's own failure follows it.
+    expect(refused.stderr.trim()).toMatch(
+      new RegExp(`^arcflow: MCP server 'remote' cannot be reached \\(http: http://127\\.0\\.0\\.1:${port}/mcp\\): fetch failed: .*ECONNREFUSED`),
+    );
+  });
+
+  it('refuses to start a worker without the MCP SDK installed by naming the package to install, not as a server that cannot be reached', async () => {
+    const withoutSdk = fileURLToPath(new URL('./fixtures/without-sdk.mjs', import.meta.url));
+    const refused = await refusedStart('unreachable-stdio', { NODE_OPTIONS: `--import ${withoutSdk}` });
+    expect(refused).toMatchObject({
+      code: 1,
+      stderr: 'arcflow: mcpTools needs the package @modelcontextprotocol/sdk (1.32 or later): npm install @modelcontextprotocol/sdk\n',
+    });
   });
 });

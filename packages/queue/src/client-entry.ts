@@ -15,6 +15,7 @@ export {
   type AgentInfo,
   type QueueInfo,
   type ThreadHandle,
+  type RunMessages,
   type StreamOptions,
 } from './client.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
@@ -23,3 +24,4 @@ export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
 export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
 export { closeRedis, redisRefusal, redactUrl } from './connection.ts';
 export { isPartitionCount, MAX_PARTITIONS } from './store/partition-map.ts';
+export { nearestName } from './nearest-name.ts';

@@ -55,6 +55,20 @@ export interface AgentInfo {
   readonly steps?: readonly { readonly id: string; readonly type: 'agent' | 'tool'; readonly depends_on: readonly string[] }[];
 }
 
+/** A run's conversation (`client.messages`): the content that events and spans never hold. */
+export interface RunMessages {
+  readonly run_id: string;
+  /**
+   * An agent run's conversation, in order: the agent's instructions (a system message), the input,
+   * the assistant turns with their tool calls, the tool results (and messages steered in), then the
+   * final answer once the run completed. A run on a thread leaves out the thread's earlier messages
+   * (`client.thread(id).messages()` has them). Empty for a workflow run: see `steps`.
+   */
+  readonly messages: ChatMessage[];
+  /** A workflow run's agent steps that have begun, each with its conversation, in the record's step order. */
+  readonly steps?: { readonly step_id: string; readonly messages: ChatMessage[] }[];
+}
+
 export interface ArcflowClient {
   enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }>;
   get(run_id: string): Promise<RunRecord | undefined>;
@@ -81,6 +95,8 @@ export interface ArcflowClient {
    * one. A call that is not waiting (never was, or its run has ended) is a `not_pending` error.
    */
   approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution>;
+  /** The run's conversation so far, step by step (what its tools received and returned); `unknown_run` for a run not kept. */
+  messages(run_id: string): Promise<RunMessages>;
   /** A thread (SPEC §11): its messages, its runs in enqueue order, and deleting it (its runs stay). */
   thread(thread_id: string): ThreadHandle;
   close(): Promise<void>;
@@ -105,6 +121,14 @@ const REGISTRATION_CACHE_MS = 5_000;
 // A stream reader's blocking read returns at least this often, to notice a run that ended without an `end` chunk.
 const STREAM_BLOCK_MS = 2_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
+
+/** The step an agent run's loop runs as. */
+const AGENT_RUN_STEP_ID = 's1';
+
+/** A step's conversation with its final answer after it (the answer is the run's output, not a message of its state). */
+function withAnswer(messages: ChatMessage[], answer: string | undefined): ChatMessage[] {
+  return messages.length > 0 && answer !== undefined ? [...messages, { role: 'assistant', content: answer }] : messages;
+}
 
 /** A run id of the form arcflow keeps, before it goes into any key; else a clear error. */
 function checkRunId(run_id: unknown): string {
@@ -329,6 +353,21 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       const problem = answerProblem(answer);
       if (problem) throw new RequestError('invalid_request', problem);
       return (await jobs()).approve(run_id, tool_call_id, answer);
+    },
+
+    async messages(run_id) {
+      checkRunId(run_id);
+      return reach(async () => {
+        const run = await store.getRun(run_id);
+        if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+        const conversation = async (step_id: string, status: string | undefined, output: string | undefined) =>
+          withAnswer(await store.stepConversation(run_id, step_id), status === 'completed' ? output : undefined);
+        if (!run.workflow) return { run_id, messages: await conversation(AGENT_RUN_STEP_ID, run.status, run.output) };
+        const steps = await Promise.all(
+          Object.entries(run.steps ?? {}).map(async ([step_id, step]) => ({ step_id, messages: await conversation(step_id, step.status, step.output) })),
+        );
+        return { run_id, messages: [], steps: steps.filter((step) => step.messages.length > 0) };
+      });
     },
 
     thread(thread_id) {

@@ -209,7 +209,8 @@ describe('fallbacks', () => {
     expect(unheld.record.status).toBe('failed');
     expect(unheld.record.error).toMatchObject({
       error_code: 'unknown_provider',
-      message: "agent 'plain' uses provider 'nowhere', which this worker does not hold (it holds: backup)",
+      // The run's own config named it, not the agent: the message says so.
+      message: "the run's config.model_fallbacks[0] (agent 'plain') uses provider 'nowhere', which this worker does not hold (it holds: backup)",
     });
   });
 

@@ -1,7 +1,7 @@
 import { type OnBusy, RequestError, isPlainObject, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { type ArcflowClient, createClient } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
-import { formatEvent, formatMessage, formatRun, formatRunList } from '../format.ts';
+import { formatConversation, formatEvent, formatMessage, formatRun, formatRunList, printable } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
 import { renderInspectTree } from '../inspect.ts';
 
@@ -68,6 +68,11 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
   const given = input ?? parseJsonFlag('--input-json', flags['input-json']);
   // Checked before any connection: a bad --state queues nothing.
   const state = parseStateFlag(flags.state);
+  // on_busy only means something on a thread (SPEC §11): without one it would be dropped unseen.
+  if (flags['on-busy'] !== undefined && flags.thread === undefined) {
+    throw new RequestError('invalid_request', '--on-busy needs --thread: it says what a run does when its thread already has one queued or running');
+  }
+  const timeoutMs = wholeMilliseconds('--timeout-ms', flags['timeout-ms']);
   return withClient(async (client) => {
     const { run_id } = await client.enqueue({
       agent,
@@ -85,7 +90,10 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
       console.log(flags.json ? JSON.stringify({ run_id }) : run_id);
       return 0;
     }
-    const run = await client.wait(run_id, { timeout_ms: wholeMilliseconds('--timeout-ms', flags['timeout-ms']) ?? 600_000 });
+    // Said before the wait, which may otherwise last its whole timeout without a word.
+    const note = TERMINAL_STATUSES.has((await client.get(run_id))?.status ?? 'queued') ? undefined : await unservedNote(client, agent);
+    if (note) console.error(note);
+    const run = await client.wait(run_id, { timeout_ms: timeoutMs ?? 600_000 });
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
     return run.status === 'completed' ? 0 : 1;
   });
@@ -128,7 +136,9 @@ export async function eventsCommand(run_id: string, flags: { follow?: boolean; j
   });
 }
 
-export async function inspectCommand(run_id: string): Promise<number> {
+/** `arcflow inspect`: the run as a tree; with --messages, its conversation step by step instead (--json: `{ run_id, messages, steps? }`). */
+export async function inspectCommand(run_id: string, flags: { messages?: boolean; json?: boolean } = {}): Promise<number> {
+  if (flags.messages) return messagesCommand(run_id, flags);
   return withClient(async (client, connection) => {
     const run = await client.get(run_id);
     if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
@@ -136,6 +146,21 @@ export async function inspectCommand(run_id: string): Promise<number> {
     for await (const event of client.events(run_id)) events.push(event);
     console.log(renderInspectTree(run, events, await readCallOrder(connection, run_id, events)));
     await warnIfUnserved(client, run);
+    return 0;
+  });
+}
+
+/** What a run's tools received and returned, and what the model answered: the content events never hold. */
+async function messagesCommand(run_id: string, flags: { json?: boolean }): Promise<number> {
+  return withClient(async (client) => {
+    const conversation = await client.messages(run_id);
+    if (flags.json) {
+      console.log(JSON.stringify(conversation));
+      return 0;
+    }
+    if (!conversation.steps) console.log(conversation.messages.length > 0 ? formatConversation(conversation.messages) : 'no messages yet');
+    else if (conversation.steps.length === 0) console.log('no messages yet');
+    for (const step of conversation.steps ?? []) console.log(`step ${printable(step.step_id)}\n${formatConversation(step.messages)}`);
     return 0;
   });
 }
@@ -191,8 +216,13 @@ export async function runsCommand(flags: RunsFlags): Promise<number> {
 /** A run not ended whose agent no live worker serves waits in its queue: say so. */
 async function warnIfUnserved(client: ArcflowClient, run: RunRecord): Promise<void> {
   if (TERMINAL_STATUSES.has(run.status) || !run.agent) return;
-  const agent = (await client.agents()).find((known) => known.name === run.agent);
-  if (!agent || agent.live_workers === 0) {
-    console.log(`note: no live worker serves agent '${run.agent}' now; the run waits in its queue until one starts (arcflow worker --module <file>)`);
-  }
+  const note = await unservedNote(client, run.agent);
+  if (note) console.log(note);
+}
+
+/** The note for a run of `agent` when no live worker serves it now, else undefined. */
+async function unservedNote(client: ArcflowClient, agent: string): Promise<string | undefined> {
+  const known = (await client.agents()).find((registered) => registered.name === agent);
+  if (known && known.live_workers > 0) return undefined;
+  return `note: no live worker serves agent '${agent}' now; the run waits in its queue until one starts (arcflow worker --module <file>)`;
 }

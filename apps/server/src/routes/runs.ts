@@ -5,7 +5,7 @@ import { Type } from '@fastify/type-provider-typebox';
 import { allows } from '../auth.ts';
 import { type EventHub, endsRun } from '../event-hub.ts';
 import { HttpProblem } from '../problems.ts';
-import { ApprovalBody, ApprovalParams, ApprovalResolution, EnqueueBody, ListQuery, RunIdParams, RunList, problems } from '../schemas.ts';
+import { ApprovalBody, ApprovalParams, ApprovalResolution, EnqueueBody, ListQuery, RunIdParams, RunList, RunMessages, problems } from '../schemas.ts';
 import { openEventStream } from '../sse.ts';
 
 export interface RunRoutesOptions {
@@ -88,6 +88,19 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
       stream.onClose(stop);
       return reply;
     },
+  );
+
+  app.get(
+    '/v1/runs/:run_id/messages',
+    {
+      config: { scope: 'read' },
+      schema: {
+        summary: "A run's conversation, step by step: the input, the assistant turns with their tool calls, the tool results, the final answer",
+        params: RunIdParams,
+        response: { 200: RunMessages, ...problems(400, 401, 404, 429, 503) },
+      },
+    },
+    async (request) => client.messages(request.params.run_id),
   );
 
   app.post(

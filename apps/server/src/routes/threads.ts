@@ -3,7 +3,7 @@ import type { ArcflowClient } from '@arcflow/queue';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { HttpProblem } from '../problems.ts';
-import { problems } from '../schemas.ts';
+import { ChatMessage, problems } from '../schemas.ts';
 
 export interface ThreadRoutesOptions {
   readonly client: ArcflowClient;
@@ -13,7 +13,7 @@ const ThreadParams = Type.Object({ thread_id: Type.String({ pattern: THREAD_ID_P
 
 const Thread = Type.Object({
   thread_id: Type.String(),
-  messages: Type.Array(Type.Object({ role: Type.String() }, { additionalProperties: true }), { description: "the thread's messages, oldest first (chat-completions shape)" }),
+  messages: Type.Array(ChatMessage, { description: "the thread's messages, oldest first (chat-completions shape)" }),
   runs: Type.Array(Type.Ref('RunRecord'), { description: "the thread's runs, in enqueue order" }),
 });
 

@@ -37,6 +37,7 @@ import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from 
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-scheduler.ts';
+import { nearestName } from '../nearest-name.ts';
 
 /** How long a drain waits for Redis to come back before it stops without finishing. */
 const DRAIN_WITHOUT_REDIS_MS = 10_000;
@@ -368,7 +369,13 @@ function collectTools(agents: ReadonlyMap<string, Agent>, workflows: ReadonlyMap
   }
   if (only) {
     const unknown = only.filter((name) => !tools.has(name));
-    if (unknown.length > 0) throw new ConfigError(`--tools names tools no served agent has: ${unknown.join(', ')}`);
+    if (unknown.length > 0) {
+      const named = unknown.map((name) => {
+        const nearest = nearestName(name, [...tools.keys()]);
+        return nearest ? `${name} (did you mean '${nearest}'?)` : name;
+      });
+      throw new ConfigError(`--tools names tools no served agent has: ${named.join(', ')}`);
+    }
     for (const name of [...tools.keys()]) if (!only.includes(name)) tools.delete(name);
   }
   return tools;

@@ -406,6 +406,12 @@ export class RunStore {
     return this.transcripts.load(run_id, step_id, stored, threadPlace(thread[0] ?? null, thread[1] ?? null, thread[2] ?? null));
   }
 
+  /** A step's own conversation (`client.messages`): its messages but the thread's it began on; empty when it has no state yet. */
+  async stepConversation(run_id: string, step_id: string): Promise<ChatMessage[]> {
+    const json = await this.redis.hget(this.runKeys(run_id).state(step_id), 'json');
+    return json ? this.transcripts.conversation(run_id, step_id, readState(json, `state of ${run_id}/${step_id}`)) : [];
+  }
+
   /** The first messages of the thread a run began on (SPEC §11), read once per worker. */
   threadMessages(run_id: string, thread: ThreadPlace): Promise<ChatMessage[]> {
     return this.transcripts.threadMessages(run_id, thread);

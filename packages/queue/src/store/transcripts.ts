@@ -55,6 +55,20 @@ export class Transcripts {
     return { ...stored.state, messages } as StepState;
   }
 
+  /**
+   * A step's own conversation, for readers outside the loop (`client.messages`): the stored
+   * state's messages but the thread's it began on (those stay with the thread), read whole from the
+   * list and left out of the cache, which is the loop's.
+   */
+  async conversation(run_id: string, step_id: string, stored: StoredState): Promise<ChatMessage[]> {
+    if (stored.kind === 'inline') return [...ownMessages(stored.state)];
+    if (stored.messages === 0) return [];
+    const what = `transcript of ${run_id}/${step_id}`;
+    const lines = await this.redis.lrange(this.keys.run(run_id).transcript(step_id), 0, stored.messages - 1);
+    if (lines.length < stored.messages) throw new StoredFormatError(what, 'malformed');
+    return lines.map((line, at) => readMessage(line, `${what}[${at}]`));
+  }
+
   /** A listed state with its messages, reading from Redis what this worker lacks of its list. */
   async load(run_id: string, step_id: string, stored: ListedState, thread: ThreadPlace | undefined): Promise<StepState> {
     const from = Math.min(this.cachedCount(run_id, step_id), stored.messages);
