@@ -167,7 +167,9 @@ export function asProviderFailure(error: unknown): ProviderFailure {
 export function causeOf(error: unknown): FailureCause {
   if (!(error instanceof Error)) return { name: typeof error };
   const code = (error as { code?: unknown }).code;
-  return { name: error.name, ...(typeof code === 'string' ? { code } : {}) };
+  // A class that leaves `name` as `Error` (the SDK's RateLimitError, …) is named by its class.
+  const name = error.name === 'Error' && error.constructor.name ? error.constructor.name : error.name;
+  return { name, ...(typeof code === 'string' ? { code } : {}) };
 }
 
 /**
