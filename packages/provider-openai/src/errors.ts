@@ -72,13 +72,13 @@ function connectionFailure(error: Error): ProviderFailure {
     deepest = at;
     if (typeof (at as { code?: unknown }).code === 'string') coded = at;
   }
-  deepest = coded ?? deepest;
-  const cause = causeOf(deepest);
+  // Named by the SDK's error, with the socket's code.
+  const code = coded === undefined ? undefined : causeOf(coded).code;
+  const cause = { name: causeOf(error).name, ...(code ? { code } : {}) };
   if (deepest.message === 'bad port') {
     // fetch refuses some ports outright (6000, 6665–6669, …): no retry reaches them.
-    return new ProviderFailure('invalid_config', 'the base URL names a port fetch refuses to connect to', { retryable: false, cause: { ...cause, code: 'bad port' } });
+    return new ProviderFailure('invalid_config', 'the base URL names a port fetch refuses to connect to', { retryable: false, cause: { ...cause, code: 'bad_port' } });
   }
-  const code = cause.code;
   if (code && UNREACHABLE_CODES.has(code)) {
     return new ProviderFailure('connection_error', `could not reach the provider (${code})`, { retryable: true, unreachable: true, cause });
   }

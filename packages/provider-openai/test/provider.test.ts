@@ -112,6 +112,10 @@ describe('OpenAI provider', () => {
     const nowhere = openaiProvider({ base_url: 'not a url', api_key: 'k' });
     const error = await nowhere.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] }).catch((thrown) => thrown);
     expect(error).toMatchObject({ error_code: 'invalid_config', retryable: false, message: 'the base URL is not a valid URL' });
+    // fetch refuses some ports outright: no retry reaches them.
+    const barred = openaiProvider({ base_url: 'http://127.0.0.1:6000/v1', api_key: 'k' });
+    const refused = await barred.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] }).catch((thrown) => thrown);
+    expect(refused).toMatchObject({ error_code: 'invalid_config', retryable: false, details: { cause: { code: 'bad_port', host: '127.0.0.1:6000' } } });
   });
 
   it('marks a refused connection unreachable, with its code and host; a local run hands it over to a fallback on another provider after one try', async () => {

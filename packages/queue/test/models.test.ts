@@ -302,7 +302,7 @@ describe('what moves a call along its fallbacks', () => {
     expect(ofKind(events, 'ProviderError')).toEqual([expect.objectContaining({ provider_id: 'primary', model_id: 'primary-model', error_code: 'connection_error', attempt: 1 })]);
     const host = new URL(closedUrl).host;
     const logged = logger.lines.find((line) => line.startsWith('provider call failed'));
-    expect(logged).toContain('"cause_code":"ECONNREFUSED"');
+    expect(logged).toContain('"cause":"APIConnectionError","cause_code":"ECONNREFUSED"');
     expect(logged).toContain(`"host":"${host}"`);
     expect(logged).toContain('"next":"fallback"');
   });
