@@ -106,7 +106,10 @@ describe('OpenAI provider', () => {
     const asked = server.requests.length;
     const pasted = openaiProvider({ base_url: server.url, api_key: 'sk-…' });
     const run = await runLocal(agent, 'hi', { provider: pasted, provider_retry: fastRetry, logger: false });
-    expect(run.error).toMatchObject({ error_code: 'provider_error', message: expect.stringContaining('failed: api_key is not a valid HTTP header value (character U+2026 at position 4)') });
+    expect(run.error).toMatchObject({
+      error_code: 'provider_error',
+      message: expect.stringContaining('failed: api_key is not a valid HTTP header value (character U+2026 at position 4)'),
+    });
     expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([expect.objectContaining({ error_code: 'invalid_config', retryable: false })]);
     expect(server.requests).toHaveLength(asked);
     const nowhere = openaiProvider({ base_url: 'not a url', api_key: 'k' });
@@ -128,7 +131,12 @@ describe('OpenAI provider', () => {
     expect(error.details).toMatchObject({ unreachable: true, cause: { code: 'ECONNREFUSED', host: new URL(url).host } });
     server.reset([{ type: 'text', content: 'from the spare' }]);
     const careful = new Agent({ name: 'careful', model_fallbacks: [{ model: 'spare-model', provider: 'spare' }] });
-    const run = await runLocal(careful, 'hi', { provider: down, providers: { spare: openaiProvider({ base_url: server.url, api_key: 'k', id: 'spare' }) }, provider_retry: fastRetry, logger: false });
+    const run = await runLocal(careful, 'hi', {
+      provider: down,
+      providers: { spare: openaiProvider({ base_url: server.url, api_key: 'k', id: 'spare' }) },
+      provider_retry: fastRetry,
+      logger: false,
+    });
     expect(run).toMatchObject({ status: 'completed', output: 'from the spare' });
     expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([expect.objectContaining({ provider_id: 'down', error_code: 'connection_error', attempt: 1 })]);
   });

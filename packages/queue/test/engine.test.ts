@@ -117,7 +117,10 @@ describe('queue engine', () => {
   });
 
   it('pauses the provider that answered 429 for every agent on it (here both agents), for retry_after_seconds, without spending an attempt', async () => {
-    const server = await startFakeOpenAI({ turns: [{ type: 'status', status: 429, headers: { 'retry-after': '1' } }], fallback: () => ({ type: 'text', content: 'after the wait' }) });
+    const server = await startFakeOpenAI({
+      turns: [{ type: 'status', status: 429, headers: { 'retry-after': '1' } }],
+      fallback: () => ({ type: 'text', content: 'after the wait' }),
+    });
     open.push(server);
     const { client, prefix } = await engine(
       'ratelimit',

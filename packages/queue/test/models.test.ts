@@ -2,7 +2,7 @@ import { Agent, ConfigError, type ModelProvider, type TraceEvent, Workflow, sile
 import { openaiProvider } from '@arcflow/provider-openai';
 import { QueueName, type WorkerOptions, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Queue } from 'bullmq';
-import { type FakeOpenAIServer, type FakeTurn, TEST_REDIS_URL, assertEventInvariants, capturingLogger, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { type FakeOpenAIOptions, type FakeOpenAIServer, TEST_REDIS_URL, assertEventInvariants, capturingLogger, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { StoredFormatError, readResponse, writeResponse } from '../src/store/formats.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
@@ -14,7 +14,7 @@ const { prefixes, open, redis } = testResources();
 
 const noop = tool({ name: 'noop', description: 'does nothing', input_schema: { type: 'object' }, handler: async () => 'nothing' });
 
-async function server(options: { turns?: FakeTurn[]; fallback?: () => FakeTurn } = {}): Promise<FakeOpenAIServer> {
+async function server(options: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
   const started = await startFakeOpenAI(options);
   open.push(started);
   return started;
@@ -257,7 +257,7 @@ describe('what moves a call along its fallbacks', () => {
           fallback: async () => {
             if (injected === undefined) {
               // Between the answer and its recording: the response's key holds a list, so recording it fails with WRONGTYPE.
-              const [{ run_id }] = (await client.list({ agent: 'careful' })).runs as [{ run_id: string }];
+              const { run_id } = (await client.list({ agent: 'careful' })).runs[0]!;
               injected = keysFor(prefix).run(run_id).response('s1', 1);
               await redis.rpush(injected, 'not a response');
             }

@@ -51,7 +51,8 @@ export function providerRunError(failure: ProviderFailure, attempts: number): Ru
   return {
     code: 'ProviderError',
     error_code: 'provider_error',
-    message: failure.retryable && attempts > 1 ? `the provider calls${at} failed ${attempts} times (last: ${failure.message})` : `the provider call${at} failed: ${failure.message}`,
+    message:
+      failure.retryable && attempts > 1 ? `the provider calls${at} failed ${attempts} times (last: ${failure.message})` : `the provider call${at} failed: ${failure.message}`,
   };
 }
 

@@ -48,7 +48,14 @@ export async function providerFailed(deps: FailureDeps, job: Job<ProviderJobData
     reportedMs = pauseMs;
     if (next.next === 'retry') waitMs = pauseMs;
   }
-  deps.logger.warn('provider call failed', { run_id, step_id, iteration, model: call.request.model, ...failureLogFields(failure, call.provider_id, call.attempt), next: next.next });
+  deps.logger.warn('provider call failed', {
+    run_id,
+    step_id,
+    iteration,
+    model: call.request.model,
+    ...failureLogFields(failure, call.provider_id, call.attempt),
+    next: next.next,
+  });
   const event = providerFailureEvent({ step_id, iteration }, { provider_id: call.provider_id, model_id: call.request.model }, failure, call.attempt, Math.ceil(reportedMs / 1000));
   const pending = [{ event, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }];
   if (next.next === 'fail') {
@@ -72,7 +79,14 @@ export async function pastPause(deps: FailureDeps, job: Job<ProviderJobData>, to
   if (pausedMs === 0) return undefined;
   const { run_id, step_id, iteration } = job.data;
   const elsewhere = entryElsewhere(call.provider_ids, from, (provider_id) => (remaining.get(provider_id) ?? 0) > 0);
-  deps.logger.info('provider paused by a 429', { run_id, step_id, iteration, provider: call.provider_id, paused_ms: pausedMs, next: elsewhere === undefined ? 'wait' : 'fallback' });
+  deps.logger.info('provider paused by a 429', {
+    run_id,
+    step_id,
+    iteration,
+    provider: call.provider_id,
+    paused_ms: pausedMs,
+    next: elsewhere === undefined ? 'wait' : 'fallback',
+  });
   if (elsewhere === undefined) return delayUntil(job, token, pausedMs);
   const position = { entry: elsewhere, failures: 0, waits: call.position.waits };
   await deps.store.moveCall(run_id, { step_id, iteration }, position, []);

@@ -405,7 +405,13 @@ export class ProviderJobProcessor {
    * Call `n` to the model, its response recorded once (an earlier delivery's response wins). The
    * calls it fans out are marked open in the same write.
    */
-  private async callProvider(context: StepContext, state: StepState, call: PreparedCall, job: Job<ProviderJobData>, token: string | undefined): Promise<CalledProvider | undefined> {
+  private async callProvider(
+    context: StepContext,
+    state: StepState,
+    call: PreparedCall,
+    job: Job<ProviderJobData>,
+    token: string | undefined,
+  ): Promise<CalledProvider | undefined> {
     const { store, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const { signal, release } = cancellation.signalFor(run_id);
