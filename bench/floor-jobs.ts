@@ -2,7 +2,7 @@
 // floor-worker.ts): shared by the floor's worker process and the bench process that enqueues.
 import type { JobsOptions, Queue } from 'bullmq';
 import { CONNECTION_DEFAULTS, type ProviderJobData, type ToolJobData, WORKER_DEFAULTS, hashTag } from '@arcflow/queue';
-import { PROVIDER_WORKER_LIMITER, finishedJobRetention, providerJobOptions, toolJobOptions } from '../packages/queue/src/engine/jobs.ts';
+import { finishedJobRetention, providerJobOptions, toolJobOptions } from '../packages/queue/src/engine/jobs.ts';
 import { noop } from './agents.ts';
 
 export const FLOOR_QUEUES = { provider: 'floor-provider', tool: 'floor-tool' } as const;
@@ -16,8 +16,8 @@ export const FLOOR_WORKER_OPTIONS = {
   ...finishedJobRetention(CONNECTION_DEFAULTS.retention_seconds),
 };
 
-/** The floor's provider and tool workers, with arcflow's concurrency and provider limiter. */
-export const FLOOR_PROVIDER_WORKER = { concurrency: WORKER_DEFAULTS.provider_concurrency, limiter: PROVIDER_WORKER_LIMITER };
+/** The floor's provider workers, with arcflow's concurrency. */
+export const FLOOR_PROVIDER_WORKER = { concurrency: WORKER_DEFAULTS.provider_concurrency };
 export const FLOOR_TOOL_WORKER = { concurrency: WORKER_DEFAULTS.tools_concurrency };
 
 type FloorJob<T> = { name: string; data: T; opts: JobsOptions };

@@ -84,7 +84,7 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
         break;
       case 'ProviderError':
         stepOf(event.step_id).footer.push(
-          `iteration ${event.iteration}: provider error ${event.error_code}${event.status ? ` HTTP ${event.status}` : ''} (attempt ${event.attempt}${event.retryable ? ', retried' : ''})`,
+          `iteration ${event.iteration}: provider error ${event.error_code}${event.status ? ` HTTP ${event.status}` : ''} from ${event.model_id ?? '?'} (${event.provider_id}, attempt ${event.attempt}${event.retryable ? ', retryable' : ''})`,
         );
         break;
       case 'ToolCallStarted':

@@ -82,7 +82,8 @@ export {
   decideFixedOutput,
   applyOutputRepair,
 } from './loop/output.ts';
-export { type ModelTarget, modelTargets, targetForAttempt, requestFor, providerFor } from './loop/model-targets.ts';
+export { type ModelTarget, modelTargets, requestFor, providerFor } from './loop/model-targets.ts';
+export { FIRST_TRY, type NextTry, type TryPolicy, type TryPosition, afterFailedTry, entryElsewhere } from './loop/provider-tries.ts';
 export * from './workflow/graph.ts';
 export * from './workflow/request.ts';
 export * from './workflow/step-events.ts';

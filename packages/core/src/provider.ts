@@ -100,16 +100,40 @@ export type ProviderFailureCode =
   | 'connection_error'
   | 'bad_request'
   | 'authentication'
+  | 'invalid_config'
   | 'malformed_response'
   | 'test_responses_exhausted';
 
-/** A failed provider call, classified once: its code, HTTP status and whether a retry can help. */
+/**
+ * What a failure came from, for logs: the thrown error's name, its code (`ECONNREFUSED`,
+ * `ERR_INVALID_URL`, …) and the provider's host. Never the error's text, which may echo a prompt.
+ */
+export interface FailureCause {
+  readonly name: string;
+  readonly code?: string;
+  readonly host?: string;
+}
+
+export interface ProviderFailureDetails {
+  readonly status?: number;
+  readonly retryable: boolean;
+  readonly retry_after_seconds?: number;
+  /** The provider could not be reached at all (the connection was refused, the host not found): a fallback takes over at once. */
+  readonly unreachable?: boolean;
+  readonly cause?: FailureCause;
+}
+
+/**
+ * A failed provider call, classified once: its code, HTTP status and whether a retry can help.
+ * Its message is arcflow's own sentence (never the provider's error text, which may echo the
+ * prompt): it names the cause, so a run that fails on it says why.
+ */
 export class ProviderFailure extends Error {
   override readonly name = 'ProviderFailure';
   constructor(
     readonly error_code: ProviderFailureCode,
     message: string,
-    readonly details: { status?: number; retryable: boolean; retry_after_seconds?: number },
+    readonly details: ProviderFailureDetails,
   ) {
     super(message);
   }
@@ -122,12 +146,47 @@ export class ProviderFailure extends Error {
   get rateLimited(): boolean {
     return this.error_code === 'rate_limited';
   }
+  /** The same failure, its cause's host set (the provider adds where it was calling). */
+  atHost(host: string): ProviderFailure {
+    if (this.details.cause?.host !== undefined) return this;
+    return new ProviderFailure(this.error_code, this.message, { ...this.details, cause: { name: this.details.cause?.name ?? this.name, ...this.details.cause, host } });
+  }
 }
 
-/** Anything thrown by a provider, as a classified failure (unknown errors are retryable). */
+/**
+ * Anything thrown by a provider, as a classified failure. A provider that throws something
+ * unclassified is retried (it may be a passing fault); its error's name and code are kept for
+ * the logs.
+ */
 export function asProviderFailure(error: unknown): ProviderFailure {
   if (error instanceof ProviderFailure) return error;
-  return new ProviderFailure('connection_error', 'provider call failed', { retryable: true });
+  return new ProviderFailure('connection_error', 'the provider call failed', { retryable: true, cause: causeOf(error) });
+}
+
+/** The name and code of a thrown value, for logs (never its message). */
+export function causeOf(error: unknown): FailureCause {
+  if (!(error instanceof Error)) return { name: typeof error };
+  const code = (error as { code?: unknown }).code;
+  // A class that leaves `name` as `Error` (the SDK's RateLimitError, …) is named by its class.
+  const name = error.name === 'Error' && error.constructor.name ? error.constructor.name : error.name;
+  return { name, ...(typeof code === 'string' ? { code } : {}) };
+}
+
+/**
+ * A failed try's log fields: the failure's code, status and sentence, and its cause's name, code
+ * and host (never the provider's error text, which may echo the prompt).
+ */
+export function failureLogFields(failure: ProviderFailure, provider_id: string, attempt: number): Record<string, unknown> {
+  const { cause } = failure.details;
+  return {
+    provider: provider_id,
+    error_code: failure.error_code,
+    status: failure.status,
+    retryable: failure.retryable,
+    attempt,
+    reason: failure.message,
+    ...(cause ? { cause: cause.name, ...(cause.code ? { cause_code: cause.code } : {}), ...(cause.host ? { host: cause.host } : {}) } : {}),
+  };
 }
 
 export const ZERO_TOKENS: Tokens = Object.freeze({ input: 0, output: 0, total: 0 });

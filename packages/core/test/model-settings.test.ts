@@ -129,16 +129,16 @@ describe('model settings and fallbacks in runLocal', () => {
     expect([primary, second, third].map((provider) => provider.requests.map((request) => request.model))).toEqual([['big', 'big'], ['medium', 'medium'], ['small']]);
     const tries = run.events
       .filter((event) => event.kind === 'ProviderRequestSent' || event.kind === 'ProviderError')
-      .map((event) => `${event.kind} ${event.provider_id} ${'model_id' in event ? event.model_id : ''}`.trim());
+      .map((event) => `${event.kind} ${event.provider_id} ${event.model_id}`);
     expect(tries).toEqual([
       'ProviderRequestSent primary big',
-      'ProviderError primary',
+      'ProviderError primary big',
       'ProviderRequestSent primary big',
-      'ProviderError primary',
+      'ProviderError primary big',
       'ProviderRequestSent second medium',
-      'ProviderError second',
+      'ProviderError second medium',
       'ProviderRequestSent second medium',
-      'ProviderError second',
+      'ProviderError second medium',
       'ProviderRequestSent third small',
     ]);
   });

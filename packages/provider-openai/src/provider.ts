@@ -1,4 +1,4 @@
-import { type CompleteOptions, ConfigError, type ModelProvider, type ProviderRequest, type ProviderResponse } from '@arcflow/core';
+import { type CompleteOptions, ConfigError, type ModelProvider, ProviderFailure, type ProviderRequest, type ProviderResponse } from '@arcflow/core';
 import OpenAI from 'openai';
 import { classifyOpenAIError } from './errors.ts';
 import { parseCompletion } from './parse.ts';
@@ -41,6 +41,9 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
   if (!apiKey && !baseURL) {
     throw new ConfigError('openaiProvider needs an API key: pass api_key or set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)');
   }
+  // A key no HTTP header can carry fails every call at once, naming where it came from.
+  const keyProblem = headerValueProblem(apiKey, options.api_key === undefined ? 'OPENAI_API_KEY' : 'api_key');
+  const host = hostOf(baseURL);
   const timeoutMs = options.timeout_ms ?? DEFAULT_TIMEOUT_MS;
   const client = new OpenAI({
     apiKey: apiKey ?? 'unused',
@@ -61,14 +64,40 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
     id: options.id ?? 'openai',
     defaultModel,
     async complete(request: ProviderRequest, callOptions: CompleteOptions = {}): Promise<ProviderResponse> {
-      if (stream) return completeStreaming(client, toWire(request, maxTokensParam), callOptions, timeoutMs);
-      let body: unknown;
+      if (keyProblem) throw keyProblem.atHost(host);
       try {
-        body = await client.chat.completions.create(toWire(request, maxTokensParam), { signal: callOptions.signal });
+        if (stream) return await completeStreaming(client, toWire(request, maxTokensParam), callOptions, timeoutMs);
+        return parseCompletion(await client.chat.completions.create(toWire(request, maxTokensParam), { signal: callOptions.signal }));
       } catch (error) {
-        throw classifyOpenAIError(error);
+        // Every failure says which host it met (for the logs and the run's error).
+        throw classifyOpenAIError(error).atHost(host);
       }
-      return parseCompletion(body);
     },
   };
+}
+
+/**
+ * Why `value` cannot be sent as an HTTP header value (a character outside Latin-1, such as the
+ * `…` of a key copied from an example, or a control character), as a non-retryable failure naming
+ * `source`; undefined when it can. Never quotes the value.
+ */
+function headerValueProblem(value: string | undefined, source: string): ProviderFailure | undefined {
+  if (value === undefined) return undefined;
+  const chars = [...value];
+  const at = chars.findIndex((char) => char.codePointAt(0)! > 0xff || /[\0\r\n]/.test(char));
+  if (at < 0) return undefined;
+  const what = `U+${chars[at]!.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  return new ProviderFailure('invalid_config', `${source} is not a valid HTTP header value (character ${what} at position ${at + 1}); set it to the key itself`, {
+    retryable: false,
+    cause: { name: 'TypeError', code: 'invalid_header_value' },
+  });
+}
+
+/** The host calls go to, for logs: the base URL's, else OpenAI's. */
+function hostOf(baseURL: string | undefined): string {
+  try {
+    return new URL(baseURL ?? 'https://api.openai.com/v1').host;
+  } catch {
+    return 'an invalid base URL';
+  }
 }

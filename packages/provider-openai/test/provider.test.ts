@@ -101,6 +101,68 @@ describe('OpenAI provider', () => {
     expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([expect.objectContaining({ error_code: 'bad_request', status: 400, retryable: false })]);
   });
 
+  it('fails at once, naming the cause, on what no retry can fix: a key no header can carry, a base URL that is not a URL', async () => {
+    server.reset([{ type: 'text', content: 'never' }]);
+    const asked = server.requests.length;
+    const pasted = openaiProvider({ base_url: server.url, api_key: 'sk-…' });
+    const run = await runLocal(agent, 'hi', { provider: pasted, provider_retry: fastRetry, logger: false });
+    expect(run.error).toMatchObject({
+      error_code: 'provider_error',
+      message: expect.stringContaining('failed: api_key is not a valid HTTP header value (character U+2026 at position 4)'),
+    });
+    expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([expect.objectContaining({ error_code: 'invalid_config', retryable: false })]);
+    expect(server.requests).toHaveLength(asked);
+    const nowhere = openaiProvider({ base_url: 'not a url', api_key: 'k' });
+    const error = await nowhere.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] }).catch((thrown) => thrown);
+    expect(error).toMatchObject({ error_code: 'invalid_config', retryable: false, message: 'the base URL is not a valid URL' });
+    // fetch refuses some ports outright: no retry reaches them.
+    const barred = openaiProvider({ base_url: 'http://127.0.0.1:6000/v1', api_key: 'k' });
+    const refused = await barred.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] }).catch((thrown) => thrown);
+    expect(refused).toMatchObject({ error_code: 'invalid_config', retryable: false, details: { cause: { code: 'bad_port', host: '127.0.0.1:6000' } } });
+  });
+
+  it('marks a refused connection unreachable, with its code and host; a local run hands it over to a fallback on another provider after one try', async () => {
+    const closed = await startFakeOpenAI();
+    const url = closed.url;
+    await closed.close();
+    const down = openaiProvider({ base_url: url, api_key: 'k', id: 'down' });
+    const error = await down.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [] }).catch((thrown) => thrown);
+    expect(error).toMatchObject({ error_code: 'connection_error', retryable: true, message: 'could not reach the provider (ECONNREFUSED)' });
+    expect(error.details).toMatchObject({ unreachable: true, cause: { code: 'ECONNREFUSED', host: new URL(url).host } });
+    server.reset([{ type: 'text', content: 'from the spare' }]);
+    const careful = new Agent({ name: 'careful', model_fallbacks: [{ model: 'spare-model', provider: 'spare' }] });
+    const run = await runLocal(careful, 'hi', {
+      provider: down,
+      providers: { spare: openaiProvider({ base_url: server.url, api_key: 'k', id: 'spare' }) },
+      provider_retry: fastRetry,
+      logger: false,
+    });
+    expect(run).toMatchObject({ status: 'completed', output: 'from the spare' });
+    expect(run.events.filter((event) => event.kind === 'ProviderError')).toEqual([expect.objectContaining({ provider_id: 'down', error_code: 'connection_error', attempt: 1 })]);
+  });
+
+  it('hands a 429 over at once to a fallback on another provider in a local run', async () => {
+    const limited = await startFakeOpenAI({ turns: [{ type: 'status', status: 429, headers: { 'retry-after': '30' } }] });
+    try {
+      server.reset([{ type: 'text', content: 'from the spare' }]);
+      const careful = new Agent({ name: 'careful', model_fallbacks: [{ model: 'spare-model', provider: 'spare' }] });
+      const run = await runLocal(careful, 'hi', {
+        provider: openaiProvider({ base_url: limited.url, api_key: 'k', id: 'limited' }),
+        providers: { spare: openaiProvider({ base_url: server.url, api_key: 'k', id: 'spare' }) },
+        logger: false,
+      });
+      expect(run).toMatchObject({ status: 'completed', output: 'from the spare' });
+      expect(run.events.filter((event) => event.kind.startsWith('Provider')).map((event) => event.kind)).toEqual([
+        'ProviderRequestSent',
+        'ProviderRateLimited',
+        'ProviderRequestSent',
+        'ProviderResponseReceived',
+      ]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('classifies a timeout as retryable', async () => {
     server.reset([{ type: 'hang' }]);
     const slow = openaiProvider({ base_url: server.url, api_key: 'k', timeout_ms: 200 });

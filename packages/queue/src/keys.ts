@@ -44,6 +44,8 @@ export interface Keys {
   readonly cancelChannel: string;
   /** A partition's channel of runs that ended (sharded pub/sub, in the partition's slot). */
   readonly finishedChannelIn: (tag: string) => string;
+  /** A provider paused by a 429, by its id (SPEC §16): lives as long as the pause. */
+  readonly providerPause: (provider_id: string) => string;
 }
 
 /**
@@ -210,6 +212,7 @@ export function keysFor(prefix: string): Keys {
     watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
     finishedChannelIn: (inTag) => `${inTag}:finished`,
+    providerPause: (provider_id) => `${tag}:provider-pause:${provider_id}`,
   };
 }
 

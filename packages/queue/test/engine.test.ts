@@ -116,12 +116,10 @@ describe('queue engine', () => {
     expect(peak).toBe(1);
   });
 
-  it('pauses the queues of every agent on the provider that answered 429 (here both agents), for retry_after_seconds, without spending an attempt', async () => {
+  it('pauses the provider that answered 429 for every agent on it (here both agents), for retry_after_seconds, without spending an attempt', async () => {
     const server = await startFakeOpenAI({
-      turns: [
-        { type: 'status', status: 429, headers: { 'retry-after': '1' } },
-        { type: 'text', content: 'after the wait' },
-      ],
+      turns: [{ type: 'status', status: 429, headers: { 'retry-after': '1' } }],
+      fallback: () => ({ type: 'text', content: 'after the wait' }),
     });
     open.push(server);
     const { client, prefix } = await engine(
@@ -131,22 +129,26 @@ describe('queue engine', () => {
       { provider_attempts: 1 },
     );
     const { run_id } = await client.enqueue({ agent: 'limited', input: 'hi' });
-    // The other agent this worker serves calls the same provider: its queue waits too.
-    const neighbour = new Queue(QueueName.agent('neighbour'), { connection: redis, prefix: keysFor(prefix).tag });
-    open.push(neighbour);
-    let neighbourWaited = 0;
-    for (let tries = 0; tries < 100 && neighbourWaited <= 0; tries += 1) {
-      neighbourWaited = await neighbour.getRateLimitTtl();
+    // The provider is paused for every worker of the prefix, by its id.
+    let pausedMs = 0;
+    for (let tries = 0; tries < 100 && pausedMs <= 0; tries += 1) {
+      pausedMs = await redis.pttl(keysFor(prefix).providerPause('openai'));
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(neighbourWaited).toBeGreaterThan(0);
+    expect(pausedMs).toBeGreaterThan(0);
+    // The other agent calls the same provider: its call waits out the pause too.
+    const neighbour = await client.enqueue({ agent: 'neighbour', input: 'hi' });
     const run = await client.wait(run_id, { timeout_ms: 20_000 });
-    expect(run.status).toBe('completed');
-    expect(run.output).toBe('after the wait');
+    expect(run).toMatchObject({ status: 'completed', output: 'after the wait' });
+    expect(await client.wait(neighbour.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'after the wait' });
     const events = await collect(client, run_id);
-    expect(events.filter((event) => event.kind === 'ProviderRateLimited')).toEqual([expect.objectContaining({ provider_id: 'openai', retry_after_seconds: 1, attempt: 1 })]);
+    const limited = events.filter((event) => event.kind === 'ProviderRateLimited');
+    expect(limited).toEqual([expect.objectContaining({ provider_id: 'openai', retry_after_seconds: 1, attempt: 1 })]);
     const [limitedAt, retriedAt] = events.filter((event) => event.kind === 'ProviderRequestSent').map((event) => event.ts);
     expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(900);
+    const [neighbourSent] = (await collect(client, neighbour.run_id)).filter((event) => event.kind === 'ProviderRequestSent');
+    expect(neighbourSent!.ts - limited[0]!.ts).toBeGreaterThanOrEqual(900);
+    expect(server.requests).toHaveLength(3);
   });
 
   it('shows ProviderRequestSent while a slow model call runs, with the run marked running, and keeps each request before its response', async () => {

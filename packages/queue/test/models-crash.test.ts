@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collect, fixtureWorkers, until as untilEvery } from './harness.ts';
 
 // Fallbacks (SPEC §16) across a SIGKILL, with real worker processes: which model a call is on
-// follows from BullMQ's count of the job's attempts, which survives the worker; a recorded
-// response is never requested again. The primary fails 503 five times (the worker's default
+// follows from the call's position, recorded in Redis with each failed try, which survives the
+// worker; a recorded response is never requested again. The primary fails 503 five times (the worker's default
 // attempts, with its default backoff: about 11 s), so each test takes some 20 s.
 
 const FIXTURE = new URL('./fixtures/model-agents.ts', import.meta.url).pathname;

@@ -2,7 +2,7 @@ import { Agent, ConfigError, type ModelProvider, type TraceEvent, Workflow, sile
 import { openaiProvider } from '@arcflow/provider-openai';
 import { QueueName, type WorkerOptions, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Queue } from 'bullmq';
-import { type FakeOpenAIServer, type FakeTurn, TEST_REDIS_URL, assertEventInvariants, startFakeOpenAI, testPrefix } from '@arcflow/testing';
+import { type FakeOpenAIOptions, type FakeOpenAIServer, TEST_REDIS_URL, assertEventInvariants, capturingLogger, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { StoredFormatError, readResponse, writeResponse } from '../src/store/formats.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
@@ -14,7 +14,7 @@ const { prefixes, open, redis } = testResources();
 
 const noop = tool({ name: 'noop', description: 'does nothing', input_schema: { type: 'object' }, handler: async () => 'nothing' });
 
-async function server(options: { turns?: FakeTurn[]; fallback?: () => FakeTurn } = {}): Promise<FakeOpenAIServer> {
+async function server(options: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
   const started = await startFakeOpenAI(options);
   open.push(started);
   return started;
@@ -179,9 +179,9 @@ describe('fallbacks', () => {
     expect(record).toMatchObject({ status: 'completed', output: 'from the backup' });
     expect(primary.requests).toHaveLength(2);
     expect(backup.requests.map((request) => request.body.model)).toEqual(['backup-model']);
-    expect(ofKind(events, 'ProviderError').map(({ provider_id, status, retryable, attempt }) => ({ provider_id, status, retryable, attempt }))).toEqual([
-      { provider_id: 'primary', status: 503, retryable: true, attempt: 1 },
-      { provider_id: 'primary', status: 503, retryable: true, attempt: 2 },
+    expect(ofKind(events, 'ProviderError').map(({ provider_id, model_id, status, retryable, attempt }) => ({ provider_id, model_id, status, retryable, attempt }))).toEqual([
+      { provider_id: 'primary', model_id: 'primary-model', status: 503, retryable: true, attempt: 1 },
+      { provider_id: 'primary', model_id: 'primary-model', status: 503, retryable: true, attempt: 2 },
     ]);
     expect(ofKind(events, 'ProviderRequestSent').map(({ provider_id, model_id }) => `${provider_id}/${model_id}`)).toEqual([
       'primary/primary-model',
@@ -248,6 +248,89 @@ describe('fallbacks', () => {
   });
 });
 
+describe('what moves a call along its fallbacks', () => {
+  it('keeps a call on its model when a Redis error follows the answer: the next try asks the same model, never the fallback', async () => {
+    let injected: string | undefined;
+    const { run, prefix, client } = await engine('redis-error-after-answer', {
+      agents: [new Agent({ name: 'careful', model: 'primary-model', model_fallbacks: [{ model: 'backup-model', provider: 'backup' }] })],
+      provider: openai(
+        await server({
+          fallback: async () => {
+            if (injected === undefined) {
+              // Between the answer and its recording: the response's key holds a list, so recording it fails with WRONGTYPE.
+              const { run_id } = (await client.list({ agent: 'careful' })).runs[0]!;
+              injected = keysFor(prefix).run(run_id).response('s1', 1);
+              await redis.rpush(injected, 'not a response');
+            }
+            return { type: 'text', content: 'from the primary' };
+          },
+        }),
+        'primary',
+      ),
+      providers: { backup: openai(await server({ fallback: () => ({ type: 'text', content: 'from the backup' }) }), 'backup') },
+      // One try per model: on BullMQ's count of failed attempts, the job's retry would go to the backup.
+      provider_attempts: 1,
+      // The job's own retry waits long enough for the test to take the list away.
+      provider_backoff_ms: 2_000,
+    });
+    const queue = new Queue(QueueName.agent('careful'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(queue);
+    const running = run('careful');
+    await until(async () => {
+      const job = injected === undefined ? undefined : (await queue.getJobs(['delayed', 'wait', 'active'])).find((each) => each.failedReason?.includes('WRONGTYPE'));
+      return job !== undefined;
+    });
+    await redis.del(injected!);
+    const { record, events } = await running;
+    expect(record).toMatchObject({ status: 'completed', output: 'from the primary' });
+    expect(ofKind(events, 'ProviderRequestSent').map(({ provider_id }) => provider_id)).toEqual(['primary', 'primary']);
+    expect(ofKind(events, 'ProviderError')).toEqual([]);
+  });
+
+  it('hands an unreachable primary (connection refused) over to its fallback after one try, naming the cause, the code and the host in the log', async () => {
+    const closed = await server();
+    const closedUrl = closed.url;
+    await closed.close();
+    const logger = capturingLogger();
+    const { run } = await engine('unreachable', {
+      agents: [new Agent({ name: 'careful', model: 'primary-model', model_fallbacks: [{ model: 'backup-model', provider: 'backup' }] })],
+      provider: openaiProvider({ base_url: closedUrl, api_key: 'k', id: 'primary' }),
+      providers: { backup: openai(await server({ fallback: () => ({ type: 'text', content: 'from the backup' }) }), 'backup') },
+      logger,
+    });
+    const { record, events } = await run('careful');
+    expect(record).toMatchObject({ status: 'completed', output: 'from the backup' });
+    expect(ofKind(events, 'ProviderError')).toEqual([expect.objectContaining({ provider_id: 'primary', model_id: 'primary-model', error_code: 'connection_error', attempt: 1 })]);
+    const host = new URL(closedUrl).host;
+    const logged = logger.lines.find((line) => line.startsWith('provider call failed'));
+    expect(logged).toContain('"cause":"APIConnectionError","cause_code":"ECONNREFUSED"');
+    expect(logged).toContain(`"host":"${host}"`);
+    expect(logged).toContain('"next":"fallback"');
+  });
+
+  it('fails a run at once when OPENAI_API_KEY is a literal sk-… (no retries), with a message that names the cause', async () => {
+    const fake = await server({ fallback: () => ({ type: 'text', content: 'never' }) });
+    const saved = process.env.OPENAI_API_KEY;
+    process.env.OPENAI_API_KEY = 'sk-…';
+    let provider: ModelProvider;
+    try {
+      provider = openaiProvider({ base_url: fake.url, id: 'keyed' });
+    } finally {
+      if (saved === undefined) delete process.env.OPENAI_API_KEY;
+      else process.env.OPENAI_API_KEY = saved;
+    }
+    const { run } = await engine('literal-key', { agents: [new Agent({ name: 'plain', model: 'm' })], provider });
+    const { record, events } = await run('plain');
+    expect(record.status).toBe('failed');
+    expect(record.error).toMatchObject({ code: 'ProviderError', error_code: 'provider_error' });
+    expect(record.error!.message).toBe(
+      `the provider call to ${new URL(fake.url).host} failed: OPENAI_API_KEY is not a valid HTTP header value (character U+2026 at position 4); set it to the key itself`,
+    );
+    expect(ofKind(events, 'ProviderError')).toEqual([expect.objectContaining({ provider_id: 'keyed', model_id: 'm', error_code: 'invalid_config', retryable: false, attempt: 1 })]);
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
 describe('rate limits', () => {
   it('pauses only the provider that answered 429: an agent on another provider answers meanwhile at its usual speed', async () => {
     const limited = await server({
@@ -274,6 +357,53 @@ describe('rate limits', () => {
     expect(ofKind(events, 'ProviderRateLimited')).toEqual([expect.objectContaining({ provider_id: 'limited', retry_after_seconds: 2, attempt: 1 })]);
     const [limitedAt, retriedAt] = ofKind(events, 'ProviderRequestSent').map((event) => event.ts);
     expect(retriedAt! - limitedAt!).toBeGreaterThanOrEqual(1_900);
+  });
+});
+
+describe('rate limits, per provider', () => {
+  it("pauses the provider, not the queue: a workflow's step on another provider completes while the paused provider's calls wait", async () => {
+    const limited = await server({ turns: [{ type: 'status', status: 429, headers: { 'retry-after': '4' } }], fallback: () => ({ type: 'text', content: 'limited, later' }) });
+    const free = await server({ fallback: () => ({ type: 'text', content: 'free' }) });
+    const flow = new Workflow({
+      name: 'mixed',
+      steps: [
+        { id: 'slow', agent: new Agent({ name: 'on_limited', provider: 'limited' }) },
+        { id: 'quick', agent: new Agent({ name: 'on_free', provider: 'free' }) },
+      ],
+    });
+    const { client } = await engine('ratelimit-per-provider', { agents: [flow], providers: { limited: openai(limited, 'limited'), free: openai(free, 'free') } });
+    const first = await client.enqueue({ agent: 'mixed', input: 'go' });
+    await until(async () => ofKind(await collect(client, first.run_id), 'ProviderRateLimited').length === 1);
+    // A second run on the same queue: its step on the free provider goes on; its step on the limited one waits.
+    const second = await client.enqueue({ agent: 'mixed', input: 'go' });
+    await until(async () => (await collect(client, second.run_id)).some((event) => event.kind === 'AgentResponseReceived' && event.step_id === 'quick'));
+    expect(limited.requests).toHaveLength(1);
+    const [firstDone, secondDone] = await Promise.all([client.wait(first.run_id, { timeout_ms: 20_000 }), client.wait(second.run_id, { timeout_ms: 20_000 })]);
+    expect([firstDone.status, secondDone.status]).toEqual(['completed', 'completed']);
+    expect(limited.requests).toHaveLength(3);
+    const events = await collect(client, first.run_id);
+    expect(ofKind(events, 'ProviderRateLimited')).toEqual([expect.objectContaining({ step_id: 'slow', provider_id: 'limited', retry_after_seconds: 4, attempt: 1 })]);
+  });
+
+  it('sends a call whose provider answers 429 to its fallback on another provider at once, and the next calls too while the pause lasts', async () => {
+    const primary = await server({ turns: [{ type: 'status', status: 429, headers: { 'retry-after': '30' } }], fallback: () => ({ type: 'text', content: 'from the primary' }) });
+    const backup = await server({ fallback: () => ({ type: 'text', content: 'from the backup' }) });
+    const { run } = await engine('ratelimit-fallback', {
+      agents: [new Agent({ name: 'careful', model: 'primary-model', model_fallbacks: [{ model: 'backup-model', provider: 'backup' }] })],
+      provider: openai(primary, 'primary'),
+      providers: { backup: openai(backup, 'backup') },
+    });
+    const first = await run('careful');
+    expect(first.record).toMatchObject({ status: 'completed', output: 'from the backup' });
+    const calls = (events: TraceEvent[]) =>
+      events.filter((event) => event.kind.startsWith('Provider')).map((event) => `${event.kind} ${(event as { provider_id: string }).provider_id}`);
+    expect(calls(first.events)).toEqual(['ProviderRequestSent primary', 'ProviderRateLimited primary', 'ProviderRequestSent backup', 'ProviderResponseReceived backup']);
+    expect(ofKind(first.events, 'ProviderRateLimited')).toEqual([expect.objectContaining({ retry_after_seconds: 30 })]);
+    // The primary is paused for 30 s: the next run's call goes to the backup without asking it.
+    const second = await run('careful');
+    expect(second.record).toMatchObject({ status: 'completed', output: 'from the backup' });
+    expect(calls(second.events)).toEqual(['ProviderRequestSent backup', 'ProviderResponseReceived backup']);
+    expect(primary.requests).toHaveLength(1);
   });
 });
 

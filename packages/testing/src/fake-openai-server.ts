@@ -29,7 +29,8 @@ export interface FakeRequest {
 
 export interface FakeOpenAIOptions {
   turns?: FakeTurn[];
-  fallback?: (request: FakeRequest) => FakeTurn;
+  /** May be async: the request is answered once it settles (a test can act between a request and its answer). */
+  fallback?: (request: FakeRequest) => FakeTurn | Promise<FakeTurn>;
   /** How a streamed answer is paced (SPEC §12); a request with `stream: true` is answered as Server-Sent Events. */
   stream?: FakeStreamPacing;
   /** Answers every request with a whole JSON response, even one that asks to stream (a server that cannot stream). */
@@ -67,7 +68,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const request: FakeRequest = { body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: req.headers, received_at: performance.now() };
     requests.push(request);
-    const turn = queue.shift() ?? options.fallback?.(request) ?? { type: 'status', status: 500, body: { error: { message: 'fake server: no turn queued' } } };
+    const turn = queue.shift() ?? (await options.fallback?.(request)) ?? { type: 'status', status: 500, body: { error: { message: 'fake server: no turn queued' } } };
     completionSeq += 1;
     const model = request.body.model ?? 'fake-model';
     const streamed = request.body.stream === true && !options.never_stream && (turn.type === 'text' || turn.type === 'tools');

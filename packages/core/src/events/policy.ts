@@ -14,7 +14,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   ProviderResponseReceived: ['provider_id', 'model_id', 'tokens', 'latency_ms', 'finish_reason', 'tool_calls_count'],
   TokensConsumed: ['tokens', 'cumulative'],
   ProviderRateLimited: ['provider_id', 'retry_after_seconds', 'attempt'],
-  ProviderError: ['provider_id', 'error_code', 'status', 'retryable', 'attempt'],
+  ProviderError: ['provider_id', 'model_id', 'error_code', 'status', 'retryable', 'attempt'],
   ToolCallStarted: [...TOOL, 'input_schema_hash', 'input_size_bytes', 'attempt', 'child_run_id'],
   ToolInputValidationFailed: [...TOOL, 'input_schema_hash', 'violation_description'],
   ToolCallCompleted: [...TOOL, 'duration_ms', 'output_size_bytes'],

@@ -81,6 +81,8 @@ export interface ProviderRateLimited extends InIteration {
 export interface ProviderError extends InIteration {
   readonly kind: 'ProviderError';
   readonly provider_id: string;
+  /** The model the failed try asked for. */
+  readonly model_id: string;
   readonly error_code: string;
   readonly status?: number;
   readonly retryable: boolean;

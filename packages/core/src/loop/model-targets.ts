@@ -33,17 +33,6 @@ export function modelTargets(agent: Agent, settings: StepSettings): readonly Mod
 }
 
 /**
- * Which target a provider call's attempt goes to, from the attempts already spent on the call:
- * each target gets `attemptsPerTarget` tries, then the next one takes over. A pure function of a
- * count the queue keeps durably, so a worker that dies after a fallback answered resumes at that
- * fallback and never calls the primary again.
- */
-export function targetForAttempt(targets: readonly ModelTarget[], attemptsSpent: number, attemptsPerTarget: number): { target: ModelTarget; attempt: number } {
-  const index = Math.min(Math.floor(attemptsSpent / attemptsPerTarget), targets.length - 1);
-  return { target: targets[index]!, attempt: attemptsSpent - index * attemptsPerTarget + 1 };
-}
-
-/**
  * The request for one target: the same messages, tools and settings, to that target's model; else,
  * for a named provider, that provider's own model; else the worker's default model, else the
  * default provider's own, else `default`.

@@ -26,29 +26,33 @@ export function runFinishedEvent(step_id: string, usage: Tokens, error?: RunErro
   return error ? { kind: 'RunFailed', step_id, usage, error_code: error.error_code } : { kind: 'RunCompleted', step_id, usage };
 }
 
-/** `ProviderRateLimited` or `ProviderError` for one failed attempt. */
-export function providerFailureEvent(step_id: string, iteration: number, provider_id: string, failure: ProviderFailure, attempt: number, retry_after_seconds: number): EventDraft {
+/** `ProviderRateLimited` or `ProviderError` for one failed try of `model_id` at `provider_id`. */
+export function providerFailureEvent(
+  place: { readonly step_id: string; readonly iteration: number },
+  target: { readonly provider_id: string; readonly model_id: string },
+  failure: ProviderFailure,
+  attempt: number,
+  retry_after_seconds: number,
+): EventDraft {
+  const { step_id, iteration } = place;
+  const { provider_id, model_id } = target;
   if (failure.rateLimited) return { kind: 'ProviderRateLimited', step_id, iteration, provider_id, retry_after_seconds, attempt };
-  return {
-    kind: 'ProviderError',
-    step_id,
-    iteration,
-    provider_id,
-    error_code: failure.error_code,
-    status: failure.status,
-    retryable: failure.retryable,
-    attempt,
-  };
+  return { kind: 'ProviderError', step_id, iteration, provider_id, model_id, error_code: failure.error_code, status: failure.status, retryable: failure.retryable, attempt };
 }
 
-/** The run error for a provider that kept failing. */
+/**
+ * The run error for a provider call that failed for good, naming the cause in arcflow's words:
+ * `the provider call to api.openai.com failed: OPENAI_API_KEY is not a valid HTTP header value (…)`, or, after
+ * retries, `the provider calls to 127.0.0.1:8000 failed 5 times (last: could not reach the provider (ECONNREFUSED))`.
+ */
 export function providerRunError(failure: ProviderFailure, attempts: number): RunError {
+  const host = failure.details.cause?.host;
+  const at = host ? ` to ${host}` : '';
   return {
     code: 'ProviderError',
     error_code: 'provider_error',
-    message: failure.retryable
-      ? `the provider failed ${attempts} times (last: ${failure.error_code}); giving up`
-      : `the provider refused the request (${failure.error_code}${failure.status ? `, HTTP ${failure.status}` : ''})`,
+    message:
+      failure.retryable && attempts > 1 ? `the provider calls${at} failed ${attempts} times (last: ${failure.message})` : `the provider call${at} failed: ${failure.message}`,
   };
 }
 

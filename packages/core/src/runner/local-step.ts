@@ -36,13 +36,14 @@ import {
   TOO_DEEP_MESSAGE,
   tooDeepCall,
 } from '../loop/tool-events.ts';
-import { type ModelProvider, type ProviderRequest, type ProviderResponse, ZERO_TOKENS, asProviderFailure } from '../provider.ts';
+import { type ProviderResponse, ZERO_TOKENS, asProviderFailure, failureLogFields } from '../provider.ts';
+import { FIRST_TRY, afterFailedTry } from '../loop/provider-tries.ts';
 import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts';
 import { type RunError, type RunRecord, childRunId } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler, watchSignal } from '../tools/run-handler.ts';
 import { type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
-import { backoffMs, providerRetryDelayMs, sleep } from './backoff.ts';
+import { backoffMs, sleep } from './backoff.ts';
 import type { LocalEventLog } from './event-log.ts';
 import type { RunLocalOptions } from './run-local.ts';
 
@@ -150,39 +151,28 @@ export class LocalStep {
   }
 
   /**
-   * One provider call, retried with backoff; a 429 waits `retry_after_seconds` without spending an
-   * attempt. A retryable failure that has spent its attempts passes the same request on to the
-   * next of the agent's `model_fallbacks`; the step fails when the last has failed.
+   * One provider call, its tries moved along the agent's models as {@link afterFailedTry} decides
+   * (the engine's rule too): a retryable failure retries with backoff, then passes the same
+   * request on to the next `model_fallbacks` entry; a 429 or an unreachable provider hands over at
+   * once to an entry on another provider, else waits; the step fails when the last has failed.
    */
   private async callProvider(state: StepState, test: Parameters<typeof testResponse>[0] | undefined): Promise<{ response: ProviderResponse } | { error: RunError }> {
-    const { agent, settings, options } = this;
+    const { agent, settings, options, log, step_id } = this;
     if (!test && !options.provider && !agent.provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
     const base = buildRequest(agent, state, settings, options.default_model ?? options.provider?.defaultModel ?? 'default');
     const targets = test ? modelTargets(agent, settings).slice(0, 1) : modelTargets(agent, settings);
-    let outcome: { response: ProviderResponse } | { error: RunError; retryable: boolean } | undefined;
-    for (const target of targets) {
-      const provider = test ? undefined : providerFor(target, options.providers ?? {}, options.provider, agent.name);
-      outcome = await this.callTarget(state, requestFor(base, target, options.default_model, provider), provider, test);
-      if ('response' in outcome || !outcome.retryable || options.signal?.aborted) break;
-    }
-    return 'response' in outcome! ? outcome : { error: outcome!.error };
-  }
-
-  /** The attempts of one call to one model: retried with backoff, 429s waited out. */
-  private async callTarget(
-    state: StepState,
-    request: ProviderRequest,
-    provider: ModelProvider | undefined,
-    test: Parameters<typeof testResponse>[0] | undefined,
-  ): Promise<{ response: ProviderResponse } | { error: RunError; retryable: boolean }> {
-    const { log, step_id, options } = this;
-    const provider_id = provider?.id ?? TEST_PROVIDER_ID;
+    const providers = test ? [undefined] : targets.map((target) => providerFor(target, options.providers ?? {}, options.provider, agent.name));
+    const provider_ids = providers.map((provider) => provider?.id ?? TEST_PROVIDER_ID);
+    const policy = {
+      attempts_per_target: options.provider_retry?.attempts ?? PROVIDER_RETRY_DEFAULTS.attempts,
+      backoff_ms: options.provider_retry?.backoff_ms ?? PROVIDER_RETRY_DEFAULTS.backoff_ms,
+      max_backoff_ms: options.provider_retry?.max_backoff_ms ?? PROVIDER_RETRY_DEFAULTS.max_backoff_ms,
+    };
     const iteration = state.iterations + 1;
-    const attempts = options.provider_retry?.attempts ?? PROVIDER_RETRY_DEFAULTS.attempts;
-    const baseMs = options.provider_retry?.backoff_ms ?? PROVIDER_RETRY_DEFAULTS.backoff_ms;
-    const maxMs = options.provider_retry?.max_backoff_ms ?? PROVIDER_RETRY_DEFAULTS.max_backoff_ms;
-    let attempt = 1;
-    for (let rateLimitWaits = 0; ; ) {
+    for (let position = FIRST_TRY; ; ) {
+      const provider = providers[position.entry];
+      const provider_id = provider_ids[position.entry]!;
+      const request = requestFor(base, targets[position.entry]!, options.default_model, provider);
       log.append(requestSentEvent(step_id, iteration, provider_id, request));
       const started = performance.now();
       try {
@@ -191,12 +181,14 @@ export class LocalStep {
         return { response };
       } catch (thrown) {
         const failure = asProviderFailure(thrown);
-        const waitMs = providerRetryDelayMs(failure, failure.rateLimited ? rateLimitWaits + 1 : attempt, baseMs, maxMs);
-        log.append(providerFailureEvent(step_id, iteration, provider_id, failure, attempt, Math.ceil(waitMs / 1000)));
-        const retry = failure.rateLimited ? ++rateLimitWaits <= PROVIDER_RETRY_DEFAULTS.rate_limit_waits : failure.retryable && attempt < attempts;
-        if (!retry || options.signal?.aborted) return { error: providerRunError(failure, attempt), retryable: failure.retryable && !failure.rateLimited };
-        if (!failure.rateLimited) attempt += 1;
+        const next = afterFailedTry(failure, position, provider_ids, policy);
+        const waitMs = next.next === 'fail' ? 0 : next.wait_ms;
+        const attempt = position.failures + 1;
+        log.append(providerFailureEvent({ step_id, iteration }, { provider_id, model_id: request.model }, failure, attempt, Math.ceil(waitMs / 1000)));
+        this.tools.logger.warn('provider call failed', { run_id: log.run_id, step_id, iteration, ...failureLogFields(failure, provider_id, attempt), next: next.next });
+        if (next.next === 'fail' || options.signal?.aborted) return { error: providerRunError(failure, attempt) };
         await sleep(waitMs, options.signal);
+        position = next.position;
       }
     }
   }

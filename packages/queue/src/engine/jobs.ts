@@ -61,9 +61,10 @@ export const PROVIDER_JOB = 'provider';
 export const PROVIDER_BACKOFF = 'arcflow-provider';
 
 /**
- * A provider job's attempts: each model its step may call (the agent's own, then each of its
- * `model_fallbacks`) gets `perTarget` of them, so BullMQ's own count of attempts made says which
- * target a try goes to (`targetForAttempt`), durably, across crashes and workers (SPEC §16).
+ * A provider job's attempts: `perTarget` for each model its step may call (the agent's own, then
+ * each of its `model_fallbacks`). Each model gets `perTarget` tries of the provider call (counted
+ * in the call's recorded position, not by BullMQ); BullMQ's attempts bound the failures of the
+ * job itself (a Redis error), whose retries go to the same model.
  */
 export function providerAttempts(perTarget: number, targets: number): number {
   return perTarget * Math.max(1, targets);
@@ -99,12 +100,6 @@ export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffM
 export function attemptsOf(job: { readonly opts: JobsOptions }): number {
   return Math.max(1, job.opts.attempts ?? 1);
 }
-
-/**
- * The provider queue's worker limiter. It never limits by itself; it is there because a manual
- * rate limit (a 429 pausing the queue for every worker) only holds on a worker with a limiter.
- */
-export const PROVIDER_WORKER_LIMITER = { max: 1_000_000, duration: 1_000 } as const;
 
 /** How long workers keep finished jobs: as long as the runs they belong to (set on each BullMQ Worker). */
 export function finishedJobRetention(retentionSeconds: number): { removeOnComplete: { age: number }; removeOnFail: { age: number } } {

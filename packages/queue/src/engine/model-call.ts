@@ -18,13 +18,12 @@ import {
   providerFor,
   requestFor,
   stepRunError,
-  targetForAttempt,
+  type TryPosition,
   testResponse,
 } from '@arcflow/core';
 import { recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
-import { QueueName } from '../keys.ts';
 import { attemptsOf } from './jobs.ts';
 
 /** One try of a provider call: who answers it, with what request, and where the try stands among the step's models. */
@@ -34,33 +33,31 @@ export interface PreparedCall {
   readonly provider_id: string;
   readonly request: ProviderRequest;
   readonly test: { readonly responses: readonly TestTurn[] } | undefined;
+  /** Where the call stands: this try's entry among the step's models, its failed tries there, its 429 waits. */
+  readonly position: TryPosition;
   /** This try's number at its target (1 for the first). */
   readonly attempt: number;
   /** How many tries each target gets. */
   readonly attemptsPerTarget: number;
-  /** A later target (a `model_fallbacks` entry) takes over once this one's tries are spent. */
-  readonly fallsBack: boolean;
+  /** The provider id of each of the step's models, in order (the agent's own, then each `model_fallbacks` entry). */
+  readonly provider_ids: readonly string[];
 }
 
-/** What a provider job's step gives the router: its agent, settings, test mode and its job's attempt counts. */
+/** What a provider job's step gives the router: its agent, settings, test mode and its job's attempts. */
 export interface CallSite {
   readonly agent: Agent;
   readonly settings: StepSettings;
   readonly test: { readonly responses: readonly TestTurn[] } | undefined;
-  /** BullMQ's count of the job's failed tries, and its attempts in all. */
-  readonly job: { readonly attemptsMade: number; readonly opts: { readonly attempts?: number } };
+  /** The job's attempts in all (each of the step's models gets an equal share). */
+  readonly job: { readonly opts: { readonly attempts?: number } };
 }
 
 /**
  * Where a worker's model calls go (SPEC §16): each agent's provider (a named one, else the
- * worker's default), each of its fallbacks in turn, and which provider queues a provider's 429
- * pauses. Built once when the worker starts, which is when an agent naming a provider the worker
- * lacks is refused.
+ * worker's default) and each of its fallbacks in turn. Built once when the worker starts, which
+ * is when an agent naming a provider the worker lacks is refused.
  */
 export class ModelRouter {
-  /** Provider → the provider queues whose agents' calls go to it first. */
-  private readonly queuesOf = new Map<ModelProvider, Set<string>>();
-
   constructor(
     private readonly options: {
       readonly provider: ModelProvider | undefined;
@@ -71,34 +68,30 @@ export class ModelRouter {
   ) {
     for (const agent of served.agents.values()) {
       // Throws the one-line ConfigError for a provider this worker lacks, the agent's own or a fallback's.
-      const [primary] = modelTargets(agent, agent.settings).map((target) => providerFor(target, options.providers, options.provider, agent.name));
-      this.pausedWith(primary!, QueueName.agent(agent.name));
-    }
-    for (const workflow of served.workflows.values()) {
-      for (const step of workflow.steps) if (step.type === 'agent') this.pausedWith(this.primaryOf(step.agent), QueueName.agent(workflow.name));
+      for (const target of modelTargets(agent, agent.settings)) providerFor(target, options.providers, options.provider, agent.name);
     }
   }
 
   /**
-   * The request for this try of call `n` and who answers it: the target `targetForAttempt` picks
-   * from the job's attempts made (each target gets an equal share of the job's attempts), or test
-   * mode's script. An error when the run's own `model_fallbacks` name a provider this worker lacks.
+   * The request for the try of call `n` at `position` (the entry its failed tries have moved it
+   * to) and who answers it, or test mode's script. An error when the run's own `model_fallbacks`
+   * name a provider this worker lacks.
    */
-  prepare(site: CallSite, state: StepState): PreparedCall | { readonly error: RunError } {
+  prepare(site: CallSite, state: StepState, position: TryPosition): PreparedCall | { readonly error: RunError } {
     const { agent, settings, test, job } = site;
     const base = buildRequest(agent, state, settings, this.options.default_model ?? 'default');
     const targets = modelTargets(agent, settings);
     if (test) {
       // Test mode's turns stand for the agent's own model; fallbacks are never needed.
-      const primary = targets[0]!;
       return {
         provider: undefined,
         provider_id: TEST_PROVIDER_ID,
-        request: requestFor(base, primary, this.options.default_model, this.primaryOf(agent)),
+        request: requestFor(base, targets[0]!, this.options.default_model, this.primaryOf(agent)),
         test,
-        attempt: job.attemptsMade + 1,
+        position: { ...position, entry: 0 },
+        attempt: position.failures + 1,
         attemptsPerTarget: attemptsOf(job),
-        fallsBack: false,
+        provider_ids: [TEST_PROVIDER_ID],
       };
     }
     let providers: ModelProvider[];
@@ -108,27 +101,19 @@ export class ModelRouter {
       if (!(error instanceof ConfigError)) throw error;
       return { error: stepRunError('unknown_provider', error.message) };
     }
-    const attemptsPerTarget = Math.max(1, Math.floor(attemptsOf(job) / targets.length));
-    const { target, attempt } = targetForAttempt(targets, job.attemptsMade, attemptsPerTarget);
-    const provider = providers[target.entry]!;
+    // A position past the list (the run's config listed more fallbacks when it was written) stays on the last.
+    const entry = Math.min(position.entry, targets.length - 1);
+    const provider = providers[entry]!;
     return {
       provider,
       provider_id: provider.id,
-      request: requestFor(base, target, this.options.default_model, provider),
+      request: requestFor(base, targets[entry]!, this.options.default_model, provider),
       test: undefined,
-      attempt,
-      attemptsPerTarget,
-      fallsBack: target.entry < targets.length - 1,
+      position: { ...position, entry },
+      attempt: position.failures + 1,
+      attemptsPerTarget: Math.max(1, Math.floor(attemptsOf(job) / targets.length)),
+      provider_ids: providers.map((each) => each.id),
     };
-  }
-
-  /**
-   * The provider queues a 429 from `provider` pauses: those of the agents (and workflows) whose
-   * calls go to it first, and the queue of the job that met it (a fallback's provider may answer
-   * 429 to an agent whose own provider is another).
-   */
-  queuesPausedBy(provider: ModelProvider | undefined, ownQueue: string): string[] {
-    return [...new Set([...(provider ? (this.queuesOf.get(provider) ?? []) : []), ownQueue])];
   }
 
   private primaryOf(agent: Agent): ModelProvider | undefined {
@@ -137,13 +122,6 @@ export class ModelRouter {
     } catch {
       return undefined;
     }
-  }
-
-  private pausedWith(provider: ModelProvider | undefined, queue: string): void {
-    if (!provider) return;
-    const queues = this.queuesOf.get(provider) ?? new Set<string>();
-    queues.add(queue);
-    this.queuesOf.set(provider, queues);
   }
 }
 

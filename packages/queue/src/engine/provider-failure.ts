@@ -1,80 +1,100 @@
-import { PROVIDER_RETRY_DEFAULTS, type RunError, type ToolLogger, asProviderFailure, providerFailureEvent, providerRetryDelayMs, providerRunError } from '@arcflow/core';
-import { type Job, Worker } from 'bullmq';
+import {
+  type RunError,
+  type ToolLogger,
+  type TryPosition,
+  afterFailedTry,
+  asProviderFailure,
+  entryElsewhere,
+  failureLogFields,
+  providerFailureEvent,
+  providerRetryDelayMs,
+  providerRunError,
+} from '@arcflow/core';
+import { DelayedError, type Job } from 'bullmq';
 import type { RunStore } from '../store/run-store.ts';
-import { type ProviderJobData, attemptsOf } from './jobs.ts';
-import type { QueuePool } from './join.ts';
-import type { ModelRouter, PreparedCall } from './model-call.ts';
+import type { ProviderJobData } from './jobs.ts';
+import type { PreparedCall } from './model-call.ts';
 import { WORKER_DEFAULTS } from './options.ts';
-
-/**
- * Thrown to have BullMQ try a provider call again after `delayMs`: the provider queues' backoff
- * strategy reads it (see {@link retryDelayOf}), so a try that hands over to the next model goes
- * at once while one that retries the same model backs off.
- */
-export class ProviderRetry extends Error {
-  override readonly name = 'ProviderRetry';
-  constructor(
-    readonly delayMs: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The delay a provider job's failure asked for; undefined for any other error (the worker's own backoff applies). */
-export function retryDelayOf(error: unknown): number | undefined {
-  return error instanceof ProviderRetry ? error.delayMs : undefined;
-}
 
 export interface FailureDeps {
   readonly store: RunStore;
-  readonly queues: QueuePool;
   readonly logger: ToolLogger;
-  readonly models: ModelRouter;
   readonly options: { readonly provider_backoff_ms: number };
 }
 
 /**
- * A failed try of call `n`, with its event (`ProviderRateLimited` or `ProviderError`, under the
- * provider that failed). A 429 pauses the queues whose calls go to that provider (and the job's
- * own), for every worker, without spending an attempt: throws BullMQ's rate-limit error. A
- * retryable failure goes back to BullMQ: to the same model after a backoff, or at once to the
- * next `model_fallbacks` entry when this model's tries are spent: throws {@link ProviderRetry}.
- * Returns the step's error when the last model's last try failed, or the failure is one a retry
- * cannot help (400, 401, 403, 404: never passed on to a fallback).
+ * A failed try of call `n` (SPEC §16), with its event (`ProviderRateLimited` or `ProviderError`,
+ * under the provider and model that failed). A 429 pauses that provider for every worker, for
+ * the time it asked. What comes next is {@link afterFailedTry}'s decision, recorded with the
+ * event as the call's new position (only a failed provider call moves a call along its models):
+ * the job is delayed until its next try (the same model after a backoff or the pause; the next
+ * model at once), spending none of its BullMQ attempts, which are left for failures of the job
+ * itself (a Redis error, a crash), whose retries go to the same model. Returns the step's error
+ * when the call has failed for good.
  */
-export async function providerFailed(deps: FailureDeps, job: Job<ProviderJobData>, call: PreparedCall, thrown: unknown): Promise<RunError> {
-  const { store, options, queues } = deps;
+export async function providerFailed(deps: FailureDeps, job: Job<ProviderJobData>, token: string | undefined, call: PreparedCall, thrown: unknown): Promise<RunError> {
+  const { store, options } = deps;
   const { run_id, step_id, iteration } = job.data;
   const failure = asProviderFailure(thrown);
-  const lastTry = job.attemptsMade + 1 >= attemptsOf(job);
-  const retries = failure.retryable && !failure.rateLimited && !lastTry;
-  const handsOver = retries && call.fallsBack && call.attempt >= call.attemptsPerTarget;
-  const waitMs = handsOver ? 0 : providerRetryDelayMs(failure, call.attempt, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms);
-  // The failure's own sentence, never the provider's error text (which may echo the prompt):
-  // arcflow's providers and response checks word their failures themselves.
+  const policy = { attempts_per_target: call.attemptsPerTarget, backoff_ms: options.provider_backoff_ms, max_backoff_ms: WORKER_DEFAULTS.provider_max_backoff_ms };
+  const next = afterFailedTry(failure, call.position, call.provider_ids, policy);
+  let waitMs = next.next === 'fail' ? 0 : next.wait_ms;
+  // What the event reports: the wait before the next try, or for a 429 the pause the provider asked.
+  let reportedMs = waitMs;
+  if (failure.rateLimited) {
+    // The provider said to wait: its calls wait, from any agent or step, on every worker.
+    const pauseMs = providerRetryDelayMs(failure, call.position.waits + 1, policy.backoff_ms, policy.max_backoff_ms);
+    await store.pauses.pause(call.provider_id, pauseMs);
+    reportedMs = pauseMs;
+    if (next.next === 'retry') waitMs = pauseMs;
+  }
   deps.logger.warn('provider call failed', {
     run_id,
     step_id,
     iteration,
-    provider: call.provider_id,
     model: call.request.model,
-    error_code: failure.error_code,
-    status: failure.status,
-    retryable: failure.retryable,
-    attempt: call.attempt,
-    reason: failure.message,
-    ...(handsOver ? { next: 'fallback' } : {}),
+    ...failureLogFields(failure, call.provider_id, call.attempt),
+    next: next.next,
   });
-  const failed = providerFailureEvent(step_id, iteration, call.provider_id, failure, call.attempt, Math.ceil(waitMs / 1000));
-  await store.append(run_id, [{ event: failed, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }]);
-  if (failure.rateLimited && job.attemptsStarted <= attemptsOf(job) + PROVIDER_RETRY_DEFAULTS.rate_limit_waits) {
-    // The provider said to wait: only the calls that go to it wait; other providers' agents go on.
-    const tags = await store.tags();
-    const names = deps.models.queuesPausedBy(call.provider, job.queueName);
-    await Promise.all(names.flatMap((name) => tags.map((tag) => queues.get(name, tag).rateLimit(waitMs))));
-    throw Worker.RateLimitError();
+  const event = providerFailureEvent({ step_id, iteration }, { provider_id: call.provider_id, model_id: call.request.model }, failure, call.attempt, Math.ceil(reportedMs / 1000));
+  const pending = [{ event, once: `failed|${step_id}|${iteration}|${job.attemptsStarted}` }];
+  if (next.next === 'fail') {
+    await store.append(run_id, pending);
+    return providerRunError(failure, call.attempt);
   }
-  if (retries) throw new ProviderRetry(waitMs, `provider call failed (${failure.error_code}); ${handsOver ? 'trying the next model' : 'retrying'}`);
-  return providerRunError(failure, call.attempt);
+  await store.moveCall(run_id, { step_id, iteration }, next.position, pending);
+  return delayUntil(job, token, waitMs);
+}
+
+/**
+ * Before a try: a call whose provider is paused by a 429 goes at once to a later model on a
+ * provider that is not paused (its new position recorded, returned); without one, the job waits
+ * out the pause (delayed, no attempt spent). Undefined when the call's provider is not paused.
+ */
+export async function pastPause(deps: FailureDeps, job: Job<ProviderJobData>, token: string | undefined, call: PreparedCall): Promise<TryPosition | undefined> {
+  if (!call.provider) return undefined;
+  const from = call.position.entry;
+  const remaining = await deps.store.pauses.remaining(call.provider_ids.slice(from));
+  const pausedMs = remaining.get(call.provider_id) ?? 0;
+  if (pausedMs === 0) return undefined;
+  const { run_id, step_id, iteration } = job.data;
+  const elsewhere = entryElsewhere(call.provider_ids, from, (provider_id) => (remaining.get(provider_id) ?? 0) > 0);
+  deps.logger.info('provider paused by a 429', {
+    run_id,
+    step_id,
+    iteration,
+    provider: call.provider_id,
+    paused_ms: pausedMs,
+    next: elsewhere === undefined ? 'wait' : 'fallback',
+  });
+  if (elsewhere === undefined) return delayUntil(job, token, pausedMs);
+  const position = { entry: elsewhere, failures: 0, waits: call.position.waits };
+  await deps.store.moveCall(run_id, { step_id, iteration }, position, []);
+  return position;
+}
+
+/** Delays the job `ms` from now without spending an attempt (BullMQ's DelayedError). */
+async function delayUntil(job: Job<ProviderJobData>, token: string | undefined, ms: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError();
 }

@@ -43,7 +43,7 @@ import { cancelChild, endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
 import { CallStream } from '../streams/call-stream.ts';
-import { providerFailed } from './provider-failure.ts';
+import { pastPause, providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
 import { injectSteered, stageThreadMessages, startNextOnThread } from './thread-run.ts';
@@ -166,8 +166,12 @@ export class ProviderJobProcessor {
       return 'ok';
     }
     // Folding is deterministic, so the request built from this state is the one any delivery would
-    // send; the job's attempts made say which of the step's models this try goes to.
-    const call = this.deps.models.prepare({ ...context, test: context.test && 'responses' in context.test ? context.test : undefined, job }, ready.state);
+    // send; the call's recorded position (moved only by failed provider calls) says which of the step's models this try goes to.
+    const site = { ...context, test: context.test && 'responses' in context.test ? context.test : undefined, job };
+    let call = this.deps.models.prepare(site, ready.state, snapshot.position);
+    // A call whose provider is paused by a 429 goes to a fallback elsewhere, or waits (throws DelayedError).
+    const moved = 'error' in call ? undefined : await pastPause(this.deps, job, token, call);
+    if (moved) call = this.deps.models.prepare(site, ready.state, moved);
     if ('error' in call) {
       const failed = { outcome: { status: 'failed', error: call.error }, step_id, events: [{ event: stepFailedEvent(step_id, call.error) }] } as const;
       if (await this.commit(context, ready, [])) await this.endStep(context, failed);
@@ -177,7 +181,7 @@ export class ProviderJobProcessor {
     // One per delivery: a write sent again after a lost reply adds it once.
     const state = await this.commit(context, ready, [{ event: requestSent, once: `sent|${step_id}|${iteration}|${job.attemptsStarted}` }]);
     if (!state) return 'stale';
-    const called = await this.callProvider(context, state, call, job);
+    const called = await this.callProvider(context, state, call, job, token);
     if (!called) return 'run-ended';
     if ('recorded' in called) await this.actOnRecorded(withRoundState(context, state), state, called.recorded);
     else if (called.ended) return 'step-done';
@@ -402,7 +406,13 @@ export class ProviderJobProcessor {
    * Call `n` to the model, its response recorded once (an earlier delivery's response wins). The
    * calls it fans out are marked open in the same write.
    */
-  private async callProvider(context: StepContext, state: StepState, call: PreparedCall, job: Job<ProviderJobData>): Promise<CalledProvider | undefined> {
+  private async callProvider(
+    context: StepContext,
+    state: StepState,
+    call: PreparedCall,
+    job: Job<ProviderJobData>,
+    token: string | undefined,
+  ): Promise<CalledProvider | undefined> {
     const { store, cancellation } = this.deps;
     const { run_id, step_id, iteration } = context.data;
     const { signal, release } = cancellation.signalFor(run_id);
@@ -411,7 +421,7 @@ export class ProviderJobProcessor {
     const answer = await callModel(call, { run_id, step_id, iteration }, signal, text.onText).finally(release);
     if ('thrown' in answer) {
       await text.abandon();
-      const error = await providerFailed(this.deps, job, call, answer.thrown);
+      const error = await providerFailed(this.deps, job, token, call, answer.thrown);
       await this.endStep(context, { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] });
       return undefined;
     }

@@ -25,12 +25,11 @@ import type { PartitionState } from '../store/partition-map.ts';
 import { CancellationListener } from './cancellation.ts';
 import { recordJobTaken } from '../metrics/job-start.ts';
 import { type Succession, emitRunSpanOnce, endRun } from './end-run.ts';
-import { PROVIDER_WORKER_LIMITER, type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
+import { type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetention } from './jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from './options.ts';
 import { ProviderJobProcessor } from './provider-job.ts';
 import { ModelRouter } from './model-call.ts';
-import { retryDelayOf } from './provider-failure.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
 import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from './approvals.ts';
@@ -169,12 +168,9 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
           ...common,
           prefix: tag,
           concurrency: share(options.provider_concurrency),
-          limiter: PROVIDER_WORKER_LIMITER,
-          // A provider failure says how long its next try waits (a hand-over to a fallback waits for nothing).
-          settings: {
-            backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
-              retryDelayOf(error) ?? backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms),
-          },
+          // A failed provider call delays its own job (see provider-failure.ts); this backoff is for
+          // failures of the job itself (a Redis error), whose retries go to the same model.
+          settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
         });
         worker.on('failed', onFailed);
         worker.on('error', logWorkerError('provider worker error', { agent: definition.name }));

@@ -1,4 +1,4 @@
-import type { ChatMessage, PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepState } from '@arcflow/core';
+import type { ChatMessage, PlannedCall, ProviderResponse, ResponseDecision, RunSpent, StepState, TryPosition } from '@arcflow/core';
 
 /**
  * The format of what the store keeps per step (its state, its recorded responses). Written into
@@ -214,4 +214,16 @@ function unwrap(json: string, what: string): Record<string, unknown> {
   const format = (value as { v?: unknown } | null)?.v;
   if (!Number.isInteger(format) || (format as number) < OLDEST_STORE_FORMAT || (format as number) > STORE_FORMAT) throw new StoredFormatError(what, format);
   return value as Record<string, unknown>;
+}
+
+/** A call's try position as stored beside its round (see `moveCall.lua`): `<entry>,<failures>,<waits>`. */
+export function writeTryPosition(position: TryPosition): string {
+  return `${position.entry},${position.failures},${position.waits}`;
+}
+
+/** A stored try position, checked: three whole numbers, else unreadable by any version. */
+export function readTryPosition(text: string, what: string): TryPosition {
+  const match = /^(\d{1,9}),(\d{1,9}),(\d{1,9})$/.exec(text);
+  if (!match) throw new StoredFormatError(what, 'malformed');
+  return { entry: Number(match[1]), failures: Number(match[2]), waits: Number(match[3]) };
 }

@@ -13,13 +13,16 @@ import {
   type StateChange,
   type TraceEvent,
   RUN_STEP_ID,
+  FIRST_TRY,
+  type TryPosition,
   ToolResultText,
   applyTracePolicy,
   stateAsChanges,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type Keys, type RunKeys, keysFor } from '../keys.ts';
-import { type RecordedResponse, readResponse, readState, writeResponse, writeState } from './formats.ts';
+import { type RecordedResponse, readResponse, readState, readTryPosition, writeResponse, writeState, writeTryPosition } from './formats.ts';
+import { ProviderPauses } from './provider-pauses.ts';
 import { type ThreadPlace, Transcripts } from './transcripts.ts';
 import { StateLogs, foldEntries } from './state-log.ts';
 import { readInput, writeInput } from './input-format.ts';
@@ -177,6 +180,8 @@ export class RunStore {
   private readonly transcripts: Transcripts;
   /** The runs' states (SPEC §17), as lists of recorded changes. */
   readonly stateLogs: StateLogs;
+  /** Providers paused by a 429 (SPEC §16). */
+  readonly pauses: ProviderPauses;
 
   constructor(
     private readonly redis: Redis,
@@ -193,6 +198,7 @@ export class RunStore {
     this.stateLogs = new StateLogs(redis, this.keys);
     this.streams = new StreamStore(redis, this.keys, this.scripts);
     this.children = new ChildStore(redis, this.keys);
+    this.pauses = new ProviderPauses(redis, this.keys, this.scripts);
   }
 
   private runKeys(run_id: string): RunKeys {
@@ -382,6 +388,16 @@ export class RunStore {
     return result === 1;
   }
 
+  /**
+   * Moves provider call `iteration` of a step to `position`, with the failed try's events, in one
+   * step. False when the run has ended.
+   */
+  async moveCall(run_id: string, place: CallPlace, position: TryPosition, events: readonly PendingEvent[]): Promise<boolean> {
+    const { step_id, iteration } = place;
+    const written = await this.scripts.moveCall([this.keys.record(run_id)], { step_id, iteration, position: writeTryPosition(position), events: this.pairs(events) });
+    return written === 1;
+  }
+
   /** Events from index `from` (0-based) on. */
   async events(run_id: string, from = 0): Promise<TraceEvent[]> {
     const lines = await this.redis.lrange(this.runKeys(run_id).events, from, -1);
@@ -534,10 +550,10 @@ export class RunStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries] = (await this.scripts.loadStep(
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position] = (await this.scripts.loadStep(
       [this.keys.record(run_id)],
       [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
-    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number];
+    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
@@ -556,6 +572,7 @@ export class RunStore {
       previousSpans,
       previousChanges: pairsToRecord(changes),
       stateEntries,
+      position: position === null ? FIRST_TRY : readTryPosition(position, `the try position of call ${iteration} of ${where}`),
     };
   }
 
@@ -660,6 +677,8 @@ export interface StepSnapshot {
   readonly stateEntries: number;
   /** A child run's parent (SPEC §13): a child whose parent has ended is cancelled. */
   readonly parent_run_id?: string;
+  /** Where call `iteration` stands among its models: moved only by its failed provider calls (SPEC §16). */
+  readonly position: TryPosition;
 }
 
 /** A round's run-state changes, saved with the state that folds them in: the state log's entry `at` (0-based), and the state after it. */

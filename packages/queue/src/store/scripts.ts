@@ -90,5 +90,7 @@ export const SCRIPTS = {
   takeInjected: script('takeInjected'),
   deleteThread: script('deleteThread'),
   appendStream: script('appendStream'),
+  moveCall: script('moveCall'),
+  pauseProvider: script('pauseProvider'),
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;

@@ -10,7 +10,8 @@
   state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
   links as flat field/value lists; then where the transcript's tail begins (`cached`, or 0 when
   the list is shorter than that) and the messages from there on; then round iteration - 1's
-  run-state changes (SPEC §17), by call, and how many entries the step's state log holds.
+  run-state changes (SPEC §17), by call, how many entries the step's state log holds, and where
+  call iteration stands among its models (`<entry>,<failures>,<waits>`; false before its first failed try).
   Writes nothing.
 ]]
 --- @include "prelude"
@@ -30,4 +31,5 @@ return {
   redis.call('LRANGE', transcript, from, -1),
   previous and redis.call('HGETALL', roundKey(step, 'changes', n - 1)) or {},
   redis.call('LLEN', stateLogKey(step)),
+  redis.call('HGET', pending, tryField(step, n)),
 }

@@ -26,6 +26,8 @@ local function stateLogKey(step) return record .. ':' .. step .. ':state-log' en
 local function roundKey(step, kind, n) return record .. ':' .. step .. ':' .. kind .. ':' .. n end
 -- A round's field in the pending hash (its open count); the round's fanned-out calls are in field .. '|calls'.
 local function roundField(step, n) return step .. '|' .. n end
+-- Where provider call n of a step stands among its models (see moveCall.lua), in the pending hash.
+local function tryField(step, n) return step .. '|' .. n .. '|try' end
 
 -- Input checks, made before a script's first write: a refused call changes nothing.
 local function refuse(message) error({err = 'ERR arcflow: ' .. message}) end
