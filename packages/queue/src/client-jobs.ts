@@ -21,11 +21,10 @@ import {
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { resolveApproval } from './engine/approvals.ts';
-import { QueuePool, enqueueJoin } from './engine/join.ts';
+import { QueuePool, type ToolQueueOf, enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
 import { type JoinTarget, PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
 import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
-import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
@@ -185,8 +184,7 @@ export class ClientJobs {
   queueInfos(): Promise<QueueInfo[]> {
     const { store, registry, reach } = this.context;
     return reach(async () => {
-      const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
-      const names = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
+      const names = await registry.queueNames();
       const tags = await store.tags();
       // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
       return Promise.all(
@@ -247,8 +245,8 @@ export class ClientJobs {
   }
 
   /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */
-  removeToolJob(tool_name: string, run_id: string, job_id: string): Promise<void> {
-    return this.queues.removeToolJob(tool_name, run_id, job_id);
+  removeToolJob(call: ToolQueueOf, run_id: string, job_id: string): Promise<void> {
+    return this.queues.removeToolJob(call, run_id, job_id);
   }
 
   async close(): Promise<void> {

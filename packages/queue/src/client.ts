@@ -176,7 +176,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     ));
   /** Where a cancel's closed calls have their queued jobs removed; BullMQ loads only when there are some. */
   const toolJobs: CallQueues = {
-    removeToolJob: async (tool_name, run_id, job_id) => (await jobs()).removeToolJob(tool_name, run_id, job_id),
+    removeToolJob: async (call, run_id, job_id) => (await jobs()).removeToolJob(call, run_id, job_id),
     join: async (target, data) => (await jobs()).join(target, data),
   };
 

@@ -215,7 +215,7 @@ export class Watchdog {
     const provider = [frontier.next, frontier.next + 1].map((n) => ({ queue: providerQueue, id: JobId.provider(run_id, step_id, n) }));
     // A call's job is in its run's partition, or under the prefix's tag for a capped tool.
     const tools = frontier.open.flatMap((call) =>
-      this.toolQueues(call.tool_name, run_id).map((queue) => ({ queue, id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id) })),
+      this.deps.queues.toolQueues(call, run_id).map((queue) => ({ queue, id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id) })),
     );
     return [...provider, ...tools];
   }
@@ -228,17 +228,12 @@ export class Watchdog {
   private async repair(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
     const rerunsNext = !frontier.responded || frontier.open.length > 0;
     for (const call of frontier.open) {
-      for (const queue of this.toolQueues(call.tool_name, run_id)) await removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
+      for (const queue of this.deps.queues.toolQueues(call, run_id)) await removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
     }
     const iteration = rerunsNext ? frontier.next : frontier.next + 1;
     const data: ProviderJobData = { run_id, step_id, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
     await removeFinished(providerQueue, JobId.provider(run_id, step_id, iteration));
     await providerQueue.add(PROVIDER_JOB, data, providerJobOptions(data, attempts));
-  }
-
-  private toolQueues(tool_name: string, run_id: string): Queue[] {
-    const { queues } = this.deps;
-    return [queues.forRun(QueueName.tool(tool_name), run_id), queues.get(QueueName.tool(tool_name))];
   }
 
   private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {

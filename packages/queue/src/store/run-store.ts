@@ -147,6 +147,8 @@ export interface RoundCall {
   readonly iteration: number;
   readonly tool_call_id: string;
   readonly tool_name: string;
+  /** The definition hash of the tool the call was planned with (absent for a call no handler runs): names its job's queue. */
+  readonly definition_hash?: string | undefined;
   /** Fanned out to a tool job, so counted among its round's open calls until its result is recorded. */
   readonly fanned_out: boolean;
   /** Calls of its round wait for approval (only then may its result leave the run waiting). */
@@ -469,7 +471,7 @@ export class RunStore {
       has_calls: response.tool_calls.length > 0,
       events: this.pairs(events),
       open_count: open.length,
-      open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
+      open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name, call.definition_hash ?? ''])) : '',
       tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
       stream,
