@@ -13,6 +13,8 @@ import {
   checkWorkflowConfig,
   checkWorkflowInput,
   checkWorkflowExecConfig,
+  checkExecConfig,
+  checkExecSteps,
   inputMessages,
   newRunId,
   rootSteps,
@@ -26,6 +28,7 @@ import { stepCarrier } from './engine/workflow-scheduler.ts';
 import { type JoinTarget, PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './engine/jobs.ts';
 import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
 import { nearestName } from './nearest-name.ts';
+import { unknownRun } from './unknown-run.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
@@ -115,6 +118,8 @@ export class ClientJobs {
         checkWorkflowConfig(graph, request.config);
         checkWorkflowExecConfig(graph, request.exec_config);
       } else {
+        // An agent has one step: a script for any other would never be used.
+        checkExecSteps(checkExecConfig(request.exec_config), ['s1'], `agent '${request.agent}'`);
         const own = checkRunConfig(request.config);
         // A forced tool must be one the agent has: the registration names its tools.
         if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
@@ -212,11 +217,11 @@ export class ClientJobs {
 
   /** Answers a call waiting for approval; the arguments are checked by the client. */
   approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution> {
-    const { store, reach } = this.context;
+    const { store, reach, prefix } = this.context;
     const { approved, reason, by } = answer;
     return reach(async () => {
       const status = await store.status(run_id);
-      if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+      if (!status) throw unknownRun(run_id, prefix);
       const outcome = await resolveApproval({ store, queues: this.queues }, run_id, tool_call_id, {
         approved,
         ...(reason !== undefined ? { reason } : {}),

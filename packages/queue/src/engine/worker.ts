@@ -86,8 +86,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
   // CPU, since ioredis's auto-pipelining costs more per command than a corked socket.
   const connection = coalesceWrites(connectRedis(options.redis, { maxRetriesPerRequest: null }));
-  // One line when Redis goes away and one when it is back, not an error per retry.
-  watchConnection(connection, options.redis, options.logger);
+  // A line when Redis goes away, again every while it stays away (with the address), and one when it is back: not an error per retry.
+  watchConnection(connection, options.redis, options.logger, WORKER_DEFAULTS.redis_away_warn_ms);
   const logWorkerError = (message: string, fields: Record<string, unknown>) => (error: Error) => {
     if (!isConnectionError(error)) options.logger.error(message, { ...fields, error });
   };
