@@ -129,6 +129,15 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** A usage error's message; an unknown flag names the nearest known one (`--threadid` → `--thread`). */
+async function usageMessage(error: Error): Promise<string> {
+  const flag = /^Unknown option '(-{1,2})([^']+)'/.exec(error.message);
+  if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || !flag) return error.message;
+  const { nearestKey } = await import('@arcflow/core');
+  const nearest = nearestKey(flag[2]!.replaceAll('_', '-'), Object.keys(OPTIONS));
+  return `unknown option '${flag[1]}${flag[2]}'${nearest ? `; did you mean '--${nearest}'?` : ''}`;
+}
+
 /** A refusal of arcflow's own (a bad config or request): its message is the whole story. */
 const isOwnError = (error: unknown): error is Error => error instanceof Error && (error.name === 'ConfigError' || error.name === 'RequestError');
 
@@ -148,9 +157,9 @@ main(process.argv.slice(2)).then(
     // Workers keep running until a signal; everything else exits with its code.
     if (code >= 0) process.exit(code);
   },
-  (error: unknown) => {
+  async (error: unknown) => {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`arcflow: ${(error as Error).message}\n\n${USAGE}`);
+      console.error(`arcflow: ${await usageMessage(error as Error)}\n\n${USAGE}`);
       process.exit(2);
     }
     // By name, not instanceof: the error classes live in @arcflow/core, which this module does not load up front.

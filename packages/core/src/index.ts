@@ -59,7 +59,7 @@ export {
   type StepInputs,
   type StepFailurePolicy,
 } from './definitions/workflow.ts';
-export { type KnownKeys, type KeysOwner, checkKnownKeys, nearestKey } from './definitions/known-keys.ts';
+export { type KnownKeys, type KeysOwner, checkKnownKeys, clipped, nearestKey } from './definitions/known-keys.ts';
 export {
   type ModelSettings,
   type ModelFallback,

@@ -17,6 +17,7 @@ export {
   type ThreadHandle,
   type StreamOptions,
 } from './client.ts';
+export { checkEnqueueOptions } from './enqueue-options.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
 export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';

@@ -29,6 +29,7 @@ import { type JoinTarget, PROVIDER_JOB, type ProviderJobData, providerJobOptions
 import { THREAD_WAIT_MS, startNextOnThread } from './engine/thread-run.ts';
 import { nearestName } from './nearest-name.ts';
 import { unknownRun } from './unknown-run.ts';
+import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
@@ -48,7 +49,10 @@ export interface EnqueueRequest {
   input: RunInput;
   config?: unknown;
   exec_config?: unknown;
-  /** A second enqueue with the same key returns the first run's id. */
+  /**
+   * A second enqueue with the same key and the same request returns the first run's id; with another
+   * request (agent, input, config, exec_config, thread_id, state) it is refused `idempotency_conflict`.
+   */
   idempotency_key?: string;
   /** The thread the run continues (SPEC §11): it runs on the thread's conversation so far. */
   thread_id?: string;
@@ -128,6 +132,7 @@ export class ClientJobs {
       const roots = graph ? rootSteps(graph) : [];
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
+      const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
       const { run_id } = earlier
         ? { run_id: earlier }
         : await store.createRun(
@@ -144,8 +149,10 @@ export class ClientJobs {
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
             graph ? initialSteps(graph, roots) : undefined,
             state,
+            request_hash,
           );
       const created = run_id === minted;
+      if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {

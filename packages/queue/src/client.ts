@@ -33,6 +33,7 @@ import { coalesceWrites } from './redis-writes.ts';
 import { closeRedis, watchConnection, withRedis } from './connection.ts';
 import { clientEnv } from './client-env.ts';
 import { unknownRun } from './unknown-run.ts';
+import { checkEnqueueOptions } from './enqueue-options.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
 import { type StreamOptions, checkAfter, followStream } from './streams/follow.ts';
 
@@ -199,6 +200,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (typeof request?.agent !== 'string' || !NamePattern.agent.test(request.agent)) {
         throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(request?.agent)?.slice(0, 120)}`);
       }
+      checkEnqueueOptions(request);
       // A string, or a list of messages checked message by message (SPEC §11): a refusal names the index and field.
       checkRunInput(request.input);
       if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {

@@ -211,6 +211,7 @@ export class RunStore {
     enqueued: EventDraft,
     steps?: InitialSteps,
     state?: RunState,
+    request_hash?: string,
   ): Promise<{ created: boolean; run_id: string }> {
     const now = Date.now();
     const fields: Record<string, string> = {
@@ -231,6 +232,8 @@ export class RunStore {
       // Given at enqueue (even `{}`): a run on a thread then does not take the state its thread left.
       ...(state ? { state_given: '1' } : {}),
       ...(spec.lineage ? ChildStore.fields(spec.lineage) : {}),
+      // What its idempotency key stands for: a repeat of the key with another request is refused.
+      ...(request_hash ? { request_hash } : {}),
     };
     const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id, this.keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
@@ -250,6 +253,11 @@ export class RunStore {
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
     return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), ...SPEC_FIELDS));
+  }
+
+  /** The request hash stored with a run enqueued with an idempotency key (see `idempotentRequestHash`). */
+  async requestHash(run_id: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.record(run_id), 'request_hash')) ?? undefined;
   }
 
   async status(run_id: string): Promise<RunStatus | undefined> {
