@@ -52,6 +52,45 @@ describe('createClient() and the environment', () => {
   });
 });
 
+describe('enqueue refusals', () => {
+  it('refuses a repeated idempotency key with another request, an unknown option, and a test script for a step there is not, queueing nothing', async () => {
+    const prefix = testPrefix('client-refusals');
+    prefixes.push(prefix);
+    const provider = scriptedProvider([reply('answered')], { repeat: true });
+    const worker = await startWorker({ agents: [new Agent({ name: 'keyed' }), new Agent({ name: 'other' })], provider, redis: TEST_REDIS_URL, prefix, logger: capturingLogger(), ...FAST });
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    try {
+      const first = await client.enqueue({ agent: 'keyed', input: 'hi', idempotency_key: 'order-123' });
+      expect(await client.enqueue({ agent: 'keyed', input: 'hi', idempotency_key: 'order-123' })).toEqual({ run_id: first.run_id, created: false });
+      for (const other of [
+        { agent: 'keyed', input: 'another input' },
+        { agent: 'other', input: 'hi' },
+        { agent: 'keyed', input: 'hi', config: { tool_execution: { max_iterations: 2 } } },
+        { agent: 'keyed', input: 'hi', state: { plan: 'b' } },
+      ]) {
+        await expect(client.enqueue({ ...other, idempotency_key: 'order-123' })).rejects.toMatchObject({
+          code: 'idempotency_conflict',
+          message: `idempotency_key 'order-123' was used for another request (run '${first.run_id}'): a repeat must have the same agent, input, config, exec_config, thread_id and state; use a new key for a new request`,
+        });
+      }
+      await expect(client.enqueue({ agent: 'keyed', input: 'hi', threadId: 'user-1:chat' } as never)).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringContaining("unknown enqueue option 'threadId'; did you mean 'thread_id'?"),
+      });
+      await expect(client.enqueue({ agent: 'keyed', input: 'hi', exec_config: { tset: {} } })).rejects.toThrow("exec_config has unknown key 'tset'; did you mean 'test'?");
+      await expect(client.enqueue({ agent: 'keyed', input: 'hi', exec_config: { test: { steps: { s2: { output: 'x' } } } } })).rejects.toThrow(
+        "exec_config.test.steps.s2: agent 'keyed' has no step 's2'; did you mean 's1'? (steps: s1)",
+      );
+      expect((await client.list()).runs.map((run) => run.run_id)).toEqual([first.run_id]);
+      expect(await client.wait(first.run_id, { timeout_ms: 10_000 })).toMatchObject({ status: 'completed', output: 'answered' });
+      expect(provider.requests).toHaveLength(1);
+    } finally {
+      await client.close();
+      await worker.close();
+    }
+  });
+});
+
 describe('a Redis URL that is wrong', () => {
   it('refuses another scheme at once, naming the schemes expected', () => {
     for (const url of ['http://127.0.0.1:6379', 'https://user:pw@cache.example:6380', 'redis://a:6379,http://b:6379']) {
