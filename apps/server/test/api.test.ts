@@ -51,7 +51,10 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(conflict).toMatchObject({ status: 409, body: { code: 'idempotency_conflict', detail: expect.stringContaining(`run '${created.body.run_id}'`) } });
     // A misspelt field is named with the nearest known one, not as "additional properties".
     const misspelt = await enqueue({ agent: 'api_agent', input: 'hi', threadId: 'user-1:chat' });
-    expect(misspelt).toMatchObject({ status: 400, body: { code: 'invalid_request', detail: expect.stringContaining("unknown enqueue option 'threadId'; did you mean 'thread_id'?") } });
+    expect(misspelt).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_request', detail: expect.stringContaining("unknown enqueue option 'threadId'; did you mean 'thread_id'?") },
+    });
     let record: Record<string, any> = {};
     for (let tries = 0; tries < 100 && record.status !== 'completed'; tries += 1) {
       record = (await json(await call(`/v1/runs/${created.body.run_id}`, { key: 'read' }))).body;

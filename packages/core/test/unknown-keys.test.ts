@@ -226,9 +226,7 @@ describe('exec_config (test mode)', () => {
   it('refuses an unknown or misspelt key at each level, naming its path and the nearest known key', () => {
     expect(refusal(() => checkExecConfig({ tset: {} }))).toBe("exec_config has unknown key 'tset'; did you mean 'test'?");
     expect(refusal(() => checkExecConfig({ test: { stpes: {} } }))).toBe("exec_config.test has unknown key 'stpes'; did you mean 'steps'?");
-    expect(refusal(() => checkExecConfig({ test: { steps: { s1: { outptu: 'hi' } } } }))).toBe(
-      "exec_config.test.steps.s1 has unknown key 'outptu'; did you mean 'output'?",
-    );
+    expect(refusal(() => checkExecConfig({ test: { steps: { s1: { outptu: 'hi' } } } }))).toBe("exec_config.test.steps.s1 has unknown key 'outptu'; did you mean 'output'?");
   });
 
   it('says where a script written straight under test belongs', () => {

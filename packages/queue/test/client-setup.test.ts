@@ -57,7 +57,14 @@ describe('enqueue refusals', () => {
     const prefix = testPrefix('client-refusals');
     prefixes.push(prefix);
     const provider = scriptedProvider([reply('answered')], { repeat: true });
-    const worker = await startWorker({ agents: [new Agent({ name: 'keyed' }), new Agent({ name: 'other' })], provider, redis: TEST_REDIS_URL, prefix, logger: capturingLogger(), ...FAST });
+    const worker = await startWorker({
+      agents: [new Agent({ name: 'keyed' }), new Agent({ name: 'other' })],
+      provider,
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: capturingLogger(),
+      ...FAST,
+    });
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     try {
       const first = await client.enqueue({ agent: 'keyed', input: 'hi', idempotency_key: 'order-123' });

@@ -1,4 +1,14 @@
-import { type CallPlace, type ExecuteCall, type PlannedCall, type ToolDefinition, type ToolLogger, runHandler, settleExecution, toolDefinitionHash, toolStartedEvent } from '@arcflow/core';
+import {
+  type CallPlace,
+  type ExecuteCall,
+  type PlannedCall,
+  type ToolDefinition,
+  type ToolLogger,
+  runHandler,
+  settleExecution,
+  toolDefinitionHash,
+  toolStartedEvent,
+} from '@arcflow/core';
 import { recordToolExecution } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';

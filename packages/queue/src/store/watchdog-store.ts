@@ -79,7 +79,9 @@ export class WatchdogStore {
       trace: JSON.parse(trace ?? '{}') as RunSpec['trace'],
       next,
       responded: response === 1,
-      open: roundCalls.filter(([id]) => !recorded.has(id)).map(([tool_call_id, tool_name, definition_hash]) => ({ tool_call_id, tool_name, ...(definition_hash ? { definition_hash } : {}) })),
+      open: roundCalls
+        .filter(([id]) => !recorded.has(id))
+        .map(([tool_call_id, tool_name, definition_hash]) => ({ tool_call_id, tool_name, ...(definition_hash ? { definition_hash } : {}) })),
     };
   }
 }
