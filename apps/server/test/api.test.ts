@@ -240,8 +240,9 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       'agent-api_agent',
       'agent-api_approver',
       'agent-api_flow',
-      'tool-api_pause',
-      'tool-api_refund',
+      // A tool's queue is its definition's: name, then definition hash.
+      expect.stringMatching(/^tool-api_pause-[0-9a-f]{16}$/),
+      expect.stringMatching(/^tool-api_refund-[0-9a-f]{16}$/),
     ]);
     for (const queue of queues.body.queues)
       expect(queue).toMatchObject({ waiting: expect.any(Number), active: expect.any(Number), delayed: expect.any(Number), failed: expect.any(Number), workers: 1 });

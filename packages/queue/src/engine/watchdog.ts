@@ -1,7 +1,7 @@
 import { ErrorCode, RUN_STEP_ID, type RunError, TERMINAL_STATUSES, type ToolLogger, ToolResultText, childRunId, stepFailedEvent } from '@arcflow/core';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { JobId, QueueName } from '../keys.ts';
+import { JobId } from '../keys.ts';
 import { type Registry, registeredAttempts } from '../registry.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
