@@ -384,7 +384,7 @@ function collectTools(agents: ReadonlyMap<string, Agent>, workflows: ReadonlyMap
   const all = [...[...agents.values()].flatMap((agent) => agent.tools), ...[...workflows.values()].flatMap((workflow) => workflow.tools)];
   for (const tool of all) {
     const existing = tools.get(tool.name);
-    if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (agents share tool queues by name)`);
+    if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (a worker finds a call's tool by its name)`);
     tools.set(tool.name, tool);
   }
   if (only) {
