@@ -103,7 +103,7 @@ describe('arcflow CLI', () => {
     expect(second.stdout.trim()).toBe(first.stdout.trim());
   });
 
-  it('refuses an idempotency key repeated with another input (exit 1, idempotency_conflict), and a misspelt flag naming the nearest (exit 2)', async () => {
+  it('refuses an idempotency key repeated with another input (exit 1, idempotency_conflict), a misspelt flag naming the nearest (exit 2), and names the prefix of an unknown run', async () => {
     const first = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-conflict');
     expect(first.code).toBe(0);
     const other = await arcflow('enqueue', 'travel_researcher', 'Quito?', '--idempotency-key', 'cli-key-conflict');
@@ -113,6 +113,9 @@ describe('arcflow CLI', () => {
     const misspelt = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--threadid', 'cli:x');
     expect(misspelt.code).toBe(2);
     expect(misspelt.stderr).toContain("arcflow: unknown option '--threadid'; did you mean '--thread'?");
+    const unknown = await arcflow('get', 'run_not_there');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain(`arcflow: unknown run 'run_not_there' (looked under prefix '${prefix}')`);
   });
 
   it('runs on a thread with --thread, and prints the thread with `thread` (text and --json)', async () => {
