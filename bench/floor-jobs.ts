@@ -35,6 +35,9 @@ export function floorProviderJob(run_id: string, iteration: number): FloorJob<Pr
   return { name: 'provider', data, opts: providerJobOptions(data, WORKER_DEFAULTS.provider_attempts) };
 }
 
+/** The definition hash the floor's tool jobs carry (a job's size is what matters here, not the value). */
+const FLOOR_TOOL_DEFINITION_HASH = '0123456789abcdef';
+
 /** Tool job `index` of a floor run's one round, as arcflow would add it. */
 export function floorToolJob(run_id: string, index: number): FloorJob<ToolJobData> {
   const data: ToolJobData = {
@@ -43,6 +46,7 @@ export function floorToolJob(run_id: string, index: number): FloorJob<ToolJobDat
     iteration: 1,
     index,
     tool_call_id: `c0_${index}`,
+    definition_hash: FLOOR_TOOL_DEFINITION_HASH,
     tool_name: noop.name,
     args: { round: 0, index },
     input_size_bytes: 22,

@@ -155,7 +155,7 @@ export async function collectionCost(prefix: string, queues: number): Promise<Co
   const server = await startPrivateRedis();
   const redis = new Redis(server.url, { maxRetriesPerRequest: null });
   const tag = hashTag(prefix);
-  const names = Array.from({ length: queues }, (_, n) => QueueName.tool(`bench_tool_${n}`));
+  const names = Array.from({ length: queues }, (_, n) => QueueName.tool(`bench_tool_${n}`, '0123456789abcdef'));
   const bullQueues = names.map((name) => new Queue(name, { connection: redis, prefix: tag }));
   try {
     await Promise.all(

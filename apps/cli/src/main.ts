@@ -131,15 +131,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** An unknown flag, named with the nearest known one (`--sate`: did you mean '--state'?); undefined for any other error. */
-async function unknownOptionHint(error: unknown): Promise<string | undefined> {
-  if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
-  const given = /'(-[^']*)'/.exec((error as Error).message)?.[1];
-  if (!given) return undefined;
-  // Loaded here, on the way out: a command that parses loads none of it.
-  const { nearestName } = await import('@arcflow/queue/client');
-  const nearest = nearestName(given.replace(/^-+/, '').split('=')[0]!, Object.keys(OPTIONS));
-  return `unknown option '${given}'${nearest ? `; did you mean '--${nearest}'?` : ''}`;
+/** A usage error's message; an unknown flag names the nearest known one (`--threadid` → `--thread`). */
+async function usageMessage(error: Error): Promise<string> {
+  const flag = /^Unknown option '(-{1,2})([^']+)'/.exec(error.message);
+  if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || !flag) return error.message;
+  const { nearestKey } = await import('@arcflow/core');
+  const nearest = nearestKey(flag[2]!.replaceAll('_', '-'), Object.keys(OPTIONS));
+  return `unknown option '${flag[1]}${flag[2]}'${nearest ? `; did you mean '--${nearest}'?` : ''}`;
 }
 
 /** A refusal of arcflow's own (a bad config or request): its message is the whole story. */
@@ -162,13 +160,8 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   async (error: unknown) => {
-    const unknownOption = await unknownOptionHint(error);
-    if (unknownOption) {
-      console.error(`arcflow: ${unknownOption}\n\n${USAGE}`);
-      process.exit(2);
-    }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`arcflow: ${(error as Error).message}\n\n${USAGE}`);
+      console.error(`arcflow: ${await usageMessage(error as Error)}\n\n${USAGE}`);
       process.exit(2);
     }
     // By name, not instanceof: the error classes live in @arcflow/core, which this module does not load up front.

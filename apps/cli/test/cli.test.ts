@@ -127,6 +127,21 @@ describe('arcflow CLI', () => {
     expect(second.stdout.trim()).toBe(first.stdout.trim());
   });
 
+  it('refuses an idempotency key repeated with another input (exit 1, idempotency_conflict), a misspelt flag naming the nearest (exit 2), and names the prefix of an unknown run', async () => {
+    const first = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--idempotency-key', 'cli-key-conflict');
+    expect(first.code).toBe(0);
+    const other = await arcflow('enqueue', 'travel_researcher', 'Quito?', '--idempotency-key', 'cli-key-conflict');
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain(`arcflow: idempotency_key 'cli-key-conflict' was used for another request (run '${first.stdout.trim()}')`);
+    expect(other.stdout).toBe('');
+    const misspelt = await arcflow('enqueue', 'travel_researcher', 'Lima?', '--threadid', 'cli:x');
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stderr).toContain("arcflow: unknown option '--threadid'; did you mean '--thread'?");
+    const unknown = await arcflow('get', 'run_not_there');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain(`arcflow: unknown run 'run_not_there' (looked under prefix '${prefix}')`);
+  });
+
   it('runs on a thread with --thread, and prints the thread with `thread` (text and --json)', async () => {
     const first = await arcflow('enqueue', 'travel_researcher', 'Trip to Oslo?', '--thread', 'cli:trip', '--wait', '--json');
     expect(first.code).toBe(0);
@@ -193,7 +208,7 @@ describe('arcflow CLI', () => {
     const got = await run(process.execPath, [ARCFLOW_BIN, 'get', 'run_abc'], { env: away }).catch((error: { code: number; stderr: string }) => error);
     expect(Date.now() - started).toBeLessThan(15_000);
     expect((got as { code: number }).code).toBe(1);
-    expect((got as { stderr: string }).stderr.trim()).toBe('arcflow: cannot reach Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED) after 5000 ms');
+    expect((got as { stderr: string }).stderr.trim()).toBe('arcflow: cannot reach Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED at 127.0.0.1:1)');
     const worker = spawn(process.execPath, [ARCFLOW_BIN, 'worker', '--module', EXAMPLE], { env: away, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     worker.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -207,7 +222,7 @@ describe('arcflow CLI', () => {
     expect(Date.now() - stopping).toBeLessThan(5_000);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(2);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED)' });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED at 127.0.0.1:1)' });
     expect(lines[1]).toMatch(/^arcflow worker worker_\w+: SIGTERM, draining in-flight jobs$/);
   });
 

@@ -34,6 +34,7 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   redis_unavailable: 503,
   not_pending: 409,
   thread_busy: 409,
+  idempotency_conflict: 409,
 };
 
 const TITLES: Readonly<Record<number, string>> = {

@@ -46,6 +46,15 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(created.status).toBe(201);
     const again = await enqueue({ agent: 'api_agent', input: 'wait=10 first', idempotency_key: `api-${prefix}` });
     expect(again).toMatchObject({ status: 200, body: { run_id: created.body.run_id } });
+    // The same key with another request is a conflict, and queues nothing.
+    const conflict = await enqueue({ agent: 'api_agent', input: 'wait=10 other', idempotency_key: `api-${prefix}` });
+    expect(conflict).toMatchObject({ status: 409, body: { code: 'idempotency_conflict', detail: expect.stringContaining(`run '${created.body.run_id}'`) } });
+    // A misspelt field is named with the nearest known one, not as "additional properties".
+    const misspelt = await enqueue({ agent: 'api_agent', input: 'hi', threadId: 'user-1:chat' });
+    expect(misspelt).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_request', detail: expect.stringContaining("unknown enqueue option 'threadId'; did you mean 'thread_id'?") },
+    });
     let record: Record<string, any> = {};
     for (let tries = 0; tries < 100 && record.status !== 'completed'; tries += 1) {
       record = (await json(await call(`/v1/runs/${created.body.run_id}`, { key: 'read' }))).body;
@@ -269,8 +278,9 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       'agent-api_agent',
       'agent-api_approver',
       'agent-api_flow',
-      'tool-api_pause',
-      'tool-api_refund',
+      // A tool's queue is its definition's: name, then definition hash.
+      expect.stringMatching(/^tool-api_pause-[0-9a-f]{16}$/),
+      expect.stringMatching(/^tool-api_refund-[0-9a-f]{16}$/),
     ]);
     for (const queue of queues.body.queues)
       expect(queue).toMatchObject({ waiting: expect.any(Number), active: expect.any(Number), delayed: expect.any(Number), failed: expect.any(Number), workers: 1 });

@@ -58,7 +58,10 @@ describe('arcflow serve GET /metrics', () => {
     const samples = parsePrometheusText(text);
     expect(sampleSum(samples, 'arcflow_runs_total', { arcflow_agent: 'api_agent', arcflow_status: 'completed' })).toBe(2);
     expect(sampleSum(samples, 'arcflow_runs_total', { arcflow_agent: 'api_approver', arcflow_status: 'cancelled' })).toBe(1);
-    for (const queue of ['agent-api_agent', 'agent-api_approver', 'agent-api_flow', 'tool-api_pause', 'tool-api_refund']) {
+    // A tool's queue is its definition's: `tool-<name>-<definition hash>`.
+    const toolQueue = (name: string) =>
+      samples.find((sample) => new RegExp(`^tool-${name}-[0-9a-f]{16}$`).test(sample.labels.arcflow_queue ?? ''))?.labels.arcflow_queue ?? `tool-${name}`;
+    for (const queue of ['agent-api_agent', 'agent-api_approver', 'agent-api_flow', toolQueue('api_pause'), toolQueue('api_refund')]) {
       expect(samples.filter((sample) => sample.name === 'arcflow_queue_depth' && sample.labels.arcflow_queue === queue)).toHaveLength(3);
       expect(sampleSum(samples, 'arcflow_workers_live', { arcflow_queue: queue })).toBe(1);
     }

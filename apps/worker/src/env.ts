@@ -21,6 +21,8 @@ export interface WorkerEnv {
   readonly servePartitions: number[] | undefined;
   /** Metrics (SPEC §18): the Prometheus port, and where and how often OTLP export goes. */
   readonly metrics: WorkerMetricsEnv;
+  /** Started through a package runner (`npx`, `npm run`, yarn, pnpm: `npm_execpath` is set), which may exit and leave it behind. */
+  readonly startedByPackageRunner: boolean;
 }
 
 export interface WorkerMetricsEnv {
@@ -68,6 +70,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     partitions: partitionCountEnv('ARCFLOW_PARTITIONS', env.ARCFLOW_PARTITIONS),
     servePartitions: partitionListEnv('ARCFLOW_SERVE_PARTITIONS', env.ARCFLOW_SERVE_PARTITIONS),
     metrics: readMetricsEnv(env),
+    startedByPackageRunner: Boolean(env.npm_execpath),
   };
 }
 

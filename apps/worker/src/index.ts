@@ -5,6 +5,7 @@ import { startWorkerMetrics } from './worker-metrics.ts';
 import { readWorkerEnv } from './env.ts';
 import { boundHeapGrowth } from './heap.ts';
 import { loadModule } from './load-module.ts';
+import { watchParent } from './parent-watch.ts';
 import { workerLogger } from './log.ts';
 
 /** How long a stop that comes while the worker is starting waits for the start before exiting. */
@@ -79,6 +80,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     process.channel.unref();
     process.on('disconnect', () => stop('parent process gone'));
   }
+  // Started by a package runner (`npx arcflow worker`): when the runner has exited, drain and exit too.
+  // (Not otherwise: a worker started with `nohup … &` or `setsid` is meant to outlive its shell.)
+  if (env.startedByPackageRunner) watchParent(() => stop('parent process gone'));
   starting = startWorker({
     worker_id,
     logger: workerLogger(worker_id),

@@ -29,6 +29,7 @@ export {
   resolveToolOptions,
   TOOL_OPTION_KEYS,
 } from './tools/define.ts';
+export { toolDefinitionHash } from './tools/definition-hash.ts';
 export { type ToolSource, type ToolSourceSession, type SessionResource, isToolSource } from './tools/source.ts';
 export { type OpenedDefinitions, openToolSources } from './tools/open-sources.ts';
 export { agentTool, childAgentsOf, childBudget, type BudgetCaps, type AgentToolConfig, type ChildAgent, AGENT_TOOL_INPUT_SCHEMA, DEFAULT_MAX_DEPTH } from './tools/agent-tool.ts';
@@ -58,7 +59,7 @@ export {
   type StepInputs,
   type StepFailurePolicy,
 } from './definitions/workflow.ts';
-export { type KnownKeys, type KeysOwner, checkKnownKeys, nearestKey } from './definitions/known-keys.ts';
+export { type KnownKeys, type KeysOwner, checkKnownKeys, clipped, nearestKey } from './definitions/known-keys.ts';
 export {
   type ModelSettings,
   type ModelFallback,

@@ -1,4 +1,4 @@
-import { Agent, type AgentConfig, type KnownKeys, Workflow, checkRunConfig, checkWorkflowConfig, nearestKey, tool } from '@arcflow/core';
+import { Agent, type AgentConfig, type KnownKeys, Workflow, checkExecConfig, checkRunConfig, checkWorkflowConfig, nearestKey, runLocal, tool } from '@arcflow/core';
 import { describe, expect, it } from 'vitest';
 import { refusal, untyped } from './refusal.ts';
 
@@ -219,5 +219,29 @@ describe('a huge unknown key', () => {
     const message = refusal(() => checkRunConfig({ [key]: 1 }));
     expect(message.length).toBeLessThan(400);
     expect(message).toContain(`'${'k'.repeat(64)}…'`);
+  });
+});
+
+describe('exec_config (test mode)', () => {
+  it('refuses an unknown or misspelt key at each level, naming its path and the nearest known key', () => {
+    expect(refusal(() => checkExecConfig({ tset: {} }))).toBe("exec_config has unknown key 'tset'; did you mean 'test'?");
+    expect(refusal(() => checkExecConfig({ test: { stpes: {} } }))).toBe("exec_config.test has unknown key 'stpes'; did you mean 'steps'?");
+    expect(refusal(() => checkExecConfig({ test: { steps: { s1: { outptu: 'hi' } } } }))).toBe("exec_config.test.steps.s1 has unknown key 'outptu'; did you mean 'output'?");
+  });
+
+  it('says where a script written straight under test belongs', () => {
+    expect(refusal(() => checkExecConfig({ test: { output: 'hi' } }))).toBe("exec_config.test has unknown key 'output'; did you mean 'steps.s1.output'?");
+    expect(refusal(() => checkExecConfig({ test: 'hi' }))).toBe('exec_config.test must be an object');
+  });
+
+  it('refuses a script for a step the agent or workflow does not have, naming it and the steps there are', async () => {
+    const agent = new Agent({ name: 'scripted', tools: [getWeather] });
+    await expect(runLocal(agent, 'hi', { exec_config: { test: { steps: { s2: { output: 'never' } } } } })).rejects.toThrow(
+      "exec_config.test.steps.s2: agent 'scripted' has no step 's2'; did you mean 's1'? (steps: s1)",
+    );
+    const workflow = new Workflow({ name: 'flow', steps: [{ id: 'draft', agent }] });
+    await expect(runLocal(workflow, 'hi', { exec_config: { test: { steps: { drafts: { output: 'never' } } } } })).rejects.toThrow(
+      "exec_config.test.steps.drafts: workflow 'flow' has no step 'drafts'; did you mean 'draft'? (steps: draft)",
+    );
   });
 });

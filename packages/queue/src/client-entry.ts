@@ -18,6 +18,8 @@ export {
   type RunMessages,
   type StreamOptions,
 } from './client.ts';
+export { checkEnqueueOptions } from './enqueue-options.ts';
+export { unknownRun } from './unknown-run.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
 export { RunStore } from './store/run-store.ts';
 export { keysFor, QueueName, JobId, hashTag } from './keys.ts';

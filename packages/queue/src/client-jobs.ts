@@ -13,6 +13,8 @@ import {
   checkWorkflowConfig,
   checkWorkflowInput,
   checkWorkflowExecConfig,
+  checkExecConfig,
+  checkExecSteps,
   inputMessages,
   newRunId,
   rootSteps,
@@ -21,12 +23,13 @@ import {
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { resolveApproval } from './engine/approvals.ts';
-import { QueuePool, enqueueJoin } from './engine/join.ts';
+import { QueuePool, type ToolQueueOf, enqueueJoin } from './engine/join.ts';
 import { stepCarrier } from './engine/workflow-scheduler.ts';
 import type { JoinTarget, ProviderJobData } from './engine/jobs.ts';
 import { startNextOnThread } from './engine/thread-run.ts';
-import { QueueName } from './keys.ts';
 import { nearestName } from './nearest-name.ts';
+import { unknownRun } from './unknown-run.ts';
+import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
 import { partitionOfKey, partitionedRunId } from './partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from './registry.ts';
 import type { InitialSteps, RunStore } from './store/run-store.ts';
@@ -46,7 +49,10 @@ export interface EnqueueRequest {
   input: RunInput;
   config?: unknown;
   exec_config?: unknown;
-  /** A second enqueue with the same key returns the first run's id. */
+  /**
+   * A second enqueue with the same key and the same request returns the first run's id; with another
+   * request (agent, input, config, exec_config, thread_id, state) it is refused `idempotency_conflict`.
+   */
   idempotency_key?: string;
   /** The thread the run continues (SPEC §11): it runs on the thread's conversation so far. */
   thread_id?: string;
@@ -116,6 +122,8 @@ export class ClientJobs {
         checkWorkflowConfig(graph, request.config);
         checkWorkflowExecConfig(graph, request.exec_config);
       } else {
+        // An agent has one step: a script for any other would never be used.
+        checkExecSteps(checkExecConfig(request.exec_config), ['s1'], `agent '${request.agent}'`);
         const own = checkRunConfig(request.config);
         // A forced tool must be one the agent has: the registration names its tools.
         if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
@@ -124,6 +132,7 @@ export class ClientJobs {
       const roots = graph ? rootSteps(graph) : [];
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
+      const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
       const { run_id } = earlier
         ? { run_id: earlier }
         : await store.createRun(
@@ -140,8 +149,10 @@ export class ClientJobs {
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
             graph ? initialSteps(graph, roots) : undefined,
             state,
+            request_hash,
           );
       const created = run_id === minted;
+      if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);
       if (created || spec?.status === 'queued') {
@@ -189,8 +200,7 @@ export class ClientJobs {
   queueInfos(): Promise<QueueInfo[]> {
     const { store, registry, reach } = this.context;
     return reach(async () => {
-      const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
-      const names = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
+      const names = await registry.queueNames();
       const tags = await store.tags();
       // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
       return Promise.all(
@@ -218,11 +228,11 @@ export class ClientJobs {
 
   /** Answers a call waiting for approval; the arguments are checked by the client. */
   approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution> {
-    const { store, reach } = this.context;
+    const { store, reach, prefix } = this.context;
     const { approved, reason, by } = answer;
     return reach(async () => {
       const status = await store.status(run_id);
-      if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+      if (!status) throw unknownRun(run_id, prefix);
       const outcome = await resolveApproval({ store, queues: this.queues }, run_id, tool_call_id, {
         approved,
         ...(reason !== undefined ? { reason } : {}),
@@ -251,8 +261,8 @@ export class ClientJobs {
   }
 
   /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */
-  removeToolJob(tool_name: string, run_id: string, job_id: string): Promise<void> {
-    return this.queues.removeToolJob(tool_name, run_id, job_id);
+  removeToolJob(call: ToolQueueOf, run_id: string, job_id: string): Promise<void> {
+    return this.queues.removeToolJob(call, run_id, job_id);
   }
 
   async close(): Promise<void> {

@@ -31,6 +31,9 @@ import { type RunEnding, RunStore } from './store/run-store.ts';
 import { ThreadStore } from './store/thread-store.ts';
 import { coalesceWrites } from './redis-writes.ts';
 import { closeRedis, watchConnection, withRedis } from './connection.ts';
+import { clientEnv } from './client-env.ts';
+import { unknownRun } from './unknown-run.ts';
+import { checkEnqueueOptions } from './enqueue-options.ts';
 import { type ListQuery, checkListQuery } from './list-query.ts';
 import { type StreamOptions, checkAfter, followStream } from './streams/follow.ts';
 
@@ -140,7 +143,8 @@ function checkRunId(run_id: unknown): string {
 
 /** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
 export function createClient(options: ClientOptions = {}): ArcflowClient {
-  const connection = resolveConnection(options);
+  const env = clientEnv();
+  const connection = resolveConnection({ ...options, redis: options.redis ?? env.redis, prefix: options.prefix ?? env.prefix });
   // Commands never wait in a queue while Redis is away, and a command whose reply was lost is not
   // sent again: `reach` tries the whole operation again, so nothing runs after the caller was told
   // it failed. A restart shorter than `redis_timeout_ms` goes unnoticed.
@@ -148,7 +152,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
   const health = watchConnection(redis, connection.redis, silentLogger);
   const timeoutMs = options.redis_timeout_ms ?? CLIENT_DEFAULTS.redis_timeout_ms;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError(`redis_timeout_ms must be an integer >= 1, got ${JSON.stringify(timeoutMs)}`);
-  const reach = <T>(operation: () => Promise<T>) => withRedis(redis, connection.redis, timeoutMs, health.reason, operation);
+  const reach = <T>(operation: () => Promise<T>) => withRedis(redis, connection.redis, timeoutMs, health, operation);
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const registrations = new Map<string, { registration: AgentRegistration; at: number }>();
@@ -200,7 +204,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     ));
   /** Where a cancel's closed calls have their queued jobs removed; BullMQ loads only when there are some. */
   const toolJobs: CallQueues = {
-    removeToolJob: async (tool_name, run_id, job_id) => (await jobs()).removeToolJob(tool_name, run_id, job_id),
+    removeToolJob: async (call, run_id, job_id) => (await jobs()).removeToolJob(call, run_id, job_id),
     join: async (target, data) => (await jobs()).join(target, data),
   };
 
@@ -220,6 +224,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (typeof request?.agent !== 'string' || !NamePattern.agent.test(request.agent)) {
         throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(request?.agent)?.slice(0, 120)}`);
       }
+      checkEnqueueOptions(request);
       // A string, or a list of messages checked message by message (SPEC §11): a refusal names the index and field.
       checkRunInput(request.input);
       if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
@@ -282,7 +287,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
             set.add(resolve);
           });
           const run = await reach(() => store.getRun(run_id));
-          if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+          if (!run) throw unknownRun(run_id, connection.prefix);
           const left = deadline - Date.now();
           if (TERMINAL_STATUSES.has(run.status) || left <= 0) return run;
           // Pub/sub wakes us at once; the poll covers a missed message.
@@ -308,7 +313,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
             next += batch.length;
             const ended = batch.some((event) => RUN_TERMINAL_KINDS.has(event.kind));
             if (!eventOptions.follow || ended) return;
-            if (next === 0 && !(await reach(() => store.status(run_id)))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+            if (next === 0 && !(await reach(() => store.status(run_id)))) throw unknownRun(run_id, connection.prefix);
             await new Promise((resolve) => setTimeout(resolve, eventOptions.poll_ms ?? 100));
           }
         },
@@ -322,7 +327,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         streams: store.streams,
         openReader: () => duplicateRedis(redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
         closeReader: closeRedis,
-        reach: <T>(reader: Redis, operation: () => Promise<T>) => withRedis(reader, connection.redis, timeoutMs, health.reason, operation),
+        reach: <T>(reader: Redis, operation: () => Promise<T>) => withRedis(reader, connection.redis, timeoutMs, health, operation),
         status: (id: string) => store.status(id),
         blockMs: Math.max(100, Math.min(STREAM_BLOCK_MS, Math.floor(timeoutMs / 2))),
       };
@@ -333,7 +338,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       checkRunId(run_id);
       return reach(async () => {
         const [status, workflow] = (await redis.hmget(store.keys.record(run_id), 'status', 'workflow')) as [RunRecord['status'] | null, string | null];
-        if (!status) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+        if (!status) throw unknownRun(run_id, connection.prefix);
         const ending = workflow ? await cancelledWorkflow(run_id, workflow) : { outcome: { status: 'cancelled' as const }, step_id: 's1' };
         const { ended, closed, facts } = await endRun(store, run_id, ending);
         if (ended) await stopClosedWork(redis, store, toolJobs, run_id, closed);

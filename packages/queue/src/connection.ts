@@ -59,35 +59,69 @@ function firstLine(text: string): string {
   return text.split('\n')[0]!.slice(0, 200);
 }
 
+/** What {@link watchConnection} knows of a connection. */
+export interface ConnectionHealth {
+  /** The last error's code (or message). */
+  reason(): string | undefined;
+  /**
+   * Set while a connection that has never been ready is refused, or its host is not found:
+   * `ECONNREFUSED at 127.0.0.1:6380`. Nothing answers there, so waiting would only delay the error.
+   */
+  unreachable(): string | undefined;
+}
+
+/** Codes that say nothing answers at the address (as opposed to a connection that broke or timed out). */
+const NOTHING_THERE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ENOENT']);
+
 /**
- * Watches a connection and says once, not on every retry, that Redis is away and when it is back:
- * `waiting for Redis at redis://host:6379 (ECONNREFUSED)`. Also the `error` listener every
- * connection needs (without one, Node prints each retry's error). `reason()` is the last error's code.
+ * Watches a connection and says that Redis is away, and when it is back: `waiting for Redis at
+ * redis://host:6379 (ECONNREFUSED at host:6379)`, then, with `repeatMs`, again every `repeatMs`
+ * while it stays away, so a worker started with a wrong URL keeps saying so. Also the `error`
+ * listener every connection needs (without one, Node prints each retry's error).
  */
-export function watchConnection(redis: Redis, url: string, logger: ToolLogger): { reason(): string | undefined } {
-  let down = false;
+export function watchConnection(redis: Redis, url: string, logger: ToolLogger, repeatMs?: number): ConnectionHealth {
+  let down: number | undefined;
+  let everReady = false;
   let reason: string | undefined;
-  redis.on('error', (error: Error & { code?: string }) => {
-    reason = error.code ?? error.message;
-    if (down) return;
-    down = true;
-    logger.warn(`waiting for Redis at ${redactUrl(url)} (${reason})`, { redis: redactUrl(url), reason });
+  let code: string | undefined;
+  let repeat: NodeJS.Timeout | undefined;
+  const where = redactUrl(url);
+  const stopRepeating = () => {
+    clearInterval(repeat);
+    repeat = undefined;
+  };
+  redis.on('error', (error: Error & { code?: string; address?: string; port?: number }) => {
+    code = error.code;
+    reason = error.code ? `${error.code}${error.address ? ` at ${error.address}${error.port ? `:${error.port}` : ''}` : ''}` : error.message;
+    if (down !== undefined) return;
+    down = Date.now();
+    logger.warn(`waiting for Redis at ${where} (${reason})`, { redis: where, reason });
+    if (repeatMs === undefined) return;
+    repeat = setInterval(() => {
+      const awaySeconds = Math.round((Date.now() - down!) / 1000);
+      logger.warn(`still cannot reach Redis at ${where} (${reason}) after ${awaySeconds} s; retrying`, { redis: where, reason, away_seconds: awaySeconds });
+    }, repeatMs);
+    repeat.unref();
   });
   redis.on('ready', () => {
-    if (!down) return;
-    down = false;
-    logger.info(`connected to Redis at ${redactUrl(url)}`, { redis: redactUrl(url) });
+    everReady = true;
+    stopRepeating();
+    if (down === undefined) return;
+    down = undefined;
+    logger.info(`connected to Redis at ${where}`, { redis: where });
   });
-  return { reason: () => reason };
+  redis.on('end', stopRepeating);
+  return { reason: () => reason, unreachable: () => (!everReady && code !== undefined && NOTHING_THERE.has(code) ? reason : undefined) };
 }
 
 /**
  * Runs a client operation against a connection that does not queue commands while it is away
  * (`enableOfflineQueue: false`, no resends): while Redis cannot be reached the operation is tried
- * again until `timeoutMs` has passed, then fails with a `redis_unavailable` error naming the URL.
+ * again until `timeoutMs` has passed, then fails with a `redis_unavailable` error naming the URL;
+ * at once when nothing has ever answered at the address (see {@link ConnectionHealth.unreachable}).
  * An operation that failed this way left nothing queued to run later, so trying it again is safe.
  */
-export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number, reason: () => string | undefined, operation: () => Promise<T>): Promise<T> {
+export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number, health: ConnectionHealth, operation: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -99,10 +133,13 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
     } catch (error) {
       if (!isConnectionError(error) && !(error instanceof NotReady)) throw redisRefusal(error, url) ?? error;
       // Refused credentials surface as the connection's last error, and waiting will not change them.
-      const refused = redisRefusal(reason(), url);
+      const refused = redisRefusal(health.reason(), url);
       if (refused) throw refused;
+      // Nothing listens at the address of a connection never made: a wrong URL, or Redis not started.
+      const unreachable = health.unreachable();
+      if (unreachable) throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${unreachable})`);
       if (Date.now() >= deadline) {
-        throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${reason() ?? (error as Error).message}) after ${timeoutMs} ms`);
+        throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${health.reason() ?? (error as Error).message}) after ${timeoutMs} ms`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

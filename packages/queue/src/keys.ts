@@ -37,6 +37,8 @@ export interface Keys {
   /** The names of every agent registered under the prefix. */
   readonly agentNames: string;
   readonly workers: string;
+  /** Which live worker holds which definition of a tool name: a ZSET of `<worker_id>|<definition_hash>`, scored by heartbeat. */
+  readonly toolHolders: (tool_name: string) => string;
   /** The partitions a worker serves, when it serves some only (expires with its heartbeat). */
   readonly workerPartitions: (worker_id: string) => string;
   /** Held by the one worker whose watchdog scans this round. */
@@ -208,6 +210,7 @@ export function keysFor(prefix: string): Keys {
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
     agentNames: `${tag}:agents`,
     workers: `${tag}:workers`,
+    toolHolders: (tool_name) => `${tag}:tool:${tool_name}:holders`,
     workerPartitions: (worker_id) => `${tag}:worker:${worker_id}:partitions`,
     watchdogLock: `${tag}:watchdog`,
     cancelChannel: `${tag}:cancel`,
@@ -240,7 +243,12 @@ export function threadKeys(tag: string, thread_id: string): { readonly messages:
 export const QueueName = {
   /** An agent's provider jobs: only workers serving the agent take them. */
   agent: (agent: string) => `agent-${agent}`,
-  tool: (tool_name: string) => `tool-${tool_name}`,
+  /**
+   * A tool's jobs, one queue per definition (its definition hash): a call only ever goes to the
+   * workers holding the definition it was planned with, whatever other workers on the prefix
+   * define under the same name.
+   */
+  tool: (tool_name: string, definition_hash: string) => `tool-${tool_name}-${definition_hash}`,
 } as const;
 
 /**

@@ -1,5 +1,6 @@
 import { ConfigError } from '@arcflow/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { redactUrl } from './connection.ts';
 
 /**
  * The nodes of a `REDIS_URL` that lists several (`redis://a:6379,redis://b:6379`): a Redis
@@ -29,6 +30,23 @@ export function clusterNodes(url: string): { host: string; port: number; passwor
   });
 }
 
+/** The schemes a Redis URL may have; a URL with none (`host:port`, a socket's path) is taken as ioredis takes it. */
+const REDIS_SCHEMES = new Set(['redis', 'rediss', 'unix']);
+
+/**
+ * Refuses at once a Redis URL with another scheme (`http://…`, which ioredis would take for the
+ * path of a socket and report as `ENOENT` after the client's timeout), naming what is expected.
+ */
+export function checkRedisScheme(url: string): void {
+  for (const part of url.split(',')) {
+    const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(part)?.[1];
+    if (scheme === undefined || REDIS_SCHEMES.has(scheme.toLowerCase())) continue;
+    throw new ConfigError(
+      `the Redis URL ${redactUrl(part.trim())} has the scheme '${scheme}:'; expected redis://host:port, rediss://host:port (TLS), or a unix socket's path (unix:///path/redis.sock or /path/redis.sock)`,
+    );
+  }
+}
+
 /**
  * A connection to the Redis that `url` names: one server, or with several nodes listed, an
  * ioredis `Cluster` over them (SPEC §9). Every key of a run shares one hash tag, so its scripts
@@ -36,6 +54,7 @@ export function clusterNodes(url: string): { host: string; port: number; passwor
  * both offer (commands, scripts, pub/sub, `duplicate`, `status` and the connection events).
  */
 export function connectRedis(url: string, options: RedisOptions = {}): Redis {
+  checkRedisScheme(url);
   const nodes = clusterNodes(url);
   if (!nodes) return new Redis(url, options);
   const { password, username } = nodes.find((node) => node.password) ?? {};

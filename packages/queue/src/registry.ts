@@ -1,12 +1,14 @@
 import { type RunConfig, type WorkflowGraph, type WorkflowRunConfig, stepRunConfig } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { providerAttempts, stepTargets } from './engine/jobs.ts';
-import type { Keys } from './keys.ts';
+import { type Keys, QueueName } from './keys.ts';
 
 /** What the registry knows of an agent (or workflow): where its provider jobs go and which tools it uses. */
 export interface AgentRegistration {
   readonly provider_queue: string;
   readonly tools: readonly string[];
+  /** Each tool's definition hash, by name: its jobs' queue is its definition's (`QueueName.tool`). */
+  readonly tool_definitions?: Readonly<Record<string, string>>;
   /** Attempts per provider call (per model, when a step has fallbacks), as the serving workers are configured. */
   readonly provider_attempts: number;
   /**
@@ -45,10 +47,22 @@ export class Registry {
     private readonly heartbeatTtlMs: number,
   ) {}
 
-  /** Refreshes the worker's heartbeat for its agents, and the partitions it serves when it serves some only. */
-  async announce(worker_id: string, agents: ReadonlyMap<string, AgentRegistration>, servedPartitions?: ReadonlySet<number>): Promise<void> {
+  /**
+   * Refreshes the worker's heartbeat for its agents, the tool definitions it holds (name → definition
+   * hash), and the partitions it serves when it serves some only.
+   */
+  async announce(
+    worker_id: string,
+    agents: ReadonlyMap<string, AgentRegistration>,
+    servedPartitions?: ReadonlySet<number>,
+    heldTools: ReadonlyMap<string, string> = new Map(),
+  ): Promise<void> {
     const now = Date.now();
     const pipeline = this.redis.multi();
+    for (const [tool_name, definition_hash] of heldTools) {
+      pipeline.zadd(this.keys.toolHolders(tool_name), now, `${worker_id}|${definition_hash}`);
+      pipeline.zremrangebyscore(this.keys.toolHolders(tool_name), 0, now - 10 * this.heartbeatTtlMs);
+    }
     if (servedPartitions) pipeline.set(this.keys.workerPartitions(worker_id), [...servedPartitions].join(','), 'PX', this.heartbeatTtlMs);
     for (const [name, registration] of agents) {
       pipeline.set(this.keys.agent(name), JSON.stringify(registration));
@@ -62,8 +76,9 @@ export class Registry {
     await pipeline.exec();
   }
 
-  async withdraw(worker_id: string, agentNames: Iterable<string>): Promise<void> {
+  async withdraw(worker_id: string, agentNames: Iterable<string>, heldTools: ReadonlyMap<string, string> = new Map()): Promise<void> {
     const pipeline = this.redis.multi();
+    for (const [tool_name, definition_hash] of heldTools) pipeline.zrem(this.keys.toolHolders(tool_name), `${worker_id}|${definition_hash}`);
     for (const name of agentNames) pipeline.zrem(this.keys.agentWorkers(name), worker_id);
     pipeline.zrem(this.keys.workers, worker_id);
     pipeline.del(this.keys.workerPartitions(worker_id));
@@ -96,8 +111,44 @@ export class Registry {
     return Array.from({ length: count }, (_, k) => k).filter((k) => !covered.has(k));
   }
 
+  /**
+   * The live workers (other than `worker_id`) that hold another definition of one of these tools'
+   * names (name → definition hash), by tool name.
+   */
+  async otherDefinitions(worker_id: string, heldTools: ReadonlyMap<string, string>): Promise<ToolDefinitionClash[]> {
+    const since = Date.now() - this.heartbeatTtlMs;
+    const clashes: ToolDefinitionClash[] = [];
+    for (const [tool_name, definition_hash] of heldTools) {
+      const holders = await this.redis.zrangebyscore(this.keys.toolHolders(tool_name), since, '+inf');
+      const others = holders.map((member) => member.split('|') as [string, string]).filter(([holder, hash]) => holder !== worker_id && hash !== definition_hash);
+      if (others.length === 0) continue;
+      clashes.push({ tool_name, definition_hash, others: others.map(([holder, hash]) => ({ worker_id: holder, definition_hash: hash })) });
+    }
+    return clashes;
+  }
+
+  /** Every queue of the registered agents, workflows and tool definitions, sorted. */
+  async queueNames(): Promise<string[]> {
+    const registrations = await Promise.all((await this.known()).map((name) => this.registration(name)));
+    return [...new Set(registrations.flatMap((registration) => (registration ? registeredQueues(registration) : [])))].sort();
+  }
+
   /** The names of every agent a worker has registered under this prefix, sorted. */
   async known(): Promise<string[]> {
     return (await this.redis.smembers(this.keys.agentNames)).sort();
   }
+}
+
+/** A tool name that live workers on the prefix define otherwise than this worker does. */
+export interface ToolDefinitionClash {
+  readonly tool_name: string;
+  /** This worker's definition hash. */
+  readonly definition_hash: string;
+  readonly others: readonly { readonly worker_id: string; readonly definition_hash: string }[];
+}
+
+/** The queues a registration's jobs go to: its provider queue and its tools' (those whose definition it records). */
+function registeredQueues(registration: AgentRegistration): string[] {
+  const definitions = registration.tool_definitions ?? {};
+  return [registration.provider_queue, ...registration.tools.flatMap((name) => (definitions[name] ? [QueueName.tool(name, definitions[name])] : []))];
 }

@@ -1,4 +1,4 @@
-import { Agent, silentLogger, tool } from '@arcflow/core';
+import { Agent, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
 import { JobId, QueueName, connectRedis, createClient, startWorker } from '@arcflow/queue';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type PrivateCluster, capturingLogger, reply, scriptedProvider, startFakeOpenAI, testCluster, testPrefix, toolCalls } from '@arcflow/testing';
@@ -244,7 +244,7 @@ describe('the watchdog on a Redis Cluster', () => {
     const client = createClient({ redis: cluster.url, prefix });
     const connection = connectRedis(cluster.url, { maxRetriesPerRequest: null });
     const { run_id } = await client.enqueue({ agent: 'spread_agent', input: 'watched' });
-    const toolQueue = new Queue(QueueName.tool('spread_noop'), { connection, prefix: keysFor(prefix).tagOf(run_id) });
+    const toolQueue = new Queue(QueueName.tool('spread_noop', toolDefinitionHash(noop)), { connection, prefix: keysFor(prefix).tagOf(run_id) });
     const toolJobId = JobId.tool(run_id, 's1', 1, 'c1');
     let toolWorker: Awaited<ReturnType<typeof startWorker>> | undefined;
     try {

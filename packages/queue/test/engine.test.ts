@@ -1,4 +1,4 @@
-import { Agent, ConfigError, type ModelProvider, RequestError, type ToolDefinition, silentLogger, tool } from '@arcflow/core';
+import { Agent, ConfigError, type ModelProvider, RequestError, type ToolDefinition, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowWorker, JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Queue } from 'bullmq';
@@ -276,7 +276,7 @@ describe('queue engine', () => {
     const { client, prefix } = await engine('cancel-queued', [new Agent({ name: 'queued', tools: [single.tool] })], model);
     const { run_id } = await client.enqueue({ agent: 'queued', input: 'go' });
     await single.running;
-    const queue = new Queue(QueueName.tool('single'), { connection: redis, prefix: keysFor(prefix).tag });
+    const queue = new Queue(QueueName.tool('single', toolDefinitionHash(single.tool)), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(queue);
     const waitingJob = JobId.tool(run_id, 's1', 1, executions[0] === 'a' ? 'b' : 'a');
     expect(await queue.getJobState(waitingJob)).toBe('waiting');
@@ -317,11 +317,11 @@ describe('queue engine', () => {
     const tools = await startWorker({ agents: [agent], roles: ['tools'], redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
     open.push(tools);
     // Both attempts finish their jobs (and write whatever they would write).
-    for (const [name, id] of [
-      ['late', 'l1'],
-      ['instant', 'i1'],
+    for (const [definition, id] of [
+      [late.tool, 'l1'],
+      [instant, 'i1'],
     ] as const) {
-      const queue = new Queue(QueueName.tool(name), { connection: redis, prefix: keysFor(prefix).tag });
+      const queue = new Queue(QueueName.tool(definition.name, toolDefinitionHash(definition)), { connection: redis, prefix: keysFor(prefix).tag });
       open.push(queue);
       await until(async () => (await queue.getJobState(JobId.tool(run_id, 's1', 1, id))) === 'completed');
     }

@@ -1,4 +1,4 @@
-import { Agent, ConfigError, silentLogger, tool } from '@arcflow/core';
+import { Agent, ConfigError, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
 import { QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, rawCalls, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { Queue } from 'bullmq';
@@ -106,7 +106,7 @@ describe('requests from outside are checked before any Redis command', () => {
   });
 
   it('never runs a handler on a tool job whose arguments no schema checked', async () => {
-    const queue = new Queue(QueueName.tool('strict_tool'), { connection: redis, prefix: keysFor(prefix).tag });
+    const queue = new Queue(QueueName.tool('strict_tool', toolDefinitionHash(strict)), { connection: redis, prefix: keysFor(prefix).tag });
     const forged = {
       run_id: 'run_forged',
       step_id: 's1',
@@ -114,6 +114,7 @@ describe('requests from outside are checked before any Redis command', () => {
       index: 0,
       tool_call_id: 'c1',
       tool_name: 'strict_tool',
+      definition_hash: toolDefinitionHash(strict),
       input_size_bytes: 2,
       trace: {},
       join: { queue: QueueName.agent('guarded'), attempts: 1 },

@@ -17,7 +17,7 @@ describe('when Redis cannot be reached', () => {
     const failure = (await client.enqueue({ agent: 'a', input: 'hi' }).catch((error: unknown) => error)) as Error & { code?: string };
     expect(Date.now() - started).toBeLessThan(4_000);
     expect(failure).toMatchObject({ name: 'RequestError', code: 'redis_unavailable' });
-    expect(failure.message).toMatch(/^cannot reach Redis at redis:\/\/app:\*\*\*@127\.0\.0\.1:1 \(ECONNREFUSED\)/);
+    expect(failure.message).toMatch(/^cannot reach Redis at redis:\/\/app:\*\*\*@127\.0\.0\.1:1 \(ECONNREFUSED at 127\.0\.0\.1:1\)/);
     expect(failure.message).not.toContain('s3cret');
     await expect(client.get('run_abc')).rejects.toMatchObject({ code: 'redis_unavailable' });
     // Every other call too, `wait` (whose subscription would wait for Redis) included.

@@ -1,4 +1,4 @@
-import { Agent, type TraceEvent, silentLogger, tool } from '@arcflow/core';
+import { Agent, type TraceEvent, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
 import { JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { Queue } from 'bullmq';
@@ -27,7 +27,7 @@ async function runWithOpenRound(name: string, watchdog_ms = 600_000) {
   open.push(client);
   const { run_id } = await client.enqueue({ agent: 'watched', input: 'go' });
   const tag = keysFor(prefix).tag;
-  const toolQueue = new Queue(QueueName.tool('wd_echo'), { connection: redis, prefix: tag });
+  const toolQueue = new Queue(QueueName.tool('wd_echo', toolDefinitionHash(echo)), { connection: redis, prefix: tag });
   const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: tag });
   open.push(toolQueue, providerQueue);
   const toolJobId = JobId.tool(run_id, 's1', 1, 'c1');

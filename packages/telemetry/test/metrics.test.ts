@@ -29,6 +29,7 @@ let worker: WorkerProcess | undefined;
 let scraped: string;
 let samples: PrometheusSample[];
 let runIds: string[];
+let queueNames: string[];
 let exitCode: number | string;
 
 beforeAll(async () => {
@@ -49,6 +50,7 @@ beforeAll(async () => {
   runIds.push(flaky.run_id, failing.run_id);
   expect((await client.wait(flaky.run_id, { timeout_ms: 30_000 })).status).toBe('completed');
   expect((await client.wait(failing.run_id, { timeout_ms: 30_000 })).status).toBe('failed');
+  queueNames = (await client.queues()).map((queue) => queue.name);
   await client.close();
   scraped = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   samples = parsePrometheusText(scraped);
@@ -56,6 +58,13 @@ beforeAll(async () => {
   exitCode = await worker.stop();
   worker = undefined;
 }, 90_000);
+
+/** The queue of a tool's one definition: `tool-<name>-<definition hash>`. */
+function toolQueue(name: string): string {
+  const found = queueNames.filter((queue) => new RegExp(`^tool-${name}-[0-9a-f]{16}$`).test(queue));
+  expect(found).toHaveLength(1);
+  return found[0]!;
+}
 
 afterAll(async () => {
   await worker?.stop();
@@ -89,11 +98,11 @@ describe('a worker with --metrics-port, after N runs of one tool round each', ()
 
   it('times 2N provider job starts and N tool job starts', () => {
     expect(sampleSum(samples, 'arcflow_job_schedule_to_start_count', { arcflow_queue: 'agent-metered_agent', arcflow_job_kind: 'provider' })).toBe(2 * RUNS);
-    expect(sampleSum(samples, 'arcflow_job_schedule_to_start_count', { arcflow_queue: 'tool-lookup', arcflow_job_kind: 'tool' })).toBe(RUNS);
+    expect(sampleSum(samples, 'arcflow_job_schedule_to_start_count', { arcflow_queue: toolQueue('lookup'), arcflow_job_kind: 'tool' })).toBe(RUNS);
   });
 
   it('reports queue depth by state and live workers for each of its queues', () => {
-    for (const queue of ['agent-metered_agent', 'tool-lookup', 'agent-failing_agent', 'tool-broken']) {
+    for (const queue of ['agent-metered_agent', toolQueue('lookup'), 'agent-failing_agent', toolQueue('broken')]) {
       for (const state of ['waiting', 'active', 'delayed']) {
         expect(
           samples.filter((sample) => sample.name === 'arcflow_queue_depth' && sample.labels.arcflow_queue === queue && sample.labels.arcflow_job_state === state),
@@ -159,7 +168,7 @@ describe('the same worker over OTLP/HTTP', () => {
     expect(count('gen_ai.invoke_agent.duration', { 'gen_ai.agent.name': 'metered_agent' })).toBe(RUNS);
     expect(count('arcflow.runs', { 'arcflow.agent': 'metered_agent', 'arcflow.status': 'completed' })).toBe(RUNS);
     expect(count('arcflow.job.schedule_to_start', { 'arcflow.queue': 'agent-metered_agent', 'arcflow.job.kind': 'provider' })).toBe(2 * RUNS);
-    expect(count('arcflow.job.schedule_to_start', { 'arcflow.queue': 'tool-lookup', 'arcflow.job.kind': 'tool' })).toBe(RUNS);
+    expect(count('arcflow.job.schedule_to_start', { 'arcflow.queue': toolQueue('lookup'), 'arcflow.job.kind': 'tool' })).toBe(RUNS);
     expect(points.some((point) => point.metric === 'arcflow.queue.depth')).toBe(true);
     expect(points.some((point) => point.metric === 'arcflow.workers.live')).toBe(true);
   });

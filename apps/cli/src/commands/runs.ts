@@ -1,5 +1,5 @@
 import { type OnBusy, RequestError, isPlainObject, type RunInput, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
-import { type ArcflowClient, createClient } from '@arcflow/queue/client';
+import { type ArcflowClient, CONNECTION_DEFAULTS, createClient, unknownRun } from '@arcflow/queue/client';
 import { readCliEnv } from '../env.ts';
 import { formatConversation, formatEvent, formatMessage, formatRun, formatRunList, printable } from '../format.ts';
 import { readCallOrder } from '../call-order.ts';
@@ -117,9 +117,9 @@ export async function threadCommand(thread_id: string, flags: { json?: boolean }
 }
 
 export async function getCommand(run_id: string, flags: { json?: boolean }): Promise<number> {
-  return withClient(async (client) => {
+  return withClient(async (client, connection) => {
     const run = await client.get(run_id);
-    if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    if (!run) throw unknownRun(run_id, connection.prefix ?? CONNECTION_DEFAULTS.prefix);
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
     if (!flags.json) await warnIfUnserved(client, run);
     return 0;
@@ -127,8 +127,8 @@ export async function getCommand(run_id: string, flags: { json?: boolean }): Pro
 }
 
 export async function eventsCommand(run_id: string, flags: { follow?: boolean; json?: boolean }): Promise<number> {
-  return withClient(async (client) => {
-    if (!(await client.get(run_id))) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+  return withClient(async (client, connection) => {
+    if (!(await client.get(run_id))) throw unknownRun(run_id, connection.prefix ?? CONNECTION_DEFAULTS.prefix);
     for await (const event of client.events(run_id, { follow: flags.follow })) {
       console.log(flags.json ? JSON.stringify(event) : formatEvent(event));
     }
@@ -141,7 +141,7 @@ export async function inspectCommand(run_id: string, flags: { messages?: boolean
   if (flags.messages) return messagesCommand(run_id, flags);
   return withClient(async (client, connection) => {
     const run = await client.get(run_id);
-    if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    if (!run) throw unknownRun(run_id, connection.prefix ?? CONNECTION_DEFAULTS.prefix);
     const events = [];
     for await (const event of client.events(run_id)) events.push(event);
     console.log(renderInspectTree(run, events, await readCallOrder(connection, run_id, events)));

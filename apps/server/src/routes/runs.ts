@@ -1,5 +1,6 @@
 import { type RunInput, type RunRecord, TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
+import { checkEnqueueOptions } from '@arcflow/queue/client';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { allows } from '../auth.ts';
@@ -20,13 +21,18 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
     '/v1/runs',
     {
       config: { scope: 'write' },
+      // Before the schema: an unknown field is refused naming the nearest known one, not as "additional properties".
+      preValidation: async (request) => {
+        const body = request.body;
+        if (body !== null && typeof body === 'object' && !Array.isArray(body)) checkEnqueueOptions(body);
+      },
       schema: {
         summary: 'Enqueue a run of an agent or workflow',
         body: EnqueueBody,
         response: {
           200: Type.Object({ run_id: Type.String() }, { description: 'an earlier run with this idempotency key' }),
           201: Type.Object({ run_id: Type.String() }),
-          ...problems(400, 401, 403, 404, 413, 429, 503),
+          ...problems(400, 401, 403, 404, 409, 413, 429, 503),
         },
       },
     },

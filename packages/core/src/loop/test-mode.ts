@@ -1,3 +1,4 @@
+import { type KnownKeys, checkKnownKeys, clipped, nearestKey } from '../definitions/known-keys.ts';
 import { ConfigError } from '../errors.ts';
 import { checkRequestJson } from '../json-limits.ts';
 import { NamePattern } from '../names.ts';
@@ -16,23 +17,55 @@ export interface ExecConfig {
 /** The provider id recorded for scripted test turns. */
 export const TEST_PROVIDER_ID = 'test';
 
-/** Checks an `exec_config`; throws a {@link ConfigError} naming the first problem. */
+/** The keys of an `exec_config`, of its `test`, and of a test step. */
+const EXEC_CONFIG_KEYS = { test: true } as const satisfies KnownKeys<ExecConfig>;
+const TEST_KEYS = { steps: true } as const satisfies KnownKeys<NonNullable<ExecConfig['test']>>;
+const TEST_STEP_KEYS = { output: true, responses: true } as const satisfies KnownKeys<TestStep>;
+/** A step's script written straight under `test` belongs under a step id. */
+const UNDER_A_STEP = { output: 'steps.s1.output', responses: 'steps.s1.responses' } as const;
+
+/**
+ * Checks an `exec_config`; throws a {@link ConfigError} naming the first problem by its path. An
+ * unknown or misspelt key is refused, naming the nearest known one: test mode must never fall
+ * through to a real provider because a key was not recognised.
+ */
 export function checkExecConfig(value: unknown): ExecConfig {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('exec_config must be an object');
   checkRequestJson('exec_config', value);
+  checkKnownKeys(value, EXEC_CONFIG_KEYS, 'exec_config', 'config');
   const test = (value as Record<string, unknown>).test;
   if (test === undefined) return value as ExecConfig;
-  const steps = (test as Record<string, unknown> | null)?.steps;
-  if (steps === null || typeof steps !== 'object' || Array.isArray(steps)) throw new ConfigError('exec_config.test.steps must be an object');
-  for (const [stepId, step] of Object.entries(steps)) checkTestStep(`exec_config.test.steps.${stepId}`, step);
+  if (test === null || typeof test !== 'object' || Array.isArray(test)) throw new ConfigError('exec_config.test must be an object');
+  checkKnownKeys(test, TEST_KEYS, 'exec_config.test', 'config', UNDER_A_STEP);
+  const steps = (test as Record<string, unknown>).steps;
+  if (steps === null || typeof steps !== 'object' || Array.isArray(steps)) {
+    throw new ConfigError(`exec_config.test.steps must be an object of scripts by step id, e.g. {"steps":{"s1":{"output":"…"}}}`);
+  }
+  for (const [stepId, step] of Object.entries(steps)) checkTestStep(`exec_config.test.steps.${clipped(stepId)}`, step);
   return value as ExecConfig;
 }
 
+/**
+ * Refuses a test script for a step the definition does not have (`owner`: `agent 'researcher'`,
+ * whose one step is `s1`, or `workflow 'w'`), naming the step and the ones there are.
+ */
+export function checkExecSteps(exec: ExecConfig, stepIds: readonly string[], owner: string): void {
+  for (const step_id of Object.keys(exec.test?.steps ?? {})) {
+    if (stepIds.includes(step_id)) continue;
+    const nearest = nearestKey(step_id, stepIds);
+    throw new ConfigError(
+      `exec_config.test.steps.${clipped(step_id)}: ${owner} has no step '${clipped(step_id)}'${nearest ? `; did you mean '${nearest}'?` : ''} (steps: ${stepIds.join(', ')})`,
+    );
+  }
+}
+
 function checkTestStep(where: string, step: unknown): void {
-  const record = step as Record<string, unknown> | null;
-  if (record && typeof record.output === 'string') return;
-  if (!record || !Array.isArray(record.responses)) throw new ConfigError(`${where} needs 'output' (a string) or 'responses' (an array)`);
+  if (step === null || typeof step !== 'object' || Array.isArray(step)) throw new ConfigError(`${where} needs 'output' (a string) or 'responses' (an array)`);
+  checkKnownKeys(step, TEST_STEP_KEYS, where, 'config');
+  const record = step as Record<string, unknown>;
+  if (typeof record.output === 'string') return;
+  if (!Array.isArray(record.responses)) throw new ConfigError(`${where} needs 'output' (a string) or 'responses' (an array)`);
   record.responses.forEach((turn: unknown, index: number) => {
     const entry = turn as Record<string, unknown> | null;
     if (entry && typeof entry.output === 'string') return;

@@ -7,7 +7,7 @@ import { RequestError } from '../errors.ts';
 import { checkInitialState } from '../state/run-state.ts';
 import type { TraceEvent } from '../events/types.ts';
 import { runFinishedEvent } from '../loop/step-events.ts';
-import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
+import { type ExecConfig, checkExecConfig, checkExecSteps } from '../loop/test-mode.ts';
 import type { ModelProvider } from '../provider.ts';
 import type { RunRecord } from '../run-record.ts';
 import type { ToolLogger } from '../tools/define.ts';
@@ -100,10 +100,11 @@ function runAgent(definition: Agent, input: RunInput, run_id: string, options: R
   return withSources(definition, options, async (agent) => {
     const initial = checkInitialState(options.state, agent.max_state_bytes) ?? {};
     const settings = agent.settingsFor(options.config);
+    const step_id = 's1';
     const exec = checkExecConfig(options.exec_config);
+    checkExecSteps(exec, [step_id], `agent '${agent.name}'`);
     const created_at = Date.now();
     const log = new LocalEventLog(run_id, options.onEvent);
-    const step_id = 's1';
     log.append({ kind: 'RunEnqueued', step_id, agent: agent.name });
     const spent = spentNothing();
     const tools = new LocalTools(log, options, localChildren(options, lineage.depth, spent, run_id));

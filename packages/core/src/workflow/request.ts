@@ -3,7 +3,7 @@ import { checkToolChoice } from '../definitions/model-settings.ts';
 import { RUN_CONFIG_KEYS, type RunConfig, checkRunConfig } from '../definitions/settings.ts';
 import { ConfigError } from '../errors.ts';
 import { checkRequestJson } from '../json-limits.ts';
-import { type ExecConfig, checkExecConfig } from '../loop/test-mode.ts';
+import { type ExecConfig, checkExecConfig, checkExecSteps } from '../loop/test-mode.ts';
 import type { WorkflowGraph } from './graph.ts';
 
 /** A workflow run's config: keys for every agent step, and `steps.<step_id>` for one. */
@@ -63,11 +63,14 @@ export function stepRunConfig(config: WorkflowRunConfig | undefined, step_id: st
  */
 export function checkWorkflowExecConfig(graph: WorkflowGraph, exec_config: unknown): ExecConfig {
   const exec = checkExecConfig(exec_config);
+  checkExecSteps(
+    exec,
+    graph.steps.map((step) => step.id),
+    `workflow '${graph.name}'`,
+  );
   for (const [step_id, test] of Object.entries(exec.test?.steps ?? {})) {
     const step = graph.steps.find((candidate) => candidate.id === step_id);
-    if (!step)
-      throw new ConfigError(`exec_config.test.steps.${step_id}: workflow '${graph.name}' has no step '${step_id}' (steps: ${graph.steps.map((each) => each.id).join(', ')})`);
-    if (step.type === 'tool' && !('output' in test))
+    if (step?.type === 'tool' && !('output' in test))
       throw new ConfigError(`exec_config.test.steps.${step_id}: '${step_id}' is a tool step; test mode gives it an 'output', not 'responses'`);
   }
   return exec;

@@ -119,6 +119,7 @@ function decisionFor(request: StoredApproval, answer: ApprovalAnswer | ApprovalT
 }
 
 function addToolJob(deps: ApprovalDeps, request: StoredApproval): Promise<unknown> {
-  const queue = request.tool_capped ? deps.queues.get(QueueName.tool(request.tool_name)) : deps.queues.forRun(QueueName.tool(request.tool_name), request.tool_job.run_id);
+  const name = QueueName.tool(request.tool_name, request.tool_job.definition_hash);
+  const queue = request.tool_capped ? deps.queues.get(name) : deps.queues.forRun(name, request.tool_job.run_id);
   return queue.add(request.tool_name, request.tool_job, request.tool_job_options);
 }

@@ -76,7 +76,7 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
  */
 export async function stopClosedWork(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
   // Queued jobs go first: told first, a running handler would stop, free its slot, and let a queued job of the run start before it is removed.
-  await Promise.all(closed.map((call) => queues.removeToolJob(call.tool_name, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+  await Promise.all(closed.map((call) => queues.removeToolJob(call, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
   await redis.publish(store.keys.cancelChannel, run_id);
   await cancelChildren(redis, store, queues, run_id, closed);
 }

@@ -34,6 +34,8 @@ export interface ToolJobData {
   readonly index: number;
   readonly tool_call_id: string;
   readonly tool_name: string;
+  /** The definition hash of the tool the call was planned with: only a worker holding that definition runs it. */
+  readonly definition_hash: string;
   readonly args: unknown;
   readonly input_size_bytes: number;
   readonly trace: TraceCarrier;
@@ -115,6 +117,7 @@ export function malformedJobData(data: ToolJobData): string | undefined {
   if (!Number.isSafeInteger(data.index) || data.index < 0) return 'index';
   if (typeof data.tool_call_id !== 'string' || !NamePattern.toolCallId.test(data.tool_call_id)) return 'tool_call_id';
   if (typeof data.tool_name !== 'string' || !NamePattern.tool.test(data.tool_name)) return 'tool_name';
+  if (typeof data.definition_hash !== 'string' || !/^[0-9a-f]{16}$/.test(data.definition_hash)) return 'definition_hash';
   if (!Number.isSafeInteger(data.input_size_bytes) || data.input_size_bytes < 0) return 'input_size_bytes';
   if (data.join === null || typeof data.join !== 'object' || typeof data.join.queue !== 'string') return 'join';
   if (data.workflow !== undefined && (typeof data.workflow !== 'string' || !NamePattern.agent.test(data.workflow))) return 'workflow';

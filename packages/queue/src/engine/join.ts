@@ -1,3 +1,4 @@
+import { type ToolDefinition, toolDefinitionHash } from '@arcflow/core';
 import { type ConnectionOptions as BullConnection, Queue } from 'bullmq';
 import { type Keys, QueueName } from '../keys.ts';
 import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, providerJobOptions } from './jobs.ts';
@@ -33,12 +34,20 @@ export class QueuePool {
   }
 
   /**
-   * The queue of a tool's jobs for a run: the run's partition's, except for a tool with a
-   * `concurrency` cap, whose jobs all go to one queue under the prefix's tag so the cap holds
-   * across every partition.
+   * The queue of a tool's jobs for a run: its definition's (see `QueueName.tool`), in the run's
+   * partition, except for a tool with a `concurrency` cap, whose jobs all go to one queue under the
+   * prefix's tag so the cap holds across every partition.
    */
-  forTool(tool: { readonly name: string; readonly concurrency?: number | undefined }, run_id: string): Queue {
-    return tool.concurrency === undefined ? this.forRun(QueueName.tool(tool.name), run_id) : this.get(QueueName.tool(tool.name));
+  forTool(tool: ToolDefinition, run_id: string): Queue {
+    const name = QueueName.tool(tool.name, toolDefinitionHash(tool));
+    return tool.concurrency === undefined ? this.forRun(name, run_id) : this.get(name);
+  }
+
+  /** The queues a job of a run's call to this tool definition may be in: its partition's, and the prefix's (a capped tool's). */
+  toolQueues(call: ToolQueueOf, run_id: string): Queue[] {
+    if (!call.definition_hash) return [];
+    const name = QueueName.tool(call.tool_name, call.definition_hash);
+    return [this.forRun(name, run_id), this.get(name)];
   }
 
   /** Enqueues a round's join (see {@link enqueueJoin}). */
@@ -47,13 +56,19 @@ export class QueuePool {
   }
 
   /** Removes a job of a run's call from its tool's queue, wherever the tool's cap put it. */
-  async removeToolJob(tool_name: string, run_id: string, job_id: string): Promise<void> {
-    await Promise.all([this.forRun(QueueName.tool(tool_name), run_id).remove(job_id), this.get(QueueName.tool(tool_name)).remove(job_id)]);
+  async removeToolJob(call: ToolQueueOf, run_id: string, job_id: string): Promise<void> {
+    await Promise.all(this.toolQueues(call, run_id).map((queue) => queue.remove(job_id)));
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
   }
+}
+
+/** What names a call's tool queue: the tool's name and the definition hash it was planned with (absent: the call was never fanned out). */
+export interface ToolQueueOf {
+  readonly tool_name: string;
+  readonly definition_hash?: string | undefined;
 }
 
 /** What work on a run's calls needs of its queues: removing a closed call's job, and adding a round's join. */

@@ -91,6 +91,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   cluster_partitions: 16,
   /** A worker whose heartbeat is older than this is not counted as serving its agents. */
   heartbeat_ttl_ms: 20_000,
+  /** While Redis stays away, the worker says so again this often (with the address it tries). */
+  redis_away_warn_ms: 10_000,
 });
 
 export interface ResolvedConnection {

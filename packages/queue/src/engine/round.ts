@@ -1,5 +1,5 @@
 import type { Agent, CallPlace, ExecuteCall, PlannedCall, RunSpent, StepSettings, TestStep } from '@arcflow/core';
-import { DEFAULT_MAX_STATE_BYTES, backoffMs, modelTargets, plannedCallEvents } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, backoffMs, modelTargets, plannedCallEvents, toolDefinitionHash } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
@@ -117,6 +117,7 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         index: planned.index,
         tool_call_id: planned.call.id,
         tool_name: planned.tool.name,
+        definition_hash: toolDefinitionHash(planned.tool),
         args: planned.args,
         input_size_bytes: planned.input_size_bytes,
         trace,

@@ -1,4 +1,14 @@
-import { type CallPlace, type ExecuteCall, type PlannedCall, type ToolDefinition, type ToolLogger, runHandler, settleExecution, toolStartedEvent } from '@arcflow/core';
+import {
+  type CallPlace,
+  type ExecuteCall,
+  type PlannedCall,
+  type ToolDefinition,
+  type ToolLogger,
+  runHandler,
+  settleExecution,
+  toolDefinitionHash,
+  toolStartedEvent,
+} from '@arcflow/core';
 import { recordToolExecution } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall, RunStore } from '../store/run-store.ts';
@@ -15,7 +25,8 @@ export interface ToolRuntime {
 
 /** The store's handle on a planned call of a round; `fanned_out` when it runs as its own tool job. */
 export function roundCall(planned: PlannedCall, place: CallPlace, fanned_out: boolean, round_waits = false): RoundCall {
-  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name, fanned_out, round_waits };
+  const definition_hash = planned.action === 'execute' ? toolDefinitionHash(planned.tool) : undefined;
+  return { step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool_name: planned.call.function.name, definition_hash, fanned_out, round_waits };
 }
 
 /** The planned call a tool job stands for, rebuilt from its job data. */

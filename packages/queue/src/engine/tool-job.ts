@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_STATE_BYTES, type ToolDefinition, childRunId, ToolResultText, lostCall, plannedCallEvents, unrepresentableArguments } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, type ToolDefinition, childRunId, ToolResultText, lostCall, plannedCallEvents, toolDefinitionHash, unrepresentableArguments } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData, malformedJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -33,6 +33,10 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     }
     const tool = deps.tools.get(data.tool_name);
     if (!tool) throw new Error(`this worker does not serve tool '${data.tool_name}'`);
+    // Queues are per definition, so this holds for every job the engine added: a handler of another definition never runs a call.
+    if (toolDefinitionHash(tool) !== data.definition_hash) {
+      throw new Error(`this worker holds another definition of tool '${data.tool_name}' (${toolDefinitionHash(tool)}, the call was planned with ${data.definition_hash})`);
+    }
     const planned = callFromJob(data, tool);
     const place = { step_id: data.step_id, iteration: data.iteration };
     // What runs is what a schema checked, whoever added the job.

@@ -10,6 +10,7 @@ import {
   stepCompletedEvent,
   stepFailedEvent,
   testStepFor,
+  toolDefinitionHash,
 } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
@@ -59,7 +60,7 @@ export class ToolStepProcessor {
       };
       return this.fail(run, step.id, error, plannedCallEvents(planned, place));
     }
-    const opened = await store.workflows.openToolStep(run_id, step.id, step.tool.name);
+    const opened = await store.workflows.openToolStep(run_id, step.id, step.tool.name, toolDefinitionHash(step.tool));
     if (!opened) return 'run-ended';
     const trace = childCarrier(job.data.trace, span);
     if (opened.open === 0) {
@@ -74,6 +75,7 @@ export class ToolStepProcessor {
       index: 0,
       tool_call_id: step.id,
       tool_name: step.tool.name,
+      definition_hash: toolDefinitionHash(step.tool),
       args: planned.args,
       input_size_bytes: planned.input_size_bytes,
       trace,

@@ -1,7 +1,7 @@
 import { ErrorCode, RUN_STEP_ID, type RunError, TERMINAL_STATUSES, type ToolLogger, ToolResultText, childRunId, stepFailedEvent } from '@arcflow/core';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { JobId, QueueName } from '../keys.ts';
+import { JobId } from '../keys.ts';
 import { type Registry, registeredAttempts } from '../registry.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { ThreadStore } from '../store/thread-store.ts';
@@ -222,7 +222,7 @@ export class Watchdog {
     const provider = [frontier.next, frontier.next + 1].map((n) => ({ queue: providerQueue, id: JobId.provider(run_id, step_id, n) }));
     // A call's job is in its run's partition, or under the prefix's tag for a capped tool.
     const tools = frontier.open.flatMap((call) =>
-      this.toolQueues(call.tool_name, run_id).map((queue) => ({ queue, id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id) })),
+      this.deps.queues.toolQueues(call, run_id).map((queue) => ({ queue, id: JobId.tool(run_id, step_id, frontier.next, call.tool_call_id) })),
     );
     return [...provider, ...tools];
   }
@@ -235,17 +235,12 @@ export class Watchdog {
   private async repair(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
     const rerunsNext = !frontier.responded || frontier.open.length > 0;
     for (const call of frontier.open) {
-      for (const queue of this.toolQueues(call.tool_name, run_id)) await removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
+      for (const queue of this.deps.queues.toolQueues(call, run_id)) await removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
     }
     const iteration = rerunsNext ? frontier.next : frontier.next + 1;
     const data: ProviderJobData = { run_id, step_id, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
     await removeFinished(providerQueue, JobId.provider(run_id, step_id, iteration));
     await providerQueue.add(PROVIDER_JOB, data, providerJobOptions(data, attempts));
-  }
-
-  private toolQueues(tool_name: string, run_id: string): Queue[] {
-    const { queues } = this.deps;
-    return [queues.forRun(QueueName.tool(tool_name), run_id), queues.get(QueueName.tool(tool_name))];
   }
 
   private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {

@@ -5,6 +5,7 @@ import {
   DEFAULT_MAX_STATE_BYTES,
   NamePattern,
   type ToolDefinition,
+  type ToolLogger,
   Workflow,
   backoffMs,
   childAgentsOf,
@@ -12,6 +13,7 @@ import {
   openToolSources,
   stepFailedEvent,
   stepRunError,
+  toolDefinitionHash,
 } from '@arcflow/core';
 import { type Job, Worker } from 'bullmq';
 import { connectRedis, duplicateRedis } from '../redis-connect.ts';
@@ -84,8 +86,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   // (coalesceWrites). Measured against a second, auto-pipelining connection for the store: less
   // CPU, since ioredis's auto-pipelining costs more per command than a corked socket.
   const connection = coalesceWrites(connectRedis(options.redis, { maxRetriesPerRequest: null }));
-  // One line when Redis goes away and one when it is back, not an error per retry.
-  watchConnection(connection, options.redis, options.logger);
+  // A line when Redis goes away, again every while it stays away (with the address), and one when it is back: not an error per retry.
+  watchConnection(connection, options.redis, options.logger, WORKER_DEFAULTS.redis_away_warn_ms);
   const logWorkerError = (message: string, fields: Record<string, unknown>) => (error: Error) => {
     if (!isConnectionError(error)) options.logger.error(message, { ...fields, error });
   };
@@ -180,6 +182,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
       registrations.set(definition.name, {
         provider_queue: queueName,
         tools: definition.tools.map((tool) => tool.name),
+        tool_definitions: Object.fromEntries(definition.tools.map((tool) => [tool.name, toolDefinitionHash(tool)])),
         provider_attempts: options.provider_attempts,
         model_targets: modelTargetCounts(definition),
         definition_hash: definition.definition_hash,
@@ -193,7 +196,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     const toolDeps = { ...runtime, tools, queues, scheduler, workflows: new WorkflowDirectory(registry), redis: connection, provider_attempts: options.provider_attempts };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
-      const queueName = QueueName.tool(tool.name);
+      const queueName = QueueName.tool(tool.name, toolDefinitionHash(tool));
       const queue = queues.get(queueName);
       // A capped tool has one queue, under the prefix's tag, so its cap holds across partitions.
       if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
@@ -222,7 +225,10 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   for (const tag of tags) for (const serve of serveTag) serve(tag);
 
   const watchdog = new Watchdog({ store, redis: connection, queues, threads, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
-  await registry.announce(id, registrations, options.serve_partitions);
+  // The tool definitions this worker runs calls of, by name: other live workers holding another one are named at start.
+  const heldTools = new Map([...tools.values()].map((tool) => [tool.name, toolDefinitionHash(tool)]));
+  await warnOfOtherDefinitions(registry, id, heldTools, options.logger);
+  await registry.announce(id, registrations, options.serve_partitions, heldTools);
   watchdog.start();
   // Partitions another worker added are served from the next heartbeat on.
   const followPartitions = async () => {
@@ -235,7 +241,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     options.logger.info('serving new partitions', { partitions: now.length - 1, added: added.length });
   };
   const heartbeat = setInterval(() => {
-    registry.announce(id, registrations, options.serve_partitions).catch((error) => options.logger.warn('heartbeat failed', { error }));
+    registry.announce(id, registrations, options.serve_partitions, heldTools).catch((error) => options.logger.warn('heartbeat failed', { error }));
     followPartitions().catch((error) => options.logger.warn('reading the partition map failed', { error }));
   }, options.heartbeat_ms);
   heartbeat.unref();
@@ -252,7 +258,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
         clearInterval(heartbeat);
         const drained = (async () => {
           await watchdog.close();
-          await registry.withdraw(id, registrations.keys()).catch(() => undefined);
+          await registry.withdraw(id, registrations.keys(), heldTools).catch(() => undefined);
           await Promise.all(workers.map((worker) => worker.close()));
           await queues.close();
         })();
@@ -275,6 +281,21 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
       return closing;
     },
   };
+}
+
+/**
+ * Says (`warn`) which live workers on the prefix hold another definition of one of this worker's
+ * tools' names: each definition has its own queue, so calls never cross, but a run's calls wait for a
+ * worker of the definition it was planned with.
+ */
+async function warnOfOtherDefinitions(registry: Registry, worker_id: string, heldTools: ReadonlyMap<string, string>, logger: ToolLogger): Promise<void> {
+  for (const clash of await registry.otherDefinitions(worker_id, heldTools)) {
+    logger.warn(`another live worker on this prefix defines tool '${clash.tool_name}' differently: each definition's calls run only on workers holding it`, {
+      tool: clash.tool_name,
+      definition_hash: clash.definition_hash,
+      other_workers: clash.others.map((other) => `${other.worker_id} (${other.definition_hash})`),
+    });
+  }
 }
 
 /** How many models each agent step may call (its own and its fallbacks), by step id: an agent's one step is `s1`. */
@@ -360,7 +381,7 @@ function collectTools(agents: ReadonlyMap<string, Agent>, workflows: ReadonlyMap
   const all = [...[...agents.values()].flatMap((agent) => agent.tools), ...[...workflows.values()].flatMap((workflow) => workflow.tools)];
   for (const tool of all) {
     const existing = tools.get(tool.name);
-    if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (agents share tool queues by name)`);
+    if (existing && existing !== tool) throw new ConfigError(`two different tools are named '${tool.name}' (a worker finds a call's tool by its name)`);
     tools.set(tool.name, tool);
   }
   if (only) {

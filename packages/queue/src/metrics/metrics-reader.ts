@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { closeRedis } from '../connection.ts';
-import { QueueName, keysFor } from '../keys.ts';
+import { keysFor } from '../keys.ts';
 import { connectRedis } from '../redis-connect.ts';
 import { Registry } from '../registry.ts';
 import { PartitionMap } from '../store/partition-map.ts';
@@ -43,8 +43,7 @@ export function openMetricsReader(options: MetricsReaderOptions): MetricsReader 
   let names: { list: readonly string[]; at: number } | undefined = options.queues ? { list: options.queues, at: Number.POSITIVE_INFINITY } : undefined;
   const queueNames = async (): Promise<readonly string[]> => {
     if (names && Date.now() - names.at < NAMES_REREAD_MS) return names.list;
-    const registrations = await Promise.all((await registry.known()).map((name) => registry.registration(name)));
-    const list = [...new Set(registrations.flatMap((registration) => (registration ? [registration.provider_queue, ...registration.tools.map(QueueName.tool)] : [])))].sort();
+    const list = await registry.queueNames();
     names = { list, at: Date.now() };
     return list;
   };

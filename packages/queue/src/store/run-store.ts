@@ -150,6 +150,8 @@ export interface RoundCall {
   readonly iteration: number;
   readonly tool_call_id: string;
   readonly tool_name: string;
+  /** The definition hash of the tool the call was planned with (absent for a call no handler runs): names its job's queue. */
+  readonly definition_hash?: string | undefined;
   /** Fanned out to a tool job, so counted among its round's open calls until its result is recorded. */
   readonly fanned_out: boolean;
   /** Calls of its round wait for approval (only then may its result leave the run waiting). */
@@ -215,6 +217,7 @@ export class RunStore {
     enqueued: EventDraft,
     steps?: InitialSteps,
     state?: RunState,
+    request_hash?: string,
   ): Promise<{ created: boolean; run_id: string }> {
     const now = Date.now();
     const fields: Record<string, string> = {
@@ -235,6 +238,8 @@ export class RunStore {
       // Given at enqueue (even `{}`): a run on a thread then does not take the state its thread left.
       ...(state ? { state_given: '1' } : {}),
       ...(spec.lineage ? ChildStore.fields(spec.lineage) : {}),
+      // What its idempotency key stands for: a repeat of the key with another request is refused.
+      ...(request_hash ? { request_hash } : {}),
     };
     const [created, run_id] = (await this.scripts.createRun([this.keys.record(spec.run_id), this.keys.idempotency(idempotency_key ?? spec.run_id, this.keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
@@ -254,6 +259,11 @@ export class RunStore {
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
     return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), ...SPEC_FIELDS));
+  }
+
+  /** The request hash stored with a run enqueued with an idempotency key (see `idempotentRequestHash`). */
+  async requestHash(run_id: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.record(run_id), 'request_hash')) ?? undefined;
   }
 
   async status(run_id: string): Promise<RunStatus | undefined> {
@@ -492,7 +502,7 @@ export class RunStore {
       has_calls: response.tool_calls.length > 0,
       events: this.pairs(events),
       open_count: open.length,
-      open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name])) : '',
+      open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name, call.definition_hash ?? ''])) : '',
       tool_calls: executing,
       ending: end ? this.ending(end) : undefined,
       stream,

@@ -15,7 +15,7 @@ export interface StepFrontier {
   /** Response `next` is recorded. */
   readonly responded: boolean;
   /** Calls of round `next` fanned out with no result yet. */
-  readonly open: readonly { readonly tool_call_id: string; readonly tool_name: string }[];
+  readonly open: readonly { readonly tool_call_id: string; readonly tool_name: string; readonly definition_hash?: string }[];
 }
 
 /**
@@ -71,7 +71,7 @@ export class WatchdogStore {
       this.redis.hkeys(roundKey(record, step_id, 'results', next)),
     ]);
     const recorded = new Set(results);
-    const roundCalls = Number(open ?? 0) > 0 && calls ? (JSON.parse(calls) as [string, string][]) : [];
+    const roundCalls = Number(open ?? 0) > 0 && calls ? (JSON.parse(calls) as [string, string, string?][]) : [];
     return {
       status: status as RunStatus,
       agent,
@@ -79,7 +79,9 @@ export class WatchdogStore {
       trace: JSON.parse(trace ?? '{}') as RunSpec['trace'],
       next,
       responded: response === 1,
-      open: roundCalls.filter(([id]) => !recorded.has(id)).map(([tool_call_id, tool_name]) => ({ tool_call_id, tool_name })),
+      open: roundCalls
+        .filter(([id]) => !recorded.has(id))
+        .map(([tool_call_id, tool_name, definition_hash]) => ({ tool_call_id, tool_name, ...(definition_hash ? { definition_hash } : {}) })),
     };
   }
 }

@@ -72,8 +72,8 @@ export class WorkflowStore {
   }
 
   /** Opens a tool step's one call; how many of its calls are open (1, or 0 once settled), or undefined when the run has ended. */
-  async openToolStep(run_id: string, step_id: string, tool_name: string): Promise<{ opened: boolean; open: number } | undefined> {
-    const [opened, open] = (await this.scripts.openToolStep([this.keys.record(run_id)], [step_id, tool_name])) as [number, number?];
+  async openToolStep(run_id: string, step_id: string, tool_name: string, definition_hash: string): Promise<{ opened: boolean; open: number } | undefined> {
+    const [opened, open] = (await this.scripts.openToolStep([this.keys.record(run_id)], [step_id, tool_name, definition_hash])) as [number, number?];
     if (opened === -1) return undefined;
     return opened === 1 ? { opened: true, open: 1 } : { opened: false, open: open ?? 0 };
   }

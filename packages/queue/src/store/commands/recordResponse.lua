@@ -5,7 +5,7 @@
   here, once. A response that ends the run ends it in the same step.
   KEYS[1] record
   ARGV[1] msgpack map: step_id, iteration, response (JSON), usage {input, output, total}, has_calls (boolean),
-        events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name], …]'
+        events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name, definition_hash], …]'
         or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
         ending (see finish; absent when the run goes on), stream (the response's part of the
         run's stream, see streamResponse in includes/stream.lua; absent for none)

@@ -182,7 +182,7 @@ local function finish(ending)
         local results = roundKey(step, 'results', n)
         for _, call in ipairs(cjson.decode(fields[i + 1])) do
           if redis.call('HSETNX', results, call[1], ending.closing.content) == 1 then
-            closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2]})
+            closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2], definition_hash = call[3]})
             append('', cjson.encode({kind = 'ToolCallFailed', step_id = step, ts = ending.ts, iteration = tonumber(n),
               tool_name = call[2], tool_call_id = call[1], duration_ms = 0, error_code = ending.closing.code}))
             streamAdd({type = 'tool_result', step_id = step, iteration = tonumber(n), tool_call_id = call[1], status = 'failed'})
