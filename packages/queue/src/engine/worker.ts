@@ -37,6 +37,7 @@ import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from 
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-scheduler.ts';
+import { refusedConnection } from '../tls-trust.ts';
 
 /** How long a drain waits for Redis to come back before it stops without finishing. */
 const DRAIN_WITHOUT_REDIS_MS = 10_000;
@@ -94,11 +95,15 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   // partition there is, or those of them that serve_partitions names.
   const servedTags = (state: PartitionState) => store.partitions.tagsOf(state, options.serve_partitions);
   let tags: string[];
+  // A refusal that retrying will not change (an untrusted certificate) fails the start, not a silent wait.
+  const refusal = refusedConnection(connection, (error) => redisRefusal(error, options.redis));
   try {
-    tags = servedTags(await store.partitions.ensure(options.partitions));
+    tags = servedTags(await Promise.race([store.partitions.ensure(options.partitions), refusal.refused]));
   } catch (error) {
     connection.disconnect();
     throw redisRefusal(error, options.redis) ?? error;
+  } finally {
+    refusal.stop();
   }
   if (options.serve_partitions) options.logger.info('serving some partitions only', { partitions: [...options.serve_partitions].sort((a, b) => a - b) });
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
