@@ -43,6 +43,7 @@ export {
   DEFAULT_MAX_STATE_BYTES,
   applyStateChanges,
   applyStateChangesSized,
+  changesFit,
   stateSize,
   checkInitialState,
   stateAsChanges,
