@@ -336,8 +336,8 @@ export class LocalTools {
   }
 
   private keepChanges(planned: ExecuteCall, step_id: string, changes: readonly StateChange[]): void {
-    let recorded = this.changes.get(step_id);
-    if (!recorded) this.changes.set(step_id, (recorded = new Map()));
+    const recorded = this.changes.get(step_id) ?? new Map();
+    this.changes.set(step_id, recorded);
     recorded.set(planned.call.id, { index: planned.index, changes });
   }
 
