@@ -38,6 +38,8 @@ import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-scheduler.ts';
 import { refusedConnection } from '../tls-trust.ts';
+import { nameModels, recordThroughGlobalProvider } from '@arcflow/telemetry/metrics';
+import { definedModelNames } from '../metrics/model-names.ts';
 
 /** How long a drain waits for Redis to come back before it stops without finishing. */
 const DRAIN_WITHOUT_REDIS_MS = 10_000;
@@ -67,7 +69,9 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const opened = await openToolSources(input.agents, { logger });
   try {
     const worker = await startEngine({ ...input, agents: opened.definitions });
-    return { ...worker, close: () => worker.close().finally(opened.close) };
+    // An application that registered its own MeterProvider gets arcflow's metrics through it (SPEC §18).
+    const stopRecording = recordThroughGlobalProvider();
+    return { ...worker, close: () => worker.close().finally(() => (stopRecording?.(), opened.close())) };
   } catch (error) {
     await opened.close();
     throw error;
@@ -79,6 +83,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const { agents, workflows } = collectDefinitions(input.agents);
   // Refuses, before connecting, an agent (or fallback) whose provider this worker lacks.
   const models = options.roles.includes('provider') ? new ModelRouter(options, { agents, workflows }) : undefined;
+  // Metrics name a provider call's model only when a definition or provider names it (a model given per run adds no series).
+  if (models) nameModels(definedModelNames(agents.values(), workflows.values(), options));
   const tools = collectTools(agents, workflows, options.tools);
   const id = input.worker_id ?? newWorkerId();
   // One connection for BullMQ and the store; each tick's commands go out in one socket write
