@@ -192,3 +192,41 @@ describe('agent tools on runLocal', () => {
     expect(tool({ name: 't', description: 'd', input_schema: { type: 'object' }, handler: () => 'x' }).child).toBeUndefined();
   });
 });
+
+describe('agent tools of a run in test mode (runLocal)', () => {
+  it("run each child in test mode: its agent's script from exec_config.test.agents, or none, and never the real provider", async () => {
+    const writer = new Agent({ name: 'writer', instructions: 'role:writer' });
+    const lead = new Agent({ name: 'lead', tools: [agentTool(researcher), agentTool(writer)] });
+    const provider = byRole();
+    const run = await runLocal(lead, 'go', {
+      provider,
+      logger: false,
+      exec_config: {
+        test: {
+          steps: {
+            s1: {
+              responses: [
+                {
+                  tool_calls: [
+                    { name: 'researcher', arguments: { input: 'Oslo' }, id: 'ask' },
+                    { name: 'writer', arguments: { input: 'draft' }, id: 'write' },
+                  ],
+                },
+                { output: 'done' },
+              ],
+            },
+          },
+          agents: { researcher: { output: 'Oslo is mild (scripted)' } },
+        },
+      },
+    });
+    expect(run.status).toBe('completed');
+    const ends = Object.fromEntries(
+      run.events.flatMap((event) =>
+        event.kind === 'ToolCallCompleted' ? [[event.tool_call_id, 'completed']] : event.kind === 'ToolCallFailed' ? [[event.tool_call_id, event.error_code]] : [],
+      ),
+    );
+    expect(ends).toEqual({ ask: 'completed', write: 'child_failed' });
+    expect(provider.requests).toEqual([]);
+  });
+});

@@ -10,7 +10,11 @@ export type TestTurn = { readonly output: string } | { readonly tool_calls: read
 export type TestStep = { readonly output: string } | { readonly responses: readonly TestTurn[] };
 
 export interface ExecConfig {
-  readonly test?: { readonly steps?: Readonly<Record<string, TestStep>> };
+  readonly test?: {
+    readonly steps?: Readonly<Record<string, TestStep>>;
+    /** The script of every child run (SPEC §13) of the agent it names, at any depth: its one step's. */
+    readonly agents?: Readonly<Record<string, TestStep>>;
+  };
 }
 
 /** The provider id recorded for scripted test turns. */
@@ -26,7 +30,26 @@ export function checkExecConfig(value: unknown): ExecConfig {
   const steps = (test as Record<string, unknown> | null)?.steps;
   if (steps === null || typeof steps !== 'object' || Array.isArray(steps)) throw new ConfigError('exec_config.test.steps must be an object');
   for (const [stepId, step] of Object.entries(steps)) checkTestStep(`exec_config.test.steps.${stepId}`, step);
+  const agents = (test as Record<string, unknown>).agents;
+  if (agents !== undefined) {
+    if (agents === null || typeof agents !== 'object' || Array.isArray(agents)) throw new ConfigError('exec_config.test.agents must be an object');
+    for (const [agent, step] of Object.entries(agents)) checkTestStep(`exec_config.test.agents.${agent}`, step);
+  }
   return value as ExecConfig;
+}
+
+/**
+ * The `exec_config` of a child run of `agent` (SPEC §13) started by a run with `parent`'s: none
+ * when the parent is not in test mode; else test mode too, its step scripted by the parent's
+ * `test.agents[agent]` (passed on, for the child's own children). A child whose agent has no
+ * script gets an empty one: its step fails `test_responses_exhausted` at its first provider call,
+ * and no real provider is ever called.
+ */
+export function childExecConfig(parent: ExecConfig | undefined, agent: string): ExecConfig | undefined {
+  const test = parent?.test;
+  if (!test) return undefined;
+  const script = test.agents && Object.hasOwn(test.agents, agent) ? test.agents[agent] : undefined;
+  return { test: { steps: { s1: script ?? { responses: [] } }, ...(test.agents ? { agents: test.agents } : {}) } };
 }
 
 function checkTestStep(where: string, step: unknown): void {
