@@ -47,11 +47,60 @@ function defineCrashTests(targetName: string, redisUrl: () => string): void {
       await client.close();
     });
 
+    it('does not fail a call whose workers are SIGKILLed within its first second, more often than its loss budget', async () => {
+      const { start, counter, client } = setup('quick-losses');
+      let worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
+      try {
+        const { run_id } = await client.enqueue({ agent: 'frail_agent', input: 'go' });
+        // Three deliveries in a row, each killed as soon as its handler has started (as a fleet under chaos loses them).
+        for (let lost = 1; lost <= 3; lost += 1) {
+          await until(async () => (await counter('frail')) === lost, 30_000);
+          worker.kill('SIGKILL');
+          await worker.exited;
+          worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
+        }
+        const run = await client.wait(run_id, { timeout_ms: 60_000 });
+        expect(run.status).toBe('completed');
+        const events = await collect(client, run_id);
+        expect(events.find((event) => event.kind === 'ToolCallCompleted')).toMatchObject({ tool_name: 'frail' });
+        expect(hasEvent(events, 'ToolCallFailed')).toBe(false);
+        expect(await counter('frail')).toBe(4);
+      } finally {
+        worker.kill('SIGKILL');
+        await client.close();
+      }
+    }, 120_000);
+
+    it('ends worker_lost a call whose workers die under it past its first second more often than its loss budget, without running it again', async () => {
+      const { start, counter, client } = setup('counted-losses');
+      let worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
+      try {
+        const { run_id } = await client.enqueue({ agent: 'frail_agent', input: 'go' });
+        for (let lost = 1; lost <= 2; lost += 1) {
+          await until(async () => (await counter('frail')) === lost, 30_000);
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          worker.kill('SIGKILL');
+          await worker.exited;
+          worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
+        }
+        const run = await client.wait(run_id, { timeout_ms: 60_000 });
+        expect(run.status).toBe('completed');
+        const events = await collect(client, run_id);
+        expect(events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_name: 'frail', error_code: 'worker_lost' });
+        expect(await counter('frail')).toBe(2);
+      } finally {
+        worker.kill('SIGKILL');
+        await client.close();
+      }
+    }, 120_000);
+
     it('settles a call whose tool job stalled for good, so its round joins and the run goes on', async () => {
       const { prefix, url, start, counter, client } = setup('stall-out');
       const first = await start();
       const { run_id } = await client.enqueue({ agent: 'crash_agent', input: 'go' });
       await until(async () => (await counter('block')) === 1);
+      // Killed after its handler ran past the loss grace, so the loss counts against the call.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
       first.kill('SIGKILL');
       await first.exited;
       // No stall is forgiven here: the killed call's job fails for good instead of running again.

@@ -33,6 +33,7 @@ import { ModelRouter } from './model-call.ts';
 import { retryDelayOf } from './provider-failure.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
+import { QUICK_LOSSES } from './tool-losses.ts';
 import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from './approvals.ts';
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
@@ -204,7 +205,16 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   }
 
   if (options.roles.includes('tools')) {
-    const toolDeps = { ...runtime, tools, queues, scheduler, workflows: new WorkflowDirectory(registry), redis: connection, provider_attempts: options.provider_attempts };
+    const toolDeps = {
+      ...runtime,
+      tools,
+      queues,
+      scheduler,
+      workflows: new WorkflowDirectory(registry),
+      redis: connection,
+      provider_attempts: options.provider_attempts,
+      max_stalled_count: options.max_stalled_count,
+    };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name);
@@ -218,6 +228,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
         const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
         const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job), () => process(job)), {
           ...common,
+          // The call's own budget counts losses past the grace (tool-losses.ts); BullMQ's limit caps quick ones too.
+          maxStalledCount: options.max_stalled_count + QUICK_LOSSES,
           prefix: tag,
           concurrency: capped ? budget : share(budget),
         });
