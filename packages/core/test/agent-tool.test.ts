@@ -12,7 +12,7 @@ import {
   runLocal,
   tool,
 } from '@arcflow/core';
-import { assertEventInvariants, reply, toolCalls } from '@arcflow/testing';
+import { assertEventInvariants, childrenInTestMode, reply, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 
 // SPEC §13 on runLocal: an agent tool's call runs a child run in this process.
@@ -201,24 +201,13 @@ describe('agent tools of a run in test mode (runLocal)', () => {
     const run = await runLocal(lead, 'go', {
       provider,
       logger: false,
-      exec_config: {
-        test: {
-          steps: {
-            s1: {
-              responses: [
-                {
-                  tool_calls: [
-                    { name: 'researcher', arguments: { input: 'Oslo' }, id: 'ask' },
-                    { name: 'writer', arguments: { input: 'draft' }, id: 'write' },
-                  ],
-                },
-                { output: 'done' },
-              ],
-            },
-          },
-          agents: { researcher: { output: 'Oslo is mild (scripted)' } },
-        },
-      },
+      exec_config: childrenInTestMode(
+        [
+          { tool: 'researcher', input: 'Oslo', id: 'ask' },
+          { tool: 'writer', input: 'draft', id: 'write' },
+        ],
+        { researcher: { output: 'Oslo is mild (scripted)' } },
+      ),
     });
     expect(run.status).toBe('completed');
     const ends = Object.fromEntries(

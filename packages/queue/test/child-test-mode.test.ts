@@ -1,6 +1,6 @@
 import { Agent, type ModelProvider, type ProviderRequest, agentTool, silentLogger } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, cleanupPrefix, reply, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, childrenInTestMode, cleanupPrefix, reply, testPrefix } from '@arcflow/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // A child of a run in test mode runs in test mode too (SPEC §13): through the queue engine.
@@ -26,24 +26,13 @@ describe('a child run of a run in test mode', () => {
       const { run_id } = await client.enqueue({
         agent: 'tm_lead',
         input: 'go',
-        exec_config: {
-          test: {
-            steps: {
-              s1: {
-                responses: [
-                  {
-                    tool_calls: [
-                      { name: 'tm_researcher', arguments: { input: 'Oslo' }, id: 'ask' },
-                      { name: 'tm_writer', arguments: { input: 'draft' }, id: 'write' },
-                    ],
-                  },
-                  { output: 'done' },
-                ],
-              },
-            },
-            agents: { tm_researcher: { output: 'Oslo is mild (scripted)' } },
-          },
-        },
+        exec_config: childrenInTestMode(
+          [
+            { tool: 'tm_researcher', input: 'Oslo', id: 'ask' },
+            { tool: 'tm_writer', input: 'draft', id: 'write' },
+          ],
+          { tm_researcher: { output: 'Oslo is mild (scripted)' } },
+        ),
       });
       const record = await client.wait(run_id, { timeout_ms: 20_000 });
       expect(record.status).toBe('completed');
