@@ -13,7 +13,10 @@ export interface WorkerEnv {
   readonly heapGrowingPercent: number;
   /** `ARCFLOW_WATCHDOG_MS`: how long a run may make no progress before the watchdog acts. */
   readonly watchdogMs: number | undefined;
-  /** `ARCFLOW_MAX_STALLED_COUNT`: how often a job may lose its worker before its call ends `worker_lost` (default 2). */
+  /**
+   * `ARCFLOW_MAX_STALLED_COUNT`: how often a job may lose its worker before it fails (default 2). A tool call counts only
+   * the losses after its handler ran past its first second; quicker ones count only toward this plus 5.
+   */
   readonly maxStalledCount: number | undefined;
   /** `ARCFLOW_PARTITIONS`: partitions runs spread over (default 1 on one Redis, 16 on a cluster). */
   readonly partitions: number | undefined;

@@ -51,6 +51,16 @@ export class ToolArgumentError extends Error {
   override readonly name = 'ToolArgumentError';
 }
 
+/**
+ * Thrown by a handler whose tool answered with a failure (an MCP result with `isError: true`): the
+ * model reads `Error: <message>` and the call ends `ToolCallFailed` (`tool_error`) at once, without
+ * retries, since asking again gets the same answer. The message is the tool's (untrusted) answer: it
+ * goes to the model only, never into events, spans or logs.
+ */
+export class ToolAnswerError extends Error {
+  override readonly name: string = 'ToolAnswerError';
+}
+
 /** A refused request to the runtime (unknown agent, oversize input, ...). */
 export class RequestError extends Error {
   override readonly name = 'RequestError';

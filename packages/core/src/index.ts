@@ -1,4 +1,4 @@
-export { ErrorCode, ConfigError, ToolArgumentError, RequestError, type ToolFailureCode } from './errors.ts';
+export { ErrorCode, ConfigError, ToolArgumentError, ToolAnswerError, RequestError, type ToolFailureCode } from './errors.ts';
 export { canonicalJson, shortHash, byteSize } from './canonical.ts';
 export { isPlainObject } from './plain-object.ts';
 export {
@@ -13,7 +13,7 @@ export {
   MAX_TOOL_CALLS_PER_RESPONSE,
   MAX_RESPONSE_BYTES,
 } from './defaults.ts';
-export { describeViolations, UNDECLARED_PROPERTY } from './tools/schema.ts';
+export { compileSchema, describeViolations, UNDECLARED_PROPERTY } from './tools/schema.ts';
 export {
   tool,
   type ToolConfig,
@@ -44,6 +44,7 @@ export {
   DEFAULT_MAX_STATE_BYTES,
   applyStateChanges,
   applyStateChangesSized,
+  changesFit,
   stateSize,
   checkInitialState,
   stateAsChanges,

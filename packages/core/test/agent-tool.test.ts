@@ -12,7 +12,7 @@ import {
   runLocal,
   tool,
 } from '@arcflow/core';
-import { assertEventInvariants, reply, toolCalls } from '@arcflow/testing';
+import { assertEventInvariants, childrenInTestMode, reply, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 
 // SPEC §13 on runLocal: an agent tool's call runs a child run in this process.
@@ -190,5 +190,32 @@ describe('agent tools on runLocal', () => {
 
   it('leaves tools that are not agent tools as they are', () => {
     expect(tool({ name: 't', description: 'd', input_schema: { type: 'object' }, handler: () => 'x' }).child).toBeUndefined();
+  });
+});
+
+describe('agent tools of a run in test mode (runLocal)', () => {
+  it("run each child in test mode: its agent's script from exec_config.test.agents, or none, and never the real provider", async () => {
+    const writer = new Agent({ name: 'writer', instructions: 'role:writer' });
+    const lead = new Agent({ name: 'lead', tools: [agentTool(researcher), agentTool(writer)] });
+    const provider = byRole();
+    const run = await runLocal(lead, 'go', {
+      provider,
+      logger: false,
+      exec_config: childrenInTestMode(
+        [
+          { tool: 'researcher', input: 'Oslo', id: 'ask' },
+          { tool: 'writer', input: 'draft', id: 'write' },
+        ],
+        { researcher: { output: 'Oslo is mild (scripted)' } },
+      ),
+    });
+    expect(run.status).toBe('completed');
+    const ends = Object.fromEntries(
+      run.events.flatMap((event) =>
+        event.kind === 'ToolCallCompleted' ? [[event.tool_call_id, 'completed']] : event.kind === 'ToolCallFailed' ? [[event.tool_call_id, event.error_code]] : [],
+      ),
+    );
+    expect(ends).toEqual({ ask: 'completed', write: 'child_failed' });
+    expect(provider.requests).toEqual([]);
   });
 });

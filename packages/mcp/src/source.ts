@@ -1,4 +1,4 @@
-import { ConfigError, type ToolContext, type ToolDefinition, type ToolSource, type ToolSourceSession, tool } from '@arcflow/core';
+import { ConfigError, ToolAnswerError, type ToolContext, type ToolDefinition, type ToolSource, type ToolSourceSession, compileSchema, tool } from '@arcflow/core';
 import { type CheckedConfig, type McpToolsConfig, checkMcpConfig, describeTransport } from './config.ts';
 import { type ListedTool, McpConnection, failureText } from './connection.ts';
 import { loadClient } from './sdk.ts';
@@ -8,9 +8,12 @@ import { resultText } from './result.ts';
 /** The longest description of a server's tool passed on to the model. */
 const MAX_DESCRIPTION = 4096;
 
-/** A call the server answered with `isError: true`; what it said stays out of the error (it is untrusted). */
-export class McpToolError extends Error {
-  override readonly name = 'McpToolError';
+/**
+ * A call the server answered with `isError: true`: the tool's answer, which the model reads as
+ * `Error: <its text>`; the call fails `tool_error` at once, without retries.
+ */
+export class McpToolError extends ToolAnswerError {
+  override readonly name: string = 'McpToolError';
 }
 
 /**
@@ -53,26 +56,52 @@ async function openSource(config: CheckedConfig, session: ToolSourceSession): Pr
   const byServerName = new Map<string, ListedTool>();
   for (const entry of listed) if (typeof entry?.name === 'string' && !byServerName.has(entry.name)) byServerName.set(entry.name, entry);
   const selected = selectTools([...byServerName.keys()], { ...config, configured: [...config.perTool.keys()] });
-  return selected.map(({ server_name, name }) => {
+  const tools: ToolDefinition[] = [];
+  for (const { server_name, name } of selected) {
     const listedTool = byServerName.get(server_name) as ListedTool;
     const options = config.perTool.get(server_name) ?? config.defaults;
     const description = typeof listedTool.description === 'string' ? listedTool.description.slice(0, MAX_DESCRIPTION) : '';
-    try {
-      return tool({
-        name,
-        description,
-        input_schema: listedTool.inputSchema as Record<string, unknown>,
-        ...options,
-        handler: async (args: unknown, ctx: ToolContext) => {
-          const result = await connection.callTool(server_name, args, ctx.signal, options.timeout_ms);
-          if (result.isError === true) throw new McpToolError(`MCP server '${server}': tool '${server_name}' answered isError`);
-          return resultText(result);
-        },
+    const schemaProblem = uncompilable(name, listedTool.inputSchema);
+    if (schemaProblem) {
+      // One tool the validator cannot enforce costs that tool, not the worker's start.
+      session.logger.warn(`MCP tool '${server_name}' of server '${server}' left out: its input schema cannot be compiled`, {
+        mcp_server: server,
+        tool: server_name,
+        error: schemaProblem,
       });
+      continue;
+    }
+    try {
+      tools.push(
+        tool({
+          name,
+          description,
+          input_schema: listedTool.inputSchema as Record<string, unknown>,
+          ...options,
+          handler: async (args: unknown, ctx: ToolContext) => {
+            const result = await connection.callTool(server_name, args, ctx.signal, options.timeout_ms);
+            if (result.isError !== true) return resultText(result);
+            // The tool's answer, not a failure to retry: the model reads it. What it said stays out of the log (untrusted).
+            ctx.log.warn('MCP tool answered isError', { mcp_server: server });
+            throw new McpToolError(resultText(result));
+          },
+        }),
+      );
     } catch (error) {
       throw new ConfigError(`MCP server '${server}', tool '${server_name}': ${oneLine(error)}; exclude it with exclude: ['${server_name}']`);
     }
-  });
+  }
+  return tools;
+}
+
+/** Why the validator cannot enforce a listed tool's input schema, on one line; undefined when it can. */
+function uncompilable(name: string, schema: unknown): string | undefined {
+  try {
+    compileSchema(`tool '${name}': input_schema`, schema);
+    return undefined;
+  } catch (error) {
+    return oneLine(error);
+  }
 }
 
 /**

@@ -50,7 +50,7 @@ describe('mcpTools over stdio (server-everything, in process)', () => {
     expect(run.events.filter((event) => event.kind === 'ToolCallCompleted')).toMatchObject([{ tool_name: 'everything_get-sum' }]);
   });
 
-  it('gives other content as JSON, cuts a result to max_result_bytes, and fails an isError result as tool_error with nothing of it in events', async () => {
+  it('gives other content as JSON, cuts a result to max_result_bytes, and gives an isError result to the model as its answer, failing tool_error with nothing of it in events', async () => {
     const model = scriptedProvider([
       toolCalls([
         { name: 'everything_get-tiny-image', args: {}, id: 'image' },
@@ -64,10 +64,10 @@ describe('mcpTools over stdio (server-everything, in process)', () => {
     const messages = toolMessages(model, 1);
     expect(messages.image).toMatch(/^Here's the image you requested:\n\{"type":"image","data":"iVBOR/);
     expect(messages.image).toMatch(/\[result truncated: \d+ of \d+ bytes cut\]$/);
-    expect(messages.failing).toBe('Error: tool temporarily unavailable');
+    expect(messages.failing).toBe('Error: fetch failed');
     expect(run.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_name: 'everything_gzip-file-as-resource', error_code: 'tool_error' });
     expect(JSON.stringify(run.events)).not.toContain('127.0.0.1:1');
-    expect(logger.lines.some((line) => line.includes("tool 'gzip-file-as-resource' answered isError"))).toBe(true);
+    expect(logger.lines.some((line) => line.includes('MCP tool answered isError') && line.includes('"tool":"everything_gzip-file-as-resource"'))).toBe(true);
   });
 
   it('aborts the MCP request when the call times out', async () => {

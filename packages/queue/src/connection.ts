@@ -1,5 +1,6 @@
 import { ConfigError, RequestError, type ToolLogger } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import { untrustedCertificate } from './tls-trust.ts';
 
 /** A Redis URL (or a cluster's list of them) fit for messages and logs: any password is replaced by `***`. */
 export function redactUrl(url: string): string {
@@ -36,11 +37,15 @@ export function isConnectionError(error: unknown): boolean {
  * The error for an answer from Redis that no retry will change, said at once in one line: a
  * single URL naming one node of a Redis Cluster (it answered `MOVED` or `ASK`; cluster mode takes
  * several nodes, comma-separated), or credentials or permissions Redis refused (`WRONGPASS`,
- * `NOAUTH`, `NOPERM`). Undefined for any other error. `error` may be the error's text.
+ * `NOAUTH`, `NOPERM`), or a TLS certificate this process does not trust (saying how to trust
+ * it). Undefined for any other error. `error` may be the error's text or code.
  */
 export function redisRefusal(error: unknown, url: string): ConfigError | undefined {
   const message = error instanceof Error ? error.message : typeof error === 'string' ? error : '';
   const where = `the Redis at ${redactUrl(url)}`;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const untrusted = untrustedCertificate(typeof code === 'string' ? code : message, where);
+  if (untrusted) return untrusted;
   if (/^(MOVED|ASK) \d+ /.test(message)) {
     return new ConfigError(
       `${where} is one node of a Redis Cluster (it answered ${message}); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379`,

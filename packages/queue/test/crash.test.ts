@@ -47,11 +47,51 @@ function defineCrashTests(targetName: string, redisUrl: () => string): void {
       await client.close();
     });
 
+    /**
+     * Runs `frail_agent` on one worker at a time (loss budget 1) and SIGKILLs the worker under each
+     * of the call's first `losses` deliveries, `afterMs` after its handler started; returns the run's events and executions.
+     */
+    async function loseDeliveries(name: string, losses: number, afterMs: number): Promise<{ events: TraceEvent[]; executions: number }> {
+      const { start, counter, client } = setup(name);
+      let worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
+      try {
+        const { run_id } = await client.enqueue({ agent: 'frail_agent', input: 'go' });
+        for (let lost = 1; lost <= losses; lost += 1) {
+          await until(async () => (await counter('frail')) === lost, 30_000);
+          await new Promise((resolve) => setTimeout(resolve, afterMs));
+          worker.kill('SIGKILL');
+          await worker.exited;
+          worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
+        }
+        expect((await client.wait(run_id, { timeout_ms: 60_000 })).status).toBe('completed');
+        return { events: await collect(client, run_id), executions: await counter('frail') };
+      } finally {
+        worker.kill('SIGKILL');
+        await client.close();
+      }
+    }
+
+    it('does not fail a call whose workers are SIGKILLed within its first second, more often than its loss budget', async () => {
+      // Three deliveries in a row, each killed as soon as its handler has started (as a fleet under chaos loses them).
+      const { events, executions } = await loseDeliveries('quick-losses', 3, 0);
+      expect(events.find((event) => event.kind === 'ToolCallCompleted')).toMatchObject({ tool_name: 'frail' });
+      expect(hasEvent(events, 'ToolCallFailed')).toBe(false);
+      expect(executions).toBe(4);
+    }, 120_000);
+
+    it('ends worker_lost a call whose workers die under it past its first second more often than its loss budget, without running it again', async () => {
+      const { events, executions } = await loseDeliveries('counted-losses', 2, 1_500);
+      expect(events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_name: 'frail', error_code: 'worker_lost' });
+      expect(executions).toBe(2);
+    }, 120_000);
+
     it('settles a call whose tool job stalled for good, so its round joins and the run goes on', async () => {
       const { prefix, url, start, counter, client } = setup('stall-out');
       const first = await start();
       const { run_id } = await client.enqueue({ agent: 'crash_agent', input: 'go' });
       await until(async () => (await counter('block')) === 1);
+      // Killed after its handler ran past the loss grace, so the loss counts against the call.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
       first.kill('SIGKILL');
       await first.exited;
       // No stall is forgiven here: the killed call's job fails for good instead of running again.

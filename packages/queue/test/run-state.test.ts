@@ -53,6 +53,50 @@ describe('run state through worker processes', () => {
     }
   });
 
+  it('holds max_state_bytes whatever the parallelism: of four parallel calls adding 400 bytes each under 1,000, the later ones fail state_too_large', async () => {
+    const workers = forTest('state-limit');
+    await workers.start();
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'hoarder', input: 'hoard:a,b,c,d bytes:400' });
+      const record = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(record.status).toBe('completed');
+      const ends: Record<string, string> = {};
+      for await (const event of client.events(run_id)) {
+        if (event.kind === 'ToolCallCompleted') ends[event.tool_call_id] = 'completed';
+        if (event.kind === 'ToolCallFailed') ends[event.tool_call_id] = event.error_code;
+      }
+      // The four ran side by side: two fit (2 + 2 × 406 bytes of JSON, with the comma), a third would not.
+      expect(Object.values(ends).sort()).toEqual(['completed', 'completed', 'state_too_large', 'state_too_large']);
+      const kept = Object.keys(record.state ?? {}).sort();
+      expect(kept).toEqual(['a', 'b', 'c', 'd'].filter((item) => ends[`h${item.charCodeAt(0) - 97}`] === 'completed'));
+      expect(Buffer.byteLength(JSON.stringify(record.state))).toBeLessThanOrEqual(1_000);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("fails the later of two parallel workflow steps whose changes together would take the run's state over its limit", async () => {
+    const workers = forTest('state-limit-flow');
+    await workers.start();
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'hoard_flow', input: 'go' });
+      const record = await client.wait(run_id, { timeout_ms: 30_000 });
+      expect(record.status).toBe('failed');
+      const steps = Object.values(record.steps ?? {});
+      expect(steps.map((step) => step.status).sort()).toEqual(['completed', 'failed']);
+      expect(steps.find((step) => step.status === 'failed')?.error).toMatchObject({ code: 'StepExecutionFailed', error_code: 'state_too_large' });
+      const completed = Object.entries(record.steps ?? {}).find(([, step]) => step.status === 'completed')![0];
+      expect(Object.keys(record.state ?? {})).toEqual([completed]);
+      expect(Buffer.byteLength(JSON.stringify(record.state))).toBeLessThanOrEqual(262_144);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('keeps each call’s changes exactly once, in call order, while workers are SIGKILLed (40 runs of 4 parallel calls)', async () => {
     const workers = forTest('state-chaos');
     // Workers die here far more often than in a fleet: a job may lose five of them before its call ends worker_lost.

@@ -13,7 +13,8 @@ import { processResource } from './resource.ts';
  * port or an OTLP endpoint): a Prometheus reader (its text served by the caller's HTTP server)
  * and a periodic OTLP/HTTP reader, as asked, each given what the engine's recording functions
  * (record-metrics.ts) aggregate in process through a producer of its own; and a meter provider,
- * made the global one, whose `arcflow` meter observes the queue gauges at each collection. The
+ * made the global one unless the process has one, whose `arcflow` meter observes the queue gauges
+ * at each collection. The
  * OTLP exporter's modules load only when OTLP is asked for.
  */
 export async function startMetricsSdk(options: MetricsOptions): Promise<ProcessMetrics> {
@@ -37,8 +38,9 @@ export async function startMetricsSdk(options: MetricsOptions): Promise<ProcessM
     );
   }
   const provider = new MeterProvider({ resource: processResource(options.serviceName, 'arcflow-worker'), readers });
-  metrics.setGlobalMeterProvider(provider);
-  bindRecording({ recorded, meter: metrics.getMeter(METER_NAME) });
+  // The global one only when the process has none (then the user's own metrics go out with arcflow's); a provider it did not make stays.
+  const madeGlobal = metrics.setGlobalMeterProvider(provider);
+  bindRecording({ recorded, meter: provider.getMeter(METER_NAME) });
   return {
     enabled: true,
     ...(prometheus ? { serve: (request: IncomingMessage, response: ServerResponse) => prometheus.getMetricsRequestHandler(request, response) } : {}),
@@ -46,7 +48,7 @@ export async function startMetricsSdk(options: MetricsOptions): Promise<ProcessM
       bindRecording(undefined);
       // The last OTLP export goes out here, so what was recorded while draining is not lost.
       await provider.shutdown();
-      metrics.disable();
+      if (madeGlobal) metrics.disable();
     },
   };
 }

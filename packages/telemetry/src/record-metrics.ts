@@ -1,6 +1,6 @@
-import type { Meter } from '@opentelemetry/api';
-import { Metric, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
-import { type Series, SeriesTable } from './series.ts';
+import { type Meter, createNoopMeter, metrics } from '@opentelemetry/api';
+import { METER_NAME, Metric, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
+import { type RecordSink, type Series, SeriesTable } from './series.ts';
 
 /*
  * Where the engine records metrics (SPEC §18), one function per recording point. With metrics
@@ -25,12 +25,49 @@ export function createRecordedMetrics(): RecordedMetrics {
 interface Slot {
   recorded?: RecordedMetrics;
   meter?: Meter;
+  /** The model names the definitions and providers of this process name; others are recorded as `_OTHER`. */
+  models?: Set<string>;
 }
+
+/** What a provider call's model is recorded as when no definition or provider names it (a model given per run). */
+export const OTHER_MODEL = '_OTHER';
 
 const KEY = Symbol.for('arcflow.telemetry.metrics');
 const slots = globalThis as Record<symbol, Slot>;
 slots[KEY] ??= {};
 const slot: Slot = slots[KEY];
+
+/**
+ * In a process that records no metrics of its own (no `startMetrics`) but has registered its own
+ * global `MeterProvider` (an application that embeds a worker), records arcflow's metrics through
+ * that provider's `arcflow` meter: each record goes to an instrument of it, which its readers
+ * collect. Returns the function that stops it, or undefined when there is nothing to do (metrics
+ * recorded already, or no provider registered). Never registers, replaces or shuts down a provider.
+ */
+export function recordThroughGlobalProvider(): (() => void) | undefined {
+  if (slot.recorded) return undefined;
+  const meter = metrics.getMeter(METER_NAME);
+  if (meter === createNoopMeter()) return undefined;
+  const recorded = Object.fromEntries(RECORDED.map((name) => [name, new SeriesTable(Metric[name], sinkOn(meter, Metric[name]))])) as unknown as RecordedMetrics;
+  slot.recorded = recorded;
+  return () => {
+    if (slot.recorded === recorded) bindRecording(undefined);
+  };
+}
+
+/** An instrument of `meter` for one of arcflow's recorded metrics, with its buckets as advice. */
+function sinkOn(meter: Meter, metric: (typeof Metric)[(typeof RECORDED)[number]]): RecordSink {
+  if (metric.kind === 'counter') {
+    const counter = meter.createCounter(metric.name, { unit: metric.unit, description: metric.description });
+    return { record: (value, attributes) => counter.add(value, attributes) };
+  }
+  const histogram = meter.createHistogram(metric.name, {
+    unit: metric.unit,
+    description: metric.description,
+    advice: { explicitBucketBoundaries: [...metric.buckets] },
+  });
+  return { record: (value, attributes) => histogram.record(value, attributes) };
+}
 
 /** Whether this process records metrics. */
 export function metricsEnabled(): boolean {
@@ -54,15 +91,27 @@ export interface ProviderCallAttributes {
   readonly error_type?: string | undefined;
 }
 
+/**
+ * Adds model names the process's definitions and providers name (its agents' models and fallbacks,
+ * its providers' and its own default models): a provider call's model is recorded as it is when
+ * named, else as `_OTHER`, so a model given per run by any caller adds no series. Until a process
+ * names any, models are recorded as they are.
+ */
+export function nameModels(models: Iterable<string>): void {
+  slot.models ??= new Set();
+  for (const model of models) slot.models.add(model);
+}
+
 /** The series of a provider call (and of its tokens of one type), built the first time these values are seen. */
 function callSeries(table: SeriesTable, call: ProviderCallAttributes, tokenType = ''): Series {
   const error = call.error_type ?? '';
+  const model = slot.models === undefined || slot.models.has(call.model) ? call.model : OTHER_MODEL;
   return (
-    table.find(call.provider, call.model, error, tokenType) ??
-    table.add(call.provider, call.model, error, tokenType, {
+    table.find(call.provider, model, error, tokenType) ??
+    table.add(call.provider, model, error, tokenType, {
       [MetricAttr.operationName]: 'chat',
       [MetricAttr.providerName]: call.provider,
-      [MetricAttr.requestModel]: call.model,
+      [MetricAttr.requestModel]: model,
       ...(call.error_type !== undefined ? { [MetricAttr.errorType]: call.error_type } : {}),
       ...(tokenType !== '' ? { [MetricAttr.tokenType]: tokenType } : {}),
     })

@@ -101,6 +101,29 @@ export class Series {
   }
 }
 
+/** Where a forwarding table's records go: an instrument of a meter provider arcflow did not make (the application's). */
+export interface RecordSink {
+  record(value: number, attributes: Attributes): void;
+}
+
+/** A series whose records go straight to an instrument of the application's meter provider, which aggregates them. */
+class ForwardingSeries extends Series {
+  constructor(
+    attributes: Attributes,
+    private readonly sink: RecordSink,
+  ) {
+    super(attributes, [], 0);
+  }
+
+  override record(value: number): void {
+    this.sink.record(value, this.attributes);
+  }
+
+  override add(value: number): void {
+    this.sink.record(value, this.attributes);
+  }
+}
+
 /** Distinct attribute sets a metric keeps before the rest go to one overflow series (the SDK's default limit). */
 export const CARDINALITY_LIMIT = 2000;
 const OVERFLOW: Attributes = Object.freeze({ 'otel.metric.overflow': true });
@@ -119,7 +142,11 @@ export class SeriesTable {
   private cellCount = 1;
   private overflow: Series | undefined;
 
-  constructor(readonly metric: MetricDefinition) {}
+  /** `sink`: each series forwards its records there instead of aggregating them (no reader of arcflow's collects it). */
+  constructor(
+    readonly metric: MetricDefinition,
+    private readonly sink?: RecordSink,
+  ) {}
 
   /** The series of these values, if it was added. */
   find(a: string, b: string, c: string, d: string): Series | undefined {
@@ -147,7 +174,7 @@ export class SeriesTable {
   }
 
   private create(attributes: Attributes): Series {
-    const series = new Series(attributes, this.metric.buckets ?? [], this.cellCount);
+    const series = this.sink ? new ForwardingSeries(attributes, this.sink) : new Series(attributes, this.metric.buckets ?? [], this.cellCount);
     this.all.push(series);
     return series;
   }

@@ -4,6 +4,7 @@
  * runner; the shared scenario suites are in `./scenarios-entry.ts` (`@arcflow/testing/scenarios`).
  */
 export { scriptedProvider, reply, toolCall, toolCalls, failure, type ScriptedProvider, type ScriptedTurn } from './scripted-provider.ts';
+export { childrenInTestMode } from './test-mode-children.ts';
 export { rawTurn, rawCalls } from './raw-turns.ts';
 export {
   startFakeOpenAI,

@@ -34,6 +34,18 @@ const hoard = tool({
   },
 });
 
+/** Sets the key `item` to `size` x's, after `wait_ms`. */
+const stash = tool({
+  name: 'stash',
+  description: 'Keeps a large value in the state under its own key',
+  input_schema: { type: 'object', properties: { item: { type: 'string' }, size: { type: 'integer' }, wait_ms: { type: 'integer' } }, required: ['item', 'size'] },
+  handler: async ({ item, size, wait_ms }: { item: string; size: number; wait_ms?: number }, ctx) => {
+    ctx.state.set(item, 'x'.repeat(size));
+    if (wait_ms) await new Promise((resolve) => setTimeout(resolve, wait_ms));
+    return 'stored';
+  },
+});
+
 /** Appends to a key that holds no array: the handler sees the error and answers with it. */
 const misuse = tool({
   name: 'misuse',
@@ -99,6 +111,38 @@ export function defineStateScenarios(name: string, runner: ScenarioRunner): void
       expect(result.state).toEqual({ facts: ['kept'], last: 'kept' });
       expect(ofKind(result, 'ToolCallFailed').map((event) => [event.tool_name, event.error_code])).toEqual([['hoard', 'state_too_large']]);
       expect(model.requests[1]!.messages.find((message) => message.role === 'tool')?.content).toBe("Error: the run's state is full");
+    });
+
+    it('holds max_state_bytes whatever the parallelism: of four parallel calls adding 400 bytes each under 1,000, those that end later fail', async () => {
+      const agent = new Agent({ name: 'stasher', tools: [stash], max_state_bytes: 1_000 });
+      // Each call fits alone; they end in the order d, c, b, a.
+      const calls = ['a', 'b', 'c', 'd'].map((item, at) => ({ name: 'stash', args: { item, size: 400, wait_ms: 300 - at * 100 } }));
+      const model = scriptedProvider([toolCalls(calls), reply('done')]);
+      const result = await run(agent, 'stash', { provider: model });
+      expect(result.status).toBe('completed');
+      expect(Object.keys(result.state ?? {}).sort()).toEqual(['c', 'd']);
+      expect(Buffer.byteLength(JSON.stringify(result.state))).toBeLessThanOrEqual(1_000);
+      expect(ofKind(result, 'ToolCallFailed').map((event) => [event.tool_call_id, event.error_code])).toEqual([
+        ['call_2', 'state_too_large'],
+        ['call_1', 'state_too_large'],
+      ]);
+      const results = model.requests[1]!.messages.filter((message) => message.role === 'tool').map((message) => message.content);
+      expect(results).toEqual(["Error: the run's state is full", "Error: the run's state is full", 'stored', 'stored']);
+    });
+
+    it("fails the later of two parallel workflow steps whose changes together would take the run's state over its limit", async () => {
+      const workflow = new Workflow({
+        name: 'stashing',
+        steps: [
+          { id: 'early', tool: stash, args: () => ({ item: 'early', size: 150_000, wait_ms: 50 }) },
+          { id: 'late', tool: stash, args: () => ({ item: 'late', size: 150_000, wait_ms: 300 }) },
+        ],
+      });
+      const result = await run(workflow, 'go', { provider: scriptedProvider([]) });
+      expect(result.status).toBe('failed');
+      expect(result.steps?.late).toMatchObject({ status: 'failed', error: { code: 'StepExecutionFailed', error_code: 'state_too_large' } });
+      expect(result.steps?.early?.status).toBe('completed');
+      expect(Object.keys(result.state ?? {})).toEqual(['early']);
     });
 
     it('throws to the handler an append to a key that holds no array; a run with no state has {} in its record and no StateUpdated', async () => {

@@ -11,7 +11,11 @@ export type TestTurn = { readonly output: string } | { readonly tool_calls: read
 export type TestStep = { readonly output: string } | { readonly responses: readonly TestTurn[] };
 
 export interface ExecConfig {
-  readonly test?: { readonly steps?: Readonly<Record<string, TestStep>> };
+  readonly test?: {
+    readonly steps?: Readonly<Record<string, TestStep>>;
+    /** The script of every child run (SPEC §13) of the agent it names, at any depth: its one step's. */
+    readonly agents?: Readonly<Record<string, TestStep>>;
+  };
 }
 
 /** The provider id recorded for scripted test turns. */
@@ -19,7 +23,7 @@ export const TEST_PROVIDER_ID = 'test';
 
 /** The keys of an `exec_config`, of its `test`, and of a test step. */
 const EXEC_CONFIG_KEYS = { test: true } as const satisfies KnownKeys<ExecConfig>;
-const TEST_KEYS = { steps: true } as const satisfies KnownKeys<NonNullable<ExecConfig['test']>>;
+const TEST_KEYS = { steps: true, agents: true } as const satisfies KnownKeys<NonNullable<ExecConfig['test']>>;
 const TEST_STEP_KEYS = { output: true, responses: true } as const satisfies KnownKeys<TestStep>;
 /** A step's script written straight under `test` belongs under a step id. */
 const UNDER_A_STEP = { output: 'steps.s1.output', responses: 'steps.s1.responses' } as const;
@@ -43,6 +47,11 @@ export function checkExecConfig(value: unknown): ExecConfig {
     throw new ConfigError(`exec_config.test.steps must be an object of scripts by step id, e.g. {"steps":{"s1":{"output":"…"}}}`);
   }
   for (const [stepId, step] of Object.entries(steps)) checkTestStep(`exec_config.test.steps.${clipped(stepId)}`, step);
+  const agents = (test as Record<string, unknown>).agents;
+  if (agents !== undefined) {
+    if (agents === null || typeof agents !== 'object' || Array.isArray(agents)) throw new ConfigError('exec_config.test.agents must be an object of scripts by agent name');
+    for (const [agent, step] of Object.entries(agents)) checkTestStep(`exec_config.test.agents.${clipped(agent)}`, step);
+  }
   return value as ExecConfig;
 }
 
@@ -58,6 +67,20 @@ export function checkExecSteps(exec: ExecConfig, stepIds: readonly string[], own
       `exec_config.test.steps.${clipped(step_id)}: ${owner} has no step '${clipped(step_id)}'${nearest ? `; did you mean '${nearest}'?` : ''} (steps: ${stepIds.join(', ')})`,
     );
   }
+}
+
+/**
+ * The `exec_config` of a child run of `agent` (SPEC §13) started by a run with `parent`'s: none
+ * when the parent is not in test mode; else test mode too, its step scripted by the parent's
+ * `test.agents[agent]` (passed on, for the child's own children). A child whose agent has no
+ * script gets an empty one: its step fails `test_responses_exhausted` at its first provider call,
+ * and no real provider is ever called.
+ */
+export function childExecConfig(parent: ExecConfig | undefined, agent: string): ExecConfig | undefined {
+  const test = parent?.test;
+  if (!test) return undefined;
+  const script = test.agents && Object.hasOwn(test.agents, agent) ? test.agents[agent] : undefined;
+  return { test: { steps: { s1: script ?? { responses: [] } }, ...(test.agents ? { agents: test.agents } : {}) } };
 }
 
 function checkTestStep(where: string, step: unknown): void {

@@ -74,6 +74,10 @@ export function settleExecution(planned: ExecuteCall, place: CallPlace, outcome:
       return { content: ToolResultText.stateFull(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'state_too_large' } };
     case 'invalid_arguments':
       return { content: ToolResultText.invalidArguments(outcome.message), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'invalid_arguments' } };
+    case 'answered_error': {
+      const content = truncateResult(ToolResultText.answeredError(outcome.message), planned.tool.max_result_bytes);
+      return { content, terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'tool_error' } };
+    }
     case 'timeout':
       return { content: ToolResultText.timedOut(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'timeout' } };
     case 'cancelled':

@@ -42,7 +42,7 @@ import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts'
 import { type RunError, type RunRecord, childRunId } from '../run-record.ts';
 import type { ToolDefinition, ToolLogger } from '../tools/define.ts';
 import { runHandler, watchSignal } from '../tools/run-handler.ts';
-import { type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
+import { type RunState, type StateChange, applyStateChanges, changesFit, stateSize } from '../state/run-state.ts';
 import { backoffMs, sleep } from './backoff.ts';
 import type { LocalEventLog } from './event-log.ts';
 import type { RunLocalOptions } from './run-local.ts';
@@ -239,11 +239,11 @@ export class LocalTools {
   private readonly limitRun: LimitFunction;
   readonly logger: ToolLogger;
   /** Each step's state as its current round began, and its limit (SPEC §17). */
-  private readonly roundStates = new Map<string, { readonly state: RunState; readonly max_state_bytes: number }>();
+  private readonly roundStates = new Map<string, { readonly state: RunState; readonly state_size: number; readonly max_state_bytes: number }>();
   /** Each agent step's budget, which its children's budgets come from (SPEC §13). */
   private readonly stepBudgets = new Map<string, ResolvedBudget | undefined>();
-  /** The state changes of completed calls not joined yet, by step and call id. */
-  private readonly changes = new Map<string, readonly StateChange[]>();
+  /** The state changes of completed calls not joined yet, by step, then call id (with the call's place in its round). */
+  private readonly changes = new Map<string, Map<string, { readonly index: number; readonly changes: readonly StateChange[] }>>();
 
   constructor(
     private readonly log: LocalEventLog,
@@ -256,17 +256,17 @@ export class LocalTools {
 
   /** The state the step's next round's calls see, and (an agent step's) the budget its children's come from. */
   beginRound(step_id: string, state: RunState, max_state_bytes: number, budget?: ResolvedBudget): void {
-    this.roundStates.set(step_id, { state, max_state_bytes });
+    this.roundStates.set(step_id, { state, state_size: stateSize(state), max_state_bytes });
     this.stepBudgets.set(step_id, budget);
   }
 
   /** The changes of the round's completed calls, in call order; taken once. */
   takeChanges(step_id: string, calls: readonly PlannedCall[]): StateChange[] {
     const taken: StateChange[] = [];
+    const recorded = this.changes.get(step_id);
     for (const planned of calls) {
-      const key = `${step_id}|${planned.call.id}`;
-      taken.push(...(this.changes.get(key) ?? []));
-      this.changes.delete(key);
+      taken.push(...(recorded?.get(planned.call.id)?.changes ?? []));
+      recorded?.delete(planned.call.id);
     }
     return taken;
   }
@@ -305,10 +305,32 @@ export class LocalTools {
         await sleep(backoffMs(attempt, this.options.tool_retry_backoff_ms ?? 200, 10_000), signal);
         continue;
       }
-      const settled = settleExecution(planned, place, outcome, elapsed(started));
-      if (settled.changes) this.changes.set(`${place.step_id}|${planned.call.id}`, settled.changes);
+      let settled = settleExecution(planned, place, outcome, elapsed(started));
+      if (settled.changes) {
+        if (this.changesFit(planned, place.step_id, settled.changes)) this.keepChanges(planned, place.step_id, settled.changes);
+        else settled = settleExecution(planned, place, { status: 'state_too_large' }, elapsed(started));
+      }
       return this.record(settled);
     }
+  }
+
+  /** Whether the round's state, with the changes its completed calls kept so far and the call's own, in call order, fits (SPEC §17). */
+  private changesFit(planned: ExecuteCall, step_id: string, own: readonly StateChange[]): boolean {
+    const round = this.roundStates.get(step_id);
+    if (!round) return true;
+    const kept = [...(this.changes.get(step_id)?.values() ?? []), { index: planned.index, changes: own }].sort((a, b) => a.index - b.index);
+    return changesFit(
+      round.state,
+      round.state_size,
+      kept.map((entry) => entry.changes),
+      round.max_state_bytes,
+    );
+  }
+
+  private keepChanges(planned: ExecuteCall, step_id: string, changes: readonly StateChange[]): void {
+    const recorded = this.changes.get(step_id) ?? new Map();
+    this.changes.set(step_id, recorded);
+    recorded.set(planned.call.id, { index: planned.index, changes });
   }
 
   /** A call of an agent tool: a child run of its agent, whose end is the call's result; deeper than `max_depth`, a tool error. */

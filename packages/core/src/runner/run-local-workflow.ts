@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_STATE_BYTES, type RunState, applyStateChanges, checkInitialState } from '../state/run-state.ts';
+import { DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChangesSized, checkInitialState, stateSize } from '../state/run-state.ts';
 import type { Workflow, WorkflowStep } from '../definitions/workflow.ts';
 import type { Tokens } from '../events/types.ts';
 import { agentInvokedEvent, agentRespondedEvent, runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
@@ -9,7 +9,7 @@ import type { RunError, StepRecord } from '../run-record.ts';
 import { type StepStatus, type WorkflowEnd, planMoves, workflowOutput, workflowRunError } from '../workflow/graph.ts';
 import { checkWorkflowConfig, checkWorkflowExecConfig, stepRunConfig, type WorkflowRunConfig } from '../workflow/request.ts';
 import { buildAgentStepInput, planToolStep } from '../workflow/step-inputs.ts';
-import { stepCompletedEvent, stepSkippedEvent, stepStartedEvent, workflowEnqueuedEvent } from '../workflow/step-events.ts';
+import { stepCompletedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge, workflowEnqueuedEvent } from '../workflow/step-events.ts';
 import { LocalEventLog } from './event-log.ts';
 import { type LocalChildren, LocalStep, LocalTools, type StepOutcome } from './local-step.ts';
 import type { LocalRun, RunLocalOptions } from './run-local.ts';
@@ -182,7 +182,8 @@ class LocalWorkflowRun {
       const settled = await this.tools.settle(planned, place, signal);
       if (signal.aborted) return { status: 'cancelled' };
       if (settled.terminal.kind === 'ToolCallCompleted') {
-        this.state = applyStateChanges(this.state, this.tools.takeChanges(step.id, [planned])).state;
+        if (!this.applyStepChanges(this.tools.takeChanges(step.id, [planned]), DEFAULT_MAX_STATE_BYTES))
+          return this.failed(step.id, stepStateTooLarge(step.id, DEFAULT_MAX_STATE_BYTES));
         return { status: 'completed', output: settled.content };
       }
       const code = settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : 'tool_error';
@@ -197,12 +198,26 @@ class LocalWorkflowRun {
     if (!built.ok) return this.failed(step.id, built.error, built.thrown);
     const local = new LocalStep(step.agent, settings, this.exec, step.id, this.log, { ...this.options, signal }, this.tools, this.spent, this.state);
     const outcome: StepOutcome = await local.run(built.value);
-    if (outcome.output !== undefined && !outcome.error) this.state = applyStateChanges(this.state, outcome.changes).state;
+    const fits = outcome.output === undefined || outcome.error !== undefined || this.applyStepChanges(outcome.changes, step.agent.max_state_bytes);
     this.usage = { input: this.usage.input + outcome.usage.input, output: this.usage.output + outcome.usage.output, total: this.usage.total + outcome.usage.total };
     this.iterations += outcome.iterations;
     if (outcome.error) return { status: 'failed', error: outcome.error };
+    if (!fits) return this.failed(step.id, stepStateTooLarge(step.id, step.agent.max_state_bytes));
     if (outcome.output === undefined) return { status: 'cancelled' };
     return { status: 'completed', output: outcome.output };
+  }
+
+  /**
+   * Applies a completed step's changes to the run's state as it stands now, if the result stays within
+   * `max_state_bytes` (steps running side by side complete in any order: SPEC §17); false, changing
+   * nothing, when it would not.
+   */
+  private applyStepChanges(changes: readonly StateChange[], max_state_bytes: number): boolean {
+    if (changes.length === 0) return true;
+    const applied = applyStateChangesSized(this.state, stateSize(this.state), changes);
+    if (applied.size > max_state_bytes) return false;
+    this.state = applied.state;
+    return true;
   }
 
   /** A step that failed before its loop could (input or arguments): its `StepExecutionFailed`, and the cause in the log only. */

@@ -7,7 +7,7 @@ import { RequestError } from '../errors.ts';
 import { checkInitialState } from '../state/run-state.ts';
 import type { TraceEvent } from '../events/types.ts';
 import { runFinishedEvent } from '../loop/step-events.ts';
-import { type ExecConfig, checkExecConfig, checkExecSteps } from '../loop/test-mode.ts';
+import { type ExecConfig, checkExecConfig, checkExecSteps, childExecConfig } from '../loop/test-mode.ts';
 import type { ModelProvider } from '../provider.ts';
 import type { RunRecord } from '../run-record.ts';
 import type { ToolLogger } from '../tools/define.ts';
@@ -133,20 +133,21 @@ function runAgent(definition: Agent, input: RunInput, run_id: string, options: R
 /**
  * How a run at `depth` runs its children (SPEC §13): each in this process, with the run's
  * provider, approver, logger and event callback (its events carry its own run id), but none of
- * the run's config, state or test script; its budget is what the run's leaves (`childBudget`),
- * and its spend counts toward the run's.
+ * the run's config or state; its budget is what the run's leaves (`childBudget`), and its spend
+ * counts toward the run's. A child of a run in test mode runs in test mode (`childExecConfig`).
  */
 function localChildren(options: RunLocalOptions, depth: number, spent: Spent, parent_run_id?: string): LocalChildren {
   return {
     depth,
     spent,
     async run(agent, input, run_id, call, signal, budget) {
-      const { config: _config, exec_config: _exec, state: _state, run_id: _id, signal: _signal, ...inherited } = options;
+      const { config: _config, exec_config, state: _state, run_id: _id, signal: _signal, ...inherited } = options;
+      const exec = childExecConfig(exec_config, agent.name);
       const child = await runAgent(
         agent,
         input,
         run_id,
-        { ...inherited, ...(signal ? { signal } : {}), ...(budget ? { config: { budget } } : {}) },
+        { ...inherited, ...(signal ? { signal } : {}), ...(budget ? { config: { budget } } : {}), ...(exec ? { exec_config: exec } : {}) },
         {
           depth: depth + 1,
           ...(parent_run_id ? { parent: { run_id: parent_run_id, tool_call_id: call.tool_call_id } } : {}),

@@ -157,6 +157,17 @@ function applyChanges(state: RunState, changes: readonly StateChange[], size: nu
   return { state: next, keys: [...keys].sort(), size };
 }
 
+/**
+ * Whether a call's changes keep the state within `max_bytes` (SPEC §17, "the limit holds"): the
+ * state its round began with (`base`, `base_size` bytes of JSON), plus the changes recorded so far
+ * in the round, plus its own, applied in the model's order of the calls (`ordered`: each call's
+ * changes, the call's own among them). The last call accepted in a round was checked against every
+ * accepted call's changes, so the joined state is never over the limit, whatever the parallelism.
+ */
+export function changesFit(base: RunState, base_size: number, ordered: readonly (readonly StateChange[])[], max_bytes: number): boolean {
+  return applyStateChangesSized(base, base_size, ordered.flat()).size <= max_bytes;
+}
+
 /** The bytes of a state's JSON (what `max_state_bytes` bounds). */
 export function stateSize(state: RunState): number {
   return byteSize(JSON.stringify(state));

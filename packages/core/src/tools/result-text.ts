@@ -7,6 +7,8 @@ export const ToolResultText = {
   unknownTool: (name: string) => `Error: unknown tool '${name}'`,
   timedOut: () => 'Error: tool timed out — try again or use a different approach',
   unavailable: () => 'Error: tool temporarily unavailable',
+  /** A tool's own failure answer (an MCP result with `isError: true`). */
+  answeredError: (text: string) => `Error: ${text}`,
   cancelled: () => 'Error: tool call cancelled',
   stateFull: () => "Error: the run's state is full",
   rejected: (reason?: string) => `Error: the user rejected this call${reason ? ` — ${reason}` : ''}`,

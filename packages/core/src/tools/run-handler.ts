@@ -1,4 +1,4 @@
-import { ToolArgumentError } from '../errors.ts';
+import { ToolAnswerError, ToolArgumentError } from '../errors.ts';
 import { withFields } from '../logger.ts';
 import type { ToolContext, ToolDefinition, ToolLogger } from './define.ts';
 import { serialiseResult } from './result-text.ts';
@@ -11,6 +11,8 @@ export type HandlerOutcome =
   /** The handler's state changes would take the run's state over its `max_state_bytes`: none apply. */
   | { readonly status: 'state_too_large' }
   | { readonly status: 'invalid_arguments'; readonly message: string }
+  /** The tool answered with a failure (`ToolAnswerError`): what it said goes to the model; never retried. */
+  | { readonly status: 'answered_error'; readonly message: string }
   | { readonly status: 'timeout' }
   | { readonly status: 'cancelled' }
   | { readonly status: 'error'; readonly error: unknown };
@@ -133,6 +135,7 @@ async function execute(tool: ToolDefinition, args: unknown, ctx: ToolContext): P
     return { status: 'ok', text: serialiseResult(await tool.handler(args, ctx)) };
   } catch (error) {
     if (error instanceof ToolArgumentError) return { status: 'invalid_arguments', message: error.message };
+    if (error instanceof ToolAnswerError) return { status: 'answered_error', message: error.message };
     return { status: 'error', error };
   }
 }

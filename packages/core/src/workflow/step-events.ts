@@ -1,5 +1,6 @@
 import { byteSize } from '../canonical.ts';
 import type { EventDraft } from '../events/types.ts';
+import type { RunError } from '../run-record.ts';
 import { type GraphStep, RUN_STEP_ID, type StepSkip, type WorkflowGraph } from './graph.ts';
 
 /** A workflow run's `RunEnqueued`. */
@@ -20,4 +21,16 @@ export function stepCompletedEvent(step_id: string, output: string, duration_ms:
 /** `StepSkipped`: the step will not run. */
 export function stepSkippedEvent(skip: StepSkip): EventDraft {
   return { kind: 'StepSkipped', step_id: skip.step_id, reason: skip.reason, ...(skip.failed_dependency !== undefined ? { failed_dependency: skip.failed_dependency } : {}) };
+}
+
+/**
+ * The error of a step that completed with state changes that do not fit the run's state as it stands
+ * when the step completes (SPEC §17, "the limit holds", for parallel steps): none of them applies.
+ */
+export function stepStateTooLarge(step_id: string, max_state_bytes: number): RunError {
+  return {
+    code: 'StepExecutionFailed',
+    error_code: 'state_too_large',
+    message: `step '${step_id}': its state changes would take the run's state over max_state_bytes (${max_state_bytes})`,
+  };
 }

@@ -1,5 +1,7 @@
 import {
   type BudgetConfig,
+  checkExecConfig,
+  childExecConfig,
   type ExecuteCall,
   TERMINAL_STATUSES,
   childBudget,
@@ -95,7 +97,8 @@ async function createChild(
       input: input(data.args),
       // What its parent's budget leaves (SPEC §13); nothing else of the parent's config.
       config: child.budget ? { budget: child.budget } : undefined,
-      exec_config: undefined,
+      // A child of a run in test mode runs in test mode too, and never calls a real provider (SPEC §13).
+      exec_config: childExecConfig(checkExecConfig((await deps.store.getSpec(data.run_id))?.exec_config), agent.name),
       trace,
       definition_hash: agent.definition_hash,
       lineage: { parent: { job, started_at: child.started_at, max_result_bytes: planned.tool.max_result_bytes }, depth: child.depth },

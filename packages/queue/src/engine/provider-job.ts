@@ -222,7 +222,7 @@ export class ProviderJobProcessor {
     }
     // A completed step's run-state changes (its state log after the run state it began with) apply to the run's state (SPEC §17).
     const changes = ending.outcome.status === 'completed' ? await this.deps.store.stateLogs.changesSince(run_id, ending.step_id, 1) : undefined;
-    await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending, changes);
+    await settleAgentStep(this.deps.scheduler, context.workflow, context.agent.name, ending, changes && { changes, max_state_bytes: context.agent.max_state_bytes });
   }
 
   /**

@@ -1,7 +1,10 @@
 import {
   type CallPlace,
+  DEFAULT_MAX_STATE_BYTES,
   type ExecuteCall,
+  type HandlerOutcome,
   type PlannedCall,
+  type RunState,
   type ToolDefinition,
   type ToolLogger,
   runHandler,
@@ -16,6 +19,11 @@ import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan
 import type { CancellationListener, WorkCancellation } from './cancellation.ts';
 import type { ToolJobData } from './jobs.ts';
 import type { RoundState } from './state-join.ts';
+import { recordWithinStateLimit } from './state-limit.ts';
+
+const NO_STATE: RunState = Object.freeze({});
+const NO_STATE_SIZE = 2;
+const STATE_TOO_LARGE: HandlerOutcome = Object.freeze({ status: 'state_too_large' });
 
 export interface ToolRuntime {
   readonly store: RunStore;
@@ -146,19 +154,19 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
       await startedWrite?.now();
       return { retry: true, roundSettled: false };
     }
-    const settled = settleExecution(planned, place, outcome, Math.round(performance.now() - startedAt));
-    recordToolExecution(planned.tool.name, (performance.now() - startedAt) / 1000, settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : undefined);
+    const duration_ms = Math.round(performance.now() - startedAt);
+    const limit = {
+      base: state?.state ?? NO_STATE,
+      base_size: state?.size ?? NO_STATE_SIZE,
+      max_state_bytes: round?.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES,
+      tooLarge: () => settleExecution(planned, place, STATE_TOO_LARGE, duration_ms),
+    };
+    const extra = { spanTraceparent: recordedTraceparent(span), started: startedWrite?.takeOver() ? started : undefined };
+    const { recorded, settled } = await recordWithinStateLimit(store, run_id, call, settleExecution(planned, place, outcome, duration_ms), extra, limit);
+    recordToolExecution(planned.tool.name, duration_ms / 1000, settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : undefined);
     if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
     else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
-    const spanTraceparent = recordedTraceparent(span);
     span.end();
-    const recorded = await store.recordToolResult(run_id, call, {
-      content: settled.content,
-      terminal: settled.terminal,
-      spanTraceparent,
-      started: startedWrite?.takeOver() ? started : undefined,
-      ...(settled.changes ? { changes: settled.changes } : {}),
-    });
     return { retry: false, roundSettled: recorded?.openInRound === 0 };
   } finally {
     if (span.isRecording()) span.end();

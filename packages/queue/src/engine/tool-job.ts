@@ -3,7 +3,8 @@ import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData, malformedJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import { type ChildRunDeps, startChildCall } from './child-runs.ts';
-import { type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
+import { type AttemptOutcome, type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
+import { countedLosses, watchGrace } from './tool-losses.ts';
 import { toolStepEnding } from './tool-step.ts';
 import type { WorkflowDirectory, WorkflowScheduler } from './workflow-scheduler.ts';
 
@@ -13,6 +14,8 @@ export interface ToolJobDeps extends ToolRuntime, ChildRunDeps {
   readonly scheduler: WorkflowScheduler;
   /** Workflows as registered: a tool step's job settles its step with the graph found there. */
   readonly workflows: WorkflowDirectory;
+  /** A call's loss budget: how many deliveries lost past their grace it takes before it ends `worker_lost`. */
+  readonly max_stalled_count: number;
 }
 
 /**
@@ -73,14 +76,26 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       if (roundSettled) await joinRound(deps, data);
       return 'child';
     }
-    const { retry, roundSettled } = await attemptToolCall(
-      deps,
-      data.run_id,
-      planned,
-      place,
-      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
-      { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
-    );
+    // Only deliveries lost after their handler ran past the grace count against the call (tool-losses.ts).
+    if (countedLosses(job, attempt) > deps.max_stalled_count) {
+      await settleFailedToolJob(deps, job, true);
+      return 'lost';
+    }
+    const grace = watchGrace(job, attempt, deps.logger);
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await attemptToolCall(
+        deps,
+        data.run_id,
+        planned,
+        place,
+        { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
+        { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
+      );
+    } finally {
+      await grace.end();
+    }
+    const { retry, roundSettled } = outcome;
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
     if (roundSettled) await joinRound(deps, data);
     return 'recorded';

@@ -34,11 +34,15 @@ import { ProviderJobProcessor } from './provider-job.ts';
 import { ModelRouter } from './model-call.ts';
 import { QueuePool } from './join.ts';
 import { settleFailedToolJob, toolJobProcessor } from './tool-job.ts';
+import { QUICK_LOSSES } from './tool-losses.ts';
 import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from './approvals.ts';
 import { ToolStepProcessor } from './tool-step.ts';
 import { Watchdog } from './watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from './workflow-scheduler.ts';
 import { nearestName } from '../nearest-name.ts';
+import { refusedConnection } from '../tls-trust.ts';
+import { nameModels, recordThroughGlobalProvider } from '@arcflow/telemetry/metrics';
+import { definedModelNames } from '../metrics/model-names.ts';
 
 /** How long a drain waits for Redis to come back before it stops without finishing. */
 const DRAIN_WITHOUT_REDIS_MS = 10_000;
@@ -68,7 +72,9 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   const opened = await openToolSources(input.agents, { logger });
   try {
     const worker = await startEngine({ ...input, agents: opened.definitions });
-    return { ...worker, close: () => worker.close().finally(opened.close) };
+    // An application that registered its own MeterProvider gets arcflow's metrics through it (SPEC §18).
+    const stopRecording = recordThroughGlobalProvider();
+    return { ...worker, close: () => worker.close().finally(() => (stopRecording?.(), opened.close())) };
   } catch (error) {
     await opened.close();
     throw error;
@@ -80,6 +86,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const { agents, workflows } = collectDefinitions(input.agents);
   // Refuses, before connecting, an agent (or fallback) whose provider this worker lacks.
   const models = options.roles.includes('provider') ? new ModelRouter(options, { agents, workflows }) : undefined;
+  // Metrics name a provider call's model only when a definition or provider names it (a model given per run adds no series).
+  if (models) nameModels(definedModelNames(agents.values(), workflows.values(), options));
   const tools = collectTools(agents, workflows, options.tools);
   const id = input.worker_id ?? newWorkerId();
   // One connection for BullMQ and the store; each tick's commands go out in one socket write
@@ -96,11 +104,15 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   // partition there is, or those of them that serve_partitions names.
   const servedTags = (state: PartitionState) => store.partitions.tagsOf(state, options.serve_partitions);
   let tags: string[];
+  // A refusal that retrying will not change (an untrusted certificate) fails the start, not a silent wait.
+  const refusal = refusedConnection(connection, (error) => redisRefusal(error, options.redis));
   try {
-    tags = servedTags(await store.partitions.ensure(options.partitions));
+    tags = servedTags(await Promise.race([store.partitions.ensure(options.partitions), refusal.refused]));
   } catch (error) {
     connection.disconnect();
     throw redisRefusal(error, options.redis) ?? error;
+  } finally {
+    refusal.stop();
   }
   if (options.serve_partitions) options.logger.info('serving some partitions only', { partitions: [...options.serve_partitions].sort((a, b) => a - b) });
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
@@ -193,7 +205,16 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   }
 
   if (options.roles.includes('tools')) {
-    const toolDeps = { ...runtime, tools, queues, scheduler, workflows: new WorkflowDirectory(registry), redis: connection, provider_attempts: options.provider_attempts };
+    const toolDeps = {
+      ...runtime,
+      tools,
+      queues,
+      scheduler,
+      workflows: new WorkflowDirectory(registry),
+      redis: connection,
+      provider_attempts: options.provider_attempts,
+      max_stalled_count: options.max_stalled_count,
+    };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
       const queueName = QueueName.tool(tool.name, toolDefinitionHash(tool));
@@ -207,6 +228,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
         const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
         const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job), () => process(job)), {
           ...common,
+          // The call's own budget counts losses past the grace (tool-losses.ts); BullMQ's limit caps quick ones too.
+          maxStalledCount: options.max_stalled_count + QUICK_LOSSES,
           prefix: tag,
           concurrency: capped ? budget : share(budget),
         });

@@ -179,7 +179,13 @@ export function stepCarrier(runTrace: WorkflowRun['trace'], step: GraphStep): Tr
  * or `StepExecutionFailed` among its events), with its `StepCompleted`; the process that settles it
  * emits the step's span.
  */
-export async function settleAgentStep(scheduler: WorkflowScheduler, run: WorkflowRun, agent: string, ending: RunEnding, state_changes?: readonly StateChange[]): Promise<void> {
+export async function settleAgentStep(
+  scheduler: WorkflowScheduler,
+  run: WorkflowRun,
+  agent: string,
+  ending: RunEnding,
+  state?: { readonly changes: readonly StateChange[]; readonly max_state_bytes: number },
+): Promise<void> {
   const { outcome, step_id } = ending;
   if (outcome.status === 'cancelled') throw new Error('a step does not end cancelled on its own');
   const settled = await scheduler.settle(run, {
@@ -187,7 +193,7 @@ export async function settleAgentStep(scheduler: WorkflowScheduler, run: Workflo
     outcome,
     events: ending.events ?? [],
     ...(outcome.status === 'completed' ? { completed: stepCompletedEvent(step_id, outcome.output, 0) } : {}),
-    ...(state_changes && state_changes.length > 0 ? { state_changes } : {}),
+    ...(state && state.changes.length > 0 ? { state_changes: state.changes, max_state_bytes: state.max_state_bytes } : {}),
   });
   if (settled?.settledNow && settled.started_at !== undefined) {
     recordStep(agent, Math.max(0, Date.now() - settled.started_at) / 1000, outcome.status === 'failed' ? outcome.error.error_code : undefined);

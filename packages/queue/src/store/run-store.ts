@@ -192,12 +192,12 @@ export class RunStore {
   ) {
     this.keys = keysFor(prefix);
     this.scripts = storeScripts(redis);
-    this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this);
+    this.stateLogs = new StateLogs(redis, this.keys);
+    this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this, this.stateLogs);
     this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
     this.partitions = new PartitionMap(redis, this.keys, prefix);
     this.watchdog = new WatchdogStore(redis, this.keys, this);
     this.transcripts = new Transcripts(redis, this.keys);
-    this.stateLogs = new StateLogs(redis, this.keys);
     this.streams = new StreamStore(redis, this.keys, this.scripts);
     this.children = new ChildStore(redis, this.keys);
     this.pauses = new ProviderPauses(redis, this.keys, this.scripts);
@@ -520,6 +520,22 @@ export class RunStore {
    * `undefined` when the run ended before anything was recorded.
    */
   async recordToolResult(run_id: string, call: RoundCall, result: ToolResult): Promise<RecordedResult | undefined> {
+    const recorded = await this.recordToolResultWithin(run_id, call, result, 0);
+    if (recorded && 'unseen' in recorded) throw new Error(`call ${call.tool_call_id} has state changes: record it with recordToolResultWithin`);
+    return recorded;
+  }
+
+  /**
+   * {@link recordToolResult} for a call with run-state changes (SPEC §17), checked to fit with the
+   * `seen` calls' changes found recorded in its round: when others are recorded now, nothing is
+   * written and they are returned (`unseen`: their changes by call id), for the check to be made again.
+   */
+  async recordToolResultWithin(
+    run_id: string,
+    call: RoundCall,
+    result: ToolResult,
+    seen: number,
+  ): Promise<RecordedResult | { readonly unseen: Readonly<Record<string, string>> } | undefined> {
     const [outcome, stored, openInRound] = (await this.scripts.recordToolResult(
       [this.keys.record(run_id)],
       [
@@ -535,10 +551,12 @@ export class RunStore {
         call.round_waits ? '1' : '0',
         result.changes && result.changes.length > 0 ? JSON.stringify(result.changes) : '',
         result.spend ? `${wholeCount(result.spend.tokens)} ${wholeCount(result.spend.tool_calls)}` : '',
+        String(seen),
       ],
-    )) as [number, string?, number?];
+    )) as [number, (string | string[])?, number?];
     if (outcome === -1) return undefined;
-    return { content: outcome === 0 ? stored! : result.content, openInRound: openInRound ?? 0, recordedNow: outcome === 1 };
+    if (outcome === -2) return { unseen: pairsToRecord(stored as string[]) };
+    return { content: outcome === 0 ? (stored as string) : result.content, openInRound: openInRound ?? 0, recordedNow: outcome === 1 };
   }
 
   /**

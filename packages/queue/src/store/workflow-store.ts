@@ -1,10 +1,10 @@
 import type { EventDraft, GraphStep, RunError, StateChange, StepRecord, StepSkip, StepStatus } from '@arcflow/core';
-import { stepSkippedEvent, stepStartedEvent } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, RUN_STEP_ID, applyStateChangesSized, stepFailedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../keys.ts';
 import type { PendingEvent, RunOutcome } from './run-store.ts';
 import type { StoreScripts } from './script-runner.ts';
-import { parseEntry } from './state-log.ts';
+import { type StateLogs, parseEntry } from './state-log.ts';
 
 /** How the store turns events into what its scripts take (the run store's own encoding). */
 interface EventCodec {
@@ -28,6 +28,8 @@ export interface StepEnding {
   readonly completed?: EventDraft;
   /** A completed step's run-state changes (SPEC §17): applied to the run's state as it completes, once. */
   readonly state_changes?: readonly StateChange[];
+  /** The most the run's state may take with `state_changes` (the step's agent's; default 262,144). */
+  readonly max_state_bytes?: number;
 }
 
 /**
@@ -41,10 +43,37 @@ export class WorkflowStore {
     private readonly keys: Keys,
     private readonly scripts: StoreScripts,
     private readonly codec: EventCodec,
+    private readonly stateLogs: StateLogs,
   ) {}
 
-  /** Ends a step once; returns whether this call ended it and the steps as they stand after it, or undefined when the run has ended. */
-  async settleStep(run_id: string, ending: StepEnding): Promise<{ settledNow: boolean; view: StepsView } | undefined> {
+  /**
+   * Ends a step once; returns whether this call ended it and the steps as they stand after it, or
+   * undefined when the run has ended. A completed step's state changes apply only if the run's state
+   * as it stands, with them, stays within `max_state_bytes` (steps side by side complete in any
+   * order: SPEC §17); else the step fails `state_too_large`, applying none of them. The script
+   * refuses a check made on a run state that another step changed meanwhile, and it is made again.
+   */
+  async settleStep(run_id: string, input: StepEnding): Promise<{ settledNow: boolean; view: StepsView } | undefined> {
+    for (;;) {
+      const { ending, state_at } = await this.withinStateLimit(run_id, input);
+      const settled = await this.settleOnce(run_id, ending, state_at);
+      if (settled !== 'stale') return settled;
+    }
+  }
+
+  /** The ending as it stands against the run's state now, and how many entries that state is (for a step whose changes apply). */
+  private async withinStateLimit(run_id: string, ending: StepEnding): Promise<{ ending: StepEnding; state_at?: number }> {
+    const changes = ending.state_changes;
+    if (ending.outcome.status !== 'completed' || !changes || changes.length === 0) return { ending };
+    const state_at = await this.stateLogs.length(run_id, RUN_STEP_ID);
+    const before = await this.stateLogs.readSized(run_id, RUN_STEP_ID, state_at);
+    const max_state_bytes = ending.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES;
+    if (applyStateChangesSized(before.state, before.size, changes).size <= max_state_bytes) return { ending, state_at };
+    const error = stepStateTooLarge(ending.step_id, max_state_bytes);
+    return { ending: { step_id: ending.step_id, outcome: { status: 'failed', error }, events: [...(ending.events ?? []), { event: stepFailedEvent(ending.step_id, error) }] } };
+  }
+
+  private async settleOnce(run_id: string, ending: StepEnding, state_at: number | undefined): Promise<{ settledNow: boolean; view: StepsView } | 'stale' | undefined> {
     const { outcome } = ending;
     const [settled, fields] = (await this.scripts.settleStep([this.keys.record(run_id)], {
       step_id: ending.step_id,
@@ -55,8 +84,10 @@ export class WorkflowStore {
       events: this.codec.pairs(ending.events ?? []),
       completed: ending.completed ? this.codec.eventJson(ending.completed) : undefined,
       state_changes: ending.state_changes && ending.state_changes.length > 0 && outcome.status === 'completed' ? JSON.stringify(ending.state_changes) : undefined,
+      state_at,
     })) as [number, string[]?];
     if (settled === -1) return undefined;
+    if (settled === -2) return 'stale';
     return { settledNow: settled === 1, view: viewOf(fields ?? []) };
   }
 

@@ -15,16 +15,21 @@
            kept in the round's `changes` hash with the result, in this same step, for the join
   ARGV[12] spend (a child run's call, SPEC §13: 'tokens tool_calls' the child and its own children
            spent, added to the run's children_tokens and children_tool_calls for its budget; '' for none)
+  ARGV[13] seen (with changes: how many calls' changes of the round the caller found recorded when it
+           checked that the state, with them and this call's, stays within max_state_bytes, SPEC §17)
   The call's `tool_result` chunk goes onto the run's stream (SPEC §12) when the result is recorded now.
   Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
-  {-1} when the run ended first. Safe to run twice.
+  {-1} when the run ended first, {-2, changes} (the round's recorded changes, as field/value pairs)
+  when calls of the round recorded changes the caller's check did not see: nothing is written, and
+  the caller checks again with them. Safe to run twice.
 ]]
 --- @include "prelude"
 --- @include "stream"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local round_waits, changes, spend = ARGV[10] == '1', ARGV[11], ARGV[12]
-if #ARGV ~= 12 then refuse('recordToolResult takes 12 arguments') end
+local round_waits, changes, spend, seen = ARGV[10] == '1', ARGV[11], ARGV[12], ARGV[13]
+if #ARGV ~= 13 then refuse('recordToolResult takes 13 arguments') end
+if changes ~= '' then seen = wholeArg('seen', seen) end
 if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
 local results = roundKey(step_id, 'results', iteration)
@@ -35,12 +40,14 @@ if ended then
   if existing then return {0, existing, openInRound(round)} end
   return {-1}
 end
-if redis.call('HSETNX', results, tool_call_id, content) == 0 then
-  return {0, redis.call('HGET', results, tool_call_id), openInRound(round)}
-end
+local stored = redis.call('HGET', results, tool_call_id)
+if stored then return {0, stored, openInRound(round)} end
+local changed = roundKey(step_id, 'changes', iteration)
+-- The limit holds whatever the parallelism: the caller's check saw every change recorded in the round.
+if changes ~= '' and redis.call('HLEN', changed) ~= seen then return {-2, redis.call('HGETALL', changed)} end
+redis.call('HSET', results, tool_call_id, content)
 if failure ~= '' then redis.call('HSET', results, tool_call_id .. '|error', failure) end
 if changes ~= '' then
-  local changed = roundKey(step_id, 'changes', iteration)
   redis.call('HSET', changed, tool_call_id, changes)
   redis.call('SADD', index, changed)
 end
