@@ -98,6 +98,7 @@ async function createChild(
       exec_config: undefined,
       trace,
       definition_hash: agent.definition_hash,
+      ...(data.stream !== undefined ? { stream: data.stream } : {}),
       lineage: { parent: { job, started_at: child.started_at, max_result_bytes: planned.tool.max_result_bytes }, depth: child.depth },
     },
     undefined,
