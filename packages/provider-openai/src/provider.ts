@@ -78,7 +78,7 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
         if (stream === true) throw error.failure;
         const response = await completePlain(client, body, callOptions);
         if (plainModels.add(request.model)) {
-          logger.warn('the server failed a streamed request that it answered without streaming: calls of this model are made without streaming for a while', {
+          logger.warn(`a streamed request failed before its first chunk and a plain one worked: this model's calls are made without streaming for ${PLAIN_FOR_MS / 60_000} minutes`, {
             provider: id,
             model: request.model,
             status: error.failure.status,
