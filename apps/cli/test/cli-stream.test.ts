@@ -38,7 +38,9 @@ describe('arcflow stream (SPEC §12)', () => {
 
   it('enqueue --stream asks the run to stream; without it a run of an agent that does not stream makes plain calls', async () => {
     const callsFor = (input: string) =>
-      fake.requests.filter((request) => (request.body.messages as { content: unknown }[]).some((message) => message.content === input)).map((request) => request.body.stream === true);
+      fake.requests
+        .filter((request) => (request.body.messages as { content: unknown }[]).some((message) => message.content === input))
+        .map((request) => request.body.stream === true);
     for (const [input, flags] of [
       ['streamed from the command line', ['--stream']],
       ['plain from the command line', []],

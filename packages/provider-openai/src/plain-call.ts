@@ -1,4 +1,4 @@
-import { type CompleteOptions, type ProviderResponse } from '@arcflow/core';
+import type { CompleteOptions, ProviderResponse } from '@arcflow/core';
 import type OpenAI from 'openai';
 import { classifyOpenAIError } from './errors.ts';
 import { parseCompletion } from './parse.ts';

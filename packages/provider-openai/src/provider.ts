@@ -78,13 +78,16 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
         if (stream === true) throw error.failure;
         const response = await completePlain(client, body, callOptions);
         if (plainModels.add(request.model)) {
-          logger.warn(`a streamed request failed before its first chunk and a plain one worked: this model's calls are made without streaming for ${PLAIN_FOR_MS / 60_000} minutes`, {
-            provider: id,
-            model: request.model,
-            status: error.failure.status,
-            error_code: error.failure.error_code,
-            plain_for_ms: PLAIN_FOR_MS,
-          });
+          logger.warn(
+            `a streamed request failed before its first chunk and a plain one worked: this model's calls are made without streaming for ${PLAIN_FOR_MS / 60_000} minutes`,
+            {
+              provider: id,
+              model: request.model,
+              status: error.failure.status,
+              error_code: error.failure.error_code,
+              plain_for_ms: PLAIN_FOR_MS,
+            },
+          );
         }
         return response;
       }

@@ -20,7 +20,8 @@ const request: ProviderRequest = {
   messages: [{ role: 'user', content: 'hi' }],
   tools: [{ name: 'get_weather', description: 'weather', parameters: { type: 'object' } }],
 };
-const provider = (url: string, stream?: boolean) => openaiProvider({ base_url: url, api_key: 'k', timeout_ms: 2_000, logger: levelLogger(), ...(stream === undefined ? {} : { stream }) });
+const provider = (url: string, stream?: boolean) =>
+  openaiProvider({ base_url: url, api_key: 'k', timeout_ms: 2_000, logger: levelLogger(), ...(stream === undefined ? {} : { stream }) });
 
 async function complete(url: string, stream?: boolean) {
   const deltas: string[] = [];

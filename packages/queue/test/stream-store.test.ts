@@ -97,7 +97,10 @@ describe("the run's stream in Redis (SPEC §12)", () => {
       run_id,
       's1',
       1,
-      { response: { ...answer('First delivery, done.').response, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] }, plan: { type: 'complete' as const } },
+      {
+        response: { ...answer('First delivery, done.').response, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+        plan: { type: 'complete' as const },
+      },
       [],
       [],
       undefined,
