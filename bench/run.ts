@@ -16,6 +16,7 @@ import { modelSettingsRow, wireRow } from './model-settings.ts';
 import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, transcriptRun } from './transcript.ts';
 import { childRunRows } from './children.ts';
 import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
+import { streamCostRows } from './stream-costs.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -411,6 +412,10 @@ try {
     rows.push(await firstTextRow(prefix('stream-first-text')));
     rows.push(await writesRow(prefix('stream-writes')));
     rows.push(...(await streamingThroughputRows((name) => prefix(`stream-${name}`))));
+  }
+  if (wanted('stream-costs')) {
+    progress('streaming: Redis commands and bytes of a run not asked to stream, against one asked');
+    rows.push(...(await streamCostRows(prefix)));
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

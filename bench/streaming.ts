@@ -8,7 +8,8 @@ import { type ArcflowClient, createClient, startWorker } from '@arcflow/queue';
 import { type FakeStreamPacing, startFakeOpenAI } from '@arcflow/testing';
 import { REDIS_URL, type Row, ms, percentile } from './lib.ts';
 
-const agent = new Agent({ name: 'bench_streamer' });
+// Its runs stream unless the provider does not (SPEC §12).
+const agent = new Agent({ name: 'bench_streamer', stream: true });
 
 /** A worker and a client under `prefix`, its model a fake server streaming `content` as paced. */
 async function streamingSetup(prefix: string, content: string, pacing: FakeStreamPacing, stream = true) {

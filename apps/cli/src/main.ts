@@ -10,11 +10,12 @@ const USAGE = `usage: arcflow <command> [options]
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N] [--metrics-port N]
                        --metrics-port: serve Prometheus metrics at GET /metrics on port N
   enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--state JSON]
-          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--wait [--timeout-ms N]] [--json]
+          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--stream] [--wait [--timeout-ms N]] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
                        --state: the run's initial state, a JSON object (default {}, or on a thread
                          the state its last completed run left)
                        --thread: run on the thread's conversation so far; append the run's messages to it
+                       --stream: stream the model's text as it is written (read it with \`arcflow stream\`)
                        --wait: wait for the run to end and print it; --timeout-ms: how long at most (default 600000)
   get <run_id> [--json]   the run record, with its state
   thread <thread_id> [--json]   a thread's messages and runs
@@ -61,6 +62,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   wait: { type: 'boolean' },
+  stream: { type: 'boolean' },
   reject: { type: 'boolean' },
   reason: { type: 'string' },
   by: { type: 'string' },

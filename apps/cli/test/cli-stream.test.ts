@@ -36,6 +36,23 @@ describe('arcflow stream (SPEC §12)', () => {
     expect(chunks.at(-1)).toMatchObject({ type: 'end', status: 'completed' });
   });
 
+  it('enqueue --stream asks the run to stream; without it a run of an agent that does not stream makes plain calls', async () => {
+    const callsFor = (input: string) =>
+      fake.requests
+        .filter((request) => (request.body.messages as { content: unknown }[]).some((message) => message.content === input))
+        .map((request) => request.body.stream === true);
+    for (const [input, flags] of [
+      ['streamed from the command line', ['--stream']],
+      ['plain from the command line', []],
+    ] as const) {
+      const enqueued = await runArcflow(env, 'enqueue', 'stream_chat', input, ...flags, '--wait', '--json');
+      expect(enqueued.code).toBe(0);
+      expect(JSON.parse(enqueued.stdout)).toMatchObject({ status: 'completed', output: expectedAnswer(input) });
+    }
+    expect(callsFor('streamed from the command line')).toEqual([true]);
+    expect(callsFor('plain from the command line')).toEqual([false]);
+  });
+
   it('refuses a bad offset and an unknown run', async () => {
     expect(await runArcflow(env, 'stream', 'run_x', '--after', 'soon')).toMatchObject({ code: 1, stderr: expect.stringContaining('--after must be a whole number') });
     expect(await runArcflow(env, 'stream', 'run_missing')).toMatchObject({ code: 1, stderr: expect.stringContaining("unknown run 'run_missing'") });

@@ -126,6 +126,12 @@ export const EnqueueBody = Type.Object(
     on_busy: Type.Optional(
       Type.Union([Type.Literal('queue'), Type.Literal('steer'), Type.Literal('reject')], { description: 'when the thread has a run queued or running (default queue)' }),
     ),
+    stream: Type.Optional(
+      Type.Boolean({
+        description:
+          "stream the model's text as it is written (default: as the agent is defined, else false); a run that does not stream gives each iteration's text whole on its stream",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

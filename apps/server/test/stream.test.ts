@@ -102,6 +102,18 @@ describe('GET /v1/runs/{run_id}/stream (SPEC §12)', () => {
     expect(chunks.at(-1)).toEqual({ type: 'error', errorText: expect.stringMatching(/^the run failed \(provider_error\): /) });
   });
 
+  it('takes `stream` at enqueue: true streams a run of an agent that does not by default, anything but a boolean is a 400', async () => {
+    const post = (body: unknown) => call('/v1/runs', { method: 'POST', key: 'write', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const modelCalls = () => stack.fake.requests.filter((request) => (request.body.messages as { content: unknown }[]).some((message) => message.content === 'asked over http'));
+    const asked = (await (await post({ agent: 'stream_chat', input: 'asked over http', stream: true })).json()) as { run_id: string };
+    const { messages } = await readSse(await call(`/v1/runs/${asked.run_id}/stream`));
+    expect(chunksOf(messages).at(-1)).toMatchObject({ type: 'end', status: 'completed' });
+    expect(modelCalls().map((request) => request.body.stream)).toEqual([true]);
+    const refused = await post({ agent: 'stream_chat', input: 'refused', stream: 'yes' });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(await refused.json())).toContain('stream');
+  });
+
   it('refuses an unknown run (404), a missing key (401) and a bad offset (400)', async () => {
     expect((await call('/v1/runs/run_unknown/stream')).status).toBe(404);
     expect((await call('/v1/runs/run_unknown/stream', { key: null })).status).toBe(401);

@@ -93,6 +93,10 @@ describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
     const messages = await threadMessages(thread_id);
     expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(messages[3]?.content).toBe(expectedAnswer('And tomorrow?'));
+    // A chat's runs always ask to stream, though `stream_chat` does not by default: each model call was streamed.
+    const asked = stack.fake.requests.filter((request) => (request.body.messages as { content: unknown }[]).some((message) => message.content === 'Weather in Oslo?'));
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((request) => request.body.stream === true)).toBe(true);
   });
 
   it('resumes with Last-Event-ID when the connection drops, and the answer shows once', async () => {

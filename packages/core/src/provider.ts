@@ -76,9 +76,11 @@ export interface ProviderResponse {
 export interface CompleteOptions {
   readonly signal?: AbortSignal;
   /**
-   * Told each piece of text as the model writes it, when the provider streams (SPEC §12). The
-   * pieces of a call that succeeds concatenate to its response's `content`; a call that fails
-   * may have told some first (the runner then marks that attempt as discarded).
+   * Given when the run streams (SPEC §12): a provider that can stream makes a streamed call and
+   * tells each piece of text as the model writes it. Without it the call is a plain one. The
+   * pieces of a call that succeeds concatenate to its response's `content` (or to a prefix of it:
+   * the runner writes what was not told with the response); a call that fails may have told some
+   * first (the runner then marks that attempt as discarded).
    */
   readonly onText?: (delta: string) => void;
 }

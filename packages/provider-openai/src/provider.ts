@@ -1,8 +1,9 @@
-import { type CompleteOptions, ConfigError, type ModelProvider, ProviderFailure, type ProviderRequest, type ProviderResponse } from '@arcflow/core';
+import { type CompleteOptions, ConfigError, type ModelProvider, ProviderFailure, type ProviderRequest, type ProviderResponse, type ToolLogger, stderrLogger } from '@arcflow/core';
 import OpenAI from 'openai';
 import { classifyOpenAIError } from './errors.ts';
-import { parseCompletion } from './parse.ts';
-import { completeStreaming } from './streaming-call.ts';
+import { completePlain } from './plain-call.ts';
+import { PLAIN_FOR_MS, PlainModels } from './plain-models.ts';
+import { StreamRefused, completeStreaming } from './streaming-call.ts';
 import { type MaxTokensParam, maxTokensParamFor, toWire } from './wire.ts';
 
 export interface OpenAIProviderOptions {
@@ -22,11 +23,15 @@ export interface OpenAIProviderOptions {
    */
   max_tokens_param?: MaxTokensParam;
   /**
-   * Calls with `stream: true` (SPEC §12), so the run streams the text as the model writes it.
-   * Default true; false for a server that cannot stream (a server that answers a streaming
-   * request with a whole JSON response works either way).
+   * Streaming (SPEC §12) of the calls of runs that ask for it. Default: streamed, and a model
+   * whose server fails a streamed request before its first chunk (an HTTP status other than 401,
+   * 403, 404 and 429, or a body that is not an event stream) is asked again at once without
+   * streaming, then called without streaming for 10 minutes. `false`: never streams. `true`:
+   * always streams what runs ask to stream, never falling back.
    */
   stream?: boolean;
+  /** Where the provider's one line about a model it stops streaming goes (default: JSON lines on stderr). */
+  logger?: ToolLogger;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -53,27 +58,52 @@ export function openaiProvider(options: OpenAIProviderOptions = {}): ModelProvid
     // The SDK logs a stream chunk it cannot parse, text and all; the failure is classified and reported instead.
     logLevel: 'off',
   });
-  const stream = options.stream ?? true;
-  if (typeof stream !== 'boolean') throw new ConfigError(`openaiProvider: stream must be true or false, got ${JSON.stringify(stream)}`);
+  const stream = options.stream;
+  if (stream !== undefined && typeof stream !== 'boolean') throw new ConfigError(`openaiProvider: stream must be true or false, got ${JSON.stringify(stream)?.slice(0, 40)}`);
+  const logger = options.logger ?? stderrLogger('provider-openai');
+  const plainModels = new PlainModels();
   const defaultModel = options.model ?? process.env.ARCFLOW_MODEL ?? 'gpt-4o-mini';
   const maxTokensParam = options.max_tokens_param ?? maxTokensParamFor(baseURL);
   if (maxTokensParam !== 'max_tokens' && maxTokensParam !== 'max_completion_tokens') {
     throw new ConfigError(`openaiProvider: max_tokens_param must be 'max_tokens' or 'max_completion_tokens', got ${JSON.stringify(maxTokensParam)}`);
   }
+  const id = options.id ?? 'openai';
   return {
-    id: options.id ?? 'openai',
+    id,
     defaultModel,
     async complete(request: ProviderRequest, callOptions: CompleteOptions = {}): Promise<ProviderResponse> {
       if (keyProblem) throw keyProblem.atHost(host);
       try {
-        if (stream) return await completeStreaming(client, toWire(request, maxTokensParam), callOptions, timeoutMs);
-        return parseCompletion(await client.chat.completions.create(toWire(request, maxTokensParam), { signal: callOptions.signal }));
+        return await call(request, callOptions);
       } catch (error) {
         // Every failure says which host it met (for the logs and the run's error).
         throw classifyOpenAIError(error).atHost(host);
       }
     },
   };
+
+  async function call(request: ProviderRequest, callOptions: CompleteOptions): Promise<ProviderResponse> {
+    const body = toWire(request, maxTokensParam);
+    // Only a run that streams asks to; a plain call serves the others, and a server that cannot stream.
+    if (!callOptions.onText || stream === false || plainModels.has(request.model)) return completePlain(client, body, callOptions);
+    try {
+      return await completeStreaming(client, body, callOptions, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof StreamRefused)) throw error;
+      if (stream === true) throw error.failure;
+      const response = await completePlain(client, body, callOptions);
+      if (plainModels.add(request.model)) {
+        logger.warn(`a streamed request failed before its first chunk and a plain one worked: this model's calls are made without streaming for ${PLAIN_FOR_MS / 60_000} minutes`, {
+          provider: id,
+          model: request.model,
+          status: error.failure.status,
+          error_code: error.failure.error_code,
+          plain_for_ms: PLAIN_FOR_MS,
+        });
+      }
+      return response;
+    }
+  }
 }
 
 /**

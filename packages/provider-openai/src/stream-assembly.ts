@@ -20,6 +20,9 @@ interface CallParts {
  */
 export class StreamAssembly {
   private readonly textParts: string[] = [];
+  /** A delta carried `content` text (even empty): the answer's content is text, not null, as in a whole response. */
+  private sawContent = false;
+  private readonly refusalParts: string[] = [];
   private readonly calls = new Map<number, CallParts>();
   private finishReason: string | undefined;
   private usage: unknown;
@@ -42,10 +45,16 @@ export class StreamAssembly {
     if (typeof finish_reason === 'string' && finish_reason !== '') this.finishReason = finish_reason;
     if (delta === undefined || delta === null) return;
     if (typeof delta !== 'object' || Array.isArray(delta)) throw malformed('choices[0].delta is not an object');
-    const { content, tool_calls } = delta as Record<string, unknown>;
+    const { content, tool_calls, refusal } = delta as Record<string, unknown>;
     if (content !== undefined && content !== null) {
       if (typeof content !== 'string') throw malformed('delta.content is not text');
+      this.sawContent = true;
       if (content !== '') this.addText(content);
+    }
+    if (refusal !== undefined && refusal !== null) {
+      if (typeof refusal !== 'string') throw malformed('delta.refusal is not text');
+      this.count(refusal);
+      this.refusalParts.push(refusal);
     }
     if (tool_calls !== undefined && tool_calls !== null) {
       if (!Array.isArray(tool_calls)) throw malformed('delta.tool_calls is not a list');
@@ -59,9 +68,14 @@ export class StreamAssembly {
     const tool_calls = [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, call]) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
-    const content = this.textParts.length > 0 ? this.textParts.join('') : null;
+    // The message a whole response would have held: the same parsing decides what it answers.
+    // Servers open every stream with an empty `content`: that is the answer only with no calls or refusal besides.
+    const text = this.textParts.join('');
+    const refusalText = this.refusalParts.join('');
+    const content = text !== '' ? text : this.sawContent && tool_calls.length === 0 && refusalText === '' ? '' : null;
+    const refusal = refusalText !== '' ? { refusal: refusalText } : {};
     return parseCompletion({
-      choices: [{ message: { role: 'assistant', content, ...(tool_calls.length > 0 ? { tool_calls } : {}) }, finish_reason: this.finishReason }],
+      choices: [{ message: { role: 'assistant', content, ...refusal, ...(tool_calls.length > 0 ? { tool_calls } : {}) }, finish_reason: this.finishReason }],
       ...(this.usage !== undefined ? { usage: this.usage } : {}),
       ...(this.model !== undefined ? { model: this.model } : {}),
     });

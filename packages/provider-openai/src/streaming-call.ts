@@ -1,8 +1,23 @@
 import { type CompleteOptions, ProviderFailure, type ProviderResponse } from '@arcflow/core';
-import type OpenAI from 'openai';
+import OpenAI from 'openai';
 import { classifyOpenAIError } from './errors.ts';
 import { parseCompletion } from './parse.ts';
 import { StreamAssembly } from './stream-assembly.ts';
+
+/**
+ * A streamed request that failed before its first chunk in a way a plain request may not: an
+ * HTTP status other than 401, 403, 404 and 429, or a body that is neither an event stream nor a
+ * whole answer (SPEC §12). `failure` is what the call failed with, classified.
+ */
+export class StreamRefused extends Error {
+  override readonly name = 'StreamRefused';
+  constructor(readonly failure: ProviderFailure) {
+    super(failure.message);
+  }
+}
+
+/** Statuses a plain request would meet too: credentials, a missing model or route, a rate limit. */
+const NOT_ABOUT_STREAMING = new Set([401, 403, 404, 429]);
 
 /**
  * One chat-completions call with `stream: true` and `stream_options: { include_usage: true }`:
@@ -10,7 +25,8 @@ import { StreamAssembly } from './stream-assembly.ts';
  * like a whole one. A server that answers with a whole JSON response instead of Server-Sent
  * Events is read as one. The SDK's timeout ends at the response's headers, so a stream that falls
  * silent for `idleTimeoutMs` is aborted here, a retryable `timeout`. Everything the SDK throws,
- * mid-stream too, is classified.
+ * mid-stream too, is classified; a failure before the first chunk that streaming may have caused
+ * is thrown as {@link StreamRefused}.
  */
 export async function completeStreaming(
   client: OpenAI,
@@ -24,6 +40,7 @@ export async function completeStreaming(
   if (options.signal?.aborted) stopOnCancel();
   let idle: NodeJS.Timeout | undefined;
   let silent = false;
+  let chunks = 0;
   const watch = () => {
     clearTimeout(idle);
     idle = setTimeout(() => {
@@ -44,16 +61,26 @@ export async function completeStreaming(
     watch();
     for await (const chunk of data) {
       watch();
+      chunks += 1;
       assembly.add(chunk);
     }
     return assembly.finish();
   } catch (error) {
     if (silent) throw new ProviderFailure('timeout', `the provider's stream sent nothing for ${idleTimeoutMs} ms`, { retryable: true });
-    throw classifyOpenAIError(error);
+    const failure = classifyOpenAIError(error);
+    if (chunks === 0 && !options.signal?.aborted && refusedStreaming(error, failure)) throw new StreamRefused(failure);
+    throw failure;
   } finally {
     clearTimeout(idle);
     options.signal?.removeEventListener('abort', stopOnCancel);
   }
+}
+
+/** Whether a failure before the first chunk may be the server's trouble with streaming (see {@link StreamRefused}). */
+function refusedStreaming(error: unknown, failure: ProviderFailure): boolean {
+  if (error instanceof OpenAI.APIError && typeof error.status === 'number') return !NOT_ABOUT_STREAMING.has(error.status);
+  // A body that is not an event stream: not JSON, not an answer, or an event stream whose first event is not a chunk.
+  return failure.error_code === 'malformed_response';
 }
 
 async function readJson(response: Response): Promise<unknown> {

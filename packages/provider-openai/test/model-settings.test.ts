@@ -45,11 +45,11 @@ describe('model settings on the wire (OpenAI-compatible server over HTTP)', () =
     expect(second).toMatchObject({ tool_choice: 'auto', temperature: 0.3 });
   });
 
-  it('sends nothing that is not set (but the streaming fields, SPEC §12)', async () => {
+  it('sends nothing that is not set (a run that does not stream sends no streaming fields, SPEC §12)', async () => {
     server.reset([{ type: 'text', content: 'Plain.' }]);
     const start = server.requests.length;
     await runLocal(new Agent({ name: 'plain' }), 'go', { provider: openaiProvider({ base_url: server.url, api_key: 'k' }), logger: false });
-    expect(Object.keys(server.requests[start]!.body).sort()).toEqual(['messages', 'model', 'stream', 'stream_options']);
+    expect(Object.keys(server.requests[start]!.body).sort()).toEqual(['messages', 'model']);
   });
 
   it("sends max_tokens as max_completion_tokens to OpenAI's own API, and as max_tokens_param says", async () => {

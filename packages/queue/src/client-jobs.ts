@@ -63,6 +63,12 @@ export interface EnqueueRequest {
    * Without it a run starts from `{}`, or on a thread from the state its last completed run left.
    */
   state?: Readonly<Record<string, unknown>>;
+  /**
+   * Whether the run streams the model's text as it is written (SPEC §12); default: as its agent
+   * is defined (`new Agent({ stream })`, else false). A run that does not stream makes plain
+   * provider calls, and its stream gives each iteration's text whole.
+   */
+  stream?: boolean;
 }
 
 /** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
@@ -144,6 +150,7 @@ export class ClientJobs {
               exec_config: request.exec_config,
               trace,
               definition_hash: registration.definition_hash ?? '',
+              ...(request.stream !== undefined ? { stream: request.stream } : {}),
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },

@@ -235,6 +235,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       // A thread (SPEC §11): its id, and what a run does when the thread is busy.
       if (request.thread_id !== undefined) checkThreadId(request.thread_id);
       if (request.on_busy !== undefined) checkOnBusy(request.on_busy);
+      if (request.stream !== undefined && typeof request.stream !== 'boolean') {
+        throw new RequestError('invalid_request', `stream must be true or false, got ${JSON.stringify(request.stream)?.slice(0, 40)}`);
+      }
       return (await jobs()).enqueue(request);
     },
 

@@ -88,6 +88,33 @@ describe("the run's stream in Redis (SPEC §12)", () => {
     expect(await store.streams.read(plain, 0)).toMatchObject([{ offset: 1, type: 'text', delta: 'Not streamed.' }]);
   });
 
+  it('never writes a reset for an older attempt than one already shown: a stale delivery that answers last is shown as the next attempt', async () => {
+    const run_id = await newRun();
+    await store.streams.appendText(run_id, 's1', 1, 1, 'First delivery, ');
+    await store.streams.appendText(run_id, 's1', 1, 3, 'Third delivery, still going');
+    // The first delivery's worker was only slow: it answers before the third records anything.
+    await store.recordResponse(
+      run_id,
+      's1',
+      1,
+      {
+        response: { ...answer('First delivery, done.').response, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+        plan: { type: 'complete' as const },
+      },
+      [],
+      [],
+      undefined,
+      0,
+      { attempt: 1, text: 'First delivery, done.', pending: 'done.', calls: [['call_1', 'lookup']] },
+    );
+    const chunks = await store.streams.read(run_id, 0);
+    expect(chunks.map((chunk) => chunk.type)).toEqual(['text', 'reset', 'text', 'reset', 'text', 'tool_call']);
+    // Every chunk's attempt is at least that of every chunk of the iteration before it.
+    const attempts = chunks.map((chunk) => ('attempt' in chunk ? chunk.attempt : 0));
+    expect(attempts).toEqual([1, 3, 3, 4, 4, 4]);
+    expect(texts(chunks)).toEqual(['First delivery, done.']);
+  });
+
   it("keeps the text the stream shows last as a cancelled run's output", async () => {
     const run_id = await newRun();
     await store.streams.appendText(run_id, 's1', 1, 1, 'An answer ');

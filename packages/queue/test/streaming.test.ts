@@ -13,7 +13,7 @@ const lookup = tool({
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   handler: ({ city }: { city: string }) => `${city}: 18°C`,
 });
-const agent = new Agent({ name: 'streamer', tools: [lookup] });
+const agent = new Agent({ name: 'streamer', tools: [lookup], stream: true });
 
 /** A worker on a fake server that streams as told, and a client, under a fresh prefix. */
 async function setup(name: string, turns: FakeTurn[], options: Omit<FakeOpenAIOptions, 'turns'> = {}) {

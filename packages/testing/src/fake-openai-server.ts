@@ -13,6 +13,8 @@ export type FakeTurn =
       usage?: { prompt_tokens: number; completion_tokens: number };
       stream_fault?: FakeStreamFault;
     }
+  /** The model declines: no text and no calls, `refusal` instead (`delta.refusal` when streamed). */
+  | { type: 'refusal'; refusal: string; usage?: { prompt_tokens: number; completion_tokens: number } }
   | { type: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
   | { type: 'malformed' }
   | { type: 'hang' };
@@ -35,6 +37,12 @@ export interface FakeOpenAIOptions {
   stream?: FakeStreamPacing;
   /** Answers every request with a whole JSON response, even one that asks to stream (a server that cannot stream). */
   never_stream?: boolean;
+  /**
+   * A server that streams badly: a request with `stream: true` is answered HTTP 500 when the turn
+   * holds tool calls (`tool_calls`) or whenever it is an answer (`always`); plain requests work.
+   * The refused request does not use its turn up: the next request gets it.
+   */
+  cannot_stream?: 'tool_calls' | 'always';
 }
 
 export interface FakeOpenAIServer {
@@ -68,18 +76,25 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const request: FakeRequest = { body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: req.headers, received_at: performance.now() };
     requests.push(request);
-    const turn = queue.shift() ?? (await options.fallback?.(request)) ?? { type: 'status', status: 500, body: { error: { message: 'fake server: no turn queued' } } };
+    const queued = queue.shift();
+    const turn = queued ?? (await options.fallback?.(request)) ?? { type: 'status', status: 500, body: { error: { message: 'fake server: no turn queued' } } };
     completionSeq += 1;
     const model = request.body.model ?? 'fake-model';
-    const streamed = request.body.stream === true && !options.never_stream && (turn.type === 'text' || turn.type === 'tools');
+    const answers = turn.type === 'text' || turn.type === 'tools' || turn.type === 'refusal';
+    if (request.body.stream === true && answers && refusesToStream(options.cannot_stream, turn)) {
+      if (queued) queue.unshift(queued);
+      serve(res, { type: 'status', status: 500, body: { error: { message: 'fake server: cannot stream this answer' } } }, model, completionSeq, hanging);
+      return;
+    }
+    const streamed = request.body.stream === true && !options.never_stream && answers;
     if (!streamed) {
       serve(res, turn, model, completionSeq, hanging);
       return;
     }
-    const answer = turn.type === 'text' ? { content: turn.content } : { calls: toolCalls(turn, completionSeq) };
+    const answer = turn.type === 'text' ? { content: turn.content } : turn.type === 'refusal' ? { refusal: turn.refusal } : { calls: toolCalls(turn, completionSeq) };
     await writeStreamedAnswer(
       res,
-      { id: `chatcmpl-${completionSeq}`, model, ...answer, usage: turn.usage ?? DEFAULT_USAGE, fault: turn.stream_fault },
+      { id: `chatcmpl-${completionSeq}`, model, ...answer, usage: turn.usage ?? DEFAULT_USAGE, fault: 'stream_fault' in turn ? turn.stream_fault : undefined },
       options.stream ?? {},
       () => {
         request.first_token_at = performance.now();
@@ -126,6 +141,9 @@ function serve(res: ServerResponse, turn: FakeTurn, model: string, seq: number, 
         ),
       );
       return;
+    case 'refusal':
+      json(200, completion(model, seq, { role: 'assistant', content: null, refusal: turn.refusal }, 'stop', turn.usage));
+      return;
     case 'status':
       json(turn.status, turn.body ?? { error: { message: `fake status ${turn.status}` } }, turn.headers);
       return;
@@ -136,6 +154,11 @@ function serve(res: ServerResponse, turn: FakeTurn, model: string, seq: number, 
       hanging.add(res);
       return;
   }
+}
+
+/** Whether a server that streams badly refuses to stream `turn` (see `cannot_stream`). */
+function refusesToStream(cannot: FakeOpenAIOptions['cannot_stream'], turn: FakeTurn): boolean {
+  return cannot === 'always' || (cannot === 'tool_calls' && turn.type === 'tools');
 }
 
 const DEFAULT_USAGE = { prompt_tokens: 12, completion_tokens: 7 };

@@ -19,6 +19,8 @@ export interface StreamedAnswer {
   readonly id: string;
   readonly model: string;
   readonly content?: string;
+  /** A refusal instead of text, streamed in `delta.refusal` pieces. */
+  readonly refusal?: string;
   readonly calls?: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
   readonly usage: { prompt_tokens: number; completion_tokens: number };
   readonly fault?: FakeStreamFault;
@@ -42,8 +44,9 @@ export async function writeStreamedAnswer(res: ServerResponse, answer: StreamedA
   const size = Math.max(1, pacing.chunk_chars ?? 8);
   const delayMs = pacing.delay_ms ?? 0;
   const base = { id: answer.id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: answer.model };
-  const deltas: Record<string, unknown>[] = [{ role: 'assistant', content: '' }];
+  const deltas: Record<string, unknown>[] = [answer.refusal === undefined ? { role: 'assistant', content: '' } : { role: 'assistant', content: null, refusal: '' }];
   for (const piece of pieces(answer.content ?? '', size)) deltas.push({ content: piece });
+  for (const piece of pieces(answer.refusal ?? '', size)) deltas.push({ refusal: piece });
   for (const [index, call] of (answer.calls ?? []).entries()) {
     deltas.push({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
     for (const piece of pieces(call.arguments, size)) deltas.push({ tool_calls: [{ index, function: { arguments: piece } }] });

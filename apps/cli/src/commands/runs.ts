@@ -55,6 +55,8 @@ export interface EnqueueFlags {
   thread?: string;
   /** What the run does when its thread is busy: queue (default), steer or reject. */
   'on-busy'?: string;
+  /** The run streams the model's text as it is written (SPEC §12). */
+  stream?: boolean;
   wait?: boolean;
   json?: boolean;
   'timeout-ms'?: string;
@@ -85,6 +87,7 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
       // Checked by the client: a bad thread id is an invalid_request naming thread_id.
       ...(flags.thread !== undefined ? { thread_id: flags.thread } : {}),
       ...(flags['on-busy'] !== undefined ? { on_busy: flags['on-busy'] as OnBusy } : {}),
+      ...(flags.stream ? { stream: true } : {}),
     });
     if (!flags.wait) {
       console.log(flags.json ? JSON.stringify({ run_id }) : run_id);

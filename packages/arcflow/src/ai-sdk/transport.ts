@@ -70,7 +70,8 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
     const response = await this.request('/v1/runs', {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(await this.headersFor(options.headers)) },
-      body: JSON.stringify({ agent: this.agent, input: [{ role: 'user', content: userContent(last) }], thread_id }),
+      // A chat shows the text as it is written: its runs always ask to stream (SPEC §12).
+      body: JSON.stringify({ agent: this.agent, input: [{ role: 'user', content: userContent(last) }], thread_id, stream: true }),
       signal: options.abortSignal,
     });
     const { run_id } = (await response.json()) as { run_id?: unknown };

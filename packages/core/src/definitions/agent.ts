@@ -33,6 +33,11 @@ export interface AgentConfig {
   output_retries?: number;
   /** The most a run's state (SPEC §17) may take, in bytes of its JSON (default 262,144). */
   max_state_bytes?: number;
+  /**
+   * Whether this agent's runs stream the model's text as it is written (SPEC §12) when the run
+   * does not say; a run's own `stream` wins. Default false: each iteration's text comes whole.
+   */
+  stream?: boolean;
 }
 
 /** The keys of {@link AgentConfig}: any other is refused, naming the nearest of these. */
@@ -51,6 +56,7 @@ const AGENT_KEYS = {
   output_schema: true,
   output_retries: true,
   max_state_bytes: true,
+  stream: true,
 } as const satisfies KnownKeys<AgentConfig>;
 
 const AGENT_NAME = NamePattern.agent;
@@ -76,6 +82,8 @@ export class Agent {
   readonly output_retries: number | undefined;
   /** The most a run's state may take, in bytes of its JSON. */
   readonly max_state_bytes: number;
+  /** Whether runs that do not say stream their text as the model writes it. */
+  readonly stream: boolean;
   /** Settings with every default applied. */
   readonly settings: StepSettings;
   /**
@@ -128,7 +136,11 @@ export class Agent {
     if (!Number.isSafeInteger(max_state_bytes) || max_state_bytes < 2) {
       throw new ConfigError(`agent '${name}': max_state_bytes must be an integer >= 2 (bytes of the state's JSON), got ${JSON.stringify(config.max_state_bytes)}`);
     }
+    if (config.stream !== undefined && typeof config.stream !== 'boolean') {
+      throw new ConfigError(`agent '${name}': stream must be true or false, got ${JSON.stringify(config.stream)?.slice(0, 40)}`);
+    }
     this.name = name;
+    this.stream = config.stream ?? false;
     this.max_state_bytes = max_state_bytes;
     this.role = config.role;
     this.instructions = config.instructions;

@@ -101,6 +101,7 @@ async function createChild(
       exec_config: childExecConfig(checkExecConfig((await deps.store.getSpec(data.run_id))?.exec_config), agent.name),
       trace,
       definition_hash: agent.definition_hash,
+      ...(data.stream !== undefined ? { stream: data.stream } : {}),
       lineage: { parent: { job, started_at: child.started_at, max_result_bytes: planned.tool.max_result_bytes }, depth: child.depth },
     },
     undefined,

@@ -52,6 +52,8 @@ export interface ToolJobData {
   readonly max_state_bytes?: number;
   /** An agent tool's call in a step with a budget: the step's caps, which the child's budget comes from (SPEC §13). */
   readonly budget?: BudgetCaps;
+  /** An agent tool's call: whether its run streams, which its child run follows (SPEC §12). */
+  readonly stream?: boolean;
 }
 
 /** The join of a tool job's round: provider job `n+1`, created by the same span as the tool job. */
@@ -125,6 +127,7 @@ export function malformedJobData(data: ToolJobData): string | undefined {
   if (data.state_step !== undefined && (typeof data.state_step !== 'string' || !NamePattern.stepId.test(data.state_step))) return 'state_step';
   if (data.max_state_bytes !== undefined && (!Number.isSafeInteger(data.max_state_bytes) || data.max_state_bytes < 2)) return 'max_state_bytes';
   if (data.budget !== undefined && !budgetCaps(data.budget)) return 'budget';
+  if (data.stream !== undefined && typeof data.stream !== 'boolean') return 'stream';
   return undefined;
 }
 

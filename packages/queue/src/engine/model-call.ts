@@ -129,7 +129,7 @@ export class ModelRouter {
 export type ModelAnswer = { readonly response: ProviderResponse; readonly latency_ms: number } | { readonly thrown: unknown };
 
 /**
- * Makes one try of a call under its `chat` span (its text told to `onText` as the provider streams it): the GenAI request attributes (the model, and
+ * Makes one try of a call under its `chat` span (streamed when `onText` is given, which is told the text as the provider streams it): the GenAI request attributes (the model, and
  * the settings the conventions name, only when set), the provider that answered, the usage.
  */
 export async function callModel(
@@ -162,7 +162,11 @@ export async function callModel(
     onText?.(delta);
   };
   try {
-    const response = normalizeResponse(test ? testResponse(test, place.iteration) : await call.provider!.complete(request, { signal, onText: onFirstText }), place.iteration);
+    // A run that does not stream gives no `onText`: its provider makes a plain call (SPEC §12).
+    const response = normalizeResponse(
+      test ? testResponse(test, place.iteration) : await call.provider!.complete(request, onText ? { signal, onText: onFirstText } : { signal }),
+      place.iteration,
+    );
     chat.setAttributes({
       [Attr.inputTokens]: response.usage.input,
       [Attr.outputTokens]: response.usage.output,

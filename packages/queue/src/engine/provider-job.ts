@@ -43,6 +43,7 @@ import { cancelChild, endRun, runEnded } from './end-run.ts';
 import type { ProviderJobData } from './jobs.ts';
 import { type ModelRouter, type PreparedCall, callModel } from './model-call.ts';
 import { CallStream } from '../streams/call-stream.ts';
+import { runStreams } from '../streams/run-streams.ts';
 import { pastPause, providerFailed } from './provider-failure.ts';
 import { type RoundDeps, type StepContext, enqueueNext, fansOut, runRound } from './round.ts';
 import { endingFor } from './step-ending.ts';
@@ -418,7 +419,7 @@ export class ProviderJobProcessor {
     const { signal, release } = cancellation.signalFor(run_id);
     // Each delivery and retry is its own attempt on the run's stream (SPEC §12): a later one resets the iteration's text.
     const text = new CallStream(store.streams, { run_id, step_id, iteration, attempt: Math.max(1, job.attemptsStarted) });
-    const answer = await callModel(call, { run_id, step_id, iteration }, signal, text.onText).finally(release);
+    const answer = await callModel(call, { run_id, step_id, iteration }, signal, runStreams(context.spec, context.agent) ? text.onText : undefined).finally(release);
     if ('thrown' in answer) {
       await text.abandon();
       const error = await providerFailed(this.deps, job, token, call, answer.thrown);

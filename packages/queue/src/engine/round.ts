@@ -4,6 +4,7 @@ import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
 import type { RunSpec } from '../store/run-store.ts';
+import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from './approvals.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts, toolJobOptions } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -124,7 +125,8 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         join,
         ...(waits ? { waits: true } : {}),
         ...stateFields(context.round),
-        ...(planned.tool.child ? budgetField(context.settings) : {}),
+        // A child run streams when its parent does (SPEC §12).
+        ...(planned.tool.child ? { ...budgetField(context.settings), stream: runStreams(context.spec, context.agent) } : {}),
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);

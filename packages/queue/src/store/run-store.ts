@@ -58,6 +58,8 @@ export interface RunSpec {
   readonly trace: { readonly traceparent?: string; readonly request?: string; readonly parent?: string };
   /** The agent's definition hash in the registry when the run was enqueued ('' if unknown). */
   readonly definition_hash: string;
+  /** Whether the run was asked to stream (SPEC §12), or not to; absent: as its agent says. */
+  readonly stream?: boolean;
 }
 
 /** A call's recorded result, and how many calls of its round are still open (0: the round is settled). */
@@ -229,6 +231,7 @@ export class RunStore {
       exec_config: JSON.stringify(spec.exec_config ?? null),
       trace: JSON.stringify(spec.trace),
       definition_hash: spec.definition_hash,
+      ...(spec.stream !== undefined ? { stream: spec.stream ? '1' : '0' } : {}),
       created_at: String(now),
       usage_input: '0',
       usage_output: '0',
@@ -258,7 +261,8 @@ export class RunStore {
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
-    return specFrom(run_id, await this.redis.hmget(this.keys.record(run_id), ...SPEC_FIELDS));
+    const fields = await this.redis.hmget(this.keys.record(run_id), ...SPEC_FIELDS, 'stream');
+    return specFrom(run_id, fields, fields[SPEC_FIELDS.length] ?? null);
   }
 
   /** The request hash stored with a run enqueued with an idempotency key (see `idempotentRequestHash`). */
@@ -589,7 +593,7 @@ export class RunStore {
     const thread = threadPlace(fields[10] ?? null, fields[11] ?? null, fields[12] ?? null);
     const state = stored === undefined ? undefined : stored.kind === 'inline' ? stored.state : await this.transcripts.withMessages(run_id, step_id, stored, from, tail, thread);
     return {
-      spec: specFrom(run_id, fields),
+      spec: specFrom(run_id, fields, fields[16] ?? null),
       // The run's own spend and its child runs' (SPEC §13): one budget.
       spent: { tokens: wholeCount(fields[8]) + wholeCount(fields[13]), tool_calls: wholeCount(fields[9]) + wholeCount(fields[14]) },
       ...(fields[15] ? { parent_run_id: fields[15] } : {}),
@@ -751,7 +755,7 @@ function steeredFrom(text: string | undefined): { steered_from?: string[] } {
   }
 }
 
-function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefined {
+function specFrom(run_id: string, fields: (string | null)[], stream: string | null): RunSpec | undefined {
   const [status, agent, input, config, exec_config, trace, definition_hash, input_kind] = fields;
   if (!status || agent == null || input == null) return undefined;
   return {
@@ -763,5 +767,6 @@ function specFrom(run_id: string, fields: (string | null)[]): RunSpec | undefine
     exec_config: JSON.parse(exec_config ?? 'null'),
     trace: JSON.parse(trace ?? '{}'),
     definition_hash: definition_hash ?? '',
+    ...(stream === '1' || stream === '0' ? { stream: stream === '1' } : {}),
   };
 }

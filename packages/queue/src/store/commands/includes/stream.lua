@@ -39,19 +39,27 @@ end
 
 --[[ A recorded response's part of the stream: `s` = {attempt, text (the whole answer's text),
   pending (its text not streamed yet), calls ({tool_call_id, tool_name} pairs)}. When the attempt
-  shown streamed exactly the answer's text but `pending`, `pending` completes it; otherwise (a
-  provider that did not stream, another delivery's attempt shown, a lost write) the iteration is
-  reset and its whole text written at once, so the stream's text is always the recorded one. ]]
+  shown streamed exactly the answer's text but `pending`, `pending` completes it. When another
+  attempt is shown, or its text does not add up (another delivery's attempt, a lost write), the
+  iteration is reset and its whole text written at once, so the stream's text is always the
+  recorded one; that reset never goes back: when the attempt recorded is not newer than the one
+  shown (a stale delivery that answered last), it is shown as the attempt after the one shown.
+  When nothing of the iteration was streamed (a run that does not stream, a provider that fell
+  back to a plain call), its text is one chunk, with no bookkeeping. ]]
 local function streamResponse(step, n, s)
   local shown, bytes = streamShown(step, n)
-  if shown == s.attempt and bytes + #s.pending == #s.text then
-    streamText(step, n, s.attempt, s.pending)
-  elseif shown >= 0 or s.text ~= '' then
-    streamShow(step, n, s.attempt, shown)
-    streamText(step, n, s.attempt, s.text)
+  local attempt = s.attempt
+  if shown == attempt and bytes + #s.pending == #s.text then
+    streamText(step, n, attempt, s.pending)
+  elseif shown >= 0 then
+    attempt = math.max(attempt, shown + 1)
+    streamShow(step, n, attempt, shown)
+    streamText(step, n, attempt, s.text)
+  elseif s.text ~= '' then
+    streamAdd({type = 'text', step_id = step, iteration = n, attempt = attempt, delta = s.text})
   end
   for _, call in ipairs(s.calls) do
-    streamAdd({type = 'tool_call', step_id = step, iteration = n, attempt = s.attempt, tool_call_id = call[1], tool_name = call[2]})
+    streamAdd({type = 'tool_call', step_id = step, iteration = n, attempt = attempt, tool_call_id = call[1], tool_name = call[2]})
   end
 end
 
