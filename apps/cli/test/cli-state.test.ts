@@ -68,7 +68,7 @@ describe('run state from the CLI (SPEC §17)', () => {
     // A misspelt flag is a usage error, not a run without its state.
     const misspelt = await arcflow('enqueue', 'state_agent', 'hi', '--sate', '{}');
     expect(misspelt.code).toBe(2);
-    expect(misspelt.stderr).toContain("Unknown option '--sate'");
+    expect(misspelt.stderr).toContain("unknown option '--sate'; did you mean '--state'?");
     expect(await runCount()).toBe(before);
   });
 
