@@ -27,7 +27,7 @@ describe('new Agent', () => {
 
   it('lists the known options instead when nothing is close', () => {
     expect(refusal(() => new Agent(untyped({ name: 'u', colour: 'red' })))).toBe(
-      "unknown option 'colour' in agent 'u' (allowed: name, role, instructions, tools, model, tool_execution, loop_detection, budget, model_settings, provider, model_fallbacks, output_schema, output_retries, max_state_bytes)",
+      "unknown option 'colour' in agent 'u' (allowed: name, role, instructions, tools, model, tool_execution, loop_detection, budget, model_settings, provider, model_fallbacks, output_schema, output_retries, max_state_bytes, stream)",
     );
     // A model setting one level too high is pointed to where it goes.
     expect(refusal(() => new Agent(untyped({ name: 'u', temperature: 0.2 })))).toBe("unknown option 'temperature' in agent 'u'; did you mean 'model_settings.temperature'?");
