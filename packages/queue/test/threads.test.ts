@@ -514,6 +514,26 @@ describe('threads', () => {
     expect(await threads.waitsInLine('run_latequeued')).toBe(true);
   });
 
+  it('gives the run taking steered messages the stream choice of the steering run (SPEC §12), not the target\'s', async () => {
+    const { reader, prefix } = forTest('thread-steer-stream');
+    const store = new RunStore(reader(), prefix, 3600);
+    const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
+    const user = (content: string) => ({ role: 'user', content }) as const;
+    const create = (run_id: string, input: string, stream: boolean) =>
+      store.createRun({ run_id, agent: 'chat', input, config: undefined, exec_config: undefined, trace: {}, definition_hash: '', stream }, undefined, {
+        kind: 'RunEnqueued',
+        step_id: 's1',
+        agent: 'chat',
+      });
+    await create('run_streamtarget', 'first', false);
+    await threads.join('run_streamtarget', 'streamed', 'queue', [user('first')], 3600);
+    await create('run_streamsteer', 'also', true);
+    await threads.join('run_streamsteer', 'streamed', 'steer', [user('also')], 3600, { queue: 'agent-chat', attempts: 3 }, JSON.stringify({ traceparent: 'x' }));
+    await store.finishRun('run_streamtarget', { outcome: { status: 'cancelled' }, step_id: 's1' });
+    expect(await store.getRun('run_streamtarget-steered')).toMatchObject({ status: 'queued', steered_from: ['run_streamsteer'] });
+    expect((await store.getSpec('run_streamtarget-steered'))?.stream).toBe(true);
+  });
+
   it('gives a message steered in between two deliveries of a call to the next call, never to a delivery whose state may not stand', async () => {
     const { reader, prefix } = forTest('thread-steer-race');
     const store = new RunStore(reader(), prefix, 3600);
