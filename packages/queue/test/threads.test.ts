@@ -514,7 +514,7 @@ describe('threads', () => {
     expect(await threads.waitsInLine('run_latequeued')).toBe(true);
   });
 
-  it('gives the run taking steered messages the stream choice of the steering run (SPEC §12), not the target\'s', async () => {
+  it("gives the run taking steered messages the stream choice of the steering run (SPEC §12), not the target's", async () => {
     const { reader, prefix } = forTest('thread-steer-stream');
     const store = new RunStore(reader(), prefix, 3600);
     const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
