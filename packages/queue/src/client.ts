@@ -347,7 +347,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         if (ended) await stopClosedWork(redis, store, toolJobs, run_id, closed);
         // A child run's parent gets its call's result now (SPEC §13): the cancel is the child's failure.
         if (ended && facts?.parent_run_id) await settleParentOf(store, toolJobs, run_id, true);
-        // A thread's next run starts now (SPEC §11), not when its job's delay is up.
+        // A thread's next run starts now (SPEC §11): a run waiting in the line holds no job until then.
         if (ended && (await threads.isThreadRun(run_id))) await (await jobs()).startNextOnThread(run_id);
         return { cancelled: ended, status: (await store.status(run_id)) ?? status };
       });

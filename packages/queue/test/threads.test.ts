@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { JobId, QueueName, hashTag, threadKeys } from '../src/keys.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ThreadStore } from '../src/store/thread-store.ts';
-import { stageThreadMessages } from '../src/engine/thread-run.ts';
+import { stageThreadMessages, startNextOnThread } from '../src/engine/thread-run.ts';
 import { QueuePool } from '../src/engine/join.ts';
 import type { WorkerProcess } from '@arcflow/worker';
 import { fixtureWorkers, until } from './harness.ts';
@@ -512,6 +512,60 @@ describe('threads', () => {
     // It is the thread's active run now, ahead of the run that was waiting.
     expect(await threads.next('run_lateactive')).toEqual({ run_id: follow, agent: 'chat', trace: { traceparent: 'x' }, job });
     expect(await threads.waitsInLine('run_latequeued')).toBe(true);
+  });
+
+  it("gives the run taking steered messages the stream choice of the steering run (SPEC §12), not the target's", async () => {
+    const { reader, prefix } = forTest('thread-steer-stream');
+    const store = new RunStore(reader(), prefix, 3600);
+    const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
+    const user = (content: string) => ({ role: 'user', content }) as const;
+    const create = (run_id: string, input: string, stream: boolean) =>
+      store.createRun({ run_id, agent: 'chat', input, config: undefined, exec_config: undefined, trace: {}, definition_hash: '', stream }, undefined, {
+        kind: 'RunEnqueued',
+        step_id: 's1',
+        agent: 'chat',
+      });
+    await create('run_streamtarget', 'first', false);
+    await threads.join('run_streamtarget', 'streamed', 'queue', [user('first')], 3600);
+    await create('run_streamsteer', 'also', true);
+    await threads.join('run_streamsteer', 'streamed', 'steer', [user('also')], 3600, { queue: 'agent-chat', attempts: 3 }, JSON.stringify({ traceparent: 'x' }));
+    await store.finishRun('run_streamtarget', { outcome: { status: 'cancelled' }, step_id: 's1' });
+    expect(await store.getRun('run_streamtarget-steered')).toMatchObject({ status: 'queued', steered_from: ['run_streamsteer'] });
+    expect((await store.getSpec('run_streamtarget-steered'))?.stream).toBe(true);
+  });
+
+  it("leaves the next run's first job delayed (a provider's pause, a retry's backoff) when the ended run's line is handed on again", async () => {
+    const { reader, prefix } = forTest('thread-next-delayed');
+    const store = new RunStore(reader(), prefix, 3600);
+    const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
+    const queues = new QueuePool(reader(), store.keys);
+    try {
+      const job = { queue: QueueName.agent('chat'), attempts: 3 };
+      for (const [run_id, input] of [
+        ['run_delayfirst', 'first'],
+        ['run_delaynext', 'next'],
+      ] as const) {
+        await store.createRun({ run_id, agent: 'chat', input, config: undefined, exec_config: undefined, trace: {}, definition_hash: '' }, undefined, {
+          kind: 'RunEnqueued',
+          step_id: 's1',
+          agent: 'chat',
+        });
+        await threads.join(run_id, 'delayed', 'queue', [{ role: 'user', content: input }], 3600, job);
+      }
+      await store.finishRun('run_delayfirst', { outcome: { status: 'cancelled' }, step_id: 's1' });
+      await startNextOnThread(threads, queues, 'run_delayfirst');
+      const queue = queues.forRun(job.queue, 'run_delaynext');
+      const first = (await queue.getJob(JobId.provider('run_delaynext', 's1', 1)))!;
+      expect(await first.getState()).toBe('waiting');
+      // Its call waits out its provider's pause: the job is delayed, as a worker delays it.
+      await first.remove();
+      await queue.add('provider', first.data, { ...first.opts, jobId: first.id!, delay: 60_000 });
+      // A later delivery of the ended run's job hands the line on again: the pause holds.
+      await startNextOnThread(threads, queues, 'run_delayfirst');
+      expect(await (await queue.getJob(first.id!))!.getState()).toBe('delayed');
+    } finally {
+      await queues.close();
+    }
   });
 
   it('gives a message steered in between two deliveries of a call to the next call, never to a delivery whose state may not stand', async () => {

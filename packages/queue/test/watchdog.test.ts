@@ -148,6 +148,24 @@ describe('the watchdog', () => {
     expect(await providerQueue.getJobState(secondJob)).toBe('waiting');
   });
 
+  it("re-adds a provider job with the attempts of the run's own model_fallbacks, as its enqueue gave it", async () => {
+    const prefix = testPrefix('wd-fallbacks');
+    prefixes.push(prefix);
+    await (await startWorker({ agents: [agent], provider: scriptedProvider([reply('x')]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'watched', input: 'go', config: { model_fallbacks: [{ model: 'm2' }, { model: 'm3' }] } });
+    const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: keysFor(prefix).tag });
+    open.push(providerQueue);
+    const jobId = JobId.provider(run_id, 's1', 1);
+    const enqueued = (await providerQueue.getJob(jobId))!.opts.attempts;
+    expect(await providerQueue.remove(jobId)).toBe(1);
+    const watchdog = standaloneWatchdog(prefix);
+    const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
+    expect(await watchdog.dog.check(run_id, nowMs)).toBe('repaired');
+    expect((await providerQueue.getJob(jobId))!.opts.attempts).toBe(enqueued);
+  });
+
   it('starts the next run of a thread whose run ended in a process that died before starting it', async () => {
     const prefix = testPrefix('wd-thread-gap');
     prefixes.push(prefix);

@@ -11,7 +11,7 @@ import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from './jobs.t
  * thread's line holds no job; it starts when the run before it ends). Called by the process whose
  * write ended the run, by a later delivery of a job of the ended run (that process died first),
  * and safe to call again: the job id is the run's first. A job of that id that finished without
- * starting the run is replaced; one queued or running is left as it is.
+ * starting the run is replaced; one queued, delayed or running is left as it is.
  */
 export async function startNextOnThread(threads: ThreadStore, queues: QueuePool, run_id: string): Promise<void> {
   if (!(await threads.isThreadRun(run_id))) return;
@@ -19,9 +19,13 @@ export async function startNextOnThread(threads: ThreadStore, queues: QueuePool,
   if (!next) return;
   const queue = queues.forRun(next.job?.queue ?? QueueName.agent(next.agent), next.run_id);
   const existing = await queue.getJob(JobId.provider(next.run_id, 's1', 1));
-  // A run enqueued by an earlier version waits with a delayed job: it runs now.
-  if (existing && (await existing.isDelayed())) return void (await existing.promote().catch(() => undefined));
-  if (!next.job) return;
+  if (!next.job) {
+    // A run enqueued by an earlier version (no `thread_job`) waits with a delayed job: it runs now.
+    if (existing && (await existing.isDelayed())) await existing.promote().catch(() => undefined);
+    return;
+  }
+  // A delayed first job of this version's run is one a worker delayed (its provider's pause, a retry's
+  // backoff): it stays so, and the add below, of the same id, adds nothing.
   if (existing && ((await existing.isCompleted()) || (await existing.isFailed()))) await existing.remove().catch(() => undefined);
   // Loaded here: a client that only cancels never loads the OpenTelemetry API.
   const { firstJobCarrier } = await import('../tracing.ts');

@@ -181,9 +181,11 @@ export class Watchdog {
         `run '${run_id}' made no progress for ${this.deps.watchdog_ms} ms with nothing queued to move it, after ${MAX_WATCHDOG_REPAIRS} repairs`,
       );
     }
+    // The run's own config.model_fallbacks count too, as at enqueue: each of the step's models gets its tries.
+    const config = (await store.getSpec(run_id))?.config;
     for (const { step_id, frontier } of frontiers) {
       if (!frontier) continue;
-      await this.repair(run_id, step_id, frontier, providerQueue, registeredAttempts(registration, step_id));
+      await this.repair(run_id, step_id, frontier, providerQueue, registeredAttempts(registration, step_id, config));
       this.deps.logger.warn('watchdog re-added the next job of a run that had stopped', { run_id, step_id, iteration: frontier.next, repair: repairs });
     }
     if (graph && view) {

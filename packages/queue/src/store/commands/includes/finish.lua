@@ -84,7 +84,8 @@ end
 -- Messages steered into the thread's active run that do not reach the thread with it (it failed or
 -- was cancelled, whether or not a call took them; or it answered before a call took them) become
 -- the input of a new run of the thread (`<run_id>-steered`), of the first steering run's agent,
--- with `steered_from` naming the steering runs. Returns its id, or nil when there are none.
+-- with `steered_from` naming the steering runs, streaming as the first steering run asked (SPEC §12).
+-- Returns its id, or nil when there are none.
 local function steeredFollowUp(ending, run_id, tag, thread_id)
   local from = 0
   if ending.status == 'completed' then from = tonumber(redis.call('HGET', record, 'injected_taken') or '0') end
@@ -94,7 +95,7 @@ local function steeredFollowUp(ending, run_id, tag, thread_id)
   for _, id in ipairs(redis.call('LRANGE', record .. '{{THREAD_INJECTED_BY_SUFFIX}}', from, -1)) do
     if not seen[id] then seen[id] = true; steering[#steering + 1] = id end
   end
-  local names = {'agent', 'config', 'exec_config', 'definition_hash', 'follow_up_trace', 'thread_job'}
+  local names = {'agent', 'config', 'exec_config', 'definition_hash', 'follow_up_trace', 'thread_job', 'stream'}
   local source = redis.call('HMGET', tag .. ':run:' .. (steering[1] or run_id), unpack(names))
   -- The steering run's record gone (it expired): the target's agent and settings.
   if not source[1] then source = redis.call('HMGET', record, unpack(names)) end
@@ -107,6 +108,7 @@ local function steeredFollowUp(ending, run_id, tag, thread_id)
     usage_total = '0', iterations = '0', thread_id = thread_id, thread_join = 'start'}
   if #steering > 0 then fields.steered_from = cjson.encode(steering) end
   if source[6] then fields.thread_job = source[6] end
+  if source[7] then fields.stream = source[7] end
   local flat = {}
   for field, value in pairs(fields) do flat[#flat + 1] = field; flat[#flat + 1] = value end
   redis.call('HSET', new, unpack(flat))
