@@ -1,4 +1,4 @@
-import { type Meter, createNoopMeter, metrics } from '@opentelemetry/api';
+import type { Meter } from '@opentelemetry/api';
 import { METER_NAME, Metric, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
 import { type RecordSink, type Series, SeriesTable } from './series.ts';
 
@@ -43,8 +43,11 @@ const slot: Slot = slots[KEY];
  * that provider's `arcflow` meter: each record goes to an instrument of it, which its readers
  * collect. Returns the function that stops it, or undefined when there is nothing to do (metrics
  * recorded already, or no provider registered). Never registers, replaces or shuts down a provider.
+ * The OpenTelemetry API is loaded here, not with this module: a client that only reads runs never loads it.
  */
-export function recordThroughGlobalProvider(): (() => void) | undefined {
+export async function recordThroughGlobalProvider(): Promise<(() => void) | undefined> {
+  if (slot.recorded) return undefined;
+  const { createNoopMeter, metrics } = await import('@opentelemetry/api');
   if (slot.recorded) return undefined;
   const meter = metrics.getMeter(METER_NAME);
   if (meter === createNoopMeter()) return undefined;

@@ -73,7 +73,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   try {
     const worker = await startEngine({ ...input, agents: opened.definitions });
     // An application that registered its own MeterProvider gets arcflow's metrics through it (SPEC §18).
-    const stopRecording = recordThroughGlobalProvider();
+    const stopRecording = await recordThroughGlobalProvider();
     return { ...worker, close: () => worker.close().finally(() => (stopRecording?.(), opened.close())) };
   } catch (error) {
     await opened.close();
