@@ -64,7 +64,7 @@ async function openSource(config: CheckedConfig, session: ToolSourceSession): Pr
     const schemaProblem = uncompilable(name, listedTool.inputSchema);
     if (schemaProblem) {
       // One tool the validator cannot enforce costs that tool, not the worker's start.
-      session.logger.warn(`MCP tool '${server_name}' of server '${server}' left out: its input schema cannot be compiled`, {
+      session.logger.warn(`MCP tool '${server_name}' of server '${server}' is not served: its input schema cannot be compiled`, {
         mcp_server: server,
         tool: server_name,
         error: schemaProblem,

@@ -37,8 +37,8 @@ describe("an MCP server's answers", () => {
     const run = await runLocal(new Agent({ name: 'mcp-schemas', tools: [answering] }), 'go', { provider: model, logger });
     expect(run.status).toBe('completed');
     expect(model.requests[0]!.tools.map((tool) => tool.name)).toEqual(['answering_lookup']);
-    const warning = logger.lines.find((line) => line.includes('left out'));
-    expect(warning).toContain("MCP tool 'broken' of server 'answering' left out: its input schema cannot be compiled");
+    const warning = logger.lines.find((line) => line.includes('is not served'));
+    expect(warning).toContain("MCP tool 'broken' of server 'answering' is not served: its input schema cannot be compiled");
     expect(warning).toContain('"mcp_server":"answering","tool":"broken"');
   });
 });
