@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Tokens } from './events/types.ts';
-import type { StepStatus } from './workflow/graph.ts';
+import type { Tokens } from './vocabulary/tokens.ts';
 
 export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
@@ -69,6 +68,12 @@ export interface ApprovalResolution {
   readonly resolved_at: number;
   readonly timed_out?: boolean;
 }
+
+/** Where a workflow step stands. */
+export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+/** Why a workflow step was skipped. */
+export type SkipReason = 'dependency_failed' | 'run_failed' | 'cancelled';
 
 /** One step of a workflow run, as its record shows it. */
 export interface StepRecord {
