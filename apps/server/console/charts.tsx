@@ -120,7 +120,8 @@ function Polyline({ points, series, slot, scale, unit = '' }: { points: readonly
       ))}
       {points.map((point, index) => {
         const value = point[series.key];
-        if (value === null || value === undefined) return null;
+        // A point marks a bucket with something in it; the line alone shows the zeros.
+        if (value === null || value === undefined || value === 0) return null;
         const [x, y] = at(index, value);
         return (
           <circle cx={x} cy={y} r={2.5} data-at={point.at} data-value={value}>
@@ -132,8 +133,8 @@ function Polyline({ points, series, slot, scale, unit = '' }: { points: readonly
   );
 }
 
-/** One horizontal bar per row, longest first as given; `note` is written after the value. */
-export function NamedBars({ name, rows, unit = '' }: { name: string; rows: { label: string; value: number; note?: string }[]; unit?: string }) {
+/** One horizontal bar per row, in the order given (`key` names it in the page); `note` is written after the value. */
+export function NamedBars({ name, rows, unit = '' }: { name: string; rows: { key: string; label: string; value: number; note?: string }[]; unit?: string }) {
   const max = Math.max(1, ...rows.map((row) => row.value));
   const row = 22;
   const labelWidth = 170;
@@ -144,7 +145,7 @@ export function NamedBars({ name, rows, unit = '' }: { name: string; rows: { lab
         const width = (each.value / max) * (WIDTH - labelWidth - 140);
         const y = index * row + 2;
         return (
-          <g data-row={each.label}>
+          <g data-row={each.key}>
             <text class="label" x={labelWidth - 6} y={y + 14} text-anchor="end">
               {each.label.length > 26 ? `${each.label.slice(0, 25)}…` : each.label}
             </text>

@@ -113,6 +113,7 @@ export function OverviewPage() {
               <NamedBars
                 name="tokens"
                 rows={data.agents.map((agent) => ({
+                  key: `${agent.kind}:${agent.name}`,
                   label: agent.kind === 'workflow' ? `${agent.name} (workflow)` : agent.name,
                   value: agent.tokens.total,
                   note: `${agent.runs} run${agent.runs === 1 ? '' : 's'}${agent.cost_usd !== undefined ? ` · $${agent.cost_usd.toFixed(4)}` : ''}`,

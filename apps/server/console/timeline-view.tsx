@@ -1,7 +1,7 @@
 // A run's timeline as SVG: a row per span on one time axis, so calls that ran in parallel stand side by side.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Event } from './api.ts';
-import { type Span, spanLength, timeline } from './timeline.ts';
+import { type Span, type SpanOutcome, spanLength, timeline } from './timeline.ts';
 
 const WIDTH = 960;
 const LABEL_WIDTH = 230;
@@ -11,6 +11,7 @@ const AXIS_HEIGHT = 20;
 /** More rows than this are left out (and said so): a page is not the place to read thousands of calls. */
 const MAX_ROWS = 400;
 
+const OUTCOMES: readonly SpanOutcome[] = ['completed', 'failed', 'retried', 'waiting', 'running', 'cancelled', 'skipped'];
 const KIND_MARK: Record<Span['kind'], string> = { provider: 'model', tool: 'tool', child: 'child', approval: 'wait', step: 'step' };
 
 /** The timeline of a run's events; while `live`, its open spans grow with the clock. */
@@ -27,14 +28,14 @@ export function TimelineChart({ events, live }: { events: readonly Event[]; live
   const plot = WIDTH - LABEL_WIDTH - 10;
   const x = (at: number) => LABEL_WIDTH + ((at - from) / (to - from)) * plot;
   const height = AXIS_HEIGHT + shown.length * (ROW_HEIGHT + ROW_GAP);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((share) => from + share * (to - from));
+  const ticks = roundTicks(to - from).map((ms) => from + ms);
   return (
     <div>
       <svg class="timeline" viewBox={`0 0 ${WIDTH} ${height}`} role="img" aria-label="timeline of the run's calls">
         {ticks.map((at) => (
           <g class="tick">
             <line x1={x(at)} x2={x(at)} y1={AXIS_HEIGHT - 4} y2={height} />
-            <text x={x(at)} y={12} text-anchor={at === to ? 'end' : at === from ? 'start' : 'middle'}>
+            <text x={x(at)} y={12} text-anchor={at === from ? 'start' : x(at) > WIDTH - 30 ? 'end' : 'middle'}>
               {offset(at - from)}
             </text>
           </g>
@@ -64,7 +65,7 @@ export function TimelineChart({ events, live }: { events: readonly Event[]; live
         })}
       </svg>
       <p class="legend">
-        {['completed', 'failed', 'retried', 'waiting', 'running'].map((outcome) => (
+        {OUTCOMES.filter((outcome) => spans.some((span) => span.outcome === outcome)).map((outcome) => (
           <span class={`key ${outcome}`}>{outcome}</span>
         ))}
         {spans.length > MAX_ROWS && (
@@ -75,6 +76,13 @@ export function TimelineChart({ events, live }: { events: readonly Event[]; live
       </p>
     </div>
   );
+}
+
+/** Times from the run's start for the axis: round steps (1, 2 or 5 times a power of ten ms), four to eight of them. */
+function roundTicks(span: number): number[] {
+  const power = 10 ** Math.floor(Math.log10(Math.max(1, span / 4)));
+  const step = [1, 2, 5, 10].map((each) => each * power).find((each) => span / each <= 8) ?? power * 10;
+  return Array.from({ length: Math.floor(span / step) + 1 }, (_, at) => at * step);
 }
 
 /** A time from the run's start, as the axis shows it. */

@@ -5,7 +5,7 @@ import type { Event } from './api.ts';
 /** What a span stands for: the kind of work, and so which pair of events bounds it. */
 export type SpanKind = 'provider' | 'tool' | 'child' | 'approval' | 'step';
 /** How a span ended (`running`: it has not, yet). */
-export type SpanOutcome = 'completed' | 'failed' | 'retried' | 'waiting' | 'running';
+export type SpanOutcome = 'completed' | 'failed' | 'retried' | 'waiting' | 'running' | 'cancelled' | 'skipped';
 
 export interface Span {
   /** Unique within the run: kind, step, and the call's id or iteration, and the attempt. */
@@ -52,7 +52,7 @@ export function timeline(events: readonly Event[], now: number): Timeline {
     open.delete(key);
     return span;
   };
-  let ended: number | undefined;
+  let ended: { at: number; cancelled: boolean } | undefined;
   for (const event of events) {
     const place = `${event.step_id}#${event.iteration ?? 1}`;
     const call = `${event.step_id}|${String(event.tool_call_id)}`;
@@ -69,7 +69,7 @@ export function timeline(events: readonly Event[], now: number): Timeline {
         close(`step|${event.step_id}`, event.ts, 'failed', String(event.error_code));
         break;
       case 'StepSkipped':
-        spans.push({ ...base, id: `step:${event.step_id}`, kind: 'step', label: `step ${event.step_id}`, end: event.ts, outcome: 'failed', note: `skipped (${event.reason})` });
+        spans.push({ ...base, id: `step:${event.step_id}`, kind: 'step', label: `step ${event.step_id}`, end: event.ts, outcome: 'skipped', note: String(event.reason) });
         break;
       case 'ProviderRequestSent': {
         const attempts = spans.filter((span) => span.kind === 'provider' && span.id.startsWith(`provider:${place}:`)).length;
@@ -96,7 +96,7 @@ export function timeline(events: readonly Event[], now: number): Timeline {
         close(`tool|${call}`, event.ts, 'completed');
         break;
       case 'ToolCallFailed':
-        close(`tool|${call}`, event.ts, 'failed', String(event.error_code));
+        close(`tool|${call}`, event.ts, event.error_code === 'cancelled' ? 'cancelled' : 'failed', String(event.error_code));
         break;
       case 'ToolInputValidationFailed':
       case 'LoopDetected':
@@ -121,14 +121,15 @@ export function timeline(events: readonly Event[], now: number): Timeline {
         close(`approval|${call}`, event.ts, 'waiting', event.approved === true ? 'approved' : 'rejected');
         break;
       default:
-        if (ENDS.has(event.kind)) ended = event.ts;
+        if (ENDS.has(event.kind)) ended = { at: event.ts, cancelled: event.kind === 'RunCancelled' };
     }
   }
-  const last = ended ?? Math.max(now, events.at(-1)?.ts ?? now);
+  const last = ended?.at ?? Math.max(now, events.at(-1)?.ts ?? now);
   for (const span of open.values()) {
     span.end = Math.max(last, span.start);
     // The run ended with the span open (a cancel, a failure elsewhere): it was cut short.
-    if (ended !== undefined && span.kind !== 'approval') Object.assign(span, { outcome: 'failed', note: 'cut short by the run’s end' });
+    if (ended && span.kind !== 'approval')
+      Object.assign(span, ended.cancelled ? { outcome: 'cancelled', note: 'the run was cancelled' } : { outcome: 'failed', note: 'the run ended first' });
   }
   const from = events[0]?.ts ?? now;
   return { spans: spans.sort((a, b) => a.start - b.start), from, to: Math.max(last, from + 1) };

@@ -43,4 +43,31 @@ describe('the web console shows a run’s text as the model writes it (SPEC §12
     await page.waitForFunction((whole) => document.querySelector('[data-text="s1#2"] pre')?.textContent === whole, answer, { timeout: 15_000 });
     await page.close();
   });
+
+  it("shows the text a thread's run is writing as a growing answer in the conversation, then the answer itself", async () => {
+    const page = await browser.newPage();
+    await page.goto(stack.serve.url);
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('ops (admin)').waitFor();
+    const thread = `live-${stack.prefix}`;
+    const response = await fetch(`${stack.serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'stream_agent', input: 'told in a thread', thread_id: thread }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${stack.serve.url}/#/threads/${encodeURIComponent(thread)}`);
+    const live = `[data-live-run="${run_id}"] p`;
+    await page.waitForFunction((selector) => (document.querySelector(selector)?.textContent ?? '').length > 20, live, { timeout: 15_000 });
+    const partial = (await page.locator(live).textContent()) ?? '';
+    const answer = expectedAnswer('told in a thread');
+    expect(answer.startsWith(partial)).toBe(true);
+    expect(partial.length).toBeLessThan(answer.length);
+    // Once the run completes, the thread holds the answer, and nothing is left writing.
+    await page.locator('.message.assistant:not(.live)', { hasText: answer }).waitFor({ timeout: 15_000 });
+    await page.locator('[data-live-run]').waitFor({ state: 'detached' });
+    expect(await page.locator('.message.user').textContent()).toBe('usertold in a thread');
+    await page.close();
+  });
 });

@@ -130,9 +130,10 @@ describe('the web console, in a real Chromium', () => {
     await signIn(page);
     const run_id = await enqueue({ agent: 'api_flow', input: 'graph' });
     await page.goto(`${serve.url}/#/runs/${run_id}`);
-    await page.locator('.node[data-step="prepare"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
-    await page.locator('.node[data-step="answer"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
-    expect(await page.locator('.node[data-step="answer"] .after').textContent()).toBe('after prepare');
+    await page.locator('svg.workflow g.node[data-step="prepare"][data-status="completed"]').waitFor({ timeout: 15_000 });
+    await page.locator('svg.workflow g.node[data-step="answer"][data-status="completed"]').waitFor({ timeout: 15_000 });
+    expect(await page.locator('svg.workflow g.node[data-step="answer"] > title').textContent()).toBe('answer, after prepare');
+    expect(await page.locator('svg.workflow path.edge').evaluateAll((paths) => paths.map((path) => path.getAttribute('data-edge')))).toEqual(['prepare->answer']);
     await page.locator('[data-step-view="prepare"] tr[data-call="prepare"]').getByText('completed').waitFor();
     await page.screenshot({ path: `${SCREENSHOTS}console-workflow.png`, fullPage: true });
     await context.close();
