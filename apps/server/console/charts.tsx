@@ -15,7 +15,14 @@ export interface Series {
   tone: string;
 }
 
-type Point = { at: number } & Record<string, number | null>;
+/** A bucket of a time series: its start, and the fields the series read. */
+type Point = { readonly at: number };
+
+/** A point's value for a series (null: none in that bucket). */
+function pointValue(point: Point, key: string): number | null {
+  const value = (point as unknown as Record<string, unknown>)[key];
+  return typeof value === 'number' ? value : null;
+}
 
 /** A chart's frame: the value axis (0 to the largest value) and times under the first, middle and last bucket. */
 function Frame({ points, max, unit }: { points: readonly Point[]; max: number; unit: string }) {
@@ -46,8 +53,8 @@ function Frame({ points, max, unit }: { points: readonly Point[]; max: number; u
 
 /** Bars per bucket, the series stacked; `line` draws one more series as a line over them. */
 export function StackedBars({ name, points, series, line, unit = '' }: { name: string; points: readonly Point[]; series: Series[]; line?: Series; unit?: string }) {
-  const totals = points.map((point) => series.reduce((sum, each) => sum + (point[each.key] ?? 0), 0));
-  const max = nice(Math.max(1, ...totals, ...(line ? points.map((point) => point[line.key] ?? 0) : [])));
+  const totals = points.map((point) => series.reduce((sum, each) => sum + (pointValue(point, each.key) ?? 0), 0));
+  const max = nice(Math.max(1, ...totals, ...(line ? points.map((point) => pointValue(point, line.key) ?? 0) : [])));
   const plotWidth = WIDTH - LEFT - 4;
   const slot = plotWidth / points.length;
   const scale = (value: number) => (value / max) * (HEIGHT - TOP - BOTTOM);
@@ -57,7 +64,7 @@ export function StackedBars({ name, points, series, line, unit = '' }: { name: s
       {points.map((point, index) => {
         let base = HEIGHT - BOTTOM;
         return series.map((each) => {
-          const value = point[each.key] ?? 0;
+          const value = pointValue(point, each.key) ?? 0;
           if (value === 0) return null;
           const height = scale(value);
           base -= height;
@@ -84,7 +91,7 @@ export function StackedBars({ name, points, series, line, unit = '' }: { name: s
 
 /** One line per series over the buckets (a gap where a bucket has no value). */
 export function Lines({ name, points, series, unit = '' }: { name: string; points: readonly Point[]; series: Series[]; unit?: string }) {
-  const max = nice(Math.max(1, ...points.flatMap((point) => series.map((each) => point[each.key] ?? 0))));
+  const max = nice(Math.max(1, ...points.flatMap((point) => series.map((each) => pointValue(point, each.key) ?? 0))));
   const slot = (WIDTH - LEFT - 4) / points.length;
   const scale = (value: number) => (value / max) * (HEIGHT - TOP - BOTTOM);
   return (
@@ -103,8 +110,8 @@ function Polyline({ points, series, slot, scale, unit = '' }: { points: readonly
   const runs: string[] = [];
   let current = '';
   points.forEach((point, index) => {
-    const value = point[series.key];
-    if (value === null || value === undefined) {
+    const value = pointValue(point, series.key);
+    if (value === null) {
       if (current) runs.push(current);
       current = '';
       return;
@@ -119,9 +126,9 @@ function Polyline({ points, series, slot, scale, unit = '' }: { points: readonly
         <path d={d} />
       ))}
       {points.map((point, index) => {
-        const value = point[series.key];
+        const value = pointValue(point, series.key);
         // A point marks a bucket with something in it; the line alone shows the zeros.
-        if (value === null || value === undefined || value === 0) return null;
+        if (value === null || value === 0) return null;
         const [x, y] = at(index, value);
         return (
           <circle cx={x} cy={y} r={2.5} data-at={point.at} data-value={value}>
@@ -159,6 +166,18 @@ export function NamedBars({ name, rows, unit = '' }: { name: string; rows: { key
         );
       })}
     </svg>
+  );
+}
+
+/** The series' colours and names, under a chart; `note` after them. */
+export function Legend({ series, note }: { series: readonly Series[]; note?: string }) {
+  return (
+    <p class="legend">
+      {series.map((each) => (
+        <span class={`key ${each.tone}`}>{each.label}</span>
+      ))}
+      {note && <span class="muted">{note}</span>}
+    </p>
   );
 }
 

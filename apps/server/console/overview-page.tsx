@@ -1,33 +1,26 @@
 // The overview: runs started and ended per bucket by status, run durations (p50/p95), tokens and
 // cost per agent, and queue depths, over the last hour or day (GET /v1/overview).
 import { useState } from 'preact/hooks';
+import type { Overview } from '../src/overview-shape.ts';
 import { api } from './api.ts';
-import { Lines, NamedBars, StackedBars } from './charts.tsx';
+import { Legend, Lines, NamedBars, type Series, StackedBars } from './charts.tsx';
 import { usePolled } from './hooks.ts';
 
-type Bucket = {
-  at: number;
-  started: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  waiting: number | null;
-  active: number | null;
-  delayed: number | null;
-};
-export interface Overview {
-  window: 'hour' | 'day';
-  bucket_ms: number;
-  runs_in_window: number;
-  runs_read: number;
-  truncated: boolean;
-  buckets: Bucket[];
-  duration_ms: { p50: number | null; p95: number | null; runs: number };
-  agents: { name: string; kind: string; runs: number; tokens: { input: number; output: number; total: number }; cost_usd?: number }[];
-  queues: { name: string; waiting: number; active: number; delayed: number }[];
-}
+const ENDED: Series[] = [
+  { key: 'completed', label: 'completed', tone: 'completed' },
+  { key: 'failed', label: 'failed', tone: 'failed' },
+  { key: 'cancelled', label: 'cancelled', tone: 'cancelled' },
+];
+const STARTED: Series = { key: 'started', label: 'started', tone: 'started' };
+const DURATIONS: Series[] = [
+  { key: 'p50_ms', label: 'p50', tone: 'p50' },
+  { key: 'p95_ms', label: 'p95', tone: 'p95' },
+];
+const DEPTHS: Series[] = [
+  { key: 'waiting', label: 'waiting', tone: 'waiting' },
+  { key: 'active', label: 'active', tone: 'running' },
+  { key: 'delayed', label: 'delayed', tone: 'retried' },
+];
 
 export function OverviewPage() {
   const [window, setWindow] = useState<'hour' | 'day'>('hour');
@@ -72,38 +65,13 @@ export function OverviewPage() {
         <div class="charts">
           <div class="card">
             <h2>Runs per {per}</h2>
-            <StackedBars
-              name="runs"
-              points={data.buckets}
-              series={[
-                { key: 'completed', label: 'completed', tone: 'completed' },
-                { key: 'failed', label: 'failed', tone: 'failed' },
-                { key: 'cancelled', label: 'cancelled', tone: 'cancelled' },
-              ]}
-              line={{ key: 'started', label: 'started', tone: 'started' }}
-            />
-            <p class="legend">
-              <span class="key completed">completed</span>
-              <span class="key failed">failed</span>
-              <span class="key cancelled">cancelled</span>
-              <span class="key started">started</span>
-            </p>
+            <StackedBars name="runs" points={data.buckets} series={ENDED} line={STARTED} />
+            <Legend series={[...ENDED, STARTED]} />
           </div>
           <div class="card">
             <h2>Run duration</h2>
-            <Lines
-              name="duration"
-              points={data.buckets}
-              unit=" ms"
-              series={[
-                { key: 'p50_ms', label: 'p50', tone: 'p50' },
-                { key: 'p95_ms', label: 'p95', tone: 'p95' },
-              ]}
-            />
-            <p class="legend">
-              <span class="key p50">p50</span>
-              <span class="key p95">p95</span>
-            </p>
+            <Lines name="duration" points={data.buckets} unit=" ms" series={DURATIONS} />
+            <Legend series={DURATIONS} />
           </div>
           <div class="card">
             <h2>Tokens per agent</h2>
@@ -123,21 +91,8 @@ export function OverviewPage() {
           </div>
           <div class="card">
             <h2>Queue depth</h2>
-            <StackedBars
-              name="queues"
-              points={data.buckets}
-              series={[
-                { key: 'waiting', label: 'waiting', tone: 'waiting' },
-                { key: 'active', label: 'active', tone: 'running' },
-                { key: 'delayed', label: 'delayed', tone: 'retried' },
-              ]}
-            />
-            <p class="legend">
-              <span class="key waiting">waiting</span>
-              <span class="key running">active</span>
-              <span class="key retried">delayed</span>
-              <span class="muted">sampled once a minute while an overview is open</span>
-            </p>
+            <StackedBars name="queues" points={data.buckets} series={DEPTHS} />
+            <Legend series={DEPTHS} note="sampled once a minute while an overview is open" />
             {data.queues.length > 0 ? (
               <table>
                 <thead>

@@ -1,6 +1,7 @@
 // A run's timeline as SVG: a row per span on one time axis, so calls that ran in parallel stand side by side.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Event } from './api.ts';
+import { Legend } from './charts.tsx';
 import { type Span, type SpanOutcome, spanLength, timeline } from './timeline.ts';
 
 const WIDTH = 960;
@@ -64,16 +65,10 @@ export function TimelineChart({ events, live }: { events: readonly Event[]; live
           );
         })}
       </svg>
-      <p class="legend">
-        {OUTCOMES.filter((outcome) => spans.some((span) => span.outcome === outcome)).map((outcome) => (
-          <span class={`key ${outcome}`}>{outcome}</span>
-        ))}
-        {spans.length > MAX_ROWS && (
-          <span class="muted">
-            showing the first {MAX_ROWS} of {spans.length} spans
-          </span>
-        )}
-      </p>
+      <Legend
+        series={OUTCOMES.filter((outcome) => spans.some((span) => span.outcome === outcome)).map((outcome) => ({ key: outcome, label: outcome, tone: outcome }))}
+        {...(spans.length > MAX_ROWS ? { note: `showing the first ${MAX_ROWS} of ${spans.length} spans` } : {})}
+      />
     </div>
   );
 }

@@ -59,7 +59,7 @@ export function timeline(events: readonly Event[], now: number): Timeline {
     const base = { step_id: event.step_id, start: event.ts };
     switch (event.kind) {
       case 'StepStarted':
-        begin(`step|${event.step_id}`, { ...base, id: `step:${event.step_id}`, kind: 'step', label: `step ${event.step_id}` });
+        begin(`step|${event.step_id}`, { ...base, id: `step:${event.step_id}`, kind: 'step', label: event.step_id });
         break;
       case 'StepCompleted':
         close(`step|${event.step_id}`, event.ts, 'completed');
@@ -69,11 +69,11 @@ export function timeline(events: readonly Event[], now: number): Timeline {
         close(`step|${event.step_id}`, event.ts, 'failed', String(event.error_code));
         break;
       case 'StepSkipped':
-        spans.push({ ...base, id: `step:${event.step_id}`, kind: 'step', label: `step ${event.step_id}`, end: event.ts, outcome: 'skipped', note: String(event.reason) });
+        spans.push({ ...base, id: `step:${event.step_id}`, kind: 'step', label: event.step_id, end: event.ts, outcome: 'skipped', note: String(event.reason) });
         break;
       case 'ProviderRequestSent': {
         const attempts = spans.filter((span) => span.kind === 'provider' && span.id.startsWith(`provider:${place}:`)).length;
-        begin(`provider|${place}`, { ...base, id: `provider:${place}:${attempts + 1}`, kind: 'provider', label: `${event.model_id} · ${labelOf(event)}` });
+        begin(`provider|${place}`, { ...base, id: `provider:${place}:${attempts + 1}`, kind: 'provider', label: `${labelOf(event)} · ${event.model_id}` });
         break;
       }
       case 'ProviderResponseReceived':
@@ -137,7 +137,7 @@ export function timeline(events: readonly Event[], now: number): Timeline {
 
 /** Where a provider call stands in the run: its iteration, and its step in a workflow run. */
 function labelOf(event: Event): string {
-  return event.step_id === 's1' ? `iteration ${event.iteration ?? 1}` : `${event.step_id} · iteration ${event.iteration ?? 1}`;
+  return event.step_id === 's1' ? `iteration ${event.iteration ?? 1}` : `${event.step_id} #${event.iteration ?? 1}`;
 }
 
 /** A span's length as people read it. */

@@ -1,13 +1,13 @@
 import type { RunRecord } from '@arcflow/core';
 import { type ArcflowClient, type RunStore, keysFor } from '@arcflow/queue';
 import type { Redis } from 'ioredis';
+import type { AgentUsage, Overview, OverviewBucket, OverviewWindow, QueueDepth } from './overview-shape.ts';
 
 /** The overview's windows: how far back each looks, and the width of its buckets. */
-export const OVERVIEW_WINDOWS = Object.freeze({
+export const OVERVIEW_WINDOWS: Readonly<Record<OverviewWindow, { readonly span_ms: number; readonly bucket_ms: number }>> = Object.freeze({
   hour: Object.freeze({ span_ms: 3_600_000, bucket_ms: 60_000 }),
   day: Object.freeze({ span_ms: 86_400_000, bucket_ms: 900_000 }),
 });
-export type OverviewWindow = keyof typeof OVERVIEW_WINDOWS;
 
 export const OVERVIEW_DEFAULTS = Object.freeze({
   /** Records read per request at most, newest first: the charts of runs' ends, durations and tokens cover these. */
@@ -18,51 +18,6 @@ export const OVERVIEW_DEFAULTS = Object.freeze({
   depth_sample_ms: 60_000,
   depth_retention_ms: 86_400_000 + 900_000,
 });
-
-/** One bucket of the window: runs started and ended in it, the ended runs' durations, and the queues' depths. */
-export interface OverviewBucket {
-  at: number;
-  started: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  /** The queues' summed depths at the bucket's last sample; null when no sample fell in it. */
-  waiting: number | null;
-  active: number | null;
-  delayed: number | null;
-}
-
-export interface AgentUsage {
-  name: string;
-  kind: 'agent' | 'workflow';
-  runs: number;
-  tokens: { input: number; output: number; total: number };
-  /** Present when some of these runs' records have `usage.cost_usd` (priced models, SPEC §14). */
-  cost_usd?: number;
-}
-
-export interface QueueDepth {
-  name: string;
-  waiting: number;
-  active: number;
-  delayed: number;
-}
-
-export interface Overview {
-  window: OverviewWindow;
-  from: number;
-  to: number;
-  bucket_ms: number;
-  runs_in_window: number;
-  runs_read: number;
-  truncated: boolean;
-  buckets: OverviewBucket[];
-  duration_ms: { p50: number | null; p95: number | null; runs: number };
-  agents: AgentUsage[];
-  queues: QueueDepth[];
-}
 
 /** A queue-depth sample as stored: when, and each queue with any depth as `[name, waiting, active, delayed]`. */
 interface DepthSample {

@@ -1,16 +1,14 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { type Browser, type Page, chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, spawnServe } from './harness.ts';
+import { type ServeProcess, launchChromium, signIn, spawnServe } from './harness.ts';
 
 // The console's pictures in a real Chromium: a run's timeline, a workflow's graph, the overview's
 // charts, a thread as a conversation, and the actions a key's scope allows.
 const FIXTURE = new URL('./fixtures/console-views.ts', import.meta.url).pathname;
 const SCREENSHOTS = new URL('../../../docs/images/', import.meta.url).pathname;
-/** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const prefix = testPrefix('console-views');
 const KEYS = { admin: 'views-admin-secret-0123456789', read: 'views-read-secret-0123456789' };
 let serve: ServeProcess;
@@ -18,12 +16,11 @@ let worker: WorkerProcess;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   [serve, worker, browser] = await Promise.all([
     spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEYS.admin}:admin,viewer:${KEYS.read}:read`, ARCFLOW_API_RATE: '1000' }),
     spawnWorker(FIXTURE, { env }),
-    chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+    launchChromium(),
   ]);
   mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);
@@ -41,10 +38,7 @@ async function signedIn(key: keyof typeof KEYS = 'admin', width = 1200): Promise
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
   });
-  await page.goto(serve.url);
-  await page.fill('input[name=key]', KEYS[key]);
-  await page.click('button[type=submit]');
-  await page.getByText(key === 'admin' ? 'ops (admin)' : 'viewer (read)').waitFor();
+  await signIn(page, serve.url, KEYS[key], key === 'admin' ? 'ops (admin)' : 'viewer (read)');
   return { page, violations, close: () => context.close() };
 }
 

@@ -1,16 +1,14 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { type Browser, type Page, chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, spawnServe } from './harness.ts';
+import { type ServeProcess, launchChromium, signIn as signInAs, spawnServe } from './harness.ts';
 
 const FIXTURE = new URL('./fixtures/api-agents.ts', import.meta.url).pathname;
 /** A coordinator that asks a researcher as a tool: each of its runs starts a child run (SPEC §13). */
 const CHILD_FIXTURE = new URL('./fixtures/console-agents.ts', import.meta.url).pathname;
 const SCREENSHOTS = new URL('../../../docs/images/', import.meta.url).pathname;
-/** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const prefix = testPrefix('console');
 const KEY = 'console-admin-secret-0123456789';
 let serve: ServeProcess;
@@ -19,13 +17,12 @@ let childWorker: WorkerProcess;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   [serve, worker, childWorker, browser] = await Promise.all([
     spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
     spawnWorker(FIXTURE, { env }),
     spawnWorker(CHILD_FIXTURE, { env }),
-    chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+    launchChromium(),
   ]);
   mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);
@@ -37,10 +34,7 @@ afterAll(async () => {
 
 /** Signs the page in with the admin key, as a person would. */
 async function signIn(page: Page): Promise<void> {
-  await page.goto(serve.url);
-  await page.fill('input[name=key]', KEY);
-  await page.click('button[type=submit]');
-  await page.getByText('ops (admin)').waitFor();
+  await signInAs(page, serve.url, KEY, 'ops (admin)');
 }
 
 /** Enqueues a run over the API, from outside the browser; its id. */

@@ -25,6 +25,7 @@ describe("the console's timeline of a run (folded from its events)", () => {
       ['tool:s1:c3:1', 123, 450, 'failed', 'timeout'],
     ]);
     expect(timeline(events, 10_000)).toMatchObject({ from: 0, to: 600 });
+    expect(timeline(events, 10_000).spans.map((span) => span.label)).toEqual(['iteration 1 · m', 't', 't', 't']);
   });
 
   it('marks retried attempts, waits for approval, child runs, refused calls, and what a run left open', () => {
@@ -71,5 +72,7 @@ describe("the console's timeline of a run (folded from its events)", () => {
       ['step:c', 91, 91, 'skipped', 'dependency_failed'],
     ]);
     expect(timeline(events, 500).to).toBe(500);
+    const provider = timeline([event('ProviderRequestSent', 0, { step_id: 'write', iteration: 2, model_id: 'm' })], 10).spans[0]!;
+    expect(provider.label).toBe('write #2 · m');
   });
 });
