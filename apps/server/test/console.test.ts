@@ -145,6 +145,13 @@ describe('the web console, in a real Chromium', () => {
     await row.getByRole('button', { name: 'Approve' }).click();
     await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     expect(await page.locator('tr[data-approval]').count()).toBe(0);
+    // The wait is a bar of its own on the timeline, from the request to the answer, before the call it let run.
+    const wait = page.locator('[data-section="timeline"] rect.bar[data-kind="approval"][data-outcome="waiting"]');
+    expect(await wait.locator('title').textContent()).toMatch(/^approval of api_refund · [\d.]+ m?s · waiting \(approved\)$/);
+    const refund = page.locator('[data-section="timeline"] rect.bar[data-kind="tool"][data-outcome="completed"]');
+    await refund.waitFor();
+    const right = async (bar: typeof wait) => Number(await bar.getAttribute('x')) + Number(await bar.getAttribute('width'));
+    expect(await right(wait)).toBeLessThanOrEqual(Number(await refund.getAttribute('x')) + 1);
     await context.close();
   });
 
@@ -199,6 +206,10 @@ describe('the web console, in a real Chromium', () => {
     expect(await toChild.textContent()).toBe(child);
     expect(await started.locator('[data-child-run]').textContent()).toBe(` child run ${child}`);
     expect(await page.locator(`tr[data-call="ask_1"] a[href="#/runs/${encodeURIComponent(child)}"]`).textContent()).toBe(child);
+    // On the timeline, the call that waited for the child run is a child run's bar.
+    expect(await page.locator('[data-section="timeline"] rect.bar[data-kind="child"][data-outcome="completed"] title').textContent()).toMatch(
+      /^researcher \(child run\) · [\d.]+ m?s · completed$/,
+    );
     // The researcher's own run has none: its events start no child.
     expect(await page.locator('tr[data-seq] [data-child-run]').count()).toBe(1);
 
