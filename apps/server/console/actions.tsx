@@ -8,7 +8,7 @@ import { time } from './ui.tsx';
 /** A key that may change runs (SPEC §8: `write` and `admin`; `read` only looks). */
 export const mayWrite = (me: Me) => me.scope === 'write' || me.scope === 'admin';
 
-/** The run's own actions, beside its facts: cancel while it has not ended. */
+/** The run's own actions, beside its facts: cancel while it has not ended (the one run action the API has besides answering approvals). */
 export function RunActions({ run, me }: { run: Run; me: Me }) {
   const [error, setError] = useState('');
   if (!mayWrite(me) || TERMINAL.has(run.status)) return null;

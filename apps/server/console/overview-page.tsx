@@ -23,17 +23,17 @@ const DEPTHS: Series[] = [
 ];
 
 export function OverviewPage() {
-  const [window, setWindow] = useState<'hour' | 'day'>('hour');
-  const overview = usePolled(() => api<Overview>(`/v1/overview?window=${window}`), 10_000, [window]);
-  const data = overview.value?.window === window ? overview.value : undefined;
-  const per = window === 'hour' ? 'minute' : '15 minutes';
+  const [range, setRange] = useState<'hour' | 'day'>('hour');
+  const overview = usePolled(() => api<Overview>(`/v1/overview?window=${range}`), 10_000, [range]);
+  const data = overview.value?.window === range ? overview.value : undefined;
+  const per = range === 'hour' ? 'minute' : '15 minutes';
   return (
     <div>
       <div class="card">
         <h2>Overview</h2>
         <div class="filters">
           {(['hour', 'day'] as const).map((each) => (
-            <button type="button" class={each === window ? 'primary' : ''} aria-pressed={each === window} onClick={() => setWindow(each)}>
+            <button type="button" class={each === range ? 'primary' : ''} aria-pressed={each === range} onClick={() => setRange(each)}>
               last {each}
             </button>
           ))}
