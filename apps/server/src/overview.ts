@@ -19,10 +19,25 @@ export const OVERVIEW_DEFAULTS = Object.freeze({
   depth_retention_ms: 86_400_000 + 900_000,
 });
 
-/** A queue-depth sample as stored: when, and each queue with any depth as `[name, waiting, active, delayed]`. */
+/** A queue-depth sample as stored (format `v: 1`): when, and each queue with any depth as `[name, waiting, active, delayed]`. */
 interface DepthSample {
+  v: 1;
   at: number;
   queues: [string, number, number, number][];
+}
+
+/** A stored sample, checked; undefined for a member of another format (it is left out, not trusted). */
+function readSample(member: string): DepthSample | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(member);
+  } catch {
+    return undefined;
+  }
+  const sample = value as Partial<DepthSample> | null;
+  if (sample === null || typeof sample !== 'object' || sample.v !== 1 || !Number.isSafeInteger(sample.at) || !Array.isArray(sample.queues)) return undefined;
+  const counts = (entry: unknown) => Array.isArray(entry) && entry.length === 4 && typeof entry[0] === 'string' && entry.slice(1).every((n) => Number.isSafeInteger(n) && n >= 0);
+  return sample.queues.every(counts) ? (sample as DepthSample) : undefined;
 }
 
 /**
@@ -52,7 +67,7 @@ export async function readOverview(
     source.client.queues(),
   ]);
   const records = await readRecords(source.client, ids.ids);
-  const depths = samples.map((member) => JSON.parse(member) as DepthSample);
+  const depths = samples.map(readSample).filter((sample) => sample !== undefined);
   await sampleDepths(source.redis, keys.overviewQueueDepths, depths, queues, now);
   const summary = summarize(records, { from, to, bucket_ms, started });
   return {
@@ -103,6 +118,7 @@ async function sampleDepths(redis: Redis, key: string, depths: DepthSample[], qu
   const minute = Math.floor(now / OVERVIEW_DEFAULTS.depth_sample_ms) * OVERVIEW_DEFAULTS.depth_sample_ms;
   if (depths.some((sample) => sample.at === minute)) return;
   const sample: DepthSample = {
+    v: 1,
     at: minute,
     queues: queues.filter((queue) => queue.waiting + queue.active + queue.delayed > 0).map((queue) => [queue.name, queue.waiting, queue.active, queue.delayed]),
   };

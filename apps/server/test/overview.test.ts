@@ -56,12 +56,15 @@ describe('GET /v1/overview against a real server, Redis and worker', () => {
     const busy = first!.queues.find((queue) => queue.name.startsWith('tool-fan_wait'));
     expect(busy).toMatchObject({ active: 8, waiting: 0 });
     const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    // A member of another format is left out, not trusted.
+    await redis.zadd(keysFor(prefix).overviewQueueDepths, minute - 120_000, '{"at":"soon","queues":7}');
     const samples = await redis.zrange(keysFor(prefix).overviewQueueDepths, 0, -1);
     const again = await overview();
     if (Math.floor(Date.now() / 60_000) * 60_000 === minute) {
       expect(await redis.zcard(keysFor(prefix).overviewQueueDepths)).toBe(samples.length);
-      // This minute's bucket has the sample the minute's first read took.
+      // This minute's bucket has the sample the minute's first read took; the bucket of the bad member, none.
       expect(again.buckets.find((bucket) => bucket.at === minute)?.active).toEqual(expect.any(Number));
+      expect(again.buckets.find((bucket) => bucket.at === minute - 120_000)).toMatchObject({ waiting: null, active: null, delayed: null });
     }
     await ended(slow);
   });
