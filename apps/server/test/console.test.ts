@@ -11,6 +11,7 @@ const CHILD_FIXTURE = new URL('./fixtures/console-agents.ts', import.meta.url).p
 const SCREENSHOTS = new URL('../../../docs/images/', import.meta.url).pathname;
 const prefix = testPrefix('console');
 const KEY = 'console-admin-secret-0123456789';
+const READ_KEY = 'console-read-secret-0123456789';
 let serve: ServeProcess;
 let worker: WorkerProcess;
 let childWorker: WorkerProcess;
@@ -19,7 +20,7 @@ let browser: Browser;
 beforeAll(async () => {
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   [serve, worker, childWorker, browser] = await Promise.all([
-    spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
+    spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin,viewer:${READ_KEY}:read`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
     spawnWorker(FIXTURE, { env }),
     spawnWorker(CHILD_FIXTURE, { env }),
     launchChromium(),
@@ -142,6 +143,14 @@ describe('the web console, in a real Chromium', () => {
     const row = page.locator('tr[data-approval="c_refund"]');
     await row.getByText('{"order":"o-7"}').waitFor({ timeout: 15_000 });
     await page.locator('.facts .badge', { hasText: 'waiting' }).waitFor();
+    // A read key sees the waiting call, and neither Approve nor Reject nor Cancel.
+    const viewer = await browser.newContext();
+    const viewing = await viewer.newPage();
+    await signInAs(viewing, serve.url, READ_KEY, 'viewer (read)');
+    await viewing.goto(`${serve.url}/#/runs/${run_id}`);
+    await viewing.locator('tr[data-approval="c_refund"]').getByText('{"order":"o-7"}').waitFor({ timeout: 15_000 });
+    expect(await viewing.getByRole('button', { name: /Approve|Reject|Cancel run/ }).count()).toBe(0);
+    await viewer.close();
     await row.getByRole('button', { name: 'Approve' }).click();
     await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     expect(await page.locator('tr[data-approval]').count()).toBe(0);
