@@ -7,6 +7,7 @@ import { FAN, TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughpu
 import { withTracing } from './tracing.ts';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
+import { overviewCost } from './overview.ts';
 import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
@@ -95,6 +96,18 @@ try {
       ratio: `${(engine / raw).toFixed(2)}x`,
       target: '<= 2x raw',
       verdict: verdict(engine <= 2 * raw),
+    });
+  }
+  if (wanted('overview')) {
+    progress('the console overview over 2,000 runs, against listing them');
+    const cost = await overviewCost(prefix('overview'));
+    rows.push({
+      measure: `GET /v1/overview (hour), ${cost.runs} ended runs (vs listing them, 500 a page)`,
+      arcflow: ms(cost.overviewMs),
+      baseline: ms(cost.listMs),
+      ratio: `${(cost.overviewMs / cost.listMs).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
     });
   }
   if (wanted('http')) {

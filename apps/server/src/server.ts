@@ -24,6 +24,7 @@ import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './o
 import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { overviewRoutes } from './routes/overview.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
 import { streamRoutes } from './routes/stream.ts';
@@ -135,6 +136,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
   await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });
+  await app.register(overviewRoutes, { client, redis, key_prefix: connection.prefix, store: new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds) });
   app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());
 
   let closing: Promise<void> | undefined;
