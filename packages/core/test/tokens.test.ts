@@ -56,14 +56,53 @@ describe('createToken and verifyToken (SPEC §19)', () => {
     const kid = decodeProtectedHeader(token).kid!;
     const now = Math.floor(Date.now() / 1000);
     const signed = (claims: Record<string, unknown>, typ = 'arcflow+jwt') =>
-      new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ, kid }).setIssuer('arcflow').setAudience('arcflow-serve').setJti('j1').setIssuedAt(now - 120);
-    expect(await verifyToken(await signed({ thr: 'mine', act: ['read'] }).setExpirationTime(now - 60).sign(key), keys)).toEqual({ ok: false, reason: 'expired' });
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ, kid })
+        .setIssuer('arcflow')
+        .setAudience('arcflow-serve')
+        .setJti('j1')
+        .setIssuedAt(now - 120);
+    expect(
+      await verifyToken(
+        await signed({ thr: 'mine', act: ['read'] })
+          .setExpirationTime(now - 60)
+          .sign(key),
+        keys,
+      ),
+    ).toEqual({ ok: false, reason: 'expired' });
     // No expiry at all is refused (jose would accept it unless exp is required).
     expect(await verifyToken(await signed({ thr: 'mine', act: ['read'] }).sign(key), keys)).toEqual({ ok: false, reason: 'invalid' });
     // The right secret but another kind of JWT, or claims that are no scope.
-    expect((await verifyToken(await signed({ thr: 'mine', act: ['read'] }, 'JWT').setExpirationTime(now + 60).sign(key), keys)).ok).toBe(false);
-    expect((await verifyToken(await signed({ thr: 'mine', act: ['admin'] }).setExpirationTime(now + 60).sign(key), keys)).ok).toBe(false);
-    expect((await verifyToken(await signed({ thr: 'mine', act: ['read'] }).setExpirationTime(now + 60).sign(key), keys)).ok).toBe(true);
+    expect(
+      (
+        await verifyToken(
+          await signed({ thr: 'mine', act: ['read'] }, 'JWT')
+            .setExpirationTime(now + 60)
+            .sign(key),
+          keys,
+        )
+      ).ok,
+    ).toBe(false);
+    expect(
+      (
+        await verifyToken(
+          await signed({ thr: 'mine', act: ['admin'] })
+            .setExpirationTime(now + 60)
+            .sign(key),
+          keys,
+        )
+      ).ok,
+    ).toBe(false);
+    expect(
+      (
+        await verifyToken(
+          await signed({ thr: 'mine', act: ['read'] })
+            .setExpirationTime(now + 60)
+            .sign(key),
+          keys,
+        )
+      ).ok,
+    ).toBe(true);
     const unsecured = new UnsecuredJWT({ thr: 'mine', act: ['read'] }).setIssuer('arcflow').setAudience('arcflow-serve').setJti('j').setIssuedAt().setExpirationTime('1h').encode();
     expect((await verifyToken(unsecured, keys)).ok).toBe(false);
     expect((await verifyToken('not.a.token', keys)).ok).toBe(false);
@@ -71,7 +110,11 @@ describe('createToken and verifyToken (SPEC §19)', () => {
 
   it('names the problem with bad options', async () => {
     const base = { secret: SECRET, thread_id: 't', actions: ['read'] as const };
-    const refusal = (options: Record<string, unknown>) => createToken({ ...base, ...options } as never).then(() => 'made', (error: Error) => `${error.name}: ${error.message}`);
+    const refusal = (options: Record<string, unknown>) =>
+      createToken({ ...base, ...options } as never).then(
+        () => 'made',
+        (error: Error) => `${error.name}: ${error.message}`,
+      );
     expect(await refusal({ secret: 'short' })).toBe('ConfigError: createToken: secret: the secret is 5 bytes; it must be at least 32 (e.g. `openssl rand -base64 48`)');
     expect(await refusal({ secret: `${SECRET},short` })).toMatch(/secret 2 of 2 is 5 bytes/);
     expect(await refusal({ secret: `${SECRET},${SECRET},${SECRET}` })).toMatch(/holds 3 secrets/);
@@ -85,7 +128,7 @@ describe('createToken and verifyToken (SPEC §19)', () => {
     expect(await refusal({ thread_id: undefined, run_id: 'r', actions: ['send'], agents: ['a'] })).toMatch(/a token for one run cannot send/);
     expect(await refusal({ expires_in_s: 0 })).toMatch(/expires_in_s must be an integer from 1 to 86400 \(seconds\), got 0/);
     expect(await refusal({ expires_in_s: 86_401 })).toMatch(/got 86401/);
-    expect(await refusal({ subject: 'x'.repeat(129) })).toMatch(/subject must be a string of 1 to 128 characters, got 129 characters/);
+    expect(await refusal({ subject: 'x'.repeat(129) })).toMatch(/subject must be a string of 1 to 128 characters, no control characters, got 129 characters/);
     expect(await refusal({ tenant: 'a b' })).toMatch(/tenant must match/);
     expect(await refusal({ threadId: 't' })).toMatch(/unknown option 'threadId'; did you mean 'thread_id'\?/);
     expect(await refusal({ subject: 'x'.repeat(128), expires_in_s: 86_400 })).toBe('made');

@@ -50,6 +50,9 @@ export interface TokenGrant extends TokenScope {
   readonly expires_at_s: number;
 }
 
+/** The app's user id: what `enqueued_by` shows, so printable. */
+const SUBJECT = new RegExp(`^[^\\p{Cc}]{1,${TOKEN_DEFAULTS.max_subject_length}}$`, 'u');
+
 const OPTION_KEYS = ['secret', 'thread_id', 'run_id', 'actions', 'agents', 'subject', 'tenant', 'expires_in_s'] as const;
 
 /**
@@ -102,12 +105,13 @@ export function checkTokenScope(options: object, where = 'createToken'): TokenSc
   } else if (sends) {
     throw new ConfigError(`${where}: send needs agents, the agents the token may enqueue`);
   }
-  if (subject !== undefined && (typeof subject !== 'string' || subject === '' || subject.length > TOKEN_DEFAULTS.max_subject_length)) {
+  if (subject !== undefined && (typeof subject !== 'string' || !SUBJECT.test(subject))) {
     throw new ConfigError(
-      `${where}: subject must be a string of 1 to ${TOKEN_DEFAULTS.max_subject_length} characters, got ${typeof subject === 'string' ? `${subject.length} characters` : shown(subject)}`,
+      `${where}: subject must be a string of 1 to ${TOKEN_DEFAULTS.max_subject_length} characters, no control characters, got ${typeof subject === 'string' ? `${subject.length} characters` : shown(subject)}`,
     );
   }
-  if (tenant !== undefined && (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant))) throw new ConfigError(`${where}: tenant must match ${TENANT_PATTERN}, got ${shown(tenant)}`);
+  if (tenant !== undefined && (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)))
+    throw new ConfigError(`${where}: tenant must match ${TENANT_PATTERN}, got ${shown(tenant)}`);
   const lifetime = expires_in_s ?? TOKEN_DEFAULTS.expires_in_s;
   if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > TOKEN_DEFAULTS.max_expires_in_s) {
     throw new ConfigError(`${where}: expires_in_s must be an integer from 1 to ${TOKEN_DEFAULTS.max_expires_in_s} (seconds), got ${shown(expires_in_s)}`);
