@@ -51,5 +51,9 @@ const FLAG_OF: Readonly<Record<string, string>> = {
 };
 
 function flagWords(message: string): string {
-  return message.replace(/^createToken: /, '').replace(/\b(thread_id|run_id|actions|agents|subject|tenant|expires_in_s)\b/g, (field) => FLAG_OF[field] ?? field);
+  // Field names with an underscore are only ever fields; the others are words too, renamed where they lead the message.
+  return message
+    .replace(/^createToken: /, '')
+    .replace(/\b(thread_id|run_id|expires_in_s)\b/g, (field) => FLAG_OF[field] ?? field)
+    .replace(/^(actions|agents|subject|tenant)\b/, (field) => FLAG_OF[field] ?? field);
 }
