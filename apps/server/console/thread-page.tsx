@@ -1,6 +1,7 @@
 // A thread's page (SPEC §11): its messages as a conversation, and its runs in enqueue order, live.
-import { type Message, type Thread, api } from './api.ts';
+import { type Me, type Message, type Thread, api } from './api.ts';
 import { usePolled } from './hooks.ts';
+import { TokenForm } from './token-form.tsx';
 import { RunsTable } from './views.tsx';
 
 /** A message's text: its string, or its parts' text (an image as [image]). */
@@ -10,7 +11,7 @@ function textOf(message: Message): string {
   return typeof content === 'string' ? content : content.map((part) => (part.type === 'text' ? (part.text ?? '') : '[image]')).join(' ');
 }
 
-export function ThreadPage({ thread_id }: { thread_id: string }) {
+export function ThreadPage({ thread_id, me }: { thread_id: string; me: Me }) {
   // A thread grows while it has runs to come: polled, never "done".
   const thread = usePolled(() => api<Thread>(`/v1/threads/${encodeURIComponent(thread_id)}`), 2_000, [thread_id]);
   if (thread.error && !thread.value) return <p class="error">{thread.error}</p>;
@@ -39,6 +40,7 @@ export function ThreadPage({ thread_id }: { thread_id: string }) {
         <h2>Runs</h2>
         <RunsTable runs={runs} />
       </div>
+      {me.scope !== 'read' && <TokenForm thread_id={thread_id} />}
     </div>
   );
 }

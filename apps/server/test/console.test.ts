@@ -22,7 +22,12 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   [serve, worker, childWorker, browser] = await Promise.all([
-    spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
+    spawnServe({
+      ...env,
+      ARCFLOW_API_KEYS: `ops:${KEY}:admin`,
+      ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}',
+      ARCFLOW_TOKEN_SECRET: 'console-token-secret-0123456789-abcdef',
+    }),
     spawnWorker(FIXTURE, { env }),
     spawnWorker(CHILD_FIXTURE, { env }),
     chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
@@ -121,6 +126,33 @@ describe('the web console, in a real Chromium', () => {
     expect(await page.locator('.message.user').allTextContents()).toEqual(['userwait=10 first question', 'userwait=10 second question']);
     expect(await page.locator('.message.tool').count()).toBeGreaterThan(0);
     await page.screenshot({ path: `${SCREENSHOTS}console-thread.png`, fullPage: true });
+    await context.close();
+  });
+
+  it("mints an end user's token for a thread, showing the server's refusal of a bad one; a run the token enqueues says so on its page", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    await signIn(page);
+    const thread = `token-${prefix}`;
+    await enqueue({ agent: 'api_agent', input: 'wait=1 by the backend', thread_id: thread });
+    await page.goto(`${serve.url}/#/threads/${encodeURIComponent(thread)}`);
+    // read and send are ticked; send without agents is refused by the server, which says why.
+    await page.getByRole('button', { name: 'Mint token' }).click();
+    await page.locator('.card .error', { hasText: 'send needs agents' }).waitFor();
+    await page.fill('input[name=agents]', 'api_agent');
+    await page.fill('input[name=subject]', 'console-user');
+    await page.getByRole('button', { name: 'Mint token' }).click();
+    const token = (await page.locator('pre[data-token]').textContent())!.trim();
+    expect(token).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+    await page.screenshot({ path: `${SCREENSHOTS}console-token.png`, fullPage: true });
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1 by the user' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    expect(await page.locator('[data-fact="enqueued-by"]').textContent()).toBe('enqueued bytoken:console-user');
     await context.close();
   });
 
