@@ -279,5 +279,17 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
       }
     }
     expect(document.components.schemas.RunRecord.properties.enqueued_by).toMatchObject({ type: 'string' });
+    // Every documented route that needs a credential, asked about another thread's run and thread by a token with every action: 403.
+    const others = await enqueueWithKey({ agent: 'api_agent', input: 'wait=1 not yours', thread_id: thread('not-yours') });
+    const token = await createToken({ secret: NEW, thread_id: thread('guard'), actions: ['read', 'send', 'cancel', 'respond'], agents: ['api_agent'] });
+    for (const [path, methods] of Object.entries(document.paths as Record<string, Record<string, { security?: unknown[] }>>)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        if (operation.security?.length === 0) continue;
+        const url = path.replace('{run_id}', others).replace('{tool_call_id}', 'c_refund').replace('{thread_id}', thread('not-yours'));
+        const body =
+          method === 'get' || method === 'delete' ? undefined : JSON.stringify(path === '/v1/runs' ? { agent: 'api_agent', input: 'x', thread_id: thread('not-yours') } : {});
+        expect(await json(await call(url, { token }, { method: method.toUpperCase(), ...(body ? { body } : {}) })), `${method} ${path}`).toMatchObject(forbidden);
+      }
+    }
   });
 });
