@@ -30,7 +30,7 @@ import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
-import { checkTokenRequest, documentTokenRoute, withoutToken } from './tokens.ts';
+import { RunThreads, checkTokenRequest, documentTokenRoute, withoutToken } from './tokens.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -130,8 +130,9 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   // Who is calling, before the rate limit (which counts per key or token) and the routes (which check scope).
   app.addHook('onRequest', (request, reply) => authenticate(request, reply, { keys, tokens }));
   // What a token may do, once the body is parsed and before any route's own checks (SPEC §19).
+  const threads = new RunThreads(store);
   app.addHook('preValidation', async (request) => {
-    if (request.grant) await checkTokenRequest(request, request.grant, store);
+    if (request.grant) await checkTokenRequest(request, request.grant, threads);
   });
   // An oversize body is read (within a bound) before its 413, so clients that send it all before reading get the answer.
   app.addHook('preParsing', drainOversizeBody());

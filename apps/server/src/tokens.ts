@@ -58,7 +58,7 @@ const forbidden = (detail: string) => new HttpProblem(403, 'forbidden', detail);
  * field the token does not allow is 403 whatever else is wrong with the body). Runs only where a
  * token was presented; reads Redis only to find the thread of a run the path names.
  */
-export async function checkTokenRequest(request: FastifyRequest, grant: TokenGrant, store: RunStore): Promise<void> {
+export async function checkTokenRequest(request: FastifyRequest, grant: TokenGrant, threads: RunThreads): Promise<void> {
   const rule = tokenRule(request.method, request.routeOptions.url);
   const route = `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`;
   if (!rule) {
@@ -73,10 +73,35 @@ export async function checkTokenRequest(request: FastifyRequest, grant: TokenGra
   } else if (rule.on === 'run') {
     const run_id = params.run_id ?? '';
     // An unknown run and another thread's run answer the same: a token learns nothing of runs not its own.
-    const own = grant.run_id !== undefined ? run_id === grant.run_id : (await store.threadOf(run_id)) === grant.thread_id;
+    const own = grant.run_id !== undefined ? run_id === grant.run_id : (await threads.of(run_id)) === grant.thread_id;
     if (!own) throw forbidden(`this token is not for run '${run_id}'`);
   } else {
     checkEnqueue(request, grant);
+  }
+}
+
+/**
+ * The thread of each run a token asked about lately. A run's thread never changes once it is
+ * created, so many viewers of one run (or one viewer's many requests) read it from Redis once.
+ */
+export class RunThreads {
+  private readonly known = new Map<string, string>();
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly capacity = 10_000,
+  ) {}
+
+  async of(run_id: string): Promise<string | undefined> {
+    const cached = this.known.get(run_id);
+    if (cached !== undefined) return cached;
+    const thread_id = await this.store.threadOf(run_id);
+    // Only a run found on a thread is kept: an id not (yet) a run's is asked again next time.
+    if (thread_id !== undefined) {
+      if (this.known.size >= this.capacity) this.known.delete(this.known.keys().next().value!);
+      this.known.set(run_id, thread_id);
+    }
+    return thread_id;
   }
 }
 

@@ -15,8 +15,8 @@ import {
 
 /** The keys of an `ARCFLOW_TOKEN_SECRET`: the first signs; each verifies the tokens whose `kid` names it. */
 export interface TokenKeys {
-  readonly signing: { readonly kid: string; readonly key: Uint8Array };
-  readonly verifying: ReadonlyMap<string, Uint8Array>;
+  readonly signing: { readonly kid: string; readonly key: CryptoKey };
+  readonly verifying: ReadonlyMap<string, CryptoKey>;
 }
 
 /** Why a token was refused: it expired, or it is not one this server signed (tampered, another secret, not arcflow's). */
@@ -26,7 +26,11 @@ export type TokenVerdict = { readonly ok: true; readonly grant: TokenGrant } | {
 const CLOCK_TOLERANCE_S = 5;
 
 /** jose is loaded by the first token made or checked: a process that makes none never loads it. */
-const jose = () => import('jose');
+let joseModule: Promise<typeof import('jose')> | undefined;
+const jose = () => {
+  joseModule ??= import('jose');
+  return joseModule;
+};
 
 /**
  * The keys of a secret list (see `tokenSecrets`). Each key's id is the first 8 bytes of its
@@ -36,8 +40,10 @@ export async function tokenKeys(secretList: string, name?: string): Promise<Toke
   const secrets = tokenSecrets(secretList, name);
   const keys = await Promise.all(
     secrets.map(async (secret) => {
-      const key = new TextEncoder().encode(secret);
-      const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', key));
+      const bytes = new TextEncoder().encode(secret);
+      const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+      // Imported once: an HMAC key given as bytes would be imported again at every sign and verify.
+      const key = await crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
       return { kid: base64url(digest.subarray(0, 8)), key };
     }),
   );
@@ -75,8 +81,20 @@ export async function createToken(options: TokenOptions): Promise<string> {
   const { secret, ...rest } = options;
   if (typeof secret !== 'string') throw new ConfigError('createToken: secret must be a string (ARCFLOW_TOKEN_SECRET) of at least 32 bytes');
   const { expires_in_s, ...scope } = checkTokenScope(rest);
-  const keys = await tokenKeys(secret, 'createToken: secret');
-  return (await signToken(scope, expires_in_s, keys)).token;
+  return (await signToken(scope, expires_in_s, await keysOf(secret))).token;
+}
+
+/** The keys of the secrets `createToken` was given lately: a backend minting per request derives them once. */
+const recentKeys = new Map<string, Promise<TokenKeys>>();
+
+function keysOf(secret: string): Promise<TokenKeys> {
+  const known = recentKeys.get(secret);
+  if (known) return known;
+  tokenSecrets(secret, 'createToken: secret'); // refused here, synchronously named, before anything is kept
+  const keys = tokenKeys(secret, 'createToken: secret');
+  if (recentKeys.size >= 4) recentKeys.delete(recentKeys.keys().next().value!);
+  recentKeys.set(secret, keys);
+  return keys;
 }
 
 /**
