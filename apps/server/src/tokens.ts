@@ -75,6 +75,7 @@ export async function checkTokenRequest(request: FastifyRequest, grant: TokenGra
     // An unknown run and another thread's run answer the same: a token learns nothing of runs not its own.
     const own = grant.run_id !== undefined ? run_id === grant.run_id : (await threads.of(run_id)) === grant.thread_id;
     if (!own) throw forbidden(`this token is not for run '${run_id}'`);
+    if (rule.action === 'respond') answerBy(request, grant);
   } else {
     checkEnqueue(request, grant);
   }
@@ -124,6 +125,16 @@ function checkEnqueue(request: FastifyRequest, grant: TokenGrant): void {
     if (fields[field] !== undefined) throw forbidden(`a run enqueued with a token takes no ${field}; it needs an API key`);
   }
   fields.thread_id = grant.thread_id;
+}
+
+/** An answer given with a token is by the token (`by: "token:<subject>"`, as its runs' `enqueued_by`): it cannot name someone else. */
+function answerBy(request: FastifyRequest, grant: TokenGrant): void {
+  const body = request.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return; // the schema answers 400
+  const fields = body as Record<string, unknown>;
+  const who = enqueuedBy(grant);
+  if (fields.by !== undefined && fields.by !== who) throw forbidden(`an answer given with this token is by '${who}'; leave out by, or give that`);
+  fields.by = who;
 }
 
 /** The `token` query parameter of the routes an EventSource reads. */

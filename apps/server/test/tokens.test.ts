@@ -105,7 +105,9 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
     const responder = { token: await createToken({ secret: NEW, thread_id: thread('respond'), actions: [...actions], agents: ['api_approver'], subject: 'user-7' }) };
     const waiting = (await post('/v1/runs', responder, { agent: 'api_approver', input: 'refund o-7' })).body.run_id as string;
     expect((await until(waiting, ['waiting'])).pending_approvals).toHaveLength(1);
-    expect(await post(`/v1/runs/${waiting}/approvals/c_refund`, responder, { approved: true, by: 'user-7' })).toMatchObject({ status: 200, body: { approved: true } });
+    // An answer given with a token is the token's: it cannot name someone else.
+    expect(await post(`/v1/runs/${waiting}/approvals/c_refund`, responder, { approved: true, by: 'admin' })).toMatchObject(forbidden);
+    expect(await post(`/v1/runs/${waiting}/approvals/c_refund`, responder, { approved: true })).toMatchObject({ status: 200, body: { approved: true, by: 'token:user-7' } });
     expect(await until(waiting, ['completed'])).toMatchObject({ output: 'refunded o-7', enqueued_by: 'token:user-7' });
     // A token without a subject still says a token enqueued the run.
     const anonymous = await createToken({ secret: NEW, thread_id: mine, actions: ['send'], agents: ['api_agent'] });
@@ -216,6 +218,15 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
     expect(minted).toMatchObject({ status: 201, body: { token: expect.stringMatching(/^eyJ/) } });
     expect(minted.body.expires_at).toBeGreaterThan(Date.now() + 110_000);
     expect(minted.body.expires_at).toBeLessThanOrEqual(Date.now() + 120_000);
+    // enqueued_by is the server's to set: no request body sets it, with a key or a token.
+    expect(await post('/v1/runs', { key: 'write' }, { agent: 'api_agent', input: 'x', enqueued_by: 'token:forged' })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_request' },
+    });
+    expect(await post('/v1/runs', { token: minted.body.token }, { agent: 'api_agent', input: 'x', enqueued_by: 'token:forged' })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_request' },
+    });
     const run_id = (await post('/v1/runs', { token: minted.body.token }, { agent: 'api_agent', input: 'wait=1 minted' })).body.run_id as string;
     expect((await get(`/v1/runs/${run_id}`, { key: 'read' })).body.enqueued_by).toBe('token:u1');
     expect(await post('/v1/tokens', { key: 'read' }, { thread_id: 't', actions: ['read'] })).toMatchObject(forbidden);
