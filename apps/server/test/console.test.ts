@@ -154,6 +154,30 @@ describe('the web console, in a real Chromium', () => {
     await page.goto(`${serve.url}/#/runs/${run_id}`);
     expect(await page.locator('[data-fact="enqueued-by"]').textContent()).toBe('enqueued bytoken:console-user');
     await context.close();
+    // A browser that never signed in follows the run with an EventSource, which cannot send headers: ?token=.
+    const visitor = await browser.newContext();
+    const viewer = await visitor.newPage();
+    await viewer.goto(serve.url);
+    const kinds = await viewer.evaluate(
+      ([path, given]) =>
+        new Promise<string[]>((resolve, reject) => {
+          const seen: string[] = [];
+          const source = new EventSource(`${path}?token=${encodeURIComponent(given!)}`);
+          for (const kind of ['RunEnqueued', 'RunCompleted']) {
+            source.addEventListener(kind, () => {
+              seen.push(kind);
+              if (kind === 'RunCompleted') {
+                source.close();
+                resolve(seen);
+              }
+            });
+          }
+          source.onerror = () => (source.readyState === EventSource.CLOSED ? reject(new Error('the event stream was refused')) : undefined);
+        }),
+      [`/v1/runs/${run_id}/events`, token],
+    );
+    expect(kinds).toEqual(['RunEnqueued', 'RunCompleted']);
+    await visitor.close();
   });
 
   it("shows a workflow run's graph with each step's status", async () => {
