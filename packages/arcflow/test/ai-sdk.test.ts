@@ -207,6 +207,26 @@ describe("ArcflowChatTransport with an end user's token (SPEC §19)", () => {
     expect((await runsOf(thread_id)).map((run) => run.enqueued_by)).toEqual(['token:user-2', 'token:user-2']);
   });
 
+  it("renews on a 401 to the stream's request too, and the answer shows once", async () => {
+    const thread_id = `expiring-${stack.prefix}`;
+    let calls = 0;
+    const token = async () => (calls++, chatToken(thread_id, `user-${calls}`));
+    // The first stream request meets a 401, as a token that expired between the enqueue and the stream would.
+    let refusedOnce = false;
+    const expiring: typeof fetch = async (input, init) => {
+      if (String(input).includes('/stream') && !refusedOnce) {
+        refusedOnce = true;
+        return new Response(JSON.stringify({ status: 401, code: 'unauthorized', detail: 'the token has expired; get a new one' }), { status: 401 });
+      }
+      return fetch(input, init);
+    };
+    const chat = new NodeChat(thread_id, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token, fetch: expiring }));
+    await chat.sendMessage({ text: 'Across an expiry?' });
+    expect(chat.memory.status).toBe('ready');
+    expect(textOf(chat.memory.messages[1])).toBe(expectedAnswer('Across an expiry?'));
+    expect(calls).toBe(2);
+  });
+
   it('gives up after one renewal still refused, naming the 401; a string token is not renewed', async () => {
     const thread_id = `refused-${stack.prefix}`;
     const foreign = await createToken({ secret: 'a-secret-this-server-never-held-0123456789', thread_id, actions: ['read', 'send'], agents: ['stream_chat'] });
