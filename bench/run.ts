@@ -8,6 +8,7 @@ import { withTracing } from './tracing.ts';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
 import { overviewCost } from './overview.ts';
+import { tokenCheckCost } from './tokens.ts';
 import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
@@ -109,6 +110,19 @@ try {
       target: 'info',
       verdict: '-',
     });
+  }
+  if (wanted('tokens')) {
+    progress("an end user's token against an API key, reading a run over HTTP");
+    const tokens = await tokenCheckCost(prefix('tokens'));
+    rows.push({
+      measure: 'GET /v1/runs/{id} p50 with a thread token (vs a read key)',
+      arcflow: ms(tokens.tokenP50Ms),
+      baseline: ms(tokens.keyP50Ms),
+      ratio: `${(tokens.tokenP50Ms / tokens.keyP50Ms).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
+    rows.push({ measure: '  createToken p50 (in process)', arcflow: ms(tokens.createP50Ms), baseline: '-', ratio: '-', target: 'info', verdict: '-' });
   }
   if (wanted('http')) {
     progress('enqueue over HTTP against client.enqueue');

@@ -54,7 +54,7 @@ function App() {
         {runMatch ? (
           <RunPage run_id={decodeURIComponent(runMatch[1]!)} me={me} />
         ) : threadMatch ? (
-          <ThreadPage thread_id={decodeURIComponent(threadMatch[1]!)} />
+          <ThreadPage thread_id={decodeURIComponent(threadMatch[1]!)} me={me} />
         ) : route.startsWith('#/overview') ? (
           <OverviewPage />
         ) : route.startsWith('#/agents') ? (

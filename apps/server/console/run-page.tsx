@@ -52,6 +52,12 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
               <a href={`#/threads/${encodeURIComponent(run.thread_id)}`}>{run.thread_id}</a>
             </div>
           )}
+          {run.enqueued_by && (
+            <div data-fact="enqueued-by">
+              <span>enqueued by</span>
+              <span class="mono">{run.enqueued_by}</span>
+            </div>
+          )}
           {run.parent_run_id && (
             <div data-fact="parent">
               <span>parent run</span>

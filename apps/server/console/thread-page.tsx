@@ -1,7 +1,8 @@
 // A thread's page (SPEC §11): its messages as a conversation (bubbles by role, tool calls and their
 // results folded), the text of a run still writing as it streams (SPEC §12), and its runs, live.
-import { type Message, TERMINAL, type Thread, api } from './api.ts';
+import { type Me, type Message, TERMINAL, type Thread, api } from './api.ts';
 import { usePolled, useRunText } from './hooks.ts';
+import { TokenForm } from './token-form.tsx';
 import { RunsTable } from './views.tsx';
 
 /** A message's text: its string, or its parts' text (an image as [image]). */
@@ -11,7 +12,7 @@ function textOf(message: Message): string {
   return typeof content === 'string' ? content : content.map((part) => (part.type === 'text' ? (part.text ?? '') : '[image]')).join(' ');
 }
 
-export function ThreadPage({ thread_id }: { thread_id: string }) {
+export function ThreadPage({ thread_id, me }: { thread_id: string; me: Me }) {
   // A thread grows while it has runs to come: polled, never "done".
   const thread = usePolled(() => api<Thread>(`/v1/threads/${encodeURIComponent(thread_id)}`), 2_000, [thread_id]);
   if (thread.error && !thread.value) return <p class="error">{thread.error}</p>;
@@ -52,6 +53,7 @@ export function ThreadPage({ thread_id }: { thread_id: string }) {
         <h2>Runs</h2>
         <RunsTable runs={runs} />
       </div>
+      {me.scope !== 'read' && <TokenForm thread_id={thread_id} />}
     </div>
   );
 }

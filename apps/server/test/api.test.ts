@@ -392,6 +392,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/messages',
       '/v1/runs/{run_id}/stream',
       '/v1/threads/{thread_id}',
+      '/v1/tokens',
     ]);
     for (const [path, methods] of paths) {
       for (const [method, operation] of Object.entries(methods)) {

@@ -20,7 +20,12 @@ let browser: Browser;
 beforeAll(async () => {
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   [serve, worker, childWorker, browser] = await Promise.all([
-    spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin,viewer:${READ_KEY}:read`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
+    spawnServe({
+      ...env,
+      ARCFLOW_API_KEYS: `ops:${KEY}:admin,viewer:${READ_KEY}:read`,
+      ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}',
+      ARCFLOW_TOKEN_SECRET: 'console-token-secret-0123456789-abcdef',
+    }),
     spawnWorker(FIXTURE, { env }),
     spawnWorker(CHILD_FIXTURE, { env }),
     launchChromium(),
@@ -117,6 +122,57 @@ describe('the web console, in a real Chromium', () => {
     expect(await page.locator('.message.tool').count()).toBeGreaterThan(0);
     await page.screenshot({ path: `${SCREENSHOTS}console-thread.png`, fullPage: true });
     await context.close();
+  });
+
+  it("mints an end user's token for a thread, showing the server's refusal of a bad one; a run the token enqueues says so on its page", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    await signIn(page);
+    const thread = `token-${prefix}`;
+    await enqueue({ agent: 'api_agent', input: 'wait=1 by the backend', thread_id: thread });
+    await page.goto(`${serve.url}/#/threads/${encodeURIComponent(thread)}`);
+    // read and send are ticked; send without agents is refused by the server, which says why.
+    await page.getByRole('button', { name: 'Mint token' }).click();
+    await page.locator('.card .error', { hasText: 'send needs agents' }).waitFor();
+    await page.fill('input[name=agents]', 'api_agent');
+    await page.fill('input[name=subject]', 'console-user');
+    await page.getByRole('button', { name: 'Mint token' }).click();
+    const token = (await page.locator('pre[data-token]').textContent())!.trim();
+    expect(token).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+    await page.screenshot({ path: `${SCREENSHOTS}console-token.png`, fullPage: true });
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1 by the user' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    expect(await page.locator('[data-fact="enqueued-by"]').textContent()).toBe('enqueued bytoken:console-user');
+    await context.close();
+    // A browser that never signed in follows the run with an EventSource, which cannot send headers: ?token=.
+    const visitor = await browser.newContext();
+    const viewer = await visitor.newPage();
+    await viewer.goto(serve.url);
+    const kinds = await viewer.evaluate(
+      ([path, given]) =>
+        new Promise<string[]>((resolve, reject) => {
+          const seen: string[] = [];
+          const source = new EventSource(`${path}?token=${encodeURIComponent(given!)}`);
+          for (const kind of ['RunEnqueued', 'RunCompleted']) {
+            source.addEventListener(kind, () => {
+              seen.push(kind);
+              if (kind === 'RunCompleted') {
+                source.close();
+                resolve(seen);
+              }
+            });
+          }
+          source.onerror = () => (source.readyState === EventSource.CLOSED ? reject(new Error('the event stream was refused')) : undefined);
+        }),
+      [`/v1/runs/${run_id}/events`, token],
+    );
+    expect(kinds).toEqual(['RunEnqueued', 'RunCompleted']);
+    await visitor.close();
   });
 
   it("shows a workflow run's graph with each step's status", async () => {

@@ -155,3 +155,15 @@ export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
 export { stderrLogger, silentLogger } from './logger.ts';
 export { jsonProblem, checkRequestJson, REQUEST_JSON_LIMITS } from './json-limits.ts';
 export { describeError, logLine, loggable, withFields } from './logger.ts';
+export {
+  TOKEN_ACTIONS,
+  TOKEN_DEFAULTS,
+  TENANT_PATTERN,
+  type TokenAction,
+  type TokenScope,
+  type TokenOptions,
+  type TokenGrant,
+  checkTokenScope,
+  tokenSecrets,
+} from './tokens/claims.ts';
+export { type TokenKeys, type TokenVerdict, createToken, tokenKeys, signToken, verifyToken, looksLikeToken } from './tokens/jwt.ts';

@@ -39,6 +39,8 @@ export interface RunRecord {
   readonly parent_tool_call_id?: string;
   /** The thread the run is on (SPEC §11). */
   readonly thread_id?: string;
+  /** Who enqueued the run, when the enqueue said: `token:<subject>` for a run enqueued with an end user's token (SPEC §19). */
+  readonly enqueued_by?: string;
   /** A run enqueued with `on_busy: steer`: the run its input was given to (it ended at once, completed). */
   readonly steered_into?: string;
   /** A run that took the input steered into a run that ended without it reaching the thread: the steering runs. */
