@@ -3,8 +3,8 @@ import { JobId, QueueName, connectRedis, createClient, startWorker } from '@arcf
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type PrivateCluster, capturingLogger, reply, scriptedProvider, startFakeOpenAI, testCluster, testPrefix, toolCalls } from '@arcflow/testing';
 import { startServer } from '@arcflow/server';
-import { QueuePool } from '../src/engine/join.ts';
-import { keysFor } from '../src/keys.ts';
+import { QueuePool } from '../src/loop/join.ts';
+import { keysFor } from '../src/redis/keys.ts';
 import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { Queue } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';

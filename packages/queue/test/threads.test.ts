@@ -2,11 +2,11 @@ import { Agent, type ChatMessage, FINAL_ANSWER_NOTE, RequestError, initialStepSt
 import { createClient } from '@arcflow/queue';
 import { type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { JobId, QueueName, hashTag, threadKeys } from '../src/keys.ts';
-import { RunStore } from '../src/store/run-store.ts';
-import { ThreadStore } from '../src/store/thread-store.ts';
-import { stageThreadMessages, startNextOnThread } from '../src/engine/thread-run.ts';
-import { QueuePool } from '../src/engine/join.ts';
+import { JobId, QueueName, hashTag, threadKeys } from '../src/redis/keys.ts';
+import { RunStore } from '../src/runs/run-store.ts';
+import { ThreadStore } from '../src/threads/thread-store.ts';
+import { stageThreadMessages, startNextOnThread } from '../src/threads/thread-run.ts';
+import { QueuePool } from '../src/loop/join.ts';
 import type { WorkerProcess } from '@arcflow/worker';
 import { fixtureWorkers, until } from './harness.ts';
 

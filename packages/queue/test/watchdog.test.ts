@@ -3,11 +3,11 @@ import { JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '
 import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { QueuePool } from '../src/engine/join.ts';
-import { Watchdog } from '../src/engine/watchdog.ts';
-import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
-import { Registry } from '../src/registry.ts';
-import { ThreadStore } from '../src/store/thread-store.ts';
+import { QueuePool } from '../src/loop/join.ts';
+import { Watchdog } from '../src/watchdog/watchdog.ts';
+import { WorkflowScheduler } from '../src/workflows/workflow-scheduler.ts';
+import { Registry } from '../src/records/registry.ts';
+import { ThreadStore } from '../src/threads/thread-store.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();

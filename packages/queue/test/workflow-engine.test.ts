@@ -2,10 +2,10 @@ import { Agent, ConfigError, Workflow, silentLogger, tool } from '@arcflow/core'
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertWorkflowInvariants, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { RunStore } from '../src/store/run-store.ts';
-import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
-import { QueuePool } from '../src/engine/join.ts';
-import { JobId, keysFor } from '../src/keys.ts';
+import { RunStore } from '../src/runs/run-store.ts';
+import { WorkflowScheduler } from '../src/workflows/workflow-scheduler.ts';
+import { QueuePool } from '../src/loop/join.ts';
+import { JobId, keysFor } from '../src/redis/keys.ts';
 import { collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();

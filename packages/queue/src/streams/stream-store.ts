@@ -1,11 +1,11 @@
 import { type StreamChunk, readStreamChunk } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import type { Keys } from '../keys.ts';
-import type { StoreScripts } from '../store/script-runner.ts';
+import type { Keys } from '../redis/keys.ts';
+import type { StoreScripts } from '../scripts.ts';
 
 /**
  * A recorded response's part of the run's stream (see `streamResponse` in
- * `store/commands/includes/stream.lua`): the attempt, the answer's whole text, the text this
+ * `redis/lua/stream.lua`): the attempt, the answer's whole text, the text this
  * attempt has not streamed yet, and its tool calls as `[tool_call_id, tool_name]`.
  */
 export interface StreamPart {
