@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_STATE_BYTES, type ToolDefinition, childRunId, ToolResultText, lostCall, plannedCallEvents, toolDefinitionHash, unrepresentableArguments } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData, malformedJobData } from '../jobs/jobs.ts';
-import { type QueuePool, enqueueJoin } from '../loop/join.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
 import { type ChildRunDeps, startChildCall } from './waiting/child-runs.ts';
 import { type AttemptOutcome, type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
 import { countedLosses, watchGrace } from './tool-losses.ts';
@@ -10,7 +10,7 @@ import type { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow
 
 export interface ToolJobDeps extends ToolRuntime, ChildRunDeps {
   readonly tools: ReadonlyMap<string, ToolDefinition>;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
   readonly scheduler: WorkflowScheduler;
   /** Workflows as registered: a tool step's job settles its step with the graph found there. */
   readonly workflows: WorkflowDirectory;
@@ -127,7 +127,7 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
  */
 async function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
   const run = data.workflow ? await deps.workflows.run(data.workflow, data.run_id, data.trace) : undefined;
-  if (!run) return enqueueJoin(deps.queues, data.join, joinJobData(data));
+  if (!run) return deps.queues.join(data.join, joinJobData(data));
   const result = await deps.store.workflows.toolStepResult(data.run_id, data.step_id);
   await deps.scheduler.settle(run, toolStepEnding(data.step_id, data.tool_name, result));
 }

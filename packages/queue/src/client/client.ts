@@ -24,7 +24,7 @@ import type { Redis } from 'ioredis';
 import type { ClientContext, ClientJobs, EnqueueRequest, QueueInfo } from './enqueue.ts';
 import { connectRedis, duplicateRedis } from '../redis/connect.ts';
 import { endRun, settleParentOf, stopClosedWork } from '../runs/end-run.ts';
-import type { CallQueues } from '../loop/join.ts';
+import type { CallQueues } from '../jobs/dispatcher.ts';
 import { type ConnectionOptions, WORKER_DEFAULTS, resolveConnection } from '../config/options.ts';
 import { type AgentRegistration, Registry } from '../records/registry.ts';
 import { type RunEnding, RunStore } from '../runs/run-store.ts';

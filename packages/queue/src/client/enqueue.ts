@@ -23,7 +23,7 @@ import {
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { resolveApproval } from '../calls/waiting/approvals.ts';
-import { QueuePool, type ToolQueueOf, enqueueJoin } from '../loop/join.ts';
+import { Dispatcher, type ToolQueueOf } from '../jobs/dispatcher.ts';
 import { stepCarrier } from '../workflows/workflow-scheduler.ts';
 import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
 import { startNextOnThread } from '../threads/thread-run.ts';
@@ -96,11 +96,11 @@ export interface ClientContext {
 
 /** The client's queue operations, over one pool of queues opened on first use and closed with the client. */
 export class ClientJobs {
-  private readonly queues: QueuePool;
+  private readonly queues: Dispatcher;
 
   constructor(private readonly context: ClientContext) {
     // A lost connection surfaces as the call's redis_unavailable.
-    this.queues = new QueuePool(context.redis, context.store.keys);
+    this.queues = new Dispatcher(context.redis, context.store.keys);
   }
 
   /** Creates the run (once per idempotency key) and adds its first jobs; the request's fields are checked by the client. */
@@ -172,9 +172,9 @@ export class ClientJobs {
         const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
         if (graph) {
           const steps = graph.steps.filter((step) => roots.includes(step.id));
-          await Promise.all(steps.map((step) => enqueueJoin(this.queues, target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+          await Promise.all(steps.map((step) => this.queues.startStep(target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
         } else {
-          await enqueueJoin(this.queues, target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+          await this.queues.startStep(target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
         }
       }
       return { run_id, created };

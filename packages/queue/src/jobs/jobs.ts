@@ -26,6 +26,18 @@ export interface JoinTarget {
   readonly attempts: number;
 }
 
+/** The delayed job on a run's provider queue that times a waiting call out. */
+export const APPROVAL_TIMEOUT_JOB = 'approval-timeout';
+
+/** A waiting call's timeout job: the call it times out, at this place. */
+export interface ApprovalTimeoutData {
+  readonly run_id: string;
+  readonly step_id: string;
+  readonly iteration: number;
+  readonly tool_call_id: string;
+  readonly trace: TraceCarrier;
+}
+
 /** A tool job: one valid call of one round. */
 export interface ToolJobData {
   readonly run_id: string;

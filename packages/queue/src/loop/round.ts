@@ -7,7 +7,7 @@ import type { RunSpec } from '../runs/run-store.ts';
 import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from '../calls/waiting/approvals.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts, toolJobOptions } from '../jobs/jobs.ts';
-import { type QueuePool, enqueueJoin } from './join.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { RoundState } from './state-join.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';
 import { type ToolRuntime, attemptToolCall, roundCall } from '../calls/tool-execution.ts';
@@ -16,7 +16,7 @@ import type { WorkflowRun } from '../workflows/workflow-scheduler.ts';
 /** What a round needs of the worker: the store, its options and queues, and what running a tool inline takes. */
 export interface RoundDeps extends ToolRuntime {
   readonly options: ResolvedWorkerOptions;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
 }
 
 /** A step as its provider job sees it (see `ProviderJobProcessor.process`). */
@@ -103,11 +103,10 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
     attempts: providerAttempts(options.provider_attempts, modelTargets(context.agent, context.settings).length),
   };
   if (calls.length === 0) {
-    await enqueueJoin(queues, join, { run_id, step_id, iteration: iteration + 1, trace });
+    await queues.join(join, { run_id, step_id, iteration: iteration + 1, trace });
     return;
   }
-  // One `add` per job, all in this tick (one socket write): cheaper than `addBulk`'s MULTI, and
-  // atomicity is not needed, since a re-delivered provider job re-adds only what is missing.
+  // One `add` per job, all in this tick (one socket write; see `Dispatcher.addToolJob`).
   const waits = calls.some((planned) => planned.approval);
   await Promise.all(
     calls.map((planned) => {
@@ -130,7 +129,7 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
-      return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
+      return queues.addToolJob(planned.tool, data, options.tool_backoff_ms);
     }),
   );
 }

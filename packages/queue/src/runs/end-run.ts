@@ -1,7 +1,7 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
 import type { Redis } from 'ioredis';
 import { JobId } from '../redis/keys.ts';
-import type { CallQueues, QueuePool } from '../loop/join.ts';
+import type { CallQueues, Dispatcher } from '../jobs/dispatcher.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
 import { childRunId } from '@arcflow/core';
 import type { EndedRunFacts, RoundCall, RunEnded, RunEnding, RunStore } from './run-store.ts';
@@ -15,7 +15,7 @@ import { startNextOnThread } from '../threads/thread-run.ts';
  */
 export interface Succession {
   readonly threads: ThreadStore;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
 }
 
 /**

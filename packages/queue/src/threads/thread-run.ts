@@ -2,9 +2,9 @@ import { type Agent, type EventDraft, type ProviderResponse, type StepState, byt
 import { JobId, QueueName } from '../redis/keys.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ThreadStore } from './thread-store.ts';
-import type { QueuePool } from '../loop/join.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { RunTrace } from '../tracing.ts';
-import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from '../jobs/jobs.ts';
+import type { ProviderJobData } from '../jobs/jobs.ts';
 
 /**
  * Adds the first job of the run a thread run's end made active (SPEC §11: a run waiting in its
@@ -13,7 +13,7 @@ import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from '../jobs/
  * and safe to call again: the job id is the run's first. A job of that id that finished without
  * starting the run is replaced; one queued, delayed or running is left as it is.
  */
-export async function startNextOnThread(threads: ThreadStore, queues: QueuePool, run_id: string): Promise<void> {
+export async function startNextOnThread(threads: ThreadStore, queues: Dispatcher, run_id: string): Promise<void> {
   if (!(await threads.isThreadRun(run_id))) return;
   const next = await threads.next(run_id);
   if (!next) return;
@@ -21,16 +21,16 @@ export async function startNextOnThread(threads: ThreadStore, queues: QueuePool,
   const existing = await queue.getJob(JobId.provider(next.run_id, 's1', 1));
   if (!next.job) {
     // A run enqueued by an earlier version (no `thread_job`) waits with a delayed job: it runs now.
-    if (existing && (await existing.isDelayed())) await existing.promote().catch(() => undefined);
+    if (existing && (await existing.isDelayed())) await queues.promote(existing).catch(() => undefined);
     return;
   }
   // A delayed first job of this version's run is one a worker delayed (its provider's pause, a retry's
   // backoff): it stays so, and the add below, of the same id, adds nothing.
-  if (existing && ((await existing.isCompleted()) || (await existing.isFailed()))) await existing.remove().catch(() => undefined);
+  if (existing && (await queues.finished(existing))) await queues.remove(existing).catch(() => undefined);
   // Loaded here: a client that only cancels never loads the OpenTelemetry API.
   const { firstJobCarrier } = await import('../tracing.ts');
   const data: ProviderJobData = { run_id: next.run_id, step_id: 's1', iteration: 1, trace: next.trace.traceparent ? firstJobCarrier(next.trace as RunTrace) : {} };
-  await queue.add(PROVIDER_JOB, data, providerJobOptions(data, next.job.attempts));
+  await queues.startStep({ queue: next.job.queue, attempts: next.job.attempts }, data);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { ErrorCode, RUN_STEP_ID, type RunError, TERMINAL_STATUSES, type ToolLogger, ToolResultText, childRunId, stepFailedEvent } from '@arcflow/core';
-import type { Job, Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId } from '../redis/keys.ts';
 import { type Registry, registeredAttempts } from '../records/registry.ts';
@@ -8,8 +8,8 @@ import type { ThreadStore } from '../threads/thread-store.ts';
 import type { StepFrontier } from './watchdog-store.ts';
 import { type RunTrace, firstJobCarrier } from '../tracing.ts';
 import { endRun, settleParentOf, stopClosedWork } from '../runs/end-run.ts';
-import { PROVIDER_JOB, type ProviderJobData, providerJobOptions } from '../jobs/jobs.ts';
-import type { QueuePool } from '../loop/join.ts';
+import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 
 /** BullMQ states in which a job will still run: it can move its run. */
@@ -26,7 +26,7 @@ const STEP_ID = 's1';
 export interface WatchdogDeps {
   readonly store: RunStore;
   readonly redis: Redis;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
   /** A run the watchdog fails hands its thread on to the next run at once. */
   readonly threads: ThreadStore;
   readonly registry: Registry;
@@ -185,7 +185,7 @@ export class Watchdog {
     const config = (await store.getSpec(run_id))?.config;
     for (const { step_id, frontier } of frontiers) {
       if (!frontier) continue;
-      await this.repair(run_id, step_id, frontier, providerQueue, registeredAttempts(registration, step_id, config));
+      await this.repair(run_id, step_id, frontier, { queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, config) });
       this.deps.logger.warn('watchdog re-added the next job of a run that had stopped', { run_id, step_id, iteration: frontier.next, repair: repairs });
     }
     if (graph && view) {
@@ -234,15 +234,14 @@ export class Watchdog {
    * fans out what is missing; dead tool jobs are removed first so their ids can be used again)
    * or has no response yet (it makes the call); else job `next + 1`, which joins the round.
    */
-  private async repair(run_id: string, step_id: string, frontier: StepFrontier, providerQueue: Queue, attempts: number): Promise<void> {
+  private async repair(run_id: string, step_id: string, frontier: StepFrontier, target: JoinTarget): Promise<void> {
     const rerunsNext = !frontier.responded || frontier.open.length > 0;
     for (const call of frontier.open) {
-      for (const queue of this.deps.queues.toolQueues(call, run_id)) await removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
+      for (const queue of this.deps.queues.toolQueues(call, run_id)) await this.deps.queues.removeFinished(queue, JobId.tool(run_id, step_id, frontier.next, call.tool_call_id));
     }
     const iteration = rerunsNext ? frontier.next : frontier.next + 1;
     const data: ProviderJobData = { run_id, step_id, iteration, trace: frontier.trace.traceparent ? firstJobCarrier(frontier.trace as RunTrace) : {} };
-    await removeFinished(providerQueue, JobId.provider(run_id, step_id, iteration));
-    await providerQueue.add(PROVIDER_JOB, data, providerJobOptions(data, attempts));
+    await this.deps.queues.readd(target, data);
   }
 
   private async fail(run_id: string, frontier: StepFrontier, steps: readonly string[], message: string): Promise<WatchdogVerdict> {
@@ -265,10 +264,4 @@ export class Watchdog {
     if (ended) await stopClosedWork(this.deps.redis, this.deps.store, this.deps.queues, run_id, closed);
     return 'failed';
   }
-}
-
-/** Removes a job that finished (completed or failed), so a job with its id can be added again. */
-async function removeFinished(queue: Queue, id: string): Promise<void> {
-  const job: Job | undefined = await queue.getJob(id);
-  if (job && ((await job.isCompleted()) || (await job.isFailed()))) await job.remove();
 }

@@ -32,10 +32,11 @@ import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from '../config/options.ts';
 import { ProviderJobProcessor } from '../loop/provider-job.ts';
 import { ModelRouter } from '../loop/model-call.ts';
-import { QueuePool } from '../loop/join.ts';
+import { Dispatcher } from '../jobs/dispatcher.ts';
 import { settleFailedToolJob, toolJobProcessor } from '../calls/tool-job.ts';
 import { QUICK_LOSSES } from '../calls/tool-losses.ts';
-import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from '../calls/waiting/approvals.ts';
+import { resolveApproval } from '../calls/waiting/approvals.ts';
+import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData } from '../jobs/jobs.ts';
 import { ToolStepProcessor } from '../workflows/tool-step.ts';
 import { Watchdog } from '../watchdog/watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from '../workflows/workflow-scheduler.ts';
@@ -123,7 +124,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   });
   const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
-  const queues = new QueuePool(connection, store.keys);
+  const queues = new Dispatcher(connection, store.keys);
   const threads = new ThreadStore(connection, store.keys, options.prefix, store.partitions);
   const workers: Worker[] = [];
   const common = {

@@ -19,7 +19,6 @@ import type { RunSpec, RunStore } from '../runs/run-store.ts';
 import type { StepEnding } from './workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
 import { type ProviderJobData, type ToolJobData, toolJobOptions } from '../jobs/jobs.ts';
-import { enqueueJoin } from '../loop/join.ts';
 import type { ProviderJobDeps } from '../loop/provider-job.ts';
 import type { WorkflowRun } from './workflow-scheduler.ts';
 
@@ -65,7 +64,7 @@ export class ToolStepProcessor {
     const trace = childCarrier(job.data.trace, span);
     if (opened.open === 0) {
       // Settled already (a re-delivery after the call's job finished): on to the join.
-      await enqueueJoin(queues, run.queue, { run_id, step_id: step.id, iteration: 2, trace });
+      await queues.join(run.queue, { run_id, step_id: step.id, iteration: 2, trace });
       return 'joined';
     }
     const data: ToolJobData = {
@@ -84,7 +83,7 @@ export class ToolStepProcessor {
       // Its handler sees the run's state as it stands now (SPEC §17); its changes apply when the step completes.
       ...(await runStateFields(store, run_id)),
     };
-    await queues.forTool(step.tool, run_id).add(step.tool.name, data, toolJobOptions(data, step.tool, options.tool_backoff_ms));
+    await queues.addToolJob(step.tool, data, options.tool_backoff_ms);
     return 'fanned-out';
   }
 

@@ -24,7 +24,7 @@ import type { StepEnding, StepsView } from './workflow-store.ts';
 import { emitStepSpan, firstJobCarrier, stepTraceparent } from '../tracing.ts';
 import { endRun, stopClosedWork } from '../runs/end-run.ts';
 import { type JoinTarget, type ProviderJobData, type TraceCarrier, providerAttempts, stepTargets } from '../jobs/jobs.ts';
-import { type QueuePool, enqueueJoin } from '../loop/join.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
 
 /** What the scheduler needs of a workflow run: its graph, its provider queue, and the run's trace. */
 export interface WorkflowRun {
@@ -51,7 +51,7 @@ export function workflowRunOf(workflow: Workflow, spec: { run_id: string; config
 
 export interface SchedulerDeps {
   readonly store: RunStore;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
   readonly redis: Redis;
   readonly logger: ToolLogger;
 }
@@ -104,7 +104,7 @@ export class WorkflowScheduler {
     await Promise.all(
       steps.map((step) => {
         const data: ProviderJobData = { run_id: run.run_id, step_id: step.id, iteration: 1, trace: stepCarrier(run.trace, step) };
-        return enqueueJoin(this.deps.queues, { queue: run.queue.queue, attempts: providerAttempts(run.queue.attempts, run.targets?.[step.id] ?? 1) }, data);
+        return this.deps.queues.startStep({ queue: run.queue.queue, attempts: providerAttempts(run.queue.attempts, run.targets?.[step.id] ?? 1) }, data);
       }),
     );
   }

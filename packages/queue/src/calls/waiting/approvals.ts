@@ -10,32 +10,21 @@ import {
   rejectedCall,
   type ToolLogger,
 } from '@arcflow/core';
-import { JobId, QueueName } from '../../redis/keys.ts';
+import { JobId } from '../../redis/keys.ts';
 import type { ApprovalDecision, ResolveOutcome, StoredApproval } from './approval-store.ts';
 import type { RunStore } from '../../runs/run-store.ts';
-import { type ToolJobData, type TraceCarrier, joinJobData, toolJobOptions } from '../../jobs/jobs.ts';
-import { type QueuePool, enqueueJoin } from '../../loop/join.ts';
+import { type ApprovalTimeoutData, type ToolJobData, joinJobData, toolJobOptions } from '../../jobs/jobs.ts';
+import type { Dispatcher } from '../../jobs/dispatcher.ts';
 import { roundCall } from '../tool-execution.ts';
-
-/** The delayed job on a run's provider queue that times a waiting call out. */
-export const APPROVAL_TIMEOUT_JOB = 'approval-timeout';
 
 /** A waiting call's timeout, set for the call at this place. */
 export interface ApprovalTimeout {
   readonly timeout: CallPlace;
 }
 
-export interface ApprovalTimeoutData {
-  readonly run_id: string;
-  readonly step_id: string;
-  readonly iteration: number;
-  readonly tool_call_id: string;
-  readonly trace: TraceCarrier;
-}
-
 interface ApprovalDeps {
   readonly store: RunStore;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
 }
 
 /**
@@ -67,21 +56,18 @@ export async function requestApproval(
   const requested = await deps.store.approvals.request(job.run_id, request, approvalRequestedEvent(planned, place));
   if (!requested) return;
   if (!requested.requestedNow) {
-    if (requested.status === 'approved') return void (await addToolJob(deps, request));
+    if (requested.status === 'approved') return void (await deps.queues.addApprovedToolJob(request));
     if (requested.status === 'closed') return;
     if (requested.status === 'conflict') {
       // Approvals are addressed by id, so a second call waiting under one could never be told apart: it fails (the model may call again).
       deps.logger.error('tool call cannot wait for approval: another call of its run waits under the same id', { run_id: job.run_id, ...place, tool_call_id: planned.call.id });
       const recorded = await deps.store.recordToolResult(job.run_id, roundCall(planned, place, true, job.waits === true), lostCall(planned, place));
-      if (recorded?.openInRound === 0) await enqueueJoin(deps.queues, job.join, joinJobData(job));
+      if (recorded?.openInRound === 0) await deps.queues.join(job.join, joinJobData(job));
       return;
     }
   }
   const timeout: ApprovalTimeoutData = { run_id: job.run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, trace: job.trace };
-  await deps.queues.forRun(job.join.queue, job.run_id).add(APPROVAL_TIMEOUT_JOB, timeout, {
-    jobId: JobId.approvalTimeout(job.run_id, place.step_id, place.iteration, planned.call.id),
-    delay: Math.max(0, request.expires_at - now),
-  });
+  await deps.queues.addTimeout(job.join.queue, timeout, JobId.approvalTimeout(job.run_id, place.step_id, place.iteration, planned.call.id), Math.max(0, request.expires_at - now));
 }
 
 /**
@@ -96,8 +82,8 @@ export async function resolveApproval(deps: ApprovalDeps, run_id: string, tool_c
   if ('timeout' in answer && (request.step_id !== answer.timeout.step_id || request.iteration !== answer.timeout.iteration)) return { status: 'never_waited' };
   const outcome = await deps.store.approvals.resolve(run_id, tool_call_id, decisionFor(request, answer));
   if (outcome.status !== 'resolved') return outcome;
-  if (!('timeout' in answer) && answer.approved) await addToolJob(deps, outcome.request);
-  else if (outcome.openInRound === 0) await enqueueJoin(deps.queues, outcome.request.tool_job.join, joinJobData(outcome.request.tool_job));
+  if (!('timeout' in answer) && answer.approved) await deps.queues.addApprovedToolJob(outcome.request);
+  else if (outcome.openInRound === 0) await deps.queues.join(outcome.request.tool_job.join, joinJobData(outcome.request.tool_job));
   return outcome;
 }
 
@@ -116,10 +102,4 @@ function decisionFor(request: StoredApproval, answer: ApprovalAnswer | ApprovalT
   const resolved = approvalResolvedEvent(request, place, answer.approved, answer.by);
   if (answer.approved) return { decision: 'approved', resolution, resolved };
   return { decision: 'rejected', resolution, resolved, result: rejectedCall(request, place, answer.reason) };
-}
-
-function addToolJob(deps: ApprovalDeps, request: StoredApproval): Promise<unknown> {
-  const name = QueueName.tool(request.tool_name, request.tool_job.definition_hash);
-  const queue = request.tool_capped ? deps.queues.get(name) : deps.queues.forRun(name, request.tool_job.run_id);
-  return queue.add(request.tool_name, request.tool_job, request.tool_job_options);
 }

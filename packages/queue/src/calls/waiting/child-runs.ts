@@ -19,12 +19,12 @@ import type { RunStore } from '../../runs/run-store.ts';
 import { type RunTrace, childCallTraceparent, firstJobCarrier, mintChildTrace } from '../../tracing.ts';
 import { cancelChild, settleParentOf } from '../../runs/end-run.ts';
 import { type ToolJobData, providerAttempts } from '../../jobs/jobs.ts';
-import { type QueuePool, enqueueJoin } from '../../loop/join.ts';
+import type { Dispatcher } from '../../jobs/dispatcher.ts';
 import { type AttemptOutcome, roundCall } from '../tool-execution.ts';
 
 export interface ChildRunDeps {
   readonly store: RunStore;
-  readonly queues: QueuePool;
+  readonly queues: Dispatcher;
   readonly redis: Redis;
   readonly logger: ToolLogger;
   /** Attempts per model of a provider job (the worker's `provider_attempts`), for the child's first job. */
@@ -112,7 +112,7 @@ async function createChild(
     // A re-delivery after a crash completes what the first delivery began (the job id dedupes).
     const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
     const target = { queue: QueueName.agent(agent.name), attempts: providerAttempts(deps.provider_attempts, modelTargets(agent, agent.settings).length) };
-    await enqueueJoin(deps.queues, target, { run_id: child.child_run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+    await deps.queues.startStep(target, { run_id: child.child_run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
   }
   return spec?.status ?? 'queued';
 }

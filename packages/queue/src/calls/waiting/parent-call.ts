@@ -6,7 +6,7 @@ import type { ParentCall } from './child-store.ts';
 import type { RunStore } from '../../runs/run-store.ts';
 import { childCallTraceparent, emitChildCallSpan } from '../../tracing.ts';
 import { joinJobData } from '../../jobs/jobs.ts';
-import type { CallQueues } from '../../loop/join.ts';
+import type { CallQueues } from '../../jobs/dispatcher.ts';
 
 /** What settling a child's parent call came to: done (now or before, or the parent has ended), or nothing to go on. */
 export type ParentSettlement = 'settled' | 'unreadable';
