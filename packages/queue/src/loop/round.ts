@@ -6,7 +6,7 @@ import { QueueName } from '../redis/keys.ts';
 import type { RunSpec } from '../runs/run-store.ts';
 import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from '../calls/waiting/approvals.ts';
-import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts, toolJobOptions } from '../jobs/jobs.ts';
+import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts } from '../jobs/jobs.ts';
 import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { RoundState } from './state-join.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';

@@ -20,14 +20,15 @@ import {
   stateAsChanges,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import { type Keys, type RunKeys, keysFor } from '../redis/keys.ts';
+import type { Keys, RunKeys } from '../redis/keys.ts';
 import { type RecordedResponse, readResponse, readState, readTryPosition, writeResponse, writeState, writeTryPosition } from '../records/formats.ts';
 import { ProviderPauses } from '../loop/provider-pauses.ts';
 import { type ThreadPlace, Transcripts } from '../steps/transcripts.ts';
 import { StateLogs, foldEntries } from '../steps/state-log.ts';
 import { readInput, writeInput } from '../records/input-format.ts';
 import { type OutputType, readOutput } from '../records/output-format.ts';
-import { type StoreScripts, storeScripts } from '../scripts.ts';
+import type { StoreScripts } from '../scripts.ts';
+import { storeContext } from '../store-context.ts';
 import { ApprovalStore } from '../calls/waiting/approval-store.ts';
 import { PartitionMap } from '../redis/partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../redis/partitions.ts';
@@ -187,22 +188,26 @@ export class RunStore {
   /** Providers paused by a 429 (SPEC §16). */
   readonly pauses: ProviderPauses;
 
-  constructor(
-    private readonly redis: Redis,
-    readonly prefix: string,
-    readonly retentionSeconds: number,
-  ) {
-    this.keys = keysFor(prefix);
-    this.scripts = storeScripts(redis);
+  private readonly redis: Redis;
+  readonly prefix: string;
+  readonly retentionSeconds: number;
+
+  constructor(redis: Redis, prefix: string, retentionSeconds: number) {
+    const context = storeContext(redis, prefix, retentionSeconds);
+    this.redis = redis;
+    this.prefix = prefix;
+    this.retentionSeconds = retentionSeconds;
+    this.keys = context.keys;
+    this.scripts = context.scripts;
     this.stateLogs = new StateLogs(redis, this.keys);
-    this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this, this.stateLogs);
-    this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
+    this.workflows = new WorkflowStore(context, this.stateLogs);
+    this.approvals = new ApprovalStore(context);
     this.partitions = new PartitionMap(redis, this.keys, prefix);
-    this.watchdog = new WatchdogStore(redis, this.keys, this);
+    this.watchdog = new WatchdogStore(context, this);
     this.transcripts = new Transcripts(redis, this.keys);
-    this.streams = new StreamStore(redis, this.keys, this.scripts);
-    this.children = new ChildStore(redis, this.keys);
-    this.pauses = new ProviderPauses(redis, this.keys, this.scripts);
+    this.streams = new StreamStore(context);
+    this.children = new ChildStore(context);
+    this.pauses = new ProviderPauses(context);
   }
 
   private runKeys(run_id: string): RunKeys {

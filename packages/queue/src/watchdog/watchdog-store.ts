@@ -1,7 +1,7 @@
 import type { RunStatus } from '@arcflow/core';
-import type { Redis } from 'ioredis';
-import { type Keys, roundKey, stateKey } from '../redis/keys.ts';
+import { roundKey, stateKey } from '../redis/keys.ts';
 import type { RunSpec } from '../runs/run-store.ts';
+import type { StoreContext } from '../store-context.ts';
 
 /** Where a step's loop stands (see {@link WatchdogStore.frontier}). */
 export interface StepFrontier {
@@ -24,32 +24,33 @@ export interface StepFrontier {
  */
 export class WatchdogStore {
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
+    private readonly context: StoreContext,
     private readonly partitions: { tags(): Promise<string[]> },
   ) {}
 
   /** Runs not ended whose last progress is older than `ageMs` (by the Redis server's clock), in every partition; and that clock. */
   async staleRuns(ageMs: number, limit: number): Promise<{ run_ids: string[]; nowMs: number }> {
-    const [seconds, micros] = await this.redis.time();
+    const [seconds, micros] = await this.context.redis.time();
     const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const found = await Promise.all((await this.partitions.tags()).map((tag) => this.redis.zrangebyscore(this.keys.activeRunsIn(tag), '-inf', nowMs - ageMs, 'LIMIT', 0, limit)));
+    const found = await Promise.all(
+      (await this.partitions.tags()).map((tag) => this.context.redis.zrangebyscore(this.context.keys.activeRunsIn(tag), '-inf', nowMs - ageMs, 'LIMIT', 0, limit)),
+    );
     return { run_ids: found.flat().slice(0, limit), nowMs };
   }
 
   /** Marks a run as checked at `nowMs`, so the watchdog looks at it again only after another quiet period. */
   async markChecked(run_id: string, nowMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.activeRunsIn(this.keys.tagOf(run_id)), 'XX', nowMs, run_id);
+    await this.context.redis.zadd(this.context.keys.activeRunsIn(this.context.keys.tagOf(run_id)), 'XX', nowMs, run_id);
   }
 
   /** Drops a run that has ended or is gone from the active set. */
   async forgetActive(run_id: string): Promise<void> {
-    await this.redis.zrem(this.keys.activeRunsIn(this.keys.tagOf(run_id)), run_id);
+    await this.context.redis.zrem(this.context.keys.activeRunsIn(this.context.keys.tagOf(run_id)), run_id);
   }
 
   /** Counts one more watchdog repair of the run; returns how many there have been. */
   async countRepair(run_id: string): Promise<number> {
-    return this.redis.hincrby(this.keys.record(run_id), 'watchdog_repairs', 1);
+    return this.context.redis.hincrby(this.context.keys.record(run_id), 'watchdog_repairs', 1);
   }
 
   /**
@@ -58,17 +59,17 @@ export class WatchdogStore {
    * calls of that response's round still open (fanned out, no result yet).
    */
   async frontier(run_id: string, step_id: string): Promise<StepFrontier | undefined> {
-    const record = this.keys.record(run_id);
-    const [status, agent, trace, workflow] = await this.redis.hmget(record, 'status', 'agent', 'trace', 'workflow');
+    const record = this.context.keys.record(run_id);
+    const [status, agent, trace, workflow] = await this.context.redis.hmget(record, 'status', 'agent', 'trace', 'workflow');
     if (!status || agent == null) return undefined;
-    const stored = await this.redis.hget(stateKey(record, step_id), 'iterations');
+    const stored = await this.context.redis.hget(stateKey(record, step_id), 'iterations');
     const iterations = stored === null ? -1 : Number(stored);
     const next = Math.max(iterations, 0) + 1;
     const [response, open, calls, results] = await Promise.all([
-      this.redis.exists(roundKey(record, step_id, 'response', next)),
-      this.redis.hget(this.keys.run(run_id).pending, `${step_id}|${next}`),
-      this.redis.hget(this.keys.run(run_id).pending, `${step_id}|${next}|calls`),
-      this.redis.hkeys(roundKey(record, step_id, 'results', next)),
+      this.context.redis.exists(roundKey(record, step_id, 'response', next)),
+      this.context.redis.hget(this.context.keys.run(run_id).pending, `${step_id}|${next}`),
+      this.context.redis.hget(this.context.keys.run(run_id).pending, `${step_id}|${next}|calls`),
+      this.context.redis.hkeys(roundKey(record, step_id, 'results', next)),
     ]);
     const recorded = new Set(results);
     const roundCalls = Number(open ?? 0) > 0 && calls ? (JSON.parse(calls) as [string, string, string?][]) : [];

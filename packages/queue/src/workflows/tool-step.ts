@@ -18,7 +18,7 @@ import { workflowInputText } from '../records/input-format.ts';
 import type { RunSpec, RunStore } from '../runs/run-store.ts';
 import type { StepEnding } from './workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
-import { type ProviderJobData, type ToolJobData, toolJobOptions } from '../jobs/jobs.ts';
+import { type ProviderJobData, type ToolJobData } from '../jobs/jobs.ts';
 import type { ProviderJobDeps } from '../loop/provider-job.ts';
 import type { WorkflowRun } from './workflow-scheduler.ts';
 

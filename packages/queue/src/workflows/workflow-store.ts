@@ -1,16 +1,8 @@
 import type { EventDraft, GraphStep, RunError, StateChange, StepRecord, StepSkip, StepStatus } from '@arcflow/core';
 import { DEFAULT_MAX_STATE_BYTES, RUN_STEP_ID, applyStateChangesSized, stepFailedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge } from '@arcflow/core';
-import type { Redis } from 'ioredis';
-import type { Keys } from '../redis/keys.ts';
 import type { PendingEvent, RunOutcome } from '../runs/run-store.ts';
-import type { StoreScripts } from '../scripts.ts';
 import { type StateLogs, parseEntry } from '../steps/state-log.ts';
-
-/** How the store turns events into what its scripts take (the run store's own encoding). */
-interface EventCodec {
-  pairs(events: readonly PendingEvent[]): [string, string][];
-  eventJson(event: EventDraft, ts?: number): string;
-}
+import type { StoreContext } from '../store-context.ts';
 
 /** Every step's status, and the step that failed first (if one has). */
 export interface StepsView {
@@ -39,10 +31,7 @@ export interface StepEnding {
  */
 export class WorkflowStore {
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
-    private readonly scripts: StoreScripts,
-    private readonly codec: EventCodec,
+    private readonly context: StoreContext,
     private readonly stateLogs: StateLogs,
   ) {}
 
@@ -75,14 +64,14 @@ export class WorkflowStore {
 
   private async settleOnce(run_id: string, ending: StepEnding, state_at: number | undefined): Promise<{ settledNow: boolean; view: StepsView } | 'stale' | undefined> {
     const { outcome } = ending;
-    const [settled, fields] = (await this.scripts.settleStep([this.keys.record(run_id)], {
+    const [settled, fields] = (await this.context.scripts.settleStep([this.context.keys.record(run_id)], {
       step_id: ending.step_id,
       status: outcome.status,
       output: outcome.status === 'completed' ? outcome.output : undefined,
       error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : undefined,
       ts: Date.now(),
-      events: this.codec.pairs(ending.events ?? []),
-      completed: ending.completed ? this.codec.eventJson(ending.completed) : undefined,
+      events: this.context.codec.pairs(ending.events ?? []),
+      completed: ending.completed ? this.context.codec.eventJson(ending.completed) : undefined,
       state_changes: ending.state_changes && ending.state_changes.length > 0 && outcome.status === 'completed' ? JSON.stringify(ending.state_changes) : undefined,
       state_at,
     })) as [number, string[]?];
@@ -94,52 +83,52 @@ export class WorkflowStore {
   /** Starts and skips steps still pending, each with its event; false when the run has ended. */
   async startSteps(run_id: string, start: readonly GraphStep[], skip: readonly StepSkip[]): Promise<boolean> {
     const ts = Date.now();
-    const result = await this.scripts.startSteps([this.keys.record(run_id)], {
+    const result = await this.context.scripts.startSteps([this.context.keys.record(run_id)], {
       ts,
-      start: start.map((step) => [step.id, this.codec.eventJson(stepStartedEvent(step), ts)]),
-      skip: skip.map((entry) => [entry.step_id, this.codec.eventJson(stepSkippedEvent(entry), ts)]),
+      start: start.map((step) => [step.id, this.context.codec.eventJson(stepStartedEvent(step), ts)]),
+      skip: skip.map((entry) => [entry.step_id, this.context.codec.eventJson(stepSkippedEvent(entry), ts)]),
     });
     return result === 1;
   }
 
   /** Opens a tool step's one call; how many of its calls are open (1, or 0 once settled), or undefined when the run has ended. */
   async openToolStep(run_id: string, step_id: string, tool_name: string, definition_hash: string): Promise<{ opened: boolean; open: number } | undefined> {
-    const [opened, open] = (await this.scripts.openToolStep([this.keys.record(run_id)], [step_id, tool_name, definition_hash])) as [number, number?];
+    const [opened, open] = (await this.context.scripts.openToolStep([this.context.keys.record(run_id)], [step_id, tool_name, definition_hash])) as [number, number?];
     if (opened === -1) return undefined;
     return opened === 1 ? { opened: true, open: 1 } : { opened: false, open: open ?? 0 };
   }
 
   /** A tool step's call result and its failure code ('' when it completed), once recorded. */
   async toolStepResult(run_id: string, step_id: string): Promise<{ content: string; failure: string; changes: StateChange[] } | undefined> {
-    const keys = this.keys.run(run_id);
+    const keys = this.context.keys.run(run_id);
     const [[content, failure], changes] = await Promise.all([
-      this.redis.hmget(keys.results(step_id, 1), step_id, `${step_id}|error`),
-      this.redis.hget(keys.changes(step_id, 1), step_id),
+      this.context.redis.hmget(keys.results(step_id, 1), step_id, `${step_id}|error`),
+      this.context.redis.hget(keys.changes(step_id, 1), step_id),
     ]);
     if (content == null) return undefined;
     return { content, failure: failure ?? '', changes: changes ? parseEntry(changes, `state changes of step ${step_id} of ${run_id}`) : [] };
   }
 
   async view(run_id: string): Promise<StepsView> {
-    return viewOf(flatten(await this.redis.hgetall(this.keys.run(run_id).steps)));
+    return viewOf(flatten(await this.context.redis.hgetall(this.context.keys.run(run_id).steps)));
   }
 
   /** Outputs of the given steps (undefined where a step has none). */
   async outputs(run_id: string, step_ids: readonly string[]): Promise<Record<string, string | undefined>> {
     if (step_ids.length === 0) return {};
-    const values = await this.redis.hmget(this.keys.run(run_id).outputs, ...step_ids);
+    const values = await this.context.redis.hmget(this.context.keys.run(run_id).outputs, ...step_ids);
     return Object.fromEntries(step_ids.map((id, index) => [id, values[index] ?? undefined]));
   }
 
   async stepError(run_id: string, step_id: string): Promise<RunError | undefined> {
-    const json = await this.redis.hget(this.keys.run(run_id).outputs, `${step_id}|error`);
+    const json = await this.context.redis.hget(this.context.keys.run(run_id).outputs, `${step_id}|error`);
     return json ? (JSON.parse(json) as RunError) : undefined;
   }
 
   /** Every step as a run record shows it. */
   async stepRecords(run_id: string): Promise<Record<string, StepRecord>> {
-    const keys = this.keys.run(run_id);
-    const [steps, outputs] = await Promise.all([this.redis.hgetall(keys.steps), this.redis.hgetall(keys.outputs)]);
+    const keys = this.context.keys.run(run_id);
+    const [steps, outputs] = await Promise.all([this.context.redis.hgetall(keys.steps), this.context.redis.hgetall(keys.outputs)]);
     const records: Record<string, StepRecord> = {};
     for (const [id, status] of Object.entries(steps)) {
       if (id.includes('|')) continue;

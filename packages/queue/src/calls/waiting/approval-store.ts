@@ -1,9 +1,7 @@
 import type { ApprovalResolution, EventDraft, PendingApproval } from '@arcflow/core';
 import type { JobsOptions } from 'bullmq';
 import type { ToolJobData } from '../../jobs/jobs.ts';
-import type { Keys } from '../../redis/keys.ts';
-import type { StoreScripts } from '../../scripts.ts';
-import type { Redis } from 'ioredis';
+import type { StoreContext } from '../../store-context.ts';
 
 /** A waiting call's request as kept: what approvers see, and the tool job that runs the call if approved. */
 export interface StoredApproval extends PendingApproval {
@@ -28,18 +26,9 @@ export interface ApprovalDecision {
   readonly result?: { readonly content: string; readonly terminal: EventDraft & { readonly error_code?: string } };
 }
 
-interface EventCodec {
-  eventJson(event: EventDraft, ts?: number): string;
-}
-
 /** Calls waiting for a person, in Redis (`requestApproval`, `resolveApproval`: each write once). */
 export class ApprovalStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
-    private readonly scripts: StoreScripts,
-    private readonly codec: EventCodec,
-  ) {}
+  constructor(private readonly context: StoreContext) {}
 
   /**
    * Starts a call waiting. `status` is its status when it was requested before (or `closed` when it
@@ -47,12 +36,12 @@ export class ApprovalStore {
    * when the run has ended.
    */
   async request(run_id: string, request: StoredApproval, event: EventDraft): Promise<{ requestedNow: true } | { requestedNow: false; status: string } | undefined> {
-    const [outcome, status] = (await this.scripts.requestApproval([this.keys.record(run_id)], {
+    const [outcome, status] = (await this.context.scripts.requestApproval([this.context.keys.record(run_id)], {
       step_id: request.step_id,
       iteration: request.iteration,
       tool_call_id: request.tool_call_id,
       request: JSON.stringify(request),
-      event: this.codec.eventJson(event),
+      event: this.context.codec.eventJson(event),
     })) as [number, string?];
     if (outcome === -1) return undefined;
     if (outcome === -2) return { requestedNow: false, status: 'conflict' };
@@ -61,13 +50,13 @@ export class ApprovalStore {
 
   async resolve(run_id: string, tool_call_id: string, decision: ApprovalDecision): Promise<ResolveOutcome> {
     const terminal = decision.result?.terminal;
-    const [outcome, first, second] = (await this.scripts.resolveApproval([this.keys.record(run_id)], {
+    const [outcome, first, second] = (await this.context.scripts.resolveApproval([this.context.keys.record(run_id)], {
       tool_call_id,
       decision: decision.decision,
       resolution: JSON.stringify(decision.resolution),
-      resolved: decision.resolved ? this.codec.eventJson(decision.resolved) : '',
+      resolved: decision.resolved ? this.context.codec.eventJson(decision.resolved) : '',
       content: decision.result?.content ?? '',
-      terminal: terminal ? this.codec.eventJson(terminal) : '',
+      terminal: terminal ? this.context.codec.eventJson(terminal) : '',
       code: (terminal as { error_code?: string } | undefined)?.error_code ?? '',
     })) as [number, (string | number)?, string?];
     switch (outcome) {
@@ -84,13 +73,13 @@ export class ApprovalStore {
 
   /** A call's request, if it ever waited in this run. */
   async get(run_id: string, tool_call_id: string): Promise<StoredApproval | undefined> {
-    const json = await this.redis.hget(this.keys.run(run_id).approvals, tool_call_id);
+    const json = await this.context.redis.hget(this.context.keys.run(run_id).approvals, tool_call_id);
     return json ? (JSON.parse(json) as StoredApproval) : undefined;
   }
 
   /** The run's calls waiting now, oldest request first. */
   async pending(run_id: string): Promise<PendingApproval[]> {
-    const fields = await this.redis.hgetall(this.keys.run(run_id).approvals);
+    const fields = await this.context.redis.hgetall(this.context.keys.run(run_id).approvals);
     const waiting: PendingApproval[] = [];
     for (const [field, value] of Object.entries(fields)) {
       if (field.includes('|') || fields[`${field}|status`] !== 'pending') continue;

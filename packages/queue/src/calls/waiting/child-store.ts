@@ -1,7 +1,6 @@
 import { type ChildEnding, type RunSpent, childRunId } from '@arcflow/core';
-import type { Redis } from 'ioredis';
 import { type ToolJobData, malformedJobData } from '../../jobs/jobs.ts';
-import type { Keys } from '../../redis/keys.ts';
+import type { StoreContext } from '../../store-context.ts';
 
 /**
  * The call of its parent that a child run settles when it ends (SPEC §13), kept in the child's
@@ -34,10 +33,7 @@ const ENDED_FIELDS = ['status', 'output', 'error', 'parent_call', 'usage_total',
 
 /** The records' fields that tie child runs to their parents' calls. */
 export class ChildStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
-  ) {}
+  constructor(private readonly context: StoreContext) {}
 
   /** The record fields of a new child run. */
   static fields(lineage: ChildLineage): Record<string, string> {
@@ -54,8 +50,8 @@ export class ChildStore {
    * parent, and for one not found), and what it has spent, its children's spend included.
    */
   async standing(run_id: string): Promise<{ depth: number; spent: RunSpent }> {
-    const [depth, usage_total, tool_calls, children_tokens, children_tool_calls] = await this.redis.hmget(
-      this.keys.record(run_id),
+    const [depth, usage_total, tool_calls, children_tokens, children_tool_calls] = await this.context.redis.hmget(
+      this.context.keys.record(run_id),
       'depth',
       'usage_total',
       'tool_calls',
@@ -70,7 +66,7 @@ export class ChildStore {
 
   /** A run's agent (or workflow) name, which names its provider queue; undefined when it does not exist. */
   async agentOf(run_id: string): Promise<string | undefined> {
-    return (await this.redis.hget(this.keys.record(run_id), 'agent')) ?? undefined;
+    return (await this.context.redis.hget(this.context.keys.record(run_id), 'agent')) ?? undefined;
   }
 
   /**
@@ -78,8 +74,8 @@ export class ChildStore {
    * has not ended, has no parent, or whose parent link another process wrote unreadable.
    */
   async ended(run_id: string): Promise<EndedChild | undefined> {
-    const [status, output, error, parent_call, usage_total, tool_calls, children_tokens, children_tool_calls, finished_at] = await this.redis.hmget(
-      this.keys.record(run_id),
+    const [status, output, error, parent_call, usage_total, tool_calls, children_tokens, children_tool_calls, finished_at] = await this.context.redis.hmget(
+      this.context.keys.record(run_id),
       ...ENDED_FIELDS,
     );
     if ((status !== 'completed' && status !== 'failed' && status !== 'cancelled') || !parent_call) return undefined;
