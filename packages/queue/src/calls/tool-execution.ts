@@ -14,7 +14,8 @@ import {
 } from '@arcflow/core';
 import { recordToolExecution } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import type { CallStart, RoundCall, RunStore } from '../runs/run-store.ts';
+import type { CallStart, RoundCall } from '../records/round-call.ts';
+import type { RunStore } from '../runs/run-store.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
 import type { CancellationListener, WorkCancellation } from '../runs/cancel.ts';
 import type { ToolJobData } from '../jobs/jobs.ts';

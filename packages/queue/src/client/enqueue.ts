@@ -32,7 +32,8 @@ import { unknownRun } from '../runs/unknown-run.ts';
 import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
 import { partitionOfKey, partitionedRunId } from '../redis/partitions.ts';
 import { type AgentRegistration, type Registry, registeredAttempts } from '../records/registry.ts';
-import type { InitialSteps, RunStore } from '../runs/run-store.ts';
+import type { InitialSteps } from '../runs/records.ts';
+import type { RunStore } from '../runs/run-store.ts';
 import type { ThreadJobSpec, ThreadStore } from '../threads/thread-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from '../tracing.ts';
 

@@ -3,7 +3,7 @@ import { DEFAULT_MAX_STATE_BYTES, backoffMs, modelTargets, plannedCallEvents, to
 import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
 import { QueueName } from '../redis/keys.ts';
-import type { RunSpec } from '../runs/run-store.ts';
+import type { RunSpec } from '../records/run-spec.ts';
 import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from '../calls/waiting/approvals.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts } from '../jobs/jobs.ts';

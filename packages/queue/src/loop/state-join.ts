@@ -1,6 +1,7 @@
 import { type CallPlace, type EventDraft, type StateChange, type StepState, applyStateChangesSized } from '@arcflow/core';
 import { parseEntry } from '../steps/state-log.ts';
-import type { RunStore, StateEntry } from '../runs/run-store.ts';
+import type { RunStore } from '../runs/run-store.ts';
+import type { StateEntry } from '../steps/step-store.ts';
 
 /** What a round's calls see of the run state (SPEC §17): how many recorded entries make it, and its limit. */
 export interface RoundState {

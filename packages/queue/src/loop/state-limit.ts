@@ -1,5 +1,6 @@
 import { type RunState, type SettledCall, type StateChange, changesFit } from '@arcflow/core';
-import type { RecordedResult, RoundCall, RunStore, ToolResult } from '../runs/run-store.ts';
+import type { RecordedResult, RoundCall, ToolResult } from '../records/round-call.ts';
+import type { RunStore } from '../runs/run-store.ts';
 import { parseEntry } from '../steps/state-log.ts';
 
 /** The run state a call's round began with, and the most it may take (SPEC §17). */

@@ -1,6 +1,6 @@
 import { type ResponseDecision, agentRespondedEvent, stepFailedEvent, stepRunError } from '@arcflow/core';
 import { OutputType } from '../records/output-format.ts';
-import type { RunEnding } from '../runs/run-store.ts';
+import type { RunEnding } from '../runs/ending.ts';
 
 /**
  * How a decision ends the step, if it does: the outcome and the step's last events. A completed

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { type Keys, hashTag, threadKeys } from '../redis/keys.ts';
 import { partitionOfKey, partitionTag } from '../redis/partitions.ts';
 import type { PartitionMap } from '../redis/partition-map.ts';
-import type { RunSpec } from '../runs/run-store.ts';
+import type { RunSpec } from '../records/run-spec.ts';
 import { readMessage } from '../records/formats.ts';
 import { type StoreScripts, storeScripts } from '../scripts.ts';
 import type { ThreadPlace } from '../steps/transcripts.ts';

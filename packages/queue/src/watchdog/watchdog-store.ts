@@ -1,6 +1,6 @@
 import type { RunStatus } from '@arcflow/core';
 import { roundKey, stateKey } from '../redis/keys.ts';
-import type { RunSpec } from '../runs/run-store.ts';
+import type { RunSpec } from '../records/run-spec.ts';
 import type { StoreContext } from '../store-context.ts';
 
 /** Where a step's loop stands (see {@link WatchdogStore.frontier}). */

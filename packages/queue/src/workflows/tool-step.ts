@@ -15,10 +15,11 @@ import {
 import type { Span } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { workflowInputText } from '../records/input-format.ts';
-import type { RunSpec, RunStore } from '../runs/run-store.ts';
+import type { RunSpec } from '../records/run-spec.ts';
+import type { RunStore } from '../runs/run-store.ts';
 import type { StepEnding } from './workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
-import { type ProviderJobData, type ToolJobData } from '../jobs/jobs.ts';
+import type { ProviderJobData, ToolJobData } from '../jobs/jobs.ts';
 import type { ProviderJobDeps } from '../loop/provider-job.ts';
 import type { WorkflowRun } from './workflow-scheduler.ts';
 

@@ -1,6 +1,7 @@
 import type { EventDraft, GraphStep, RunError, StateChange, StepRecord, StepSkip, StepStatus } from '@arcflow/core';
 import { DEFAULT_MAX_STATE_BYTES, RUN_STEP_ID, applyStateChangesSized, stepFailedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge } from '@arcflow/core';
-import type { PendingEvent, RunOutcome } from '../runs/run-store.ts';
+import type { PendingEvent } from '../records/event-codec.ts';
+import type { RunOutcome } from '../runs/ending.ts';
 import { type StateLogs, parseEntry } from '../steps/state-log.ts';
 import type { StoreContext } from '../store-context.ts';
 
