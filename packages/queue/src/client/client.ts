@@ -21,7 +21,8 @@ import {
   workflowOutput,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import type { ClientContext, ClientJobs, EnqueueRequest, QueueInfo } from './enqueue.ts';
+import type { ClientContext, ClientJobs, QueueInfo } from './enqueue.ts';
+import type { EnqueueRequest } from './enqueue-request.ts';
 import { connectRedis, duplicateRedis } from '../redis/connect.ts';
 import { endRun, settleParentOf, stopClosedWork } from '../runs/end-run.ts';
 import type { CallQueues } from '../jobs/dispatcher.ts';
@@ -39,7 +40,8 @@ import { type ListQuery, checkListQuery } from '../runs/list-query.ts';
 import { type StreamOptions, checkAfter, followStream } from '../streams/follow.ts';
 
 export type { ListQuery } from '../runs/list-query.ts';
-export type { EnqueueRequest, QueueInfo } from './enqueue.ts';
+export type { QueueInfo } from './enqueue.ts';
+export type { EnqueueRequest } from './enqueue-request.ts';
 export type { StreamOptions } from '../streams/follow.ts';
 
 export interface ClientOptions extends ConnectionOptions {

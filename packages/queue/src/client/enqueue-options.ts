@@ -1,5 +1,5 @@
 import { RequestError, clipped, nearestKey } from '@arcflow/core';
-import type { EnqueueRequest } from './enqueue.ts';
+import type { EnqueueRequest } from './enqueue-request.ts';
 
 /** Every option an enqueue takes (the client's, the HTTP body's, and what the CLI's flags build). */
 const ENQUEUE_OPTIONS = {

@@ -1,5 +1,5 @@
 import { RequestError, shortHash } from '@arcflow/core';
-import type { EnqueueRequest } from './enqueue.ts';
+import type { EnqueueRequest } from './enqueue-request.ts';
 
 /**
  * The hash of what an idempotency key stands for (SPEC §5): the agent, input, config, exec_config,

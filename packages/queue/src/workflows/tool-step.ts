@@ -3,6 +3,7 @@ import {
   RUN_STEP_ID,
   type RunError,
   type StateChange,
+  type ToolLogger,
   type WorkflowStep,
   checkExecConfig,
   plannedCallEvents,
@@ -20,10 +21,20 @@ import type { RunStore } from '../runs/run-store.ts';
 import type { StepEnding } from './workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
 import type { ProviderJobData, ToolJobData } from '../jobs/jobs.ts';
-import type { ProviderJobDeps } from '../loop/provider-job.ts';
-import type { WorkflowRun } from './workflow-scheduler.ts';
+import type { ResolvedWorkerOptions } from '../config/options.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
+import type { WorkflowRun, WorkflowScheduler } from './workflow-scheduler.ts';
 
 type ToolStep = Extract<WorkflowStep, { type: 'tool' }>;
+
+/** What a tool step needs of the worker. */
+export interface ToolStepDeps {
+  readonly store: RunStore;
+  readonly logger: ToolLogger;
+  readonly options: Pick<ResolvedWorkerOptions, 'tool_backoff_ms'>;
+  readonly queues: Dispatcher;
+  readonly scheduler: WorkflowScheduler;
+}
 
 /**
  * A workflow's tool step, on the workflow's provider queue: job 1 builds the call's arguments from
@@ -32,7 +43,7 @@ type ToolStep = Extract<WorkflowStep, { type: 'tool' }>;
  * tool job that settles it enqueues job 2, which settles the step from the recorded result.
  */
 export class ToolStepProcessor {
-  constructor(private readonly deps: Omit<ProviderJobDeps, 'toolSteps'>) {}
+  constructor(private readonly deps: ToolStepDeps) {}
 
   async process(job: Job<ProviderJobData>, span: Span, spec: RunSpec, run: WorkflowRun, step: ToolStep): Promise<string> {
     return job.data.iteration === 1 ? this.start(job, span, spec, run, step) : this.finish(run, step);
