@@ -28,36 +28,36 @@ export interface Runs {
  * Everything arcflow keeps in Redis, one store per part of a run, each built from one
  * {@link StoreContext} and the other stores it reads.
  */
-export interface Store {
+export class Store {
   readonly runs: Runs;
   readonly steps: StepStore;
   readonly threads: ThreadStore;
+  /** A workflow run's steps. */
   readonly workflows: WorkflowStore;
+  /** A round's calls, and the calls that wait (approvals, child runs). */
   readonly calls: CallStore;
+  /** The runs' streams of text (SPEC §12). */
   readonly streams: StreamStore;
+  /** What the watchdog reads of runs that have gone quiet. */
   readonly watchdog: WatchdogStore;
+  /** How many partitions runs spread over (SPEC §9). */
   readonly partitions: PartitionMap;
   /** Providers paused by a 429 (SPEC §16). */
   readonly pauses: ProviderPauses;
-}
 
-export function createStore(context: StoreContext): Store {
-  const { redis, keys, prefix, scripts } = context;
-  const partitions = new PartitionMap(redis, keys, prefix);
-  const stateLogs = new StateLogs(redis, keys);
-  const workflows = new WorkflowStore(context, stateLogs);
-  const calls = new CallStore(context, new ApprovalStore(context), new ChildStore(context));
-  const records = new RunRecords(context, { workflows, approvals: calls.approvals, partitions });
-  const listing = new RunListing(context, partitions, records);
-  return {
-    runs: { records, listing, events: new RunEvents(context), endings: new RunEndings(context) },
-    steps: new StepStore(context, new Transcripts(redis, keys), stateLogs),
-    threads: new ThreadStore(redis, keys, prefix, partitions, scripts),
-    workflows,
-    calls,
-    streams: new StreamStore(context),
-    watchdog: new WatchdogStore(context, listing),
-    partitions,
-    pauses: new ProviderPauses(context),
-  };
+  constructor(context: StoreContext) {
+    const { redis, keys, prefix, scripts } = context;
+    this.partitions = new PartitionMap(redis, keys, prefix);
+    const stateLogs = new StateLogs(redis, keys);
+    this.workflows = new WorkflowStore(context, stateLogs);
+    this.calls = new CallStore(context, new ApprovalStore(context), new ChildStore(context));
+    const records = new RunRecords(context, { workflows: this.workflows, approvals: this.calls.approvals, partitions: this.partitions });
+    const listing = new RunListing(context, this.partitions, records);
+    this.runs = { records, listing, events: new RunEvents(context), endings: new RunEndings(context) };
+    this.steps = new StepStore(context, new Transcripts(redis, keys), stateLogs);
+    this.threads = new ThreadStore(redis, keys, prefix, this.partitions, scripts);
+    this.streams = new StreamStore(context);
+    this.watchdog = new WatchdogStore(context, listing);
+    this.pauses = new ProviderPauses(context);
+  }
 }

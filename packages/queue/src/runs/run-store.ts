@@ -2,17 +2,11 @@ import type { Redis } from 'ioredis';
 import type { CallStore } from '../calls/call-store.ts';
 import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
 import type { ChildStore } from '../calls/waiting/child-store.ts';
-import type { ProviderPauses } from '../loop/provider-pauses.ts';
 import type { Keys } from '../redis/keys.ts';
-import type { PartitionMap } from '../redis/partition-map.ts';
 import type { StateLogs } from '../steps/state-log.ts';
 import type { StepStore } from '../steps/step-store.ts';
-import { type Runs, type Store, createStore } from '../store.ts';
+import { type Runs, Store } from '../store.ts';
 import { storeContext } from '../store-context.ts';
-import type { StreamStore } from '../streams/stream-store.ts';
-import type { ThreadStore } from '../threads/thread-store.ts';
-import type { WatchdogStore } from '../watchdog/watchdog-store.ts';
-import type { WorkflowStore } from '../workflows/workflow-store.ts';
 
 /**
  * The durable run store in Redis, as `@arcflow/queue` exports it: the {@link Store} of one
@@ -20,22 +14,8 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
  * (the run record, each step's state, memoized provider responses, recorded tool results and the
  * event log). Every write that must happen once is one Lua script, beside the part that runs it.
  */
-export class RunStore implements Store {
+export class RunStore extends Store {
   readonly keys: Keys;
-  readonly runs: Runs;
-  readonly steps: StepStore;
-  readonly threads: ThreadStore;
-  /** A workflow run's steps. */
-  readonly workflows: WorkflowStore;
-  readonly calls: CallStore;
-  /** The runs' streams of text (SPEC §12). */
-  readonly streams: StreamStore;
-  /** What the watchdog reads of runs that have gone quiet. */
-  readonly watchdog: WatchdogStore;
-  /** How many partitions runs spread over (SPEC §9). */
-  readonly partitions: PartitionMap;
-  /** Providers paused by a 429 (SPEC §16). */
-  readonly pauses: ProviderPauses;
   /** Calls waiting for a person's approval. */
   readonly approvals: ApprovalStore;
   /** Child runs' ties to their parents' calls (SPEC §13). */
@@ -49,13 +29,11 @@ export class RunStore implements Store {
     readonly retentionSeconds: number,
   ) {
     const context = storeContext(redis, prefix, retentionSeconds);
-    const store = createStore(context);
+    super(context);
     this.keys = context.keys;
-    ({ runs: this.runs, steps: this.steps, threads: this.threads, workflows: this.workflows, calls: this.calls } = store);
-    ({ streams: this.streams, watchdog: this.watchdog, partitions: this.partitions, pauses: this.pauses } = store);
-    this.approvals = store.calls.approvals;
-    this.children = store.calls.children;
-    this.stateLogs = store.steps.stateLogs;
+    this.approvals = this.calls.approvals;
+    this.children = this.calls.children;
+    this.stateLogs = this.steps.stateLogs;
   }
 
   createRun(...args: Parameters<Runs['records']['createRun']>) {
