@@ -31,7 +31,7 @@ import { type ProviderJobData, type ToolJobData, attemptsOf, finishedJobRetentio
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from '../config/options.ts';
 import { ProviderJobProcessor } from '../loop/provider-job.ts';
-import { ModelRouter } from '../loop/model-call.ts';
+import { ModelRouter } from '../loop/model-router.ts';
 import { QueuePool } from '../loop/join.ts';
 import { settleFailedToolJob, toolJobProcessor } from '../calls/tool-job.ts';
 import { QUICK_LOSSES } from '../calls/tool-losses.ts';
