@@ -2,7 +2,8 @@ import { type RunError, type WorkflowRunConfig, type WorkflowStep, TERMINAL_STAT
 import { DelayedError, type Job } from 'bullmq';
 import { StoredFormatError } from '../records/formats.ts';
 import type { RunSpec, StepSnapshot } from '../runs/run-store.ts';
-import { cancelChild, endRun } from '../runs/end-run.ts';
+import { endRun } from '../runs/end-run.ts';
+import { cancelChild } from '../runs/cancel.ts';
 import type { ProviderJobData } from '../jobs/jobs.ts';
 import { startNextOnThread } from '../threads/thread-run.ts';
 import { type WorkflowRun, workflowRunOf } from '../workflows/workflow-scheduler.ts';

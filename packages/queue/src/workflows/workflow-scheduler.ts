@@ -22,7 +22,8 @@ import type { AgentRegistration, Registry } from '../records/registry.ts';
 import { CANCEL_CLOSING, type RunEnding, type RunStore } from '../runs/run-store.ts';
 import type { StepEnding, StepsView } from './workflow-store.ts';
 import { emitStepSpan, firstJobCarrier, stepTraceparent } from '../tracing.ts';
-import { endRun, stopClosedWork } from '../runs/end-run.ts';
+import { endRun } from '../runs/end-run.ts';
+import { stopClosedWork } from '../runs/cancel.ts';
 import { type JoinTarget, type ProviderJobData, type TraceCarrier, providerAttempts, stepTargets } from '../jobs/jobs.ts';
 import { type QueuePool, enqueueJoin } from '../loop/join.ts';
 
