@@ -1,6 +1,6 @@
 // The client and what reads runs (also `@arcflow/queue/client`, which loads no BullMQ), and the worker.
 export * from './client-entry.ts';
-export { startWorker, newWorkerId, type ArcflowWorker } from './worker/worker.ts';
+export { startWorker, newWorkerId, type ArcflowWorker } from './worker/start-worker.ts';
 export { type WorkerOptions, type WorkerRole, WORKER_DEFAULTS } from './config/options.ts';
 export type { ProviderJobData, ToolJobData, TraceCarrier } from './jobs/jobs.ts';
 export { openMetricsReader, type MetricsReader, type MetricsReaderOptions } from './metrics/metrics-reader.ts';

@@ -4,7 +4,9 @@ import {
   checkInitialState,
   type ApprovalAnswer,
   type ApprovalResolution,
+  type OnBusy,
   RequestError,
+  type RunInput,
   type WorkflowGraph,
   checkRunConfig,
   checkToolChoice,
@@ -19,7 +21,6 @@ import {
   stepStartedEvent,
   workflowEnqueuedEvent,
 } from '@arcflow/core';
-import type { Redis } from 'ioredis';
 import { resolveApproval } from '../calls/waiting/approvals.ts';
 import { Dispatcher, type ToolQueueOf } from '../jobs/dispatcher.ts';
 import { stepCarrier } from '../workflows/workflow-scheduler.ts';
@@ -28,45 +29,22 @@ import { startNextOnThread } from '../threads/thread-run.ts';
 import { nearestName } from '../records/nearest-name.ts';
 import { unknownRun } from '../runs/unknown-run.ts';
 import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
-import type { EnqueueRequest } from './enqueue-request.ts';
 import { partitionOfKey, partitionedRunId } from '../redis/partitions.ts';
-import { type AgentRegistration, type Registry, registeredAttempts } from '../records/registry.ts';
+import { registeredAttempts } from '../records/registry.ts';
 import type { InitialSteps } from '../runs/records.ts';
-import type { RunStore } from '../runs/run-store.ts';
-import type { ThreadJobSpec, ThreadStore } from '../threads/thread-store.ts';
+import type { ThreadJobSpec } from '../threads/thread-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from '../tracing.ts';
+import { type QueueInfo, queueInfos } from './queue-infos.ts';
+import type { ClientContext } from './context.ts';
+import type { EnqueueRequest } from './enqueue-request.ts';
 
 /**
  * The client's operations on BullMQ's queues: enqueue (adds a run's first jobs), queue depths,
  * approvals (add the approved call's job), and removing a cancelled call's job. `client.ts` loads
  * this module on the first call that needs it, so a client that only reads runs never loads
- * BullMQ, the OpenTelemetry API or msgpack (a process loads what it uses).
+ * BullMQ, the OpenTelemetry API or msgpack (a process loads what it uses). Its queues are one
+ * pool, opened on first use and closed with the client.
  */
-
-/** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
-export interface QueueInfo {
-  readonly name: string;
-  readonly waiting: number;
-  readonly active: number;
-  readonly delayed: number;
-  readonly failed: number;
-  readonly workers: number;
-}
-
-/** What the client shares with this module: its connection, store and registry, and how it reaches Redis. */
-export interface ClientContext {
-  readonly redis: Redis;
-  readonly store: RunStore;
-  readonly threads: ThreadStore;
-  readonly registry: Registry;
-  readonly prefix: string;
-  /** An agent's registration, cached for a few seconds. */
-  lookup(agent: string): Promise<AgentRegistration | undefined>;
-  /** Runs an operation against Redis, failing with `redis_unavailable` when Redis stays away. */
-  reach<T>(operation: () => Promise<T>): Promise<T>;
-}
-
-/** The client's queue operations, over one pool of queues opened on first use and closed with the client. */
 export class ClientJobs {
   private readonly queues: Dispatcher;
 
@@ -178,32 +156,7 @@ export class ClientJobs {
 
   /** Every queue of the registered agents, workflows and tools: its depth and live workers. */
   queueInfos(): Promise<QueueInfo[]> {
-    const { store, registry, reach } = this.context;
-    return reach(async () => {
-      const names = await registry.queueNames();
-      const tags = await store.tags();
-      // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
-      return Promise.all(
-        names.map(async (name) => {
-          const parts = await Promise.all(
-            tags.map(async (tag) => {
-              const queue = this.queues.get(name, tag);
-              const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
-              return { counts, workers };
-            }),
-          );
-          const sum = (field: string) => parts.reduce((total, { counts }) => total + (counts[field] ?? 0), 0);
-          return {
-            name,
-            waiting: sum('waiting') + sum('prioritized'),
-            active: sum('active'),
-            delayed: sum('delayed'),
-            failed: sum('failed'),
-            workers: Math.max(0, ...parts.map(({ workers }) => workers)),
-          };
-        }),
-      );
-    });
+    return queueInfos(this.context, this.queues);
   }
 
   /** Answers a call waiting for approval; the arguments are checked by the client. */

@@ -13,7 +13,7 @@ import {
 import { DelayedError, type Job } from 'bullmq';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ProviderJobData } from '../jobs/jobs.ts';
-import type { PreparedCall } from './model-call.ts';
+import type { PreparedCall } from './model-router.ts';
 import { WORKER_DEFAULTS } from '../config/options.ts';
 
 export interface FailureDeps {

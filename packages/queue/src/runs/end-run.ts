@@ -69,37 +69,3 @@ export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<
     error_code: run.error?.error_code,
   });
 }
-
-/**
- * After a run was ended with calls still running (a cancel; a `fail_fast` failure): the closed
- * calls' jobs still queued are removed, then every worker is told, so in-flight handlers and
- * provider calls stop (a job already running is locked, stays, and is told by the publish); the
- * closed calls' child runs are cancelled.
- */
-export async function stopClosedWork(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
-  // Queued jobs go first: told first, a running handler would stop, free its slot, and let a queued job of the run start before it is removed.
-  await Promise.all(closed.map((call) => queues.removeToolJob(call, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
-  await redis.publish(store.keys.cancelChannel, run_id);
-  await cancelChildren(redis, store, queues, run_id, closed);
-}
-
-/**
- * Cancels the child runs the closed calls started (SPEC §13), and theirs in turn. A call's child
- * has an id derived from the call, so no list is kept: a closed call that started none finds
- * no run to end.
- */
-async function cancelChildren(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
-  await Promise.all(closed.map((call) => cancelChild(redis, store, queues, childRunId(run_id, call.step_id, call.iteration, call.tool_call_id))));
-}
-
-/**
- * Cancels a child run whose parent has ended or is ending, with its own children; nothing when it
- * has ended or does not exist. Its parent's call, closed already, takes nothing; the call's span is
- * emitted, for the child's spans are under it.
- */
-export async function cancelChild(redis: Redis, store: RunStore, queues: CallQueues, child_run_id: string): Promise<void> {
-  const { ended, closed } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
-  if (!ended) return;
-  await stopClosedWork(redis, store, queues, child_run_id, closed);
-  await settleParentOf(store, queues, child_run_id, true);
-}

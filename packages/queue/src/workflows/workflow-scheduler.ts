@@ -23,7 +23,8 @@ import { CANCEL_CLOSING, type RunEnding } from '../runs/ending.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { StepEnding, StepsView } from './workflow-store.ts';
 import { emitStepSpan, firstJobCarrier, stepTraceparent } from '../tracing.ts';
-import { endRun, stopClosedWork } from '../runs/end-run.ts';
+import { endRun } from '../runs/end-run.ts';
+import { stopClosedWork } from '../runs/cancel.ts';
 import { type JoinTarget, type ProviderJobData, type TraceCarrier, providerAttempts, stepTargets } from '../jobs/jobs.ts';
 import type { Dispatcher } from '../jobs/dispatcher.ts';
 

@@ -2,28 +2,20 @@ import {
   type Agent,
   ConfigError,
   type ModelProvider,
-  type ModelSettings,
   type ProviderRequest,
-  type ProviderResponse,
   type RunError,
   type StepSettings,
   type StepState,
   TEST_PROVIDER_ID,
   type TestTurn,
   type Workflow,
-  asProviderFailure,
   buildRequest,
   modelTargets,
-  normalizeResponse,
   providerFor,
   requestFor,
   stepRunError,
   type TryPosition,
-  testResponse,
 } from '@arcflow/core';
-import { recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
-import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
 import { attemptsOf } from '../jobs/jobs.ts';
 
 /** One try of a provider call: who answers it, with what request, and where the try stands among the step's models. */
@@ -123,74 +115,4 @@ export class ModelRouter {
       return undefined;
     }
   }
-}
-
-/** A try's outcome: the response, normalised, with its latency; or what the provider threw. */
-export type ModelAnswer = { readonly response: ProviderResponse; readonly latency_ms: number } | { readonly thrown: unknown };
-
-/**
- * Makes one try of a call under its `chat` span (streamed when `onText` is given, which is told the text as the provider streams it): the GenAI request attributes (the model, and
- * the settings the conventions name, only when set), the provider that answered, the usage.
- */
-export async function callModel(
-  call: PreparedCall,
-  place: { readonly run_id: string; readonly step_id: string; readonly iteration: number },
-  signal: AbortSignal,
-  onText?: (delta: string) => void,
-): Promise<ModelAnswer> {
-  const { provider_id, request, test } = call;
-  const started = performance.now();
-  const chat = startChildSpan(SpanKind.CLIENT, () => ({
-    name: SpanName.chat(request.model),
-    attributes: {
-      [Attr.operationName]: 'chat',
-      [Attr.providerName]: provider_id,
-      [Attr.requestModel]: request.model,
-      ...requestAttributes(request.settings),
-      [Attr.runId]: place.run_id,
-      [Attr.stepId]: place.step_id,
-      [Attr.iteration]: place.iteration,
-    },
-  }));
-  // The first text the model streams gives the call's time to first chunk (SPEC §18).
-  let streamed = false;
-  const onFirstText = (delta: string) => {
-    if (!streamed) {
-      streamed = true;
-      recordTimeToFirstChunk({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000);
-    }
-    onText?.(delta);
-  };
-  try {
-    // A run that does not stream gives no `onText`: its provider makes a plain call (SPEC §12).
-    const response = normalizeResponse(
-      test ? testResponse(test, place.iteration) : await call.provider!.complete(request, onText ? { signal, onText: onFirstText } : { signal }),
-      place.iteration,
-    );
-    chat.setAttributes({
-      [Attr.inputTokens]: response.usage.input,
-      [Attr.outputTokens]: response.usage.output,
-      [Attr.finishReasons]: [response.finish_reason],
-      ...(response.model ? { [Attr.responseModel]: response.model } : {}),
-    });
-    recordProviderCall({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000, response.usage);
-    return { response, latency_ms: Math.round(performance.now() - started) };
-  } catch (thrown) {
-    failSpan(chat, asProviderFailure(thrown).error_code);
-    recordProviderCall({ provider: provider_id, model: request.model, error_type: asProviderFailure(thrown).error_code }, (performance.now() - started) / 1000);
-    return { thrown };
-  } finally {
-    chat.end();
-  }
-}
-
-/** The settings a `chat` span may carry (SPEC §16): temperature, max_tokens, top_p and seed, each only when set. */
-function requestAttributes(settings: ModelSettings | undefined): Record<string, number> {
-  if (!settings) return {};
-  const attributes: Record<string, number> = {};
-  if (settings.temperature !== undefined) attributes[Attr.requestTemperature] = settings.temperature;
-  if (settings.max_tokens !== undefined) attributes[Attr.requestMaxTokens] = settings.max_tokens;
-  if (settings.top_p !== undefined) attributes[Attr.requestTopP] = settings.top_p;
-  if (settings.seed !== undefined) attributes[Attr.requestSeed] = settings.seed;
-  return attributes;
 }

@@ -1,0 +1,92 @@
+import { type Agent, DEFAULT_MAX_STATE_BYTES, NamePattern, Workflow, backoffMs, modelTargets, toolDefinitionHash } from '@arcflow/core';
+import type { Span } from '@opentelemetry/api';
+import { type Job, Worker } from 'bullmq';
+import { QueueName } from '../redis/keys.ts';
+import type { AgentRegistration } from '../records/registry.ts';
+import { recordJobTaken } from '../metrics/job-start.ts';
+import type { ProviderJobData } from '../jobs/jobs.ts';
+import { inJobSpan } from '../tracing.ts';
+import { WORKER_DEFAULTS } from '../config/options.ts';
+import { type ProviderJobDeps, ProviderJobProcessor } from '../loop/provider-job.ts';
+import { resolveApproval } from '../calls/waiting/approvals.ts';
+import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData } from '../jobs/jobs.ts';
+import { ToolStepProcessor } from '../workflows/tool-step.ts';
+import { failStepIfFinal } from './failed-jobs.ts';
+import type { Serving } from './partition-serving.ts';
+
+/**
+ * Serves one provider queue per agent and per workflow: a worker only ever takes the jobs of what
+ * it serves, so workers running different modules share a prefix, and a run whose agent has no
+ * live worker waits in its queue. Returns what the registry is told of each.
+ */
+export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps, 'toolSteps'>): Map<string, AgentRegistration> {
+  const { options } = deps;
+  const processor = new ProviderJobProcessor({ ...deps, toolSteps: new ToolStepProcessor(deps) });
+  const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
+    if (job?.name === APPROVAL_TIMEOUT_JOB) return;
+    void failStepIfFinal(deps, job, error?.message);
+  };
+  // A provider queue also holds the delayed jobs that time waiting calls out.
+  const processJob = async (job: Job<ProviderJobData>, span: Span, token?: string) => {
+    if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
+    return timeOutApproval(deps, job as unknown as Job<ApprovalTimeoutData>);
+  };
+  const registrations = new Map<string, AgentRegistration>();
+  for (const definition of [...deps.agents.values(), ...deps.workflows.values()]) {
+    const queueName = QueueName.agent(definition.name);
+    serving.partitions.serve((tag) => {
+      const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processJob(job, span, token)), {
+        ...serving.common,
+        prefix: tag,
+        concurrency: serving.partitions.share(options.provider_concurrency),
+        // A failed provider call delays its own job (see provider-failure.ts); this backoff is for
+        // failures of the job itself (a Redis error), whose retries go to the same model.
+        settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+      });
+      worker.on('failed', onFailed);
+      worker.on('error', serving.logWorkerError('provider worker error', { agent: definition.name }));
+      serving.partitions.workers.push(worker);
+      serving.partitions.shareOf(worker, options.provider_concurrency);
+    });
+    registrations.set(definition.name, registrationOf(definition, options.provider_attempts));
+  }
+  return registrations;
+}
+
+/** Times a waiting call out (its approval's timeout job); a job this engine did not write is refused. */
+async function timeOutApproval(deps: Omit<ProviderJobDeps, 'toolSteps'>, job: Job<ApprovalTimeoutData>): Promise<string> {
+  const { run_id, step_id, iteration, tool_call_id } = job.data;
+  if (
+    typeof run_id !== 'string' ||
+    !NamePattern.runId.test(run_id) ||
+    typeof tool_call_id !== 'string' ||
+    !NamePattern.toolCallId.test(tool_call_id) ||
+    typeof step_id !== 'string' ||
+    !Number.isSafeInteger(iteration)
+  ) {
+    // Not a job this engine wrote: nothing to time out.
+    deps.logger.error('approval timeout job refused: its data is malformed', { job_id: job.id });
+    return 'refused';
+  }
+  return (await resolveApproval({ store: deps.store, queues: deps.queues }, run_id, tool_call_id, { timeout: { step_id, iteration } })).status;
+}
+
+/** What the registry is told of an agent or workflow this worker serves. */
+function registrationOf(definition: Agent | Workflow, provider_attempts: number): AgentRegistration {
+  return {
+    provider_queue: QueueName.agent(definition.name),
+    tools: definition.tools.map((tool) => tool.name),
+    tool_definitions: Object.fromEntries(definition.tools.map((tool) => [tool.name, toolDefinitionHash(tool)])),
+    provider_attempts,
+    model_targets: modelTargetCounts(definition),
+    definition_hash: definition.definition_hash,
+    ...(definition instanceof Workflow ? { workflow: definition.graph } : {}),
+    ...(definition instanceof Workflow || definition.max_state_bytes === DEFAULT_MAX_STATE_BYTES ? {} : { max_state_bytes: definition.max_state_bytes }),
+  };
+}
+
+/** How many models each agent step may call (its own and its fallbacks), by step id: an agent's one step is `s1`. */
+function modelTargetCounts(definition: Agent | Workflow): Record<string, number> {
+  if (!(definition instanceof Workflow)) return { s1: modelTargets(definition, definition.settings).length };
+  return Object.fromEntries(definition.steps.flatMap((step) => (step.type === 'agent' ? [[step.id, modelTargets(step.agent, step.agent.settings).length]] : [])));
+}

@@ -1,0 +1,42 @@
+import { toolDefinitionHash } from '@arcflow/core';
+import { Worker } from 'bullmq';
+import { QueueName } from '../redis/keys.ts';
+import { recordJobTaken } from '../metrics/job-start.ts';
+import type { ToolJobData } from '../jobs/jobs.ts';
+import { inJobSpan } from '../tracing.ts';
+import type { ResolvedWorkerOptions } from '../config/options.ts';
+import { type ToolJobDeps, toolJobProcessor } from '../calls/tool-job.ts';
+import { QUICK_LOSSES } from '../calls/tool-losses.ts';
+import { settleIfFinal } from './failed-jobs.ts';
+import type { Serving } from './partition-serving.ts';
+
+/**
+ * Serves one queue per tool definition. Tool `concurrency` becomes the tool queue's global
+ * concurrency, so it caps executions across every worker: a capped tool has one queue, under the
+ * prefix's tag, so its cap holds across partitions.
+ */
+export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, options: ResolvedWorkerOptions, prefixTag: string): Promise<void> {
+  const process = toolJobProcessor(deps);
+  for (const tool of deps.tools.values()) {
+    const queueName = QueueName.tool(tool.name, toolDefinitionHash(tool));
+    const queue = deps.queues.get(queueName);
+    if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
+    else await queue.removeGlobalConcurrency();
+    serving.partitions.serve((tag) => {
+      const capped = tool.concurrency !== undefined;
+      if (capped && tag !== prefixTag) return;
+      const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
+      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job), () => process(job)), {
+        ...serving.common,
+        // The call's own budget counts losses past the grace (tool-losses.ts); BullMQ's limit caps quick ones too.
+        maxStalledCount: options.max_stalled_count + QUICK_LOSSES,
+        prefix: tag,
+        concurrency: capped ? budget : serving.partitions.share(budget),
+      });
+      if (!capped) serving.partitions.shareOf(worker, budget);
+      worker.on('failed', (job, error) => settleIfFinal(deps, job, error?.message));
+      worker.on('error', serving.logWorkerError('tool worker error', { tool: tool.name }));
+      serving.partitions.workers.push(worker);
+    });
+  }
+}
