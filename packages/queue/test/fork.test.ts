@@ -195,4 +195,47 @@ describe('fork and retry (SPEC §15)', () => {
       await close();
     }
   }, 180_000);
+
+  it('a workflow run: retry re-runs the failed step from its failed iteration and the step it skipped; a fork from a step re-runs it and its dependents only', async () => {
+    const { fake, failing, workers, client, close } = await setup('fork-workflow');
+    try {
+      const { run_id: source } = await client.enqueue({ agent: 'chain', input: 'go' });
+      const failed = await client.wait(source, { timeout_ms: 60_000 });
+      expect(failed).toMatchObject({ status: 'failed', steps: { fetch: { status: 'completed', output: 're: hello' }, count: { status: 'failed' }, sum: { status: 'skipped' } } });
+      expect(await workers.executions('step')).toBe(11);
+      failing.on = false;
+      let calls = fake.requests.length;
+      const retried = await client.retry(source);
+      const run = await client.wait(retried.run_id, { timeout_ms: 60_000 });
+      expect(run).toMatchObject({
+        status: 'completed',
+        output: 're: sum re: hello finished',
+        forked_from: { run_id: source, step_id: 'count', iteration: 12 },
+        steps: { fetch: { status: 'completed', output: 're: hello' }, count: { status: 'completed', output: 'finished' }, sum: { status: 'completed' } },
+      });
+      // count's call 12 and sum's one call; fetch kept its output.
+      expect(fake.requests.length - calls).toBe(2);
+      expect(await workers.executions('step')).toBe(11);
+
+      calls = fake.requests.length;
+      const forked = await client.fork(retried.run_id, { from: { step_id: 'fetch' } });
+      expect(await client.wait(forked.run_id, { timeout_ms: 60_000 })).toMatchObject({
+        status: 'completed',
+        output: 're: sum re: hello finished',
+        forked_from: { run_id: retried.run_id, step_id: 'fetch', iteration: 1 },
+      });
+      // fetch and sum again; count, which depends on neither, made no call and ran no tool.
+      expect(fake.requests.length - calls).toBe(2);
+      expect(await workers.executions('step')).toBe(11);
+      const events = [];
+      for await (const event of client.events(forked.run_id)) events.push(event);
+      expect(events.filter((event) => event.kind === 'StepStarted').map((event) => event.step_id)).toEqual(['fetch', 'sum']);
+
+      expect(await client.fork(source, { from: { iteration: 1 } }).catch(codeOf)).toBe('invalid_request');
+      expect(await client.fork(source, { from: { step_id: 'nope' } }).catch(codeOf)).toBe('invalid_request');
+      expect(await client.fork(source, { from: { step_id: 'count', iteration: 13 } }).catch(codeOf)).toBe('invalid_request');
+    } finally {
+      await close();
+    }
+  }, 180_000);
 });

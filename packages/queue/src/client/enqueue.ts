@@ -89,7 +89,8 @@ export class ClientJobs {
         if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
       }
       const state = checkInitialState(request.state, registration.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES);
-      const roots = graph ? rootSteps(graph) : [];
+      // A workflow fork starts the steps it runs again whose dependencies it keeps (SPEC §15).
+      const roots = fork?.copy.workflow?.start ?? (graph ? rootSteps(graph) : []);
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
       const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
@@ -109,7 +110,7 @@ export class ClientJobs {
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-            graph ? initialSteps(graph, roots) : undefined,
+            graph ? initialSteps(graph, roots, fork?.copy.workflow?.kept.map(([id]) => id)) : undefined,
             state,
             request_hash,
             fork?.copy,
@@ -252,10 +253,10 @@ export class ClientJobs {
   }
 }
 
-/** A new workflow run's steps: its roots running (with their `StepStarted`), the rest pending. */
-function initialSteps(graph: WorkflowGraph, roots: readonly string[]): InitialSteps {
+/** A new workflow run's steps: its roots running (with their `StepStarted`), a fork's kept steps completed, the rest pending. */
+function initialSteps(graph: WorkflowGraph, roots: readonly string[], kept: readonly string[] = []): InitialSteps {
   return {
-    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : 'pending'] as const),
+    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : kept.includes(step.id) ? 'completed' : 'pending'] as const),
     started: graph.steps.filter((step) => roots.includes(step.id)).map(stepStartedEvent),
   };
 }

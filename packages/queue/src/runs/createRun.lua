@@ -10,7 +10,8 @@
           adds fork: rounds ({step_id, iteration, response, has_calls, results, changes}: the source's
           recorded rounds it replays, results and changes as flat field/value lists), thread_id and
           thread_messages (a new thread, begun with these messages), retry_of (a retry: the source
-          run's record key, in this run's slot, which gets retried_by once)
+          run's record key, in this run's slot, which gets retried_by once), outputs (a workflow fork:
+          the kept steps' outputs, as a flat field/value list; their status in steps is 'completed')
   Returns {1, run_id} when created now; {0, run_id} when the run exists (a resend of this call)
   or the idempotency key names an earlier run (that run's id), or a retry's source has a retry
   already (that retry's id).
@@ -51,6 +52,7 @@ if fork ~= nil then
     if type(fork.thread_messages) ~= 'table' then refuse('createRun: fork.thread_messages must be a list') end
   end
   if fork.retry_of ~= nil then needText('fork.retry_of', fork.retry_of) end
+  if fork.outputs ~= nil and type(fork.outputs) ~= 'table' then refuse('createRun: fork.outputs must be a list') end
 end
 
 if redis.call('EXISTS', record) == 1 then return {0, run_id} end
@@ -114,6 +116,7 @@ if fork then
     end
   end
   if fork.retry_of then redis.call('HSET', fork.retry_of, 'retried_by', run_id) end
+  if fork.outputs and #fork.outputs > 0 then redis.call('HSET', outputs, unpack(fork.outputs)) end
 end
 redis.call('ZADD', active, now, run_id)
 local created = tonumber(args.fields.created_at) or now

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type ChatMessage, type RunInput, type RunRecord, type RunState, RequestError } from '@arcflow/core';
+import { type ChatMessage, type RunInput, type RunRecord, type RunState, RequestError, type WorkflowGraph } from '@arcflow/core';
+import type { RunSpec } from '../records/run-spec.ts';
 import { partitionOf } from '../redis/partitions.ts';
 import type { RecordedRound } from '../steps/step-store.ts';
 import { parseEntry } from '../steps/state-log.ts';
@@ -39,11 +40,12 @@ export interface ForkPlan {
   readonly partition: number | undefined;
 }
 
-/** What a fork reads of its source: the record, its thread and the store. */
+/** What a fork reads of its source: the record, its thread and the store, and a workflow's graph as registered. */
 interface ForkDeps {
   readonly store: RunStore;
   readonly threads: ThreadStore;
   readonly prefix: string;
+  lookup(agent: string): Promise<{ readonly workflow?: WorkflowGraph } | undefined>;
 }
 
 /** The fork a request asks for, checked against the source run; `unknown_run` or `invalid_request` when it cannot be. */
@@ -51,7 +53,7 @@ export async function planFork(deps: ForkDeps, run_id: string, request: ForkRequ
   const { store } = deps;
   const [record, spec] = await Promise.all([store.getRun(run_id), store.getSpec(run_id)]);
   if (!record || !spec) throw unknownRun(run_id, deps.prefix);
-  if (record.workflow) throw new RequestError('invalid_request', `run '${run_id}' is a workflow run: a fork of one needs a worker that knows its workflow's graph`);
+  if (record.workflow) return planWorkflowFork(deps, record, spec, request, retry);
   const step_id = request.from.step_id ?? 's1';
   if (step_id !== 's1') throw new RequestError('invalid_request', `from.step_id: run '${run_id}' has no step '${step_id}' (an agent run has one step, 's1')`);
   const progress = await store.steps.progress(run_id, step_id);
@@ -84,13 +86,90 @@ export async function planFork(deps: ForkDeps, run_id: string, request: ForkRequ
   };
 }
 
+/**
+ * A fork of a workflow run (SPEC §7, §15): `from.step_id` and every step downstream of it run
+ * again (that step from `from.iteration`, default 1); the other steps that completed keep their
+ * recorded outputs and make no calls. A retry re-runs every step that did not complete, each
+ * failed or cancelled one from the iteration it stopped at. The fork begins with the run state
+ * the source run was left with.
+ */
+async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec, request: ForkRequest, retry: boolean): Promise<ForkPlan> {
+  const { run_id } = record;
+  const graph = (await deps.lookup(spec.agent))?.workflow;
+  if (!graph) throw new RequestError('invalid_request', `workflow '${spec.agent}' of run '${run_id}' is not registered: a fork needs its graph`);
+  const steps = record.steps ?? {};
+  const completed = (id: string) => steps[id]?.status === 'completed';
+  const rerun = new Map<string, number>();
+  if (retry) {
+    for (const step of graph.steps) if (!completed(step.id)) rerun.set(step.id, await lastIteration(deps.store, run_id, step.id));
+  } else {
+    const from = request.from.step_id;
+    if (from === undefined) throw new RequestError('invalid_request', `from.step_id: run '${run_id}' is a workflow run; name the step to re-run (${graph.steps.map((step) => step.id).join(', ')})`);
+    if (!graph.steps.some((step) => step.id === from)) throw new RequestError('invalid_request', `from.step_id: workflow '${graph.name}' has no step '${from}'`);
+    const last = await lastIteration(deps.store, run_id, from);
+    const iteration = request.from.iteration ?? 1;
+    if (iteration > last) throw new RequestError('invalid_request', `from.iteration: expected an integer from 1 to ${last} (the last iteration of ${run_id}/${from}), got ${iteration}`);
+    for (const id of [from, ...downstream(graph, from)]) rerun.set(id, id === from ? iteration : 1);
+    // A step outside them that did not complete has no output to keep: it runs again too, from where it stopped.
+    for (const step of graph.steps) if (!rerun.has(step.id) && !completed(step.id)) rerun.set(step.id, await lastIteration(deps.store, run_id, step.id));
+  }
+  if (rerun.size === 0) throw new RequestError('invalid_request', `run '${run_id}' has no step to run again`);
+  const rounds: (RecordedRound & { step_id: string })[] = [];
+  const copied: Record<string, number> = {};
+  for (const [step_id, iteration] of rerun) {
+    if (iteration <= 1) continue;
+    for (const round of await deps.store.steps.recordedRounds(run_id, step_id, iteration - 1)) rounds.push({ ...round, step_id });
+    copied[step_id] = iteration - 1;
+  }
+  const kept = graph.steps.filter((step) => !rerun.has(step.id));
+  const start = graph.steps.filter((step) => rerun.has(step.id) && step.depends_on.every((id) => !rerun.has(id))).map((step) => step.id);
+  const first = graph.steps.find((step) => rerun.has(step.id))!.id;
+  const forkedStep = retry ? first : request.from.step_id!;
+  return {
+    agent: spec.agent,
+    input: spec.input,
+    config: request.config !== undefined ? request.config : (spec.config ?? undefined),
+    exec_config: request.exec_config !== undefined ? request.exec_config : (spec.exec_config ?? undefined),
+    state: record.state ?? {},
+    ...(spec.stream !== undefined ? { stream: spec.stream } : {}),
+    copy: {
+      forked_from: { run_id, step_id: forkedStep, iteration: rerun.get(forkedStep)! },
+      rounds,
+      copied,
+      workflow: { start, kept: kept.map((step) => [step.id, steps[step.id]?.output ?? '']) },
+      ...(retry ? { retry: true } : {}),
+    },
+    partition: partitionOf(run_id),
+  };
+}
+
+/** The steps that depend on `step_id`, directly or not. */
+function downstream(graph: WorkflowGraph, step_id: string): string[] {
+  const found = new Set<string>();
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const step of graph.steps) {
+      if (found.has(step.id) || !step.depends_on.some((id) => id === step_id || found.has(id))) continue;
+      found.add(step.id);
+      grew = true;
+    }
+  }
+  return graph.steps.filter((step) => found.has(step.id)).map((step) => step.id);
+}
+
+/** A step's last iteration: the one after those its state has folded in (1 for a step that never began). */
+async function lastIteration(store: RunStore, run_id: string, step_id: string): Promise<number> {
+  return ((await store.steps.progress(run_id, step_id))?.iterations ?? 0) + 1;
+}
+
 /** Where a retry forks from (SPEC §15): the iteration a failed or cancelled run stopped at; `invalid_request` for any other run. */
 export async function retryPoint(deps: ForkDeps, run_id: string): Promise<ForkRequest> {
   const status = await deps.store.status(run_id);
   if (!status) throw unknownRun(run_id, deps.prefix);
   if (status !== 'failed' && status !== 'cancelled') throw new RequestError('invalid_request', `run '${run_id}' is ${status}: only a failed or cancelled run can be retried`);
-  const progress = await deps.store.steps.progress(run_id, 's1');
-  return { from: { step_id: 's1', iteration: (progress?.iterations ?? 0) + 1 } };
+  // A workflow run's retry picks its steps itself (see planWorkflowFork).
+  return { from: { step_id: 's1', iteration: await lastIteration(deps.store, run_id, 's1') } };
 }
 
 /** Whether a run may be retried now: failed or cancelled, and not retried before. */

@@ -14,7 +14,7 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
 
 /** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
 export interface InitialSteps {
-  readonly statuses: readonly (readonly [string, 'pending' | 'running'])[];
+  readonly statuses: readonly (readonly [string, 'pending' | 'running' | 'completed'])[];
   readonly started: readonly EventDraft[];
 }
 
@@ -32,6 +32,8 @@ export interface ForkCopy {
   readonly thread?: { readonly thread_id: string; readonly messages: readonly ChatMessage[] };
   /** A retry: the source run is marked `retried_by` this run, unless a retry of it exists (then that run's id is the answer). */
   readonly retry?: boolean;
+  /** A workflow run's fork: the steps that start with it, and those it keeps, completed, with their recorded outputs. */
+  readonly workflow?: { readonly start: readonly string[]; readonly kept: readonly (readonly [string, string])[] };
 }
 
 /** A run's record: created once (with its idempotency key), read as a spec by workers and as a `RunRecord` by clients. */
@@ -197,6 +199,7 @@ function forkArgument(context: StoreContext, fork: ForkCopy): Record<string, unk
     })),
     ...(fork.thread ? { thread_id: fork.thread.thread_id, thread_messages: fork.thread.messages.map((message) => JSON.stringify(message)) } : {}),
     ...(fork.retry ? { retry_of: context.keys.record(fork.forked_from.run_id) } : {}),
+    ...(fork.workflow ? { outputs: fork.workflow.kept.flat() } : {}),
   };
 }
 
