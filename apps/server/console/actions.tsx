@@ -79,7 +79,12 @@ export function BulkActions({ status, agent }: { status: string; agent: string }
       method: 'POST',
       body: JSON.stringify({ action, filter: { status, ...(agent ? { agent } : {}) }, dry_run }),
     }).then(
-      (done) => setOutcome(dry_run ? `${done.matched} match; ${action} would act on ${done.run_ids.length}` : `${done.matched} matched; ${action === 'retry' ? 'retried' : 'cancelled'} ${done.acted}`),
+      (done) =>
+        setOutcome(
+          dry_run
+            ? `${done.matched} match; ${action} would act on ${done.run_ids.length}`
+            : `${done.matched} matched; ${action === 'retry' ? 'retried' : 'cancelled'} ${done.acted}`,
+        ),
       (failure) => setOutcome((failure as Error).message),
     );
   if (!status) return <p class="muted">Choose a status to retry or cancel every run of it.</p>;

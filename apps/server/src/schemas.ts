@@ -81,7 +81,10 @@ export const RunRecord = Type.Object(
     ),
     state: Type.Optional(RunState("the run's state as its last round left it ({} when none was set); events hold its key names only")),
     forked_from: Type.Optional(
-      Type.Object({ run_id: Type.String(), step_id: Type.String(), iteration: Type.Integer() }, { description: 'a fork (SPEC §15): the run, step and iteration it was forked from' }),
+      Type.Object(
+        { run_id: Type.String(), step_id: Type.String(), iteration: Type.Integer() },
+        { description: 'a fork (SPEC §15): the run, step and iteration it was forked from' },
+      ),
     ),
     retried_by: Type.Optional(Type.String({ description: 'a failed or cancelled run that was retried: its retry (a run is retried once)' })),
   },

@@ -187,7 +187,11 @@ describe('fork and retry (SPEC §15)', () => {
       expect((await client.list({ limit: 100 })).runs.length).toBe(6);
       // A filter by tenant matches only runs of that tenant (these runs have none), and `since` only later runs.
       expect(await client.bulk({ action: 'retry', filter: { status: 'failed', tenant: 'acme' } })).toEqual({ matched: 0, acted: 0, run_ids: [] });
-      expect(await client.bulk({ action: 'retry', filter: { status: 'failed', since: new Date(Date.now() + 60_000).toISOString() } })).toEqual({ matched: 0, acted: 0, run_ids: [] });
+      expect(await client.bulk({ action: 'retry', filter: { status: 'failed', since: new Date(Date.now() + 60_000).toISOString() } })).toEqual({
+        matched: 0,
+        acted: 0,
+        run_ids: [],
+      });
       expect(await client.bulk({ action: 'cancel', filter: { status: 'completed' } })).toEqual({ matched: 3, acted: 0, run_ids: [] });
       expect(await client.bulk({ action: 'cancel', filter: { status: 'failed' }, dry_run: true })).toEqual({ matched: 3, acted: 0, run_ids: [] });
       expect(await client.bulk({ action: 'retry', filter: { status: 'failed', since: 'yesterday' } }).catch(codeOf)).toBe('invalid_request');

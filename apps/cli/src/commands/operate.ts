@@ -53,7 +53,11 @@ export async function bulkCommand(action: 'retry' | 'cancel', flags: BulkFlags):
     if (flags.json) console.log(JSON.stringify(outcome));
     else {
       const done = action === 'retry' ? 'retried' : 'cancelled';
-      console.log(flags['dry-run'] ? `matched ${outcome.matched}; would have ${done} ${outcome.run_ids.length} (dry run: nothing changed)` : `matched ${outcome.matched}; ${done} ${outcome.acted}`);
+      console.log(
+        flags['dry-run']
+          ? `matched ${outcome.matched}; would have ${done} ${outcome.run_ids.length} (dry run: nothing changed)`
+          : `matched ${outcome.matched}; ${done} ${outcome.acted}`,
+      );
       for (const id of outcome.run_ids) console.log(id);
     }
     return 0;

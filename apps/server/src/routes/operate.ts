@@ -33,7 +33,7 @@ const BulkBody = Type.Object(
       {
         status: Type.Union(['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'].map((status) => Type.Literal(status))),
         agent: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-        tenant: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "runs whose record names this tenant (SPEC §14)" })),
+        tenant: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'runs whose record names this tenant (SPEC §14)' })),
         since: Type.Optional(Type.String({ description: 'runs created at or after this ISO 8601 time' })),
       },
       { additionalProperties: false },

@@ -110,7 +110,13 @@ export class ClientJobs {
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-            graph ? initialSteps(graph, roots, fork?.copy.workflow?.kept.map(([id]) => id)) : undefined,
+            graph
+              ? initialSteps(
+                  graph,
+                  roots,
+                  fork?.copy.workflow?.kept.map(([id]) => id),
+                )
+              : undefined,
             state,
             request_hash,
             fork?.copy,

@@ -30,7 +30,8 @@ const PAGE = 200;
 
 /** A bulk request checked, or a clear `invalid_request` naming the field. */
 export function checkBulkRequest(request: BulkRequest): BulkRequest & { readonly since_ms?: number } {
-  if (request?.action !== 'retry' && request?.action !== 'cancel') throw new RequestError('invalid_request', `action must be 'retry' or 'cancel', got ${JSON.stringify(request?.action)?.slice(0, 40)}`);
+  if (request?.action !== 'retry' && request?.action !== 'cancel')
+    throw new RequestError('invalid_request', `action must be 'retry' or 'cancel', got ${JSON.stringify(request?.action)?.slice(0, 40)}`);
   const filter = request.filter;
   if (typeof filter !== 'object' || filter === null) throw new RequestError('invalid_request', 'filter must be an object with a status');
   if (filter.status === undefined) throw new RequestError('invalid_request', 'filter.status is required');

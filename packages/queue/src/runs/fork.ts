@@ -60,7 +60,10 @@ export async function planFork(deps: ForkDeps, run_id: string, request: ForkRequ
   const last = (progress?.iterations ?? 0) + 1;
   const { iteration } = request.from;
   if (!Number.isSafeInteger(iteration) || iteration! < 1 || iteration! > last) {
-    throw new RequestError('invalid_request', `from.iteration: expected an integer from 1 to ${last} (the last iteration of ${run_id}/${step_id}), got ${JSON.stringify(iteration)}`);
+    throw new RequestError(
+      'invalid_request',
+      `from.iteration: expected an integer from 1 to ${last} (the last iteration of ${run_id}/${step_id}), got ${JSON.stringify(iteration)}`,
+    );
   }
   // Every folded round: those before the fork are copied, and all of them tell the state log's initial entries apart.
   const folded = await store.steps.recordedRounds(run_id, step_id, progress?.iterations ?? 0);
@@ -104,11 +107,13 @@ async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec
     for (const step of graph.steps) if (!completed(step.id)) rerun.set(step.id, await lastIteration(deps.store, run_id, step.id));
   } else {
     const from = request.from.step_id;
-    if (from === undefined) throw new RequestError('invalid_request', `from.step_id: run '${run_id}' is a workflow run; name the step to re-run (${graph.steps.map((step) => step.id).join(', ')})`);
+    if (from === undefined)
+      throw new RequestError('invalid_request', `from.step_id: run '${run_id}' is a workflow run; name the step to re-run (${graph.steps.map((step) => step.id).join(', ')})`);
     if (!graph.steps.some((step) => step.id === from)) throw new RequestError('invalid_request', `from.step_id: workflow '${graph.name}' has no step '${from}'`);
     const last = await lastIteration(deps.store, run_id, from);
     const iteration = request.from.iteration ?? 1;
-    if (iteration > last) throw new RequestError('invalid_request', `from.iteration: expected an integer from 1 to ${last} (the last iteration of ${run_id}/${from}), got ${iteration}`);
+    if (iteration > last)
+      throw new RequestError('invalid_request', `from.iteration: expected an integer from 1 to ${last} (the last iteration of ${run_id}/${from}), got ${iteration}`);
     for (const id of [from, ...downstream(graph, from)]) rerun.set(id, id === from ? iteration : 1);
     // A step outside them that did not complete has no output to keep: it runs again too, from where it stopped.
     for (const step of graph.steps) if (!rerun.has(step.id) && !completed(step.id)) rerun.set(step.id, await lastIteration(deps.store, run_id, step.id));
