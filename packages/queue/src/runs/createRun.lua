@@ -107,13 +107,9 @@ if fork then
     redis.call('SADD', index, unpack(indexed))
   end
   if fork.thread_id then
-    local thread = tag .. '{{THREAD_KEY_INFIX}}' .. fork.thread_id
-    local first = 1
-    while first <= #fork.thread_messages do
-      local last = math.min(first + 999, #fork.thread_messages)
-      redis.call('RPUSH', thread, unpack(fork.thread_messages, first, last))
-      first = last + 1
-    end
+    local thread, messages = tag .. '{{THREAD_KEY_INFIX}}' .. fork.thread_id, fork.thread_messages
+    -- In slices, within Lua's limit on unpacked values.
+    for i = 1, #messages, 1000 do redis.call('RPUSH', thread, unpack(messages, i, math.min(i + 999, #messages))) end
   end
   if fork.retry_of then redis.call('HSET', fork.retry_of, 'retried_by', run_id) end
   if fork.outputs and #fork.outputs > 0 then redis.call('HSET', outputs, unpack(fork.outputs)) end
