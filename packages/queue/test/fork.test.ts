@@ -15,7 +15,8 @@ type Message = { role: string; content: string };
 
 /**
  * `count`: one `step` call per iteration until 11 steps are taken, then (iteration 12) a 400 while
- * `failing`, else the text `finished`. `fail`: a 400 while `failing`. Anything else: `re: <it>`.
+ * `failing`, else the text `finished`. `fail`: a 400 while `failing`. `guard`: a call that needs
+ * approval, then a 400 while `failing`. Anything else: `re: <it>`.
  */
 function fakeModel(failing: { on: boolean }) {
   return (request: FakeRequest): FakeTurn => {
@@ -28,6 +29,11 @@ function fakeModel(failing: { on: boolean }) {
       return failing.on ? { type: 'status', status: 400, body: { error: { message: 'down' } } } : { type: 'text', content: 'finished' };
     }
     if (said === 'fail' && failing.on) return { type: 'status', status: 400, body: { error: { message: 'down' } } };
+    // `guard`: a call that needs approval, then (after its result) a 400 while `failing`.
+    if (said === 'guard') {
+      if (messages.at(-1)!.role !== 'tool') return { type: 'tools', calls: [{ name: 'guarded', arguments: {} }] };
+      return failing.on ? { type: 'status', status: 400, body: { error: { message: 'down' } } } : { type: 'text', content: 'guarded and done' };
+    }
     return { type: 'text', content: `re: ${said}` };
   };
 }
@@ -238,6 +244,31 @@ describe('fork and retry (SPEC §15)', () => {
       expect(await client.fork(source, { from: { iteration: 1 } }).catch(codeOf)).toBe('invalid_request');
       expect(await client.fork(source, { from: { step_id: 'nope' } }).catch(codeOf)).toBe('invalid_request');
       expect(await client.fork(source, { from: { step_id: 'count', iteration: 13 } }).catch(codeOf)).toBe('invalid_request');
+    } finally {
+      await close();
+    }
+  }, 180_000);
+
+  it('a replayed round that waited for approval is not asked again, and its tool does not run again', async () => {
+    const { fake, failing, workers, client, close } = await setup('fork-approval');
+    try {
+      const { run_id: source } = await client.enqueue({ agent: 'stepper', input: 'guard' });
+      let waiting = await client.wait(source, { timeout_ms: 2_000 });
+      for (let tries = 0; tries < 100 && !waiting.pending_approvals; tries += 1) waiting = (await client.get(source))!;
+      await client.approve(source, waiting.pending_approvals![0]!.tool_call_id, { approved: true, by: 'test' });
+      expect(await client.wait(source, { timeout_ms: 60_000 })).toMatchObject({ status: 'failed', iterations: 1 });
+      expect(await workers.executions('guarded')).toBe(1);
+      failing.on = false;
+      const calls = fake.requests.length;
+      const retried = await client.retry(source);
+      const run = await client.wait(retried.run_id, { timeout_ms: 60_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'guarded and done', forked_from: { iteration: 2 } });
+      expect(run.pending_approvals).toBeUndefined();
+      expect(fake.requests.length - calls).toBe(1);
+      expect(await workers.executions('guarded')).toBe(1);
+      const kinds = [];
+      for await (const event of client.events(retried.run_id)) kinds.push(event.kind);
+      expect(kinds).toEqual(['RunEnqueued', 'AgentInvoked', 'ProviderRequestSent', 'ProviderResponseReceived', 'TokensConsumed', 'AgentResponseReceived', 'RunCompleted']);
     } finally {
       await close();
     }
