@@ -32,6 +32,7 @@ describe('fork and bulk actions from the CLI (SPEC §15)', () => {
     expect(run_id).toMatch(/^run_/);
     const got = JSON.parse((await arcflow('get', run_id, '--json')).stdout);
     expect(got.forked_from).toEqual({ run_id: source.run_id, step_id: 's1', iteration: 2 });
+    expect((await arcflow('get', run_id)).stdout).toContain(`\nforked     from ${source.run_id}, step s1, iteration 2\n`);
     const json = await arcflow('fork', source.run_id, '--from-iteration', '1', '--json');
     expect(Object.keys(JSON.parse(json.stdout))).toEqual(['run_id']);
 
