@@ -1,21 +1,14 @@
 import { createClient } from '@arcflow/queue';
-import { type FakeRequest, type FakeTurn, startFakeOpenAI, testCluster } from '@arcflow/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtureWorkers } from './harness.ts';
+import { type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { fileCluster, fixtureWorkers } from './harness.ts';
 
 // SPEC §15 on a 3-master Redis Cluster with 8 partitions (SPEC §9): a fork is minted in its source's
 // partition, so a retry marks its source in the write that creates it, and a branched thread lives
 // under the same tag as the fork's runs.
 
 const FIXTURE = new URL('./fixtures/fork-agents.ts', import.meta.url).pathname;
-let cluster: Awaited<ReturnType<typeof testCluster>> | undefined;
-beforeAll(async () => {
-  cluster = await testCluster(3);
-}, 60_000);
-afterAll(async () => {
-  await cluster?.close();
-});
-const { forTest } = fixtureWorkers(FIXTURE, () => cluster!.url);
+const { forTest } = fixtureWorkers(FIXTURE, fileCluster());
 
 /** `fail` is a 400 while `failing`; anything else `re: <it>`. */
 function fakeModel(failing: { on: boolean }) {
