@@ -33,6 +33,9 @@ describe('fork and bulk actions from the CLI (SPEC §15)', () => {
     const got = JSON.parse((await arcflow('get', run_id, '--json')).stdout);
     expect(got.forked_from).toEqual({ run_id: source.run_id, step_id: 's1', iteration: 2 });
     expect((await arcflow('get', run_id)).stdout).toContain(`\nforked     from ${source.run_id}, step s1, iteration 2\n`);
+    // Its tree shows the live call only; the replayed round has no events of its own.
+    const tree = await arcflow('inspect', run_id);
+    expect(tree).toMatchObject({ code: 0, stderr: '' });
     const json = await arcflow('fork', source.run_id, '--from-iteration', '1', '--json');
     expect(Object.keys(JSON.parse(json.stdout))).toEqual(['run_id']);
 
