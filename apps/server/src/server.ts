@@ -20,6 +20,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { type Caller, KeyRing, SESSION_COOKIE, allows, presentedSecret } from './auth.ts';
 import { drainOversizeBody } from './body-limit.ts';
 import { EventHub } from './event-hub.ts';
+import { StreamHub } from './stream-hub.ts';
 import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
 import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -46,6 +47,8 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 export interface ArcflowServer {
   readonly app: FastifyInstance;
   readonly hub: EventHub;
+  /** Follows every SSE client's run stream through one blocking read. */
+  readonly streams: StreamHub;
   /** Stops listening, ends open event streams, and disconnects. */
   close(): Promise<void>;
 }
@@ -59,9 +62,10 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const connection = resolveConnection({ ...(options.redis ? { redis: options.redis } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
   const keys = new KeyRing(options.keys ?? []);
   const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
-  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false });
+  // Named, so that CLIENT LIST shows what serve holds: with the client's own, at most 4 (SPEC §19).
+  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false, connectionName: 'arcflow:serve' });
   redis.on('error', () => undefined); // readyz reports it
-  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null });
+  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null, connectionName: 'arcflow:serve:events' });
   subscriber.on('error', () => undefined);
   // One node of a Redis Cluster named alone would fail every request: refused at start instead.
   const refused = await redis.exists(keysFor(connection.prefix).partitions).then(
@@ -85,8 +89,18 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
   }).withTypeProvider<TypeBoxTypeProvider>();
-  const hub = new EventHub(new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds), subscriber, (error) =>
-    app.log.warn({ err: error }, 'event hub read failed'),
+  const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
+  const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
+  const streams = new StreamHub(
+    store,
+    redis,
+    // Opened when the first run's stream is followed; a blocking read holds it.
+    () => {
+      const reader = duplicateRedis(redis, { maxRetriesPerRequest: 1, connectionName: 'arcflow:serve:streams' });
+      reader.on('error', () => undefined);
+      return reader;
+    },
+    (error) => app.log.warn({ err: error }, 'stream hub read failed'),
   );
 
   for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
@@ -130,7 +144,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
-  await app.register(streamRoutes, { client, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(threadRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
@@ -141,9 +155,11 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   return {
     app,
     hub,
+    streams,
     close: () => {
       closing ??= (async () => {
         await hub.close();
+        await streams.close();
         await app.close();
         await client.close();
         await closeRedis(redis);
