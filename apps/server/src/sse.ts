@@ -22,10 +22,11 @@ export interface EventStream {
  * line every `heartbeatMs` keeps proxies from closing an idle stream.
  *
  * Backpressure: once the socket takes no more (`write` answered false), frames wait in a queue
- * until it drains and are then written as one; when what waits (the queue and the response's
- * own buffer) passes `maxHeldBytes`, the connection is destroyed, and the client's reconnect
- * with `Last-Event-ID` resumes where it was. A heartbeat is not queued: a stream that waits is
- * not idle.
+ * until it drains and are then written as one; when a frame comes while they wait and what waits
+ * (the queue and the response's own buffer) passes `maxHeldBytes`, the connection is destroyed,
+ * and the client's reconnect with `Last-Event-ID` resumes where it was (a single frame larger
+ * than that is still written whole when nothing waits). A heartbeat is not queued: a stream that
+ * waits is not idle.
  */
 export function openEventStream(reply: FastifyReply, heartbeatMs: number, headers: Readonly<Record<string, string>> = {}, maxHeldBytes = MAX_HELD_BYTES): EventStream {
   reply.hijack();
@@ -53,7 +54,6 @@ export function openEventStream(reply: FastifyReply, heartbeatMs: number, header
     if (raw.write(frames)) return;
     waiting = true;
     raw.once('drain', flush);
-    if (raw.writableLength > maxHeldBytes) overflow();
   };
   const flush = () => {
     waiting = false;

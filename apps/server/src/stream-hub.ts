@@ -154,14 +154,15 @@ export class StreamHub {
         const chunks = await this.read(feed.run_id, viewer.sent);
         if (viewer.stopped) return;
         const fresh = chunks.filter((chunk) => chunk.offset > viewer.sent);
-        if (fresh.length > 0) {
-          viewer.sent = fresh.at(-1)!.offset;
-          viewer.deliver(fresh);
+        // One chunk at a time, each once the viewer's socket has taken the last: what is stored goes at the client's pace.
+        for (const chunk of fresh) {
+          viewer.sent = chunk.offset;
+          viewer.deliver([chunk]);
           if (viewer.stopped) return;
           await viewer.drained();
           if (viewer.stopped) return;
-          continue;
         }
+        if (fresh.length > 0) continue;
         if (viewer.ended) return viewer.finish();
         // Not armed yet: what the arming finds may be after this read; read until it is known.
         if (!feed.armed) {

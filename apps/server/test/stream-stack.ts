@@ -14,13 +14,22 @@ export interface StreamStack {
   stop(): Promise<void>;
 }
 
-/** Starts the stack the streaming tests of the API, the console and `arcflow/ai-sdk` run against; `api_keys` as ARCFLOW_API_KEYS. */
-export async function startStreamStack(name: string, api_keys: string, fakeDelayMs: number): Promise<StreamStack> {
+/**
+ * Starts the stack the streaming tests of the API, the console and `arcflow/ai-sdk` run against;
+ * `api_keys` as ARCFLOW_API_KEYS; `fake` paces the fake's answers (chunk size, length), or
+ * `fake_server` is the fake to use (the stack closes it); `serve_env` adds to serve's environment.
+ */
+export async function startStreamStack(
+  name: string,
+  api_keys: string,
+  fakeDelayMs: number,
+  options: { fake?: { chunk_chars?: number; chars?: number }; fake_server?: FakeOpenAIServer; serve_env?: Record<string, string> } = {},
+): Promise<StreamStack> {
   const prefix = testPrefix(name);
-  const fake = await startStreamFake({ delay_ms: fakeDelayMs });
+  const fake = options.fake_server ?? (await startStreamFake({ delay_ms: fakeDelayMs, ...options.fake }));
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   const [serve, worker] = await Promise.all([
-    spawnServe({ ...env, ARCFLOW_API_KEYS: api_keys, ARCFLOW_SSE_HEARTBEAT_MS: '200' }),
+    spawnServe({ ...env, ARCFLOW_API_KEYS: api_keys, ARCFLOW_SSE_HEARTBEAT_MS: '200', ...options.serve_env }),
     spawnWorker(FIXTURE, { env: { ...env, STREAM_FAKE_URL: fake.url } }),
   ]);
   return {

@@ -1,0 +1,186 @@
+import type { StreamChunk } from '@arcflow/core';
+import { RunStore, connectRedis, duplicateRedis, keysFor } from '@arcflow/queue';
+import { type PrivateCluster, TEST_REDIS_URL, cleanupPrefix, testCluster, testPrefix } from '@arcflow/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HUB_BLOCK_MS, StreamHub } from '../src/stream-hub.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A hub over `url` under a fresh prefix, counting the reader connections it opens, and a writer of stream entries as the store's scripts write them. */
+function hubOn(url: string, name: string) {
+  const prefix = testPrefix(name);
+  const redis = connectRedis(url);
+  const store = new RunStore(redis, prefix, 3_600);
+  const readers: Redis[] = [];
+  const errors: unknown[] = [];
+  const hub = new StreamHub(
+    store,
+    redis,
+    () => {
+      const reader = duplicateRedis(redis);
+      readers.push(reader);
+      return reader;
+    },
+    (error) => errors.push(error),
+  );
+  const keys = keysFor(prefix);
+  return {
+    prefix,
+    redis,
+    hub,
+    readers,
+    errors,
+    /** Marks the run as running (its record's status), as a worker would. */
+    running: (run_id: string) => redis.hset(keys.record(run_id), 'status', 'running'),
+    text: (run_id: string, offset: number, delta = `t${offset} `) =>
+      redis.xadd(keys.run(run_id).stream, `0-${offset}`, 'c', JSON.stringify({ type: 'text', step_id: 's1', iteration: 1, attempt: 1, delta })),
+    end: (run_id: string, offset: number) => redis.xadd(keys.run(run_id).stream, `0-${offset}`, 'c', JSON.stringify({ type: 'end', status: 'completed' })),
+    close: async () => {
+      await hub.close();
+      // A private cluster goes with its keys.
+      if (url === TEST_REDIS_URL) await cleanupPrefix(prefix);
+      redis.disconnect();
+    },
+  };
+}
+
+/** A viewer that keeps what it is sent and whether (and how) it was finished. */
+function viewer() {
+  const chunks: StreamChunk[] = [];
+  const times: number[] = [];
+  const state = { finished: false, error: undefined as unknown };
+  return {
+    chunks,
+    times,
+    state,
+    viewer: {
+      deliver: (delivered: readonly StreamChunk[]) => {
+        for (const chunk of delivered) {
+          chunks.push(chunk);
+          times.push(performance.now());
+        }
+      },
+      drained: () => Promise.resolve(),
+      finish: (error?: unknown) => {
+        state.finished = true;
+        state.error = error;
+      },
+    },
+  };
+}
+
+async function until(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error('timed out');
+    await sleep(5);
+  }
+}
+
+describe('the stream hub on one Redis (SPEC §19)', () => {
+  let setup: ReturnType<typeof hubOn>;
+  afterEach(() => setup?.close());
+
+  it('reads a run followed while the shared read blocks on another at once, through one reader connection for every run', async () => {
+    setup = hubOn(TEST_REDIS_URL, 'hub-wake');
+    await setup.running('run_a');
+    const a = viewer();
+    setup.hub.follow('run_a', 0, a.viewer);
+    // The shared read now blocks on run_a's stream alone, for up to HUB_BLOCK_MS.
+    await sleep(150);
+    await setup.running('run_b');
+    const b = viewer();
+    setup.hub.follow('run_b', 0, b.viewer);
+    await sleep(50);
+    const written = performance.now();
+    await setup.text('run_b', 1);
+    await until(() => b.chunks.length === 1, HUB_BLOCK_MS);
+    expect(b.times[0]! - written).toBeLessThan(HUB_BLOCK_MS / 4);
+    // Twenty more runs, five viewers each: still the one reader.
+    const more = Array.from({ length: 20 }, (_, index) => `run_m${index}`);
+    const viewers = more.flatMap((run_id) => Array.from({ length: 5 }, () => ({ run_id, seen: viewer() })));
+    for (const { run_id, seen } of viewers) setup.hub.follow(run_id, 0, seen.viewer);
+    await sleep(50);
+    await Promise.all(more.map((run_id) => setup.text(run_id, 1)));
+    await until(() => viewers.every(({ seen }) => seen.chunks.length === 1), HUB_BLOCK_MS);
+    expect(setup.readers).toHaveLength(1);
+    expect(setup.hub.followed).toEqual({ runs: 22, viewers: 102 });
+    expect(setup.errors).toEqual([]);
+  });
+
+  it('gives every viewer, whenever it comes and from whatever offset, each chunk after its offset once and in order, until the end', async () => {
+    setup = hubOn(TEST_REDIS_URL, 'hub-joins');
+    await setup.running('run_j');
+    const total = 200;
+    const joined: { after: number; seen: ReturnType<typeof viewer>; stop: () => void }[] = [];
+    const join = (after: number) => {
+      const seen = viewer();
+      joined.push({ after, seen, stop: setup.hub.follow('run_j', after, seen.viewer) });
+    };
+    join(0);
+    for (let offset = 1; offset < total; offset += 1) {
+      await setup.text('run_j', offset);
+      if (offset % 7 === 0) join(0);
+      if (offset % 11 === 0) join(Math.floor(offset / 2));
+      if (offset % 3 === 0) await sleep(2);
+    }
+    await setup.end('run_j', total);
+    await until(() => joined.every(({ seen }) => seen.chunks.at(-1)?.type === 'end'), 10_000);
+    for (const { after, seen } of joined) expect(seen.chunks.map((chunk) => chunk.offset)).toEqual(Array.from({ length: total - after }, (_, index) => after + index + 1));
+    expect(setup.readers).toHaveLength(1);
+    // The last viewer gone, the run is no longer followed.
+    for (const { stop } of joined) stop();
+    expect(setup.hub.followed).toEqual({ runs: 0, viewers: 0 });
+  });
+
+  it('ends the viewers of a run that ended without an end chunk, or is gone, once its stream has been quiet for a blocking read', async () => {
+    setup = hubOn(TEST_REDIS_URL, 'hub-quiet');
+    await setup.running('run_ended');
+    await setup.running('run_gone');
+    const ended = viewer();
+    const gone = viewer();
+    setup.hub.follow('run_ended', 0, ended.viewer);
+    setup.hub.follow('run_gone', 0, gone.viewer);
+    await setup.text('run_ended', 1);
+    await until(() => ended.chunks.length === 1, 1_000);
+    await setup.redis.hset(keysFor(setup.prefix).record('run_ended'), 'status', 'completed');
+    await setup.redis.del(keysFor(setup.prefix).record('run_gone'));
+    await until(() => ended.state.finished && gone.state.finished, 3 * HUB_BLOCK_MS);
+    expect(ended.state.error).toBeUndefined();
+    expect(gone.state.error).toMatchObject({ code: 'unknown_run' });
+    expect(setup.hub.followed).toEqual({ runs: 0, viewers: 0 });
+    // A viewer of a run that had ended when it came reads what is stored, then is finished.
+    const late = viewer();
+    setup.hub.follow('run_ended', 0, late.viewer, true);
+    await until(() => late.state.finished, 1_000);
+    expect(late.chunks.map((chunk) => chunk.offset)).toEqual([1]);
+  }, 15_000);
+});
+
+describe('the stream hub on a 3-master Redis Cluster (SPEC §9, §19)', () => {
+  let cluster: PrivateCluster;
+  beforeAll(async () => {
+    cluster = await testCluster(3);
+  }, 60_000);
+  afterAll(() => cluster?.close());
+
+  it('reads runs of every partition, polling each partition with followed runs on the command connection, and opens no reader', async () => {
+    const setup = hubOn(cluster.url, 'hub-cluster');
+    try {
+      const runs = Array.from({ length: 6 }, (_, k) => `run_p${k}_hub${k}`);
+      const seen = runs.map(() => viewer());
+      await Promise.all(runs.map((run_id) => setup.running(run_id)));
+      for (const [index, run_id] of runs.entries()) setup.hub.follow(run_id, 0, seen[index]!.viewer);
+      for (let offset = 1; offset <= 20; offset += 1) await Promise.all(runs.map((run_id) => setup.text(run_id, offset)));
+      await Promise.all(runs.map((run_id) => setup.end(run_id, 21)));
+      await until(() => seen.every((each) => each.chunks.at(-1)?.type === 'end'), 5_000);
+      for (const each of seen) expect(each.chunks.map((chunk) => chunk.offset)).toEqual(Array.from({ length: 21 }, (_, index) => index + 1));
+      expect(new Set(runs.map((run_id) => keysFor(setup.prefix).tagOf(run_id))).size).toBe(6);
+      expect(setup.readers).toHaveLength(0);
+      expect(setup.errors).toEqual([]);
+    } finally {
+      await setup.close();
+    }
+  });
+});
