@@ -169,6 +169,13 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   };
 }
 
+/**
+ * Connections waiting to be accepted: a burst of viewers (a popular run, everyone reconnecting
+ * after a deploy) is queued rather than refused or left to retry its SYN a second later (Node's
+ * default is 511; the kernel's somaxconn caps it).
+ */
+const LISTEN_BACKLOG = 4_096;
+
 /** Builds the server and listens; refuses an address other machines can reach unless API keys are set. */
 export async function startServer(options: ServerOptions = {}): Promise<ArcflowServer & { url: string }> {
   const host = options.host ?? SERVER_DEFAULTS.host;
@@ -178,7 +185,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ArcflowS
   }
   const server = await buildServer(options);
   try {
-    return { ...server, url: await server.app.listen({ host, port }) };
+    return { ...server, url: await server.app.listen({ host, port, backlog: LISTEN_BACKLOG }) };
   } catch (error) {
     await server.close();
     throw listenRefusal(error, host, port);

@@ -21,10 +21,10 @@ async function enqueue(stack: StreamStack, input: string): Promise<string> {
 }
 
 /** A raw HTTP GET of the run's stream on a socket of its own; `paused`: the response is not read until `resume` is called. */
-function getStream(stack: StreamStack, run_id: string, headers: Record<string, string> = {}, paused = false) {
+function getStream(stack: StreamStack, run_id: string, headers: Record<string, string> = {}, paused = false, route = 'stream') {
   let resume: () => void = () => undefined;
   const body = new Promise<string>((resolve, reject) => {
-    const request = http.get(`${stack.serve.url}/v1/runs/${run_id}/stream`, { agent: false, headers: { authorization: `Bearer ${KEYS.read}`, ...headers } }, (response) => {
+    const request = http.get(`${stack.serve.url}/v1/runs/${run_id}/${route}`, { agent: false, headers: { authorization: `Bearer ${KEYS.read}`, ...headers } }, (response) => {
       if (response.statusCode !== 200) reject(new Error(`status ${response.statusCode}`));
       const parts: string[] = [];
       response.setEncoding('utf8');
@@ -42,7 +42,7 @@ function getStream(stack: StreamStack, run_id: string, headers: Record<string, s
   return { body, resume: () => resume() };
 }
 
-/** The chunks of the SSE frames that came whole. */
+/** The data of the SSE frames that came whole (chunks of a run stream). */
 function chunksIn(body: string): StreamChunk[] {
   const frames = body.split('\n\n').slice(0, -1);
   return frames.flatMap((frame) => {
@@ -92,6 +92,7 @@ async function redisConnectionsOf(pid: number, redis: Redis): Promise<number> {
 
 describe('many viewers of one run on one serve (SPEC §19)', () => {
   const CLIENTS = 2_000;
+  const EVENT_CLIENTS = 200;
   const CHARS = 2_400;
   let stack: StreamStack;
   beforeAll(async () => {
@@ -100,15 +101,16 @@ describe('many viewers of one run on one serve (SPEC §19)', () => {
   }, 60_000);
   afterAll(() => stack?.stop());
 
-  it('gives 2,000 concurrent SSE clients of a streaming run the whole text and its end, through at most 4 Redis connections', async () => {
+  it("gives 2,000 concurrent SSE clients of a streaming run the whole text and its end, and 200 more its events, through at most 4 of serve's Redis connections", async () => {
     const redis = new Redis(TEST_REDIS_URL);
     try {
       const run_id = await enqueue(stack, 'many viewers');
       const clients = Array.from({ length: CLIENTS }, () => getStream(stack, run_id).body);
+      const eventClients = Array.from({ length: EVENT_CLIENTS }, () => getStream(stack, run_id, { accept: 'text/event-stream' }, false, 'events').body);
       let settled = 0;
-      for (const client of clients) void client.finally(() => (settled += 1));
+      for (const client of [...clients, ...eventClients]) void client.finally(() => (settled += 1));
       const counts: number[] = [];
-      while (settled < CLIENTS) {
+      while (settled < CLIENTS + EVENT_CLIENTS) {
         counts.push(await redisConnectionsOf(stack.serve.child.pid!, redis));
         await sleep(100);
       }
@@ -119,6 +121,11 @@ describe('many viewers of one run on one serve (SPEC §19)', () => {
         expect(chunks.map((chunk) => chunk.offset)).toEqual(chunks.map((_, index) => index + 1));
         expect(chunks.at(-1)).toMatchObject({ type: 'end', status: 'completed' });
         expect(lastText(chunks)).toBe(expected);
+      }
+      for (const body of await Promise.all(eventClients)) {
+        const events = chunksIn(body) as unknown as { seq: number; kind: string }[];
+        expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+        expect(events.at(-1)?.kind).toBe('RunCompleted');
       }
       expect(counts.length).toBeGreaterThan(5);
       expect(Math.max(...counts)).toBeLessThanOrEqual(4);
