@@ -1,7 +1,6 @@
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import { type StreamChunk, StreamReassembler } from '@arcflow/core';
-import { TEST_REDIS_URL, startFakeOpenAI } from '@arcflow/testing';
+import { TEST_REDIS_URL, redisConnectionsOf, startFakeOpenAI } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedAnswer, streamTurn } from '../../../packages/queue/test/fixtures/stream-fake.ts';
@@ -57,39 +56,6 @@ function lastText(chunks: readonly StreamChunk[]): string | undefined {
   return reassembler.texts().at(-1)?.text;
 }
 
-/**
- * The process's connections to Redis as Redis counts them: the entries of `CLIENT LIST` whose
- * address is the local end of one of the process's TCP sockets to Redis's port.
- */
-async function redisConnectionsOf(pid: number, redis: Redis): Promise<number> {
-  const inodes = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
-      if (inode) inodes.add(inode);
-    } catch {
-      // Closed meanwhile.
-    }
-  }
-  const redisPort = Number(new URL(TEST_REDIS_URL).port || 6379);
-  const ports = new Set<number>();
-  for (const table of ['tcp', 'tcp6']) {
-    for (const line of readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      if (fields.length < 10 || !inodes.has(fields[9]!)) continue;
-      const [, local] = fields[1]!.split(':');
-      const [, remote] = fields[2]!.split(':');
-      if (Number.parseInt(remote!, 16) === redisPort) ports.add(Number.parseInt(local!, 16));
-    }
-  }
-  const list = (await redis.client('LIST')) as string;
-  return list.split('\n').filter((line) => {
-    const port = /(?:^| )addr=\S+:(\d+)/.exec(line)?.[1];
-    return port !== undefined && ports.has(Number(port));
-  }).length;
-}
-
 describe('many viewers of one run on one serve (SPEC §19)', () => {
   const CLIENTS = 2_000;
   const EVENT_CLIENTS = 200;
@@ -111,7 +77,7 @@ describe('many viewers of one run on one serve (SPEC §19)', () => {
       for (const client of [...clients, ...eventClients]) void client.finally(() => (settled += 1));
       const counts: number[] = [];
       while (settled < CLIENTS + EVENT_CLIENTS) {
-        counts.push(await redisConnectionsOf(stack.serve.child.pid!, redis));
+        counts.push(await redisConnectionsOf(stack.serve.child.pid!, redis, Number(new URL(TEST_REDIS_URL).port || 6379)));
         await sleep(100);
       }
       const bodies = await Promise.all(clients);
