@@ -1,7 +1,7 @@
 import type { StreamChunk } from '@arcflow/core';
 import { RunStore, connectRedis, duplicateRedis, keysFor } from '@arcflow/queue';
 import { type PrivateCluster, TEST_REDIS_URL, cleanupPrefix, testCluster, testPrefix } from '@arcflow/testing';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HUB_BLOCK_MS, StreamHub } from '../src/stream-hub.ts';
 
@@ -107,6 +107,41 @@ describe('the stream hub on one Redis (SPEC §19)', () => {
     expect(setup.readers).toHaveLength(1);
     expect(setup.hub.followed).toEqual({ runs: 22, viewers: 102 });
     expect(setup.errors).toEqual([]);
+  });
+
+  it('where an ACL refuses CLIENT UNBLOCK, reads a newly followed run within a short blocking read instead, and reports no error', async () => {
+    const admin = new Redis(TEST_REDIS_URL);
+    const user = `hub-acl-${process.pid}`;
+    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', '>hub-acl-password', '~*', '&*', '+@all', '-client|unblock');
+    const url = new URL(TEST_REDIS_URL);
+    url.username = user;
+    url.password = 'hub-acl-password';
+    try {
+      setup = hubOn(url.toString(), 'hub-acl');
+      await setup.running('run_a');
+      setup.hub.follow('run_a', 0, viewer().viewer);
+      await sleep(150);
+      // The first refusal is met while the read blocks for its full length: it ends within one.
+      await setup.running('run_b');
+      const b = viewer();
+      setup.hub.follow('run_b', 0, b.viewer);
+      await sleep(50);
+      await setup.text('run_b', 1);
+      await until(() => b.chunks.length === 1, 2 * HUB_BLOCK_MS);
+      // From then on, reads block briefly: a new run's chunk comes at once.
+      await setup.running('run_c');
+      const c = viewer();
+      setup.hub.follow('run_c', 0, c.viewer);
+      await sleep(50);
+      const written = performance.now();
+      await setup.text('run_c', 1);
+      await until(() => c.chunks.length === 1, HUB_BLOCK_MS);
+      expect(c.times[0]! - written).toBeLessThan(HUB_BLOCK_MS / 4);
+      expect(setup.errors).toEqual([]);
+    } finally {
+      await admin.call('ACL', 'DELUSER', user);
+      await admin.quit();
+    }
   });
 
   it('gives every viewer, whenever it comes and from whatever offset, each chunk after its offset once and in order, until the end', async () => {
