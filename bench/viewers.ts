@@ -1,9 +1,10 @@
 // Many viewers of one run on one `arcflow serve` (SPEC §19): serve's memory per SSE client and
 // each client's time to its first text chunk at 100, 1,000 and 10,000 clients of one streaming
 // run, against a lone client in the same run; and the Redis connections serve holds meanwhile.
-// serve is the real command in a process of its own; the clients are raw sockets in this one.
+// serve is the real command in a process of its own; the clients are raw sockets in another
+// (viewer-clients.ts).
 import { type ChildProcess, spawn } from 'node:child_process';
-import net from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Agent, silentLogger } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { createClient, startWorker } from '@arcflow/queue';
@@ -13,8 +14,6 @@ import { Redis } from 'ioredis';
 import { REDIS_URL, type Row, ms, percentile, rssMiB, sleep } from './lib.ts';
 
 const agent = new Agent({ name: 'bench_viewers', stream: true });
-/** Clients connected at once, each wave waiting for the last to be served. */
-const WAVE = 250;
 const LONE_RUNS = 15;
 
 export interface ViewersRound {
@@ -49,58 +48,34 @@ async function spawnServe(prefix: string): Promise<{ child: ChildProcess; url: s
 }
 
 /**
- * An SSE client of the run's stream on a raw socket: resolves `open` when the stream has begun,
- * and `done` with the time its first `text` frame came once the `end` frame has.
- */
-function viewer(url: URL, run_id: string) {
-  const socket = net.connect(Number(url.port), url.hostname);
-  socket.setEncoding('latin1');
-  let firstText: number | undefined;
-  let tail = '';
-  let opened: () => void;
-  const open = new Promise<void>((resolve) => {
-    opened = resolve;
-  });
-  const done = new Promise<number | undefined>((resolve, reject) => {
-    socket.on('connect', () => socket.write(`GET /v1/runs/${run_id}/stream HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`));
-    socket.on('data', (data: string) => {
-      const seen = tail + data;
-      if (firstText === undefined && seen.includes('event: text')) firstText = performance.now();
-      opened();
-      if (seen.includes('event: end')) {
-        socket.destroy();
-        resolve(firstText);
-      }
-      tail = data.slice(-16);
-    });
-    socket.on('error', reject);
-    socket.on('close', () => resolve(firstText));
-  });
-  return { open, done };
-}
-
-/**
  * One run streamed to `clients` clients of one serve: the model server holds its answer until
  * every client's stream is open; serve's memory is read then.
  */
 async function round(serve: { child: ChildProcess; url: string }, setup: Awaited<ReturnType<typeof viewersSetup>>, clients: number): Promise<ViewersRound> {
   const gate = setup.hold();
   const { run_id } = await setup.client.enqueue({ agent: agent.name, input: `viewers ${clients}` });
-  const url = new URL(serve.url);
-  const viewers: ReturnType<typeof viewer>[] = [];
-  for (let at = 0; at < clients; at += WAVE) {
-    const wave = Array.from({ length: Math.min(WAVE, clients - at) }, () => viewer(url, run_id));
-    viewers.push(...wave);
-    await Promise.all(wave.map((each) => each.open));
-  }
+  const told = (type: string) => new Promise<{ firsts?: (number | undefined)[] }>((resolve) => {
+    const listen = (message: { type: string; firsts?: (number | undefined)[] }) => {
+      if (message.type !== type) return;
+      setup.clients.off('message', listen);
+      resolve(message);
+    };
+    setup.clients.on('message', listen);
+  });
+  const open = told('open');
+  const done = told('done');
+  setup.clients.send({ url: serve.url, run_id, clients });
+  await open;
   await sleep(clients > 1 ? 1_000 : 100);
   const rss = rssMiB(serve.child.pid!);
   const redisConnections = await redisConnectionsOf(serve.child.pid!, setup.redis, Number(new URL(REDIS_URL).port || 6379));
   gate.release();
-  const firsts = await Promise.all(viewers.map((each) => each.done));
+  const { firsts = [] } = await done;
   const firstToken = setup.server.requests.at(-1)?.first_token_at;
   if (firstToken === undefined) throw new Error('the model server sent no token');
-  const firstText = firsts.filter((at): at is number => at !== undefined).map((at) => at - firstToken);
+  // The model server's clock (performance.now) on the clients' (CLOCK_MONOTONIC, ms).
+  const firstTokenAt = Number(process.hrtime.bigint()) / 1e6 - (performance.now() - firstToken);
+  const firstText = firsts.filter((at): at is number => at !== undefined).map((at) => at - firstTokenAt);
   if (firstText.length !== clients) throw new Error(`${clients - firstText.length} of ${clients} clients got no text`);
   return { clients, rssMiB: rss, firstText, redisConnections };
 }
@@ -119,8 +94,13 @@ async function viewersSetup(prefix: string) {
   const worker = await startWorker({ agents: [agent], provider, redis: REDIS_URL, prefix, logger: silentLogger });
   const client = createClient({ redis: REDIS_URL, prefix });
   const redis = new Redis(REDIS_URL);
+  const clients = spawn(process.execPath, ['--import', import.meta.resolve('tsx/esm'), fileURLToPath(new URL('./viewer-clients.ts', import.meta.url))], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise((resolve) => clients.once('message', resolve));
   return {
     server,
+    clients,
     client,
     redis,
     hold: () => {
@@ -135,6 +115,7 @@ async function viewersSetup(prefix: string) {
       await worker.close();
       await server.close();
       await redis.quit();
+      clients.kill('SIGTERM');
     },
   };
 }
