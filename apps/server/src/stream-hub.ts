@@ -76,6 +76,8 @@ export class StreamHub {
   private waking = false;
   private wakeAgain = false;
   private unblockRefused = false;
+  /** The last shared read failed (its error was reported). */
+  private failing = false;
   /** Ends the loop's wait (no armed feed, or between polls). */
   private rest: (() => void) | undefined;
 
@@ -232,10 +234,13 @@ export class StreamHub {
           read = this.cluster ? await this.poll(armed) : await this.block(armed);
         } catch (error) {
           if (this.closed) break;
-          this.onError(error);
+          // Once per outage: while Redis is away every read fails the same way.
+          if (!this.failing) this.onError(error);
+          this.failing = true;
           await sleep(RETRY_MS);
           continue;
         }
+        this.failing = false;
         for (const [run_id, chunks] of read) this.fan(run_id, armed.get(run_id)!, chunks);
         this.checkQuiet();
         if (this.cluster && read.size === 0) await Promise.race([sleep(CLUSTER_POLL_MS), new Promise<void>((resolve) => (this.rest = resolve))]);

@@ -1,6 +1,6 @@
 import type { StreamChunk } from '@arcflow/core';
 import { RunStore, connectRedis, duplicateRedis, keysFor } from '@arcflow/queue';
-import { type PrivateCluster, TEST_REDIS_URL, cleanupPrefix, testCluster, testPrefix } from '@arcflow/testing';
+import { type PrivateCluster, TEST_REDIS_URL, cleanupPrefix, startPrivateRedis, testCluster, testPrefix } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HUB_BLOCK_MS, StreamHub } from '../src/stream-hub.ts';
@@ -11,6 +11,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function hubOn(url: string, name: string) {
   const prefix = testPrefix(name);
   const redis = connectRedis(url);
+  redis.on('error', () => undefined);
   const store = new RunStore(redis, prefix, 3_600);
   const readers: Redis[] = [];
   const errors: unknown[] = [];
@@ -18,7 +19,9 @@ function hubOn(url: string, name: string) {
     store,
     redis,
     () => {
-      const reader = duplicateRedis(redis);
+      // As serve opens it: a read fails once its connection has failed to come back.
+      const reader = duplicateRedis(redis, { maxRetriesPerRequest: 1 });
+      reader.on('error', () => undefined);
       readers.push(reader);
       return reader;
     },
@@ -143,6 +146,30 @@ describe('the stream hub on one Redis (SPEC §19)', () => {
       await admin.quit();
     }
   });
+
+  it('reads on after Redis comes back, losing nothing, and reports a failing read once per outage', async () => {
+    const own = await startPrivateRedis({ durable: true });
+    try {
+      setup = hubOn(own.url, 'hub-outage');
+      await setup.running('run_o');
+      const seen = viewer();
+      setup.hub.follow('run_o', 0, seen.viewer);
+      await setup.text('run_o', 1);
+      await until(() => seen.chunks.length === 1, 1_000);
+      await own.kill();
+      // Several reads' worth of failures (one each 500 ms).
+      await sleep(2_500);
+      await own.start();
+      await setup.text('run_o', 2);
+      await setup.end('run_o', 3);
+      await until(() => seen.chunks.length === 3, 10_000);
+      expect(seen.chunks.map((chunk) => chunk.offset)).toEqual([1, 2, 3]);
+      expect(setup.errors).toHaveLength(1);
+    } finally {
+      await setup.close();
+      await own.close();
+    }
+  }, 20_000);
 
   it('gives every viewer, whenever it comes and from whatever offset, each chunk after its offset once and in order, until the end', async () => {
     setup = hubOn(TEST_REDIS_URL, 'hub-joins');
