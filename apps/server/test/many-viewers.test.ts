@@ -77,8 +77,9 @@ describe('many viewers of one run on one serve (SPEC §19)', () => {
       for (const client of [...clients, ...eventClients]) void client.finally(() => (settled += 1));
       const counts: number[] = [];
       while (settled < CLIENTS + EVENT_CLIENTS) {
+        // A count reads the process's sockets and the machine's TCP table (a few hundred ms with 2,200 clients): once a second.
         counts.push(await redisConnectionsOf(stack.serve.child.pid!, redis, Number(new URL(TEST_REDIS_URL).port || 6379)));
-        await sleep(100);
+        await sleep(1_000);
       }
       const bodies = await Promise.all(clients);
       const expected = expectedAnswer('many viewers', CHARS);
@@ -93,7 +94,7 @@ describe('many viewers of one run on one serve (SPEC §19)', () => {
         expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
         expect(events.at(-1)?.kind).toBe('RunCompleted');
       }
-      expect(counts.length).toBeGreaterThan(5);
+      expect(counts.length).toBeGreaterThan(2);
       expect(Math.max(...counts)).toBeLessThanOrEqual(4);
       // Not a count of nothing: serve's connections are seen (its client's, its own, the events' and the streams' reader).
       expect(Math.max(...counts)).toBeGreaterThanOrEqual(3);
