@@ -81,6 +81,18 @@ async function until(check: () => boolean, timeoutMs: number): Promise<void> {
   }
 }
 
+/** A new run followed, its first chunk written 50 ms later: how long after the write the viewer had it. */
+async function firstChunkAfter(setup: ReturnType<typeof hubOn>, run_id: string, timeoutMs: number): Promise<number> {
+  await setup.running(run_id);
+  const seen = viewer();
+  setup.hub.follow(run_id, 0, seen.viewer);
+  await sleep(50);
+  const written = performance.now();
+  await setup.text(run_id, 1);
+  await until(() => seen.chunks.length === 1, timeoutMs);
+  return seen.times[0]! - written;
+}
+
 describe('the stream hub on one Redis (SPEC §19)', () => {
   let setup: ReturnType<typeof hubOn>;
   afterEach(() => setup?.close());
@@ -92,14 +104,7 @@ describe('the stream hub on one Redis (SPEC §19)', () => {
     setup.hub.follow('run_a', 0, a.viewer);
     // The shared read now blocks on run_a's stream alone, for up to HUB_BLOCK_MS.
     await sleep(150);
-    await setup.running('run_b');
-    const b = viewer();
-    setup.hub.follow('run_b', 0, b.viewer);
-    await sleep(50);
-    const written = performance.now();
-    await setup.text('run_b', 1);
-    await until(() => b.chunks.length === 1, HUB_BLOCK_MS);
-    expect(b.times[0]! - written).toBeLessThan(HUB_BLOCK_MS / 4);
+    expect(await firstChunkAfter(setup, 'run_b', HUB_BLOCK_MS)).toBeLessThan(HUB_BLOCK_MS / 4);
     // Twenty more runs, five viewers each: still the one reader.
     const more = Array.from({ length: 20 }, (_, index) => `run_m${index}`);
     const viewers = more.flatMap((run_id) => Array.from({ length: 5 }, () => ({ run_id, seen: viewer() })));
@@ -125,21 +130,9 @@ describe('the stream hub on one Redis (SPEC §19)', () => {
       setup.hub.follow('run_a', 0, viewer().viewer);
       await sleep(150);
       // The first refusal is met while the read blocks for its full length: it ends within one.
-      await setup.running('run_b');
-      const b = viewer();
-      setup.hub.follow('run_b', 0, b.viewer);
-      await sleep(50);
-      await setup.text('run_b', 1);
-      await until(() => b.chunks.length === 1, 2 * HUB_BLOCK_MS);
+      await firstChunkAfter(setup, 'run_b', 2 * HUB_BLOCK_MS);
       // From then on, reads block briefly: a new run's chunk comes at once.
-      await setup.running('run_c');
-      const c = viewer();
-      setup.hub.follow('run_c', 0, c.viewer);
-      await sleep(50);
-      const written = performance.now();
-      await setup.text('run_c', 1);
-      await until(() => c.chunks.length === 1, HUB_BLOCK_MS);
-      expect(c.times[0]! - written).toBeLessThan(HUB_BLOCK_MS / 4);
+      expect(await firstChunkAfter(setup, 'run_c', HUB_BLOCK_MS)).toBeLessThan(HUB_BLOCK_MS / 4);
       expect(setup.errors).toEqual([]);
     } finally {
       await admin.call('ACL', 'DELUSER', user);
