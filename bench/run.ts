@@ -7,6 +7,8 @@ import { FAN, TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughpu
 import { withTracing } from './tracing.ts';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
+import { overviewCost } from './overview.ts';
+import { tokenCheckCost } from './tokens.ts';
 import { clusterThroughput, idleWorkerCost } from './cluster.ts';
 import { type ScriptCost, scriptCosts } from './script-costs.ts';
 import { startupRows } from './startup.ts';
@@ -97,6 +99,31 @@ try {
       target: '<= 2x raw',
       verdict: verdict(engine <= 2 * raw),
     });
+  }
+  if (wanted('overview')) {
+    progress('the console overview over 2,000 runs, against listing them');
+    const cost = await overviewCost(prefix('overview'));
+    rows.push({
+      measure: `GET /v1/overview (hour), ${cost.runs} ended runs (vs listing them, 500 a page)`,
+      arcflow: ms(cost.overviewMs),
+      baseline: ms(cost.listMs),
+      ratio: `${(cost.overviewMs / cost.listMs).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
+  }
+  if (wanted('tokens')) {
+    progress("an end user's token against an API key, reading a run over HTTP");
+    const tokens = await tokenCheckCost(prefix('tokens'));
+    rows.push({
+      measure: 'GET /v1/runs/{id} p50 with a thread token (vs a read key)',
+      arcflow: ms(tokens.tokenP50Ms),
+      baseline: ms(tokens.keyP50Ms),
+      ratio: `${(tokens.tokenP50Ms / tokens.keyP50Ms).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
+    rows.push({ measure: '  createToken p50 (in process)', arcflow: ms(tokens.createP50Ms), baseline: '-', ratio: '-', target: 'info', verdict: '-' });
   }
   if (wanted('http')) {
     progress('enqueue over HTTP against client.enqueue');

@@ -26,6 +26,10 @@ const USAGE = `usage: arcflow <command> [options]
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
   serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json), the web console (/) and /metrics
+  token (--thread ID | --run ID) --actions read,send,cancel,respond [--agents A,B] [--subject S] [--tenant T] [--expires-in S]
+                       prints an end user's token for one thread or run, signed with ARCFLOW_TOKEN_SECRET;
+                       --agents: the agents send may enqueue; --subject: the app's user id (runs say enqueued_by: token:S);
+                       --expires-in: seconds, 1 to 86400 (default 3600)
   demo [--runs N]
   help                 this text
   --version            the version
@@ -33,7 +37,8 @@ const USAGE = `usage: arcflow <command> [options]
 environment: REDIS_URL, ARCFLOW_PREFIX, OPENAI_API_KEY, OPENAI_BASE_URL, ARCFLOW_MODEL, ARCFLOW_WATCHDOG_MS;
   worker: ARCFLOW_PARTITIONS, ARCFLOW_SERVE_PARTITIONS, ARCFLOW_METRICS_PORT;
   metrics and traces: OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_METRIC_EXPORT_INTERVAL, OTEL_SERVICE_NAME;
-  serve: ARCFLOW_API_KEYS (name:secret:scope,…), ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL`;
+  serve: ARCFLOW_API_KEYS (name:secret:scope,…), ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL;
+  serve and token: ARCFLOW_TOKEN_SECRET (at least 32 bytes; two separated by a comma rotate: the first signs)`;
 
 /** This package's version (the same for every arcflow package). */
 const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -70,6 +75,12 @@ const OPTIONS = {
   follow: { type: 'boolean' },
   messages: { type: 'boolean' },
   after: { type: 'string' },
+  run: { type: 'string' },
+  actions: { type: 'string' },
+  agents: { type: 'string' },
+  subject: { type: 'string' },
+  tenant: { type: 'string' },
+  'expires-in': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -125,6 +136,9 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       need(0, 'no arguments');
       return (await import('./commands/serve.ts')).serveCommand({ port: values.port, host: values.host });
+    case 'token':
+      need(0, 'only options');
+      return (await import('./commands/token.ts')).tokenCommand(values);
     case 'demo':
       need(0, 'no arguments');
       return (await import('./commands/demo.ts')).demoCommand({ runs: values.runs });

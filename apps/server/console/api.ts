@@ -29,6 +29,8 @@ export interface Run {
   finished_at?: number;
   trace_id?: string;
   thread_id?: string;
+  /** Who enqueued it: `token:<subject>` for a run an end user's token enqueued (SPEC §19). */
+  enqueued_by?: string;
   steered_into?: string;
   /** A child run's parent run, and the parent's call that started it (SPEC §13). */
   parent_run_id?: string;

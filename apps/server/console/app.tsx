@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { type Me, type Problem, api } from './api.ts';
 import { useRoute } from './hooks.ts';
+import { OverviewPage } from './overview-page.tsx';
 import { RunPage } from './run-page.tsx';
 import { ThreadPage } from './thread-page.tsx';
 import { Agents, Queues, RunsList, SignIn } from './views.tsx';
@@ -35,6 +36,7 @@ function App() {
       <header>
         <strong>arcflow</strong>
         <nav>
+          {tab('#/overview', 'Overview')}
           {tab('#/runs', 'Runs')}
           {tab('#/agents', 'Agents')}
           {tab('#/queues', 'Queues')}
@@ -52,7 +54,9 @@ function App() {
         {runMatch ? (
           <RunPage run_id={decodeURIComponent(runMatch[1]!)} me={me} />
         ) : threadMatch ? (
-          <ThreadPage thread_id={decodeURIComponent(threadMatch[1]!)} />
+          <ThreadPage thread_id={decodeURIComponent(threadMatch[1]!)} me={me} />
+        ) : route.startsWith('#/overview') ? (
+          <OverviewPage />
         ) : route.startsWith('#/agents') ? (
           <Agents />
         ) : route.startsWith('#/queues') ? (

@@ -1,8 +1,11 @@
-// A run's page: its facts (a child run's parent among them), waiting approvals, workflow graph, the model's text as it streams, state, steps with their calls, and events, live.
-import { useMemo, useState } from 'preact/hooks';
+// A run's page: its facts (a child run's parent among them) and actions, waiting approvals, workflow graph, timeline, state, steps with their calls, the model's text as it streams, and events, live.
+import { useMemo } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
-import { type StateRound, fold, layers, stateRounds } from './fold.ts';
+import { PendingApprovals, RunActions } from './actions.tsx';
+import { type StateRound, fold, stateRounds } from './fold.ts';
+import { WorkflowGraph } from './graph.tsx';
 import { useEvents, usePolled, useRunText } from './hooks.ts';
+import { TimelineChart } from './timeline-view.tsx';
 import { Badge, RunLink, duration, time } from './ui.tsx';
 
 export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
@@ -22,7 +25,6 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
   if (!run) return <p class="muted">Loading…</p>;
   const graph = run.workflow ? agents.value?.agents.find((each) => each.name === run.workflow)?.steps : undefined;
   const traceLink = run.trace_id && me.trace_url ? me.trace_url.replace('{trace_id}', run.trace_id) : undefined;
-  const cancel = () => api(`/v1/runs/${encodeURIComponent(run_id)}/cancel`, { method: 'POST', body: '{}' }).catch(() => undefined);
   return (
     <div>
       <div class="card">
@@ -50,6 +52,12 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
               <a href={`#/threads/${encodeURIComponent(run.thread_id)}`}>{run.thread_id}</a>
             </div>
           )}
+          {run.enqueued_by && (
+            <div data-fact="enqueued-by">
+              <span>enqueued by</span>
+              <span class="mono">{run.enqueued_by}</span>
+            </div>
+          )}
           {run.parent_run_id && (
             <div data-fact="parent">
               <span>parent run</span>
@@ -72,30 +80,19 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
           </p>
         )}
         {run.output !== undefined && <p class="mono">{run.output}</p>}
-        {!TERMINAL.has(run.status) && me.scope !== 'read' && (
-          <button type="button" onClick={cancel}>
-            Cancel run
-          </button>
-        )}
+        <RunActions run={run} me={me} />
       </div>
-      {(run.pending_approvals?.length ?? 0) > 0 && <PendingApprovals run={run} canAnswer={me.scope !== 'read'} />}
+      {(run.pending_approvals?.length ?? 0) > 0 && <PendingApprovals run={run} me={me} />}
       {graph && (
         <div class="card">
           <h2>Workflow</h2>
-          <div class="graph">
-            {layers(graph).map((layer) => (
-              <div class="layer">
-                {layer.map((step) => (
-                  <div class="node" data-step={step.id}>
-                    <strong>{step.id}</strong> <Badge status={run.steps?.[step.id]?.status ?? 'pending'} />
-                    {step.depends_on.length > 0 && <div class="after">after {step.depends_on.join(', ')}</div>}
-                  </div>
-                ))}
-              </div>
-            ))}
-          </div>
+          <WorkflowGraph steps={graph} run={run} />
         </div>
       )}
+      <div class="card" data-section="timeline">
+        <h2>Timeline</h2>
+        <TimelineChart events={events} live={!TERMINAL.has(run.status)} />
+      </div>
       {run.state && <RunState state={run.state} rounds={rounds} multiStep={views.length > 1} />}
       <div class="card">
         <h2>Steps and tool calls</h2>
@@ -210,50 +207,6 @@ function RunState({ state, rounds, multiStep }: { state: Record<string, unknown>
       ) : (
         <p class="muted">No round has changed the state{empty ? '' : ' (it is the state the run began with)'}.</p>
       )}
-    </div>
-  );
-}
-
-/** Calls waiting for a person, with their arguments; keys that may write approve or reject them here. */
-function PendingApprovals({ run, canAnswer }: { run: Run; canAnswer: boolean }) {
-  const [reasons, setReasons] = useState<Record<string, string>>({});
-  const [error, setError] = useState('');
-  const answer = (id: string, approved: boolean) =>
-    api(`/v1/runs/${encodeURIComponent(run.run_id)}/approvals/${encodeURIComponent(id)}`, {
-      method: 'POST',
-      body: JSON.stringify({ approved, ...(!approved && reasons[id] ? { reason: reasons[id] } : {}) }),
-    }).catch((failure) => setError((failure as Error).message));
-  return (
-    <div class="card">
-      <h2>Waiting for approval</h2>
-      {error && <p class="error">{error}</p>}
-      <table>
-        <tbody>
-          {(run.pending_approvals ?? []).map((call) => (
-            <tr data-approval={call.tool_call_id}>
-              <td>{call.tool_name}</td>
-              <td class="mono">{JSON.stringify(call.arguments)}</td>
-              <td class="hide-narrow">until {time(call.expires_at)}</td>
-              {canAnswer && (
-                <td>
-                  <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
-                    Approve
-                  </button>{' '}
-                  <input
-                    aria-label="reason"
-                    placeholder="reason"
-                    value={reasons[call.tool_call_id] ?? ''}
-                    onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
-                  />{' '}
-                  <button type="button" onClick={() => answer(call.tool_call_id, false)}>
-                    Reject
-                  </button>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
     </div>
   );
 }

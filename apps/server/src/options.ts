@@ -1,4 +1,4 @@
-import { ConfigError } from '@arcflow/core';
+import { ConfigError, tokenSecrets } from '@arcflow/core';
 
 export type Scope = 'read' | 'write' | 'admin';
 
@@ -26,6 +26,11 @@ export interface ServerOptions {
   readonly heartbeat_ms?: number;
   /** Where requests are logged (default: JSON lines on stdout). */
   readonly log?: boolean;
+  /**
+   * `ARCFLOW_TOKEN_SECRET`: signs and checks end users' tokens (SPEC §19); two secrets separated
+   * by a comma rotate (the first signs, either checks). Unset: no token is minted or accepted.
+   */
+  readonly token_secret?: string;
 }
 
 export const SERVER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, rate_per_second: 100, heartbeat_ms: 10_000 });
@@ -54,8 +59,8 @@ export function parseApiKeys(value: string | undefined): ApiKey[] {
 
 /**
  * Reads `serve`'s settings from the environment: REDIS_URL, ARCFLOW_PREFIX, ARCFLOW_API_KEYS,
- * ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL, and ARCFLOW_SSE_HEARTBEAT_MS (how
- * often an idle event stream gets a comment line; default 10 000).
+ * ARCFLOW_API_RATE, ARCFLOW_CORS_ORIGINS, ARCFLOW_TRACE_URL, ARCFLOW_SSE_HEARTBEAT_MS (how
+ * often an idle event stream gets a comment line; default 10 000) and ARCFLOW_TOKEN_SECRET.
  */
 export function serverOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Omit<ServerOptions, 'host' | 'port'> {
   const rate = env.ARCFLOW_API_RATE === undefined || env.ARCFLOW_API_RATE === '' ? undefined : Number(env.ARCFLOW_API_RATE);
@@ -71,6 +76,9 @@ export function serverOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Omit
   for (const origin of origins) {
     if (!/^https?:\/\/[^/]+$/.test(origin)) throw new ConfigError(`ARCFLOW_CORS_ORIGINS: '${origin}' is not an origin (scheme://host[:port])`);
   }
+  // Checked here, so that `serve` refuses a short secret at start rather than at the first token.
+  const token_secret = env.ARCFLOW_TOKEN_SECRET === undefined || env.ARCFLOW_TOKEN_SECRET.trim() === '' ? undefined : env.ARCFLOW_TOKEN_SECRET;
+  if (token_secret !== undefined) tokenSecrets(token_secret);
   return {
     ...(env.REDIS_URL ? { redis: env.REDIS_URL } : {}),
     ...(env.ARCFLOW_PREFIX ? { prefix: env.ARCFLOW_PREFIX } : {}),
@@ -79,6 +87,7 @@ export function serverOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Omit
     cors_origins: origins,
     ...(env.ARCFLOW_TRACE_URL ? { trace_url: env.ARCFLOW_TRACE_URL } : {}),
     ...(heartbeat !== undefined ? { heartbeat_ms: heartbeat } : {}),
+    ...(token_secret !== undefined ? { token_secret } : {}),
   };
 }
 

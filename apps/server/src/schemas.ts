@@ -55,6 +55,7 @@ export const RunRecord = Type.Object(
     finished_at: Type.Optional(Type.Integer({ description: 'epoch ms' })),
     trace_id: Type.Optional(Type.String({ description: "the run's OpenTelemetry trace id" })),
     thread_id: Type.Optional(Type.String({ description: 'the thread the run is on' })),
+    enqueued_by: Type.Optional(Type.String({ description: "who enqueued it, when known: token:<subject> for a run enqueued with an end user's token" })),
     parent_run_id: Type.Optional(Type.String({ description: 'a child run (SPEC §13): the run whose agent tool call started it' })),
     parent_tool_call_id: Type.Optional(Type.String({ description: "a child run: the parent's call that started it" })),
     steered_into: Type.Optional(Type.String({ description: 'on_busy: steer — the active run of the thread its input was given to' })),

@@ -1,4 +1,4 @@
-import { ConfigError } from '@arcflow/core';
+import { ConfigError, tokenKeys } from '@arcflow/core';
 import {
   type ArcflowClient,
   CONNECTION_DEFAULTS,
@@ -17,7 +17,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { type Caller, KeyRing, SESSION_COOKIE, allows, presentedSecret } from './auth.ts';
+import { type Caller, KeyRing, authenticate } from './auth.ts';
 import { drainOversizeBody } from './body-limit.ts';
 import { EventHub } from './event-hub.ts';
 import { StreamHub } from './stream-hub.ts';
@@ -25,11 +25,14 @@ import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './o
 import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { overviewRoutes } from './routes/overview.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
+import { RunThreads, checkTokenRequest, documentTokenRoute, withoutToken } from './tokens.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -61,6 +64,7 @@ export interface ArcflowServer {
 export async function buildServer(options: ServerOptions = {}): Promise<ArcflowServer> {
   const connection = resolveConnection({ ...(options.redis ? { redis: options.redis } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
   const keys = new KeyRing(options.keys ?? []);
+  const tokens = options.token_secret === undefined ? undefined : await tokenKeys(options.token_secret);
   const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
   // Named, so that CLIENT LIST shows what serve holds: with the client's own, at most 4 (SPEC §19).
   const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false, connectionName: 'arcflow:serve' });
@@ -79,7 +83,23 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     throw refused;
   }
   const app = Fastify({
-    logger: options.log === false ? false : { level: 'info', redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger:
+      options.log === false
+        ? false
+        : {
+            level: 'info',
+            redact: ['req.headers.authorization', 'req.headers.cookie'],
+            // The request as logged: its URL without a `?token=` value (a token is never logged).
+            serializers: {
+              req: (request) => ({
+                method: request.method,
+                url: withoutToken(request.url),
+                host: request.host,
+                remoteAddress: request.ip,
+                remotePort: request.socket?.remotePort,
+              }),
+            },
+          },
     bodyLimit: BODY_LIMIT_BYTES,
     // Event streams stay open until their run ends: closing the server closes them too.
     forceCloseConnections: true,
@@ -104,11 +124,18 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   );
 
   for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
+  // Before any route: each is documented with its 401 and 403, and ?token= where it takes one.
+  app.addHook('onRoute', documentTokenRoute);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'arcflow', version: '0.2.0', description: 'Enqueue, follow and cancel runs of arcflow agents and workflows.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an ARCFLOW_API_KEYS secret' } } },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: "an ARCFLOW_API_KEYS secret, or an end user's token (POST /v1/tokens, SPEC §19)" },
+          token_query: { type: 'apiKey', in: 'query', name: 'token', description: "an end user's token in the URL, on the GET events and stream routes only (EventSource)" },
+        },
+      },
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
@@ -116,14 +143,12 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(cookie);
   if (options.cors_origins && options.cors_origins.length > 0) await app.register(cors, { origin: [...options.cors_origins], credentials: false });
 
-  // Who is calling, before the rate limit (which counts per key) and the routes (which check scope).
-  app.addHook('onRequest', async (request) => {
-    const needed = request.routeOptions.config?.scope ?? 'read';
-    if (needed === 'none') return;
-    const caller = keys.find(presentedSecret(request.headers.authorization, request.cookies[SESSION_COOKIE]));
-    if (!caller) throw new HttpProblem(401, 'unauthorized', 'send a valid API key as Authorization: Bearer <secret>');
-    if (!allows(caller, needed)) throw new HttpProblem(403, 'forbidden', `this key's scope is '${caller.scope}'; this needs '${needed}'`);
-    request.caller = caller;
+  // Who is calling, before the rate limit (which counts per key or token) and the routes (which check scope).
+  app.addHook('onRequest', (request, reply) => authenticate(request, reply, { keys, tokens }));
+  // What a token may do, once the body is parsed and before any route's own checks (SPEC §19).
+  const threads = new RunThreads(store);
+  app.addHook('preValidation', async (request) => {
+    if (request.grant) await checkTokenRequest(request, request.grant, threads);
   });
   // An oversize body is read (within a bound) before its 413, so clients that send it all before reading get the answer.
   app.addHook('preParsing', drainOversizeBody());
@@ -146,9 +171,11 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(threadRoutes, { client });
+  await app.register(tokenRoutes, { tokens });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
   await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });
+  await app.register(overviewRoutes, { client, redis, key_prefix: connection.prefix, store: new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds) });
   app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());
 
   let closing: Promise<void> | undefined;

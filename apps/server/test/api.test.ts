@@ -382,6 +382,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/metrics',
       '/readyz',
       '/v1/agents',
+      '/v1/overview',
       '/v1/queues',
       '/v1/runs',
       '/v1/runs/{run_id}',
@@ -391,6 +392,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/messages',
       '/v1/runs/{run_id}/stream',
       '/v1/threads/{thread_id}',
+      '/v1/tokens',
     ]);
     for (const [path, methods] of paths) {
       for (const [method, operation] of Object.entries(methods)) {

@@ -1,17 +1,15 @@
-import { existsSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedAnswer } from '../../../packages/queue/test/fixtures/stream-fake.ts';
+import { launchChromium, signIn } from './harness.ts';
 import { type StreamStack, startStreamStack } from './stream-stack.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const KEY = 'console-stream-secret-0123456789';
 let stack: StreamStack;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
-  [stack, browser] = await Promise.all([startStreamStack('console-stream', `ops:${KEY}:admin`, 40), chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })]);
+  [stack, browser] = await Promise.all([startStreamStack('console-stream', `ops:${KEY}:admin`, 40), launchChromium()]);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -21,10 +19,7 @@ afterAll(async () => {
 describe('the web console shows a run’s text as the model writes it (SPEC §12)', () => {
   it('grows the text on the run page while the run is running, and ends with the whole answer', async () => {
     const page = await browser.newPage();
-    await page.goto(stack.serve.url);
-    await page.fill('input[name=key]', KEY);
-    await page.click('button[type=submit]');
-    await page.getByText('ops (admin)').waitFor();
+    await signIn(page, stack.serve.url, KEY, 'ops (admin)');
     const response = await fetch(`${stack.serve.url}/v1/runs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
@@ -41,6 +36,30 @@ describe('the web console shows a run’s text as the model writes it (SPEC §12
     expect(answer.startsWith(partial)).toBe(true);
     expect(partial.length).toBeLessThan(answer.length);
     await page.waitForFunction((whole) => document.querySelector('[data-text="s1#2"] pre')?.textContent === whole, answer, { timeout: 15_000 });
+    await page.close();
+  });
+
+  it("shows the text a thread's run is writing as a growing answer in the conversation, then the answer itself", async () => {
+    const page = await browser.newPage();
+    await signIn(page, stack.serve.url, KEY, 'ops (admin)');
+    const thread = `live-${stack.prefix}`;
+    const response = await fetch(`${stack.serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'stream_agent', input: 'told in a thread', thread_id: thread }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${stack.serve.url}/#/threads/${encodeURIComponent(thread)}`);
+    const live = `[data-live-run="${run_id}"] p`;
+    await page.waitForFunction((selector) => (document.querySelector(selector)?.textContent ?? '').length > 20, live, { timeout: 15_000 });
+    const partial = (await page.locator(live).textContent()) ?? '';
+    const answer = expectedAnswer('told in a thread');
+    expect(answer.startsWith(partial)).toBe(true);
+    expect(partial.length).toBeLessThan(answer.length);
+    // Once the run completes, the thread holds the answer, and nothing is left writing.
+    await page.locator('.message.assistant:not(.live)', { hasText: answer }).waitFor({ timeout: 15_000 });
+    await page.locator('[data-live-run]').waitFor({ state: 'detached' });
+    expect(await page.locator('.message.user').textContent()).toBe('usertold in a thread');
     await page.close();
   });
 });

@@ -1,31 +1,34 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import { type Browser, type Page, chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, spawnServe } from './harness.ts';
+import { type ServeProcess, launchChromium, signIn as signInAs, spawnServe } from './harness.ts';
 
 const FIXTURE = new URL('./fixtures/api-agents.ts', import.meta.url).pathname;
 /** A coordinator that asks a researcher as a tool: each of its runs starts a child run (SPEC §13). */
 const CHILD_FIXTURE = new URL('./fixtures/console-agents.ts', import.meta.url).pathname;
 const SCREENSHOTS = new URL('../../../docs/images/', import.meta.url).pathname;
-/** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const prefix = testPrefix('console');
 const KEY = 'console-admin-secret-0123456789';
+const READ_KEY = 'console-read-secret-0123456789';
 let serve: ServeProcess;
 let worker: WorkerProcess;
 let childWorker: WorkerProcess;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   [serve, worker, childWorker, browser] = await Promise.all([
-    spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEY}:admin`, ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}' }),
+    spawnServe({
+      ...env,
+      ARCFLOW_API_KEYS: `ops:${KEY}:admin,viewer:${READ_KEY}:read`,
+      ARCFLOW_TRACE_URL: 'http://localhost:16686/trace/{trace_id}',
+      ARCFLOW_TOKEN_SECRET: 'console-token-secret-0123456789-abcdef',
+    }),
     spawnWorker(FIXTURE, { env }),
     spawnWorker(CHILD_FIXTURE, { env }),
-    chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+    launchChromium(),
   ]);
   mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);
@@ -37,10 +40,7 @@ afterAll(async () => {
 
 /** Signs the page in with the admin key, as a person would. */
 async function signIn(page: Page): Promise<void> {
-  await page.goto(serve.url);
-  await page.fill('input[name=key]', KEY);
-  await page.click('button[type=submit]');
-  await page.getByText('ops (admin)').waitFor();
+  await signInAs(page, serve.url, KEY, 'ops (admin)');
 }
 
 /** Enqueues a run over the API, from outside the browser; its id. */
@@ -124,15 +124,67 @@ describe('the web console, in a real Chromium', () => {
     await context.close();
   });
 
+  it("mints an end user's token for a thread, showing the server's refusal of a bad one; a run the token enqueues says so on its page", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    await signIn(page);
+    const thread = `token-${prefix}`;
+    await enqueue({ agent: 'api_agent', input: 'wait=1 by the backend', thread_id: thread });
+    await page.goto(`${serve.url}/#/threads/${encodeURIComponent(thread)}`);
+    // read and send are ticked; send without agents is refused by the server, which says why.
+    await page.getByRole('button', { name: 'Mint token' }).click();
+    await page.locator('.card .error', { hasText: 'send needs agents' }).waitFor();
+    await page.fill('input[name=agents]', 'api_agent');
+    await page.fill('input[name=subject]', 'console-user');
+    await page.getByRole('button', { name: 'Mint token' }).click();
+    const token = (await page.locator('pre[data-token]').textContent())!.trim();
+    expect(token).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+    await page.screenshot({ path: `${SCREENSHOTS}console-token.png`, fullPage: true });
+    const response = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'api_agent', input: 'wait=1 by the user' }),
+    });
+    const { run_id } = (await response.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    expect(await page.locator('[data-fact="enqueued-by"]').textContent()).toBe('enqueued bytoken:console-user');
+    await context.close();
+    // A browser that never signed in follows the run with an EventSource, which cannot send headers: ?token=.
+    const visitor = await browser.newContext();
+    const viewer = await visitor.newPage();
+    await viewer.goto(serve.url);
+    const kinds = await viewer.evaluate(
+      ([path, given]) =>
+        new Promise<string[]>((resolve, reject) => {
+          const seen: string[] = [];
+          const source = new EventSource(`${path}?token=${encodeURIComponent(given!)}`);
+          for (const kind of ['RunEnqueued', 'RunCompleted']) {
+            source.addEventListener(kind, () => {
+              seen.push(kind);
+              if (kind === 'RunCompleted') {
+                source.close();
+                resolve(seen);
+              }
+            });
+          }
+          source.onerror = () => (source.readyState === EventSource.CLOSED ? reject(new Error('the event stream was refused')) : undefined);
+        }),
+      [`/v1/runs/${run_id}/events`, token],
+    );
+    expect(kinds).toEqual(['RunEnqueued', 'RunCompleted']);
+    await visitor.close();
+  });
+
   it("shows a workflow run's graph with each step's status", async () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
     const page = await context.newPage();
     await signIn(page);
     const run_id = await enqueue({ agent: 'api_flow', input: 'graph' });
     await page.goto(`${serve.url}/#/runs/${run_id}`);
-    await page.locator('.node[data-step="prepare"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
-    await page.locator('.node[data-step="answer"] .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
-    expect(await page.locator('.node[data-step="answer"] .after').textContent()).toBe('after prepare');
+    await page.locator('svg.workflow g.node[data-step="prepare"][data-status="completed"]').waitFor({ timeout: 15_000 });
+    await page.locator('svg.workflow g.node[data-step="answer"][data-status="completed"]').waitFor({ timeout: 15_000 });
+    expect(await page.locator('svg.workflow g.node[data-step="answer"] > title').textContent()).toBe('answer, after prepare');
+    expect(await page.locator('svg.workflow path.edge').evaluateAll((paths) => paths.map((path) => path.getAttribute('data-edge')))).toEqual(['prepare->answer']);
     await page.locator('[data-step-view="prepare"] tr[data-call="prepare"]').getByText('completed').waitFor();
     await page.screenshot({ path: `${SCREENSHOTS}console-workflow.png`, fullPage: true });
     await context.close();
@@ -147,9 +199,24 @@ describe('the web console, in a real Chromium', () => {
     const row = page.locator('tr[data-approval="c_refund"]');
     await row.getByText('{"order":"o-7"}').waitFor({ timeout: 15_000 });
     await page.locator('.facts .badge', { hasText: 'waiting' }).waitFor();
+    // A read key sees the waiting call, and neither Approve nor Reject nor Cancel.
+    const viewer = await browser.newContext();
+    const viewing = await viewer.newPage();
+    await signInAs(viewing, serve.url, READ_KEY, 'viewer (read)');
+    await viewing.goto(`${serve.url}/#/runs/${run_id}`);
+    await viewing.locator('tr[data-approval="c_refund"]').getByText('{"order":"o-7"}').waitFor({ timeout: 15_000 });
+    expect(await viewing.getByRole('button', { name: /Approve|Reject|Cancel run/ }).count()).toBe(0);
+    await viewer.close();
     await row.getByRole('button', { name: 'Approve' }).click();
     await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     expect(await page.locator('tr[data-approval]').count()).toBe(0);
+    // The wait is a bar of its own on the timeline, from the request to the answer, before the call it let run.
+    const wait = page.locator('[data-section="timeline"] rect.bar[data-kind="approval"][data-outcome="waiting"]');
+    expect(await wait.locator('title').textContent()).toMatch(/^approval of api_refund · [\d.]+ m?s · waiting \(approved\)$/);
+    const refund = page.locator('[data-section="timeline"] rect.bar[data-kind="tool"][data-outcome="completed"]');
+    await refund.waitFor();
+    const right = async (bar: typeof wait) => Number(await bar.getAttribute('x')) + Number(await bar.getAttribute('width'));
+    expect(await right(wait)).toBeLessThanOrEqual(Number(await refund.getAttribute('x')) + 1);
     await context.close();
   });
 
@@ -204,6 +271,10 @@ describe('the web console, in a real Chromium', () => {
     expect(await toChild.textContent()).toBe(child);
     expect(await started.locator('[data-child-run]').textContent()).toBe(` child run ${child}`);
     expect(await page.locator(`tr[data-call="ask_1"] a[href="#/runs/${encodeURIComponent(child)}"]`).textContent()).toBe(child);
+    // On the timeline, the call that waited for the child run is a child run's bar.
+    expect(await page.locator('[data-section="timeline"] rect.bar[data-kind="child"][data-outcome="completed"] title').textContent()).toMatch(
+      /^researcher \(child run\) · [\d.]+ m?s · completed$/,
+    );
     // The researcher's own run has none: its events start no child.
     expect(await page.locator('tr[data-seq] [data-child-run]').count()).toBe(1);
 

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { ARCFLOW_BIN } from '@arcflow/worker';
+import { type Browser, type Page, chromium } from 'playwright-core';
 
 export interface ServeProcess {
   readonly url: string;
@@ -83,4 +85,21 @@ export async function readSse(response: Response, until: (message: SseMessage, a
       }
     }
   }
+}
+
+/** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** A real headless Chromium for the console's tests; a clear error when there is none. */
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}
+
+/** Signs the page in to the console at `url` with `key`, as a person would, and waits until it shows `who` (e.g. `ops (admin)`). */
+export async function signIn(page: Page, url: string, key: string, who: string): Promise<void> {
+  await page.goto(url);
+  await page.fill('input[name=key]', key);
+  await page.click('button[type=submit]');
+  await page.getByText(who).waitFor();
 }

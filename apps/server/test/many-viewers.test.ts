@@ -63,7 +63,7 @@ describe('many viewers of one run on one serve (SPEC §19)', () => {
   let stack: StreamStack;
   beforeAll(async () => {
     // An answer of 400 six-character chunks, one every 10 ms: the clients come while it streams.
-    stack = await startStreamStack('many-viewers', API_KEYS, 10, { fake: { chars: CHARS }, serve_env: { ARCFLOW_API_RATE: '1000000' } });
+    stack = await startStreamStack('many-viewers', API_KEYS, 10, { ARCFLOW_API_RATE: '1000000' }, { chars: CHARS });
   }, 60_000);
   afterAll(() => stack?.stop());
 
@@ -119,7 +119,7 @@ describe('a client that reads slower than the run streams (SPEC §19)', () => {
       },
       stream: { chunk_chars: 20_000, delay_ms: 2 },
     });
-    stack = await startStreamStack('slow-viewer', API_KEYS, 2, { fake_server });
+    stack = await startStreamStack('slow-viewer', API_KEYS, 2, {}, { server: fake_server });
   }, 60_000);
   afterAll(() => stack?.stop());
 

@@ -16,20 +16,22 @@ export interface StreamStack {
 
 /**
  * Starts the stack the streaming tests of the API, the console and `arcflow/ai-sdk` run against;
- * `api_keys` as ARCFLOW_API_KEYS; `fake` paces the fake's answers (chunk size, length), or
- * `fake_server` is the fake to use (the stack closes it); `serve_env` adds to serve's environment.
+ * `api_keys` as ARCFLOW_API_KEYS, `serveEnv` more of serve's environment; `model` paces the fake's
+ * answers (chunk size, length), or `model.server` is the fake to use (the stack closes it).
  */
 export async function startStreamStack(
   name: string,
   api_keys: string,
   fakeDelayMs: number,
-  options: { fake?: { chunk_chars?: number; chars?: number }; fake_server?: FakeOpenAIServer; serve_env?: Record<string, string> } = {},
+  serveEnv: Record<string, string> = {},
+  model: { chunk_chars?: number; chars?: number; server?: FakeOpenAIServer } = {},
 ): Promise<StreamStack> {
   const prefix = testPrefix(name);
-  const fake = options.fake_server ?? (await startStreamFake({ delay_ms: fakeDelayMs, ...options.fake }));
+  const { server, ...pacing } = model;
+  const fake = server ?? (await startStreamFake({ delay_ms: fakeDelayMs, ...pacing }));
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   const [serve, worker] = await Promise.all([
-    spawnServe({ ...env, ARCFLOW_API_KEYS: api_keys, ARCFLOW_SSE_HEARTBEAT_MS: '200', ...options.serve_env }),
+    spawnServe({ ...env, ARCFLOW_API_KEYS: api_keys, ARCFLOW_SSE_HEARTBEAT_MS: '200', ...serveEnv }),
     spawnWorker(FIXTURE, { env: { ...env, STREAM_FAKE_URL: fake.url } }),
   ]);
   return {

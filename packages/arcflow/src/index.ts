@@ -46,6 +46,9 @@ export {
   type JsonSchema,
   type RunState,
   type StateAccess,
+  createToken,
+  type TokenOptions,
+  type TokenAction,
 } from '@arcflow/core';
 export { openaiProvider, type OpenAIProviderOptions } from '@arcflow/provider-openai';
 export { mcpTools, McpToolError, type McpToolsConfig, type McpTransport } from '@arcflow/mcp';

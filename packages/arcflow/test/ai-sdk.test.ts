@@ -1,14 +1,16 @@
 import { AbstractChat, type ChatState, type ChatStatus, type UIMessage, readUIMessageStream } from 'ai';
+import { createToken } from 'arcflow';
 import { ArcflowChatTransport } from 'arcflow/ai-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StreamStack, startStreamStack } from '../../../apps/server/test/stream-stack.ts';
 import { expectedAnswer } from '../../queue/test/fixtures/stream-fake.ts';
 
 const KEY = 'chat-write-0123456789';
+const TOKEN_SECRET = 'chat-token-secret-0123456789-abcdefgh';
 let stack: StreamStack;
 
 beforeAll(async () => {
-  stack = await startStreamStack('ai-sdk', `web:${KEY}:write`, 15);
+  stack = await startStreamStack('ai-sdk', `web:${KEY}:write`, 15, { ARCFLOW_TOKEN_SECRET: TOKEN_SECRET });
 });
 afterAll(() => stack?.stop());
 
@@ -156,5 +158,87 @@ describe('ArcflowChatTransport with the AI SDK 7 chat (SPEC §12)', () => {
       /answered 404 to POST \/v1\/runs: .*no_such_agent/,
     );
     expect(() => new ArcflowChatTransport({ api: 'not a url', agent: 'a' })).toThrow(/api must be the base URL/);
+  });
+});
+
+describe("ArcflowChatTransport with an end user's token (SPEC §19)", () => {
+  const chatToken = (thread_id: string, subject = 'user-1') =>
+    createToken({ secret: TOKEN_SECRET, thread_id, actions: ['read', 'send'], agents: ['stream_chat'], subject, expires_in_s: 300 });
+  const runsOf = async (thread_id: string) =>
+    (
+      (await (await fetch(`${stack.serve.url}/v1/threads/${thread_id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as {
+        runs: { enqueued_by?: string }[];
+      }
+    ).runs;
+
+  it('chats on its thread with a token instead of a key; the runs say whose they are', async () => {
+    const thread_id = `token-${stack.prefix}`;
+    const chat = new NodeChat(thread_id, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token: await chatToken(thread_id) }));
+    await chat.sendMessage({ text: 'Weather in Bergen?' });
+    expect(chat.memory.status).toBe('ready');
+    expect(textOf(chat.memory.messages[1])).toBe(expectedAnswer('Weather in Bergen?'));
+    expect((await runsOf(thread_id)).map((run) => run.enqueued_by)).toEqual(['token:user-1']);
+    // The same token on another chat (thread) is refused: the chat shows the server's 403.
+    const elsewhere = new NodeChat(`other-${stack.prefix}`, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token: await chatToken(thread_id) }));
+    await elsewhere.sendMessage({ text: 'Hello?' });
+    expect(elsewhere.memory.status).toBe('error');
+    expect(elsewhere.memory.error?.message).toMatch(/answered 403 to POST \/v1\/runs: this token enqueues on thread/);
+  });
+
+  it('calls a token function once, and again when the server answers 401 (a token it no longer takes); the streamed answer and a reconnect use the new one', async () => {
+    const thread_id = `renew-${stack.prefix}`;
+    const stale = await createToken({ secret: 'a-secret-this-server-never-held-0123456789', thread_id, actions: ['read', 'send'], agents: ['stream_chat'] });
+    const given: string[] = [];
+    const token = async () => {
+      const next = given.length === 0 ? stale : await chatToken(thread_id, 'user-2');
+      given.push(next);
+      return next;
+    };
+    const transport = new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token });
+    const chat = new NodeChat(thread_id, transport);
+    await chat.sendMessage({ text: 'First with a stale token' });
+    expect(textOf(chat.memory.messages[1])).toBe(expectedAnswer('First with a stale token'));
+    // Asked once for the first request, once after its 401; the stream's requests reuse the second.
+    expect(given).toHaveLength(2);
+    await chat.sendMessage({ text: 'Then with the fresh one' });
+    expect(textOf(chat.memory.messages[3])).toBe(expectedAnswer('Then with the fresh one'));
+    expect(given).toHaveLength(2);
+    expect(await transport.reconnectToStream({ chatId: thread_id })).toBeNull();
+    expect((await runsOf(thread_id)).map((run) => run.enqueued_by)).toEqual(['token:user-2', 'token:user-2']);
+  });
+
+  it("renews on a 401 to the stream's request too, and the answer shows once", async () => {
+    const thread_id = `expiring-${stack.prefix}`;
+    let calls = 0;
+    const token = async () => (calls++, chatToken(thread_id, `user-${calls}`));
+    // The first stream request meets a 401, as a token that expired between the enqueue and the stream would.
+    let refusedOnce = false;
+    const expiring: typeof fetch = async (input, init) => {
+      if (String(input).includes('/stream') && !refusedOnce) {
+        refusedOnce = true;
+        return new Response(JSON.stringify({ status: 401, code: 'unauthorized', detail: 'the token has expired; get a new one' }), { status: 401 });
+      }
+      return fetch(input, init);
+    };
+    const chat = new NodeChat(thread_id, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token, fetch: expiring }));
+    await chat.sendMessage({ text: 'Across an expiry?' });
+    expect(chat.memory.status).toBe('ready');
+    expect(textOf(chat.memory.messages[1])).toBe(expectedAnswer('Across an expiry?'));
+    expect(calls).toBe(2);
+  });
+
+  it('gives up after one renewal still refused, naming the 401; a string token is not renewed', async () => {
+    const thread_id = `refused-${stack.prefix}`;
+    const foreign = await createToken({ secret: 'a-secret-this-server-never-held-0123456789', thread_id, actions: ['read', 'send'], agents: ['stream_chat'] });
+    let calls = 0;
+    const renewing = new NodeChat(thread_id, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token: () => (calls++, foreign) }));
+    await renewing.sendMessage({ text: 'Anyone?' });
+    expect(renewing.memory.status).toBe('error');
+    expect(renewing.memory.error?.message).toMatch(/answered 401 to POST \/v1\/runs: the token is not valid/);
+    expect(calls).toBe(2);
+    const fixed = new NodeChat(thread_id, new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token: foreign }));
+    await fixed.sendMessage({ text: 'Anyone?' });
+    expect(fixed.memory.error?.message).toMatch(/answered 401/);
+    expect(() => new ArcflowChatTransport({ api: stack.serve.url, agent: 'stream_chat', token: 42 as never })).toThrow(/token must be a string or a function/);
   });
 });

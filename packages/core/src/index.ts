@@ -21,7 +21,6 @@ export {
   type ToolContext,
   type ToolHandler,
   type ToolLogger,
-  type JsonSchema,
   type ApprovalContext,
   type NeedsApproval,
   type ToolOptions,
@@ -29,10 +28,20 @@ export {
   resolveToolOptions,
   TOOL_OPTION_KEYS,
 } from './tools/define.ts';
-export { toolDefinitionHash } from './tools/definition-hash.ts';
+export { toolDefinitionHash } from './definitions/definition-hash.ts';
 export { type ToolSource, type ToolSourceSession, type SessionResource, isToolSource } from './tools/source.ts';
 export { type OpenedDefinitions, openToolSources } from './tools/open-sources.ts';
-export { agentTool, childAgentsOf, childBudget, type BudgetCaps, type AgentToolConfig, type ChildAgent, AGENT_TOOL_INPUT_SCHEMA, DEFAULT_MAX_DEPTH } from './tools/agent-tool.ts';
+export {
+  agentTool,
+  childOf,
+  childAgentsOf,
+  childBudget,
+  type BudgetCaps,
+  type AgentToolConfig,
+  type ChildAgent,
+  AGENT_TOOL_INPUT_SCHEMA,
+  DEFAULT_MAX_DEPTH,
+} from './definitions/agent-tool.ts';
 export { ToolResultText, serialiseResult, truncateResult } from './tools/result-text.ts';
 export { runHandler, idempotencyKey, watchSignal, type CancelWatch, type HandlerOutcome, type HandlerCall } from './tools/run-handler.ts';
 export { Agent, type AgentConfig } from './definitions/agent.ts';
@@ -103,6 +112,9 @@ export {
 export * from './events/types.ts';
 export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
+export * from './vocabulary/messages.ts';
+export * from './vocabulary/tokens.ts';
+export type { JsonSchema } from './vocabulary/json-schema.ts';
 export { type StreamChunk, type StreamChunkType, readStreamChunk } from './streams/chunks.ts';
 export { type IterationText, StreamReassembler } from './streams/reassemble.ts';
 export * from './run-record.ts';
@@ -119,8 +131,6 @@ export {
   applyToolRound,
   applyFinalAnswerNote,
   usageWith,
-  type RunSpent,
-  NOTHING_SPENT,
   executedCalls,
 } from './loop/decide.ts';
 export {
@@ -129,11 +139,8 @@ export {
   type RejectCall,
   type RepeatCall,
   planCall,
-  type ParsedArguments,
-  MAX_ARGUMENT_DEPTH,
-  parseArguments,
-  unrepresentableArguments,
 } from './loop/plan.ts';
+export { type ParsedArguments, MAX_ARGUMENT_DEPTH, parseArguments, unrepresentableArguments } from './loop/arguments.ts';
 export { MAX_TOKENS_PER_CALL, normalizeResponse } from './loop/normalize.ts';
 export { NamePattern } from './names.ts';
 export { callSignature } from './loop/loop-detection.ts';
@@ -141,9 +148,22 @@ export * from './loop/tool-events.ts';
 export * from './loop/step-events.ts';
 export * from './loop/test-mode.ts';
 export * from './loop/approvals.ts';
-export { runLocal, type RunLocalOptions, type LocalRun } from './runner/run-local.ts';
+export { runLocal } from './runner/run-local.ts';
+export type { RunLocalOptions, LocalRun } from './runner/local-options.ts';
 export { LocalEventLog } from './runner/event-log.ts';
 export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
 export { stderrLogger, silentLogger } from './logger.ts';
 export { jsonProblem, checkRequestJson, REQUEST_JSON_LIMITS } from './json-limits.ts';
 export { describeError, logLine, loggable, withFields } from './logger.ts';
+export {
+  TOKEN_ACTIONS,
+  TOKEN_DEFAULTS,
+  TENANT_PATTERN,
+  type TokenAction,
+  type TokenScope,
+  type TokenOptions,
+  type TokenGrant,
+  checkTokenScope,
+  tokenSecrets,
+} from './tokens/claims.ts';
+export { type TokenKeys, type TokenVerdict, createToken, tokenKeys, signToken, verifyToken, looksLikeToken } from './tokens/jwt.ts';

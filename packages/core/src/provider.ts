@@ -1,39 +1,8 @@
-import type { JsonSchema } from './tools/define.ts';
-import type { Tokens } from './events/types.ts';
+import type { JsonSchema } from './vocabulary/json-schema.ts';
+import type { ChatMessage, RequestedToolCall } from './vocabulary/messages.ts';
+import type { Tokens } from './vocabulary/tokens.ts';
 import type { ModelSettings } from './definitions/model-settings.ts';
 import type { ResponseFormat } from './definitions/output-schema.ts';
-
-/** A text part of a message's content. */
-export interface TextPart {
-  readonly type: 'text';
-  readonly text: string;
-}
-
-/** An image part of a user message's content: an `https:`, `http:` or `data:` URL. */
-export interface ImagePart {
-  readonly type: 'image_url';
-  readonly image_url: { readonly url: string; readonly detail?: 'auto' | 'low' | 'high' };
-}
-
-/** One part of a message's content; images only in user messages. */
-export type ContentPart = TextPart | ImagePart;
-
-/**
- * One message of a chat conversation, in the OpenAI chat-completions shape: `content` a string or
- * a list of parts, sent to the provider as it is. Checked at enqueue by `checkRunInput`.
- */
-export type ChatMessage =
-  | { readonly role: 'system' | 'developer'; readonly content: string | readonly TextPart[]; readonly name?: string }
-  | { readonly role: 'user'; readonly content: string | readonly ContentPart[]; readonly name?: string }
-  | { readonly role: 'assistant'; readonly content: string | readonly TextPart[] | null; readonly tool_calls?: readonly RequestedToolCall[]; readonly name?: string }
-  | { readonly role: 'tool'; readonly tool_call_id: string; readonly content: string | readonly TextPart[] };
-
-/** A tool call as the model asked for it; `arguments` is the raw JSON text the model produced. */
-export interface RequestedToolCall {
-  readonly id: string;
-  readonly type: 'function';
-  readonly function: { readonly name: string; readonly arguments: string };
-}
 
 /** A tool as offered to the model. */
 export interface ToolSpec {
@@ -189,10 +158,4 @@ export function failureLogFields(failure: ProviderFailure, provider_id: string, 
     reason: failure.message,
     ...(cause ? { cause: cause.name, ...(cause.code ? { cause_code: cause.code } : {}), ...(cause.host ? { host: cause.host } : {}) } : {}),
   };
-}
-
-export const ZERO_TOKENS: Tokens = Object.freeze({ input: 0, output: 0, total: 0 });
-
-export function addTokens(a: Tokens, b: Tokens): Tokens {
-  return { input: a.input + b.input, output: a.output + b.output, total: a.total + b.total };
 }

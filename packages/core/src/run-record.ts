@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Tokens } from './events/types.ts';
-import type { StepStatus } from './workflow/graph.ts';
+import type { Tokens } from './vocabulary/tokens.ts';
 
 export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
@@ -40,6 +39,8 @@ export interface RunRecord {
   readonly parent_tool_call_id?: string;
   /** The thread the run is on (SPEC §11). */
   readonly thread_id?: string;
+  /** Who enqueued the run, when the enqueue said: `token:<subject>` for a run enqueued with an end user's token (SPEC §19). */
+  readonly enqueued_by?: string;
   /** A run enqueued with `on_busy: steer`: the run its input was given to (it ended at once, completed). */
   readonly steered_into?: string;
   /** A run that took the input steered into a run that ended without it reaching the thread: the steering runs. */
@@ -69,6 +70,12 @@ export interface ApprovalResolution {
   readonly resolved_at: number;
   readonly timed_out?: boolean;
 }
+
+/** Where a workflow step stands. */
+export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+/** Why a workflow step was skipped. */
+export type SkipReason = 'dependency_failed' | 'run_failed' | 'cancelled';
 
 /** One step of a workflow run, as its record shows it. */
 export interface StepRecord {

@@ -9,6 +9,7 @@ import {
   Workflow,
   agentTool,
   childBudget,
+  childOf,
   runLocal,
   tool,
 } from '@arcflow/core';
@@ -44,7 +45,7 @@ describe('agentTool', () => {
   it('defaults to the agent name, its role as description and an { input: string } schema', () => {
     const made = agentTool(researcher);
     expect(made).toMatchObject({ kind: 'tool', name: 'researcher', description: 'Looks things up', input_schema: AGENT_TOOL_INPUT_SCHEMA, retries: 3 });
-    expect(made.child).toMatchObject({ agent: researcher, max_depth: 4 });
+    expect(childOf(made)).toMatchObject({ agent: researcher, max_depth: 4 });
     expect(made.check({ input: 'x' })).toBeUndefined();
     expect(made.check({})).toMatch(/input/);
   });
@@ -189,7 +190,7 @@ describe('agent tools on runLocal', () => {
   });
 
   it('leaves tools that are not agent tools as they are', () => {
-    expect(tool({ name: 't', description: 'd', input_schema: { type: 'object' }, handler: () => 'x' }).child).toBeUndefined();
+    expect(childOf(tool({ name: 't', description: 'd', input_schema: { type: 'object' }, handler: () => 'x' }))).toBeUndefined();
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage } from '../src/provider.ts';
+import type { ChatMessage } from '../src/vocabulary/messages.ts';
 import { messagesByteSize } from '../src/loop/decide.ts';
 
 describe("a request's prompt size", () => {

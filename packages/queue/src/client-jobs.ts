@@ -69,6 +69,11 @@ export interface EnqueueRequest {
    * provider calls, and its stream gives each iteration's text whole.
    */
   stream?: boolean;
+  /**
+   * Who enqueued the run, kept on its record (1–200 printable characters). `arcflow serve` sets
+   * `token:<subject>` for a run enqueued with an end user's token (SPEC §19).
+   */
+  enqueued_by?: string;
 }
 
 /** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
@@ -151,6 +156,7 @@ export class ClientJobs {
               trace,
               definition_hash: registration.definition_hash ?? '',
               ...(request.stream !== undefined ? { stream: request.stream } : {}),
+              ...(request.enqueued_by !== undefined ? { enqueued_by: request.enqueued_by } : {}),
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },

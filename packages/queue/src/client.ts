@@ -124,6 +124,8 @@ const REGISTRATION_CACHE_MS = 5_000;
 // A stream reader's blocking read returns at least this often, to notice a run that ended without an `end` chunk.
 const STREAM_BLOCK_MS = 2_000;
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
+/** Who enqueued a run, as its record shows it (e.g. `token:<subject>` for a run enqueued with an end user's token). */
+const ENQUEUED_BY = /^[^\p{Cc}]{1,200}$/u;
 
 /** The step an agent run's loop runs as. */
 const AGENT_RUN_STEP_ID = 's1';
@@ -237,6 +239,9 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       if (request.on_busy !== undefined) checkOnBusy(request.on_busy);
       if (request.stream !== undefined && typeof request.stream !== 'boolean') {
         throw new RequestError('invalid_request', `stream must be true or false, got ${JSON.stringify(request.stream)?.slice(0, 40)}`);
+      }
+      if (request.enqueued_by !== undefined && (typeof request.enqueued_by !== 'string' || !ENQUEUED_BY.test(request.enqueued_by))) {
+        throw new RequestError('invalid_request', `enqueued_by must be 1-200 characters, no control characters, got ${JSON.stringify(request.enqueued_by)?.slice(0, 60)}`);
       }
       return (await jobs()).enqueue(request);
     },

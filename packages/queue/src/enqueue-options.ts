@@ -12,6 +12,7 @@ const ENQUEUE_OPTIONS = {
   on_busy: true,
   state: true,
   stream: true,
+  enqueued_by: true,
 } as const satisfies Record<keyof EnqueueRequest | 'stream', true>;
 
 /**

@@ -48,6 +48,12 @@ export interface Keys {
   readonly finishedChannelIn: (tag: string) => string;
   /** A provider paused by a 429, by its id (SPEC §16): lives as long as the pause. */
   readonly providerPause: (provider_id: string) => string;
+  /**
+   * The console overview's queue-depth samples: a ZSET scored by the sample's minute (ms), each
+   * member the queues' depths then (JSON), written by `arcflow serve` at most once a minute while
+   * someone reads the overview, trimmed to a day (docs/decisions/0027-console-overview.md).
+   */
+  readonly overviewQueueDepths: string;
 }
 
 /**
@@ -216,6 +222,7 @@ export function keysFor(prefix: string): Keys {
     cancelChannel: `${tag}:cancel`,
     finishedChannelIn: (inTag) => `${inTag}:finished`,
     providerPause: (provider_id) => `${tag}:provider-pause:${provider_id}`,
+    overviewQueueDepths: `${tag}:overview:queue-depths`,
   };
 }
 

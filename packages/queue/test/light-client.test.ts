@@ -53,7 +53,7 @@ function packagesOf(urls: readonly string[]): Set<string> {
 }
 
 describe('the client entry, @arcflow/queue/client', () => {
-  it('gets, lists, reads events and cancels without loading BullMQ, ajv or the OpenTelemetry API (nor msgpack to read)', async () => {
+  it('gets, lists, reads events and cancels without loading BullMQ, ajv, jose or the OpenTelemetry API (nor msgpack to read)', async () => {
     const store = new RunStore(redis, prefix, 60);
     const queued = 'run_light-queued';
     await store.createRun({ run_id: queued, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {}, definition_hash: '' }, undefined, {
@@ -75,7 +75,7 @@ describe('the client entry, @arcflow/queue/client', () => {
     expect(packagesOf(loadedByReads)).toContain('ioredis');
     expect(loadedByReads.some((url) => url.endsWith('/packages/queue/src/client.ts'))).toBe(true);
     const heavy = (urls: readonly string[], pattern: RegExp) => [...packagesOf(urls)].filter((name) => pattern.test(name));
-    expect(heavy(loadedByReads, /^(bullmq|msgpackr|ajv|ajv-formats|@opentelemetry\/.*)$/)).toEqual([]);
+    expect(heavy(loadedByReads, /^(bullmq|msgpackr|ajv|ajv-formats|jose|@opentelemetry\/.*)$/)).toEqual([]);
     // Ending a run writes through a script with a msgpack map; a run with no queued calls has no BullMQ job to remove.
     expect(heavy(loaded, /^(bullmq|ajv|ajv-formats|@opentelemetry\/.*)$/)).toEqual([]);
     expect(loaded.filter((url) => /\/packages\/queue\/src\/(engine\/(worker|join|approvals|provider-job|workflow-scheduler)|client-jobs|tracing)\.ts$/.test(url))).toEqual([]);

@@ -11,7 +11,7 @@ export async function serveCommand(flags: { port?: string; host?: string }): Pro
   console.log(
     `arcflow serve: listening on ${server.url} (API under /v1, OpenAPI at /openapi.json, console at /)${
       keys.length === 0 ? '; no ARCFLOW_API_KEYS: loopback only, every request has the admin scope' : `; ${keys.length} API key(s)`
-    }`,
+    }${options.token_secret === undefined ? '' : "; end users' tokens on (ARCFLOW_TOKEN_SECRET)"}`,
   );
   const stop = () => {
     server.close().then(

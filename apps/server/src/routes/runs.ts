@@ -6,6 +6,7 @@ import { Type } from '@fastify/type-provider-typebox';
 import { allows } from '../auth.ts';
 import { type EventHub, endsRun } from '../event-hub.ts';
 import { HttpProblem } from '../problems.ts';
+import { enqueuedBy } from '../tokens.ts';
 import { ApprovalBody, ApprovalParams, ApprovalResolution, EnqueueBody, ListQuery, RunIdParams, RunList, RunMessages, problems } from '../schemas.ts';
 import { openEventStream } from '../sse.ts';
 
@@ -47,6 +48,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
         ...request.body,
         input: request.body.input as RunInput,
         state: request.body.state as Readonly<Record<string, unknown>> | undefined,
+        // A token's run says whose it is (SPEC §19); the token's other checks were made before the schema's.
+        ...(request.grant ? { enqueued_by: enqueuedBy(request.grant) } : {}),
       });
       return reply.status(created ? 201 : 200).send({ run_id });
     },

@@ -5,12 +5,22 @@ import { userContent } from './user-content.ts';
 /** Headers for every request: a record, a `Headers`, or a function giving either (e.g. a fresh token). */
 export type TransportHeaders = Record<string, string> | Headers | (() => Record<string, string> | Headers | Promise<Record<string, string> | Headers>);
 
+/** An end user's token (SPEC §19): a string, or a function that gets one from the app's backend. */
+export type TransportToken = string | (() => string | Promise<string>);
+
 export interface ArcflowChatTransportOptions {
   /** The base URL of `arcflow serve`, e.g. `https://agents.example.com` (its API is under `/v1`). */
   readonly api: string;
   /** The agent each message runs. */
   readonly agent: string;
-  /** Sent with every request, e.g. `{ authorization: 'Bearer <key>' }` (scope `write`). */
+  /**
+   * An end user's token for the chat's thread (actions `read` and `send`, the agent among its
+   * `agents`), minted by the app's backend with `createToken` or `POST /v1/tokens`: sent as
+   * `Authorization: Bearer <token>`. A function is called for the first request, and again
+   * (once) whenever the server answers 401, e.g. because the token expired.
+   */
+  readonly token?: TransportToken;
+  /** Sent with every request (`token` sets `authorization` over them). Without a token, a key here is visible to whoever runs the page. */
   readonly headers?: TransportHeaders;
   /** The `fetch` to use (default the global one). */
   readonly fetch?: typeof fetch;
@@ -37,6 +47,9 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
   private readonly agent: string;
   private readonly headers: TransportHeaders | undefined;
   private readonly fetch: typeof fetch;
+  private readonly tokenSource: TransportToken | undefined;
+  /** The token the function gave last (shared by concurrent requests), until a 401 asks for another. */
+  private token: Promise<string> | undefined;
 
   constructor(options: ArcflowChatTransportOptions) {
     let url: URL;
@@ -50,6 +63,10 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
     this.agent = options.agent;
     this.headers = options.headers;
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    if (options.token !== undefined && typeof options.token !== 'string' && typeof options.token !== 'function') {
+      throw new Error('ArcflowChatTransport: token must be a string or a function that returns one');
+    }
+    this.tokenSource = options.token;
   }
 
   async sendMessages(
@@ -134,9 +151,18 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
     });
   }
 
-  /** A request to the API; an answer that retrying cannot change (4xx but 429, or one in `accepted`) is a `RefusedError` naming the problem. */
-  private async request(path: string, init: RequestInit, accepted: readonly number[] = []): Promise<Response> {
-    const response = await this.fetch(`${this.api}${path}`, init);
+  /**
+   * A request to the API; an answer that retrying cannot change (4xx but 429, or one in `accepted`)
+   * is a `RefusedError` naming the problem. A 401 to a token from a function is asked once more
+   * with the token the function gives then.
+   */
+  private async request(path: string, init: RequestInit & { headers: Record<string, string> }, accepted: readonly number[] = []): Promise<Response> {
+    let response = await this.fetch(`${this.api}${path}`, init);
+    if (response.status === 401 && typeof this.tokenSource === 'function' && init.headers.authorization !== undefined) {
+      await response.body?.cancel();
+      const renewed = await this.renewToken(init.headers.authorization);
+      response = await this.fetch(`${this.api}${path}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${renewed}` } });
+    }
     if (response.ok || accepted.includes(response.status)) return response;
     const problem = (await response.json().catch(() => undefined)) as { detail?: unknown } | undefined;
     const detail = typeof problem?.detail === 'string' ? problem.detail : response.statusText;
@@ -147,11 +173,42 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
 
   private async headersFor(extra: ChatRequestOptions['headers']): Promise<Record<string, string>> {
     const base = typeof this.headers === 'function' ? await this.headers() : this.headers;
-    return { ...Object.fromEntries(new Headers(base ?? {})), ...Object.fromEntries(new Headers(extra ?? {})) };
+    const token = await this.currentToken();
+    return {
+      ...Object.fromEntries(new Headers(base ?? {})),
+      ...Object.fromEntries(new Headers(extra ?? {})),
+      ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+    };
+  }
+
+  private currentToken(): Promise<string> | undefined {
+    const source = this.tokenSource;
+    if (source === undefined) return undefined;
+    if (typeof source === 'string') return Promise.resolve(source);
+    this.token ??= (async () => checkToken(await source()))().catch((error: unknown) => {
+      // A function that failed is asked again by the next request.
+      this.token = undefined;
+      throw error;
+    });
+    return this.token;
+  }
+
+  /** A token after a 401 to `refused` (an authorization header): the function's next one, asked once for all the requests it refused. */
+  private async renewToken(refused: string): Promise<string> {
+    const current = await this.currentToken()?.catch(() => undefined);
+    if (current !== undefined && `Bearer ${current}` !== refused) return current;
+    this.token = undefined;
+    return (await this.currentToken())!;
   }
 }
 
 class RefusedError extends Error {}
+
+function checkToken(token: unknown): string {
+  if (typeof token !== 'string' || token === '')
+    throw new RefusedError(`ArcflowChatTransport: the token function must return a token (a string), got ${JSON.stringify(token)?.slice(0, 40)}`);
+  return token;
+}
 
 function checkThreadId(chatId: unknown): string {
   if (typeof chatId !== 'string' || !THREAD_ID.test(chatId)) {

@@ -2,7 +2,7 @@ import { byteSize } from '../canonical.ts';
 import { INPUT_MESSAGE_LIMITS, MAX_INPUT_BYTES } from '../defaults.ts';
 import { clipped, nearestKey } from '../definitions/known-keys.ts';
 import { RequestError } from '../errors.ts';
-import type { ChatMessage } from '../provider.ts';
+import type { ChatMessage } from '../vocabulary/messages.ts';
 import { isPlainObject } from '../plain-object.ts';
 
 /**

@@ -2,7 +2,8 @@ import { ConfigError } from '../errors.ts';
 import { shortHash } from '../canonical.ts';
 import { NamePattern } from '../names.ts';
 import { DEFAULT_MAX_STATE_BYTES } from '../state/run-state.ts';
-import type { JsonSchema, ToolDefinition } from '../tools/define.ts';
+import type { JsonSchema } from '../vocabulary/json-schema.ts';
+import type { ToolDefinition } from '../tools/define.ts';
 import { type ToolSource, isToolSource } from '../tools/source.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelSettings, checkToolChoice } from './model-settings.ts';
@@ -101,19 +102,7 @@ export class Agent {
       throw new ConfigError(`agent name must match ${AGENT_NAME}, got ${JSON.stringify(name)}`);
     }
     checkKnownKeys(config, AGENT_KEYS, `agent '${name}'`, 'definition', MODEL_SETTING_PATHS);
-    const tools: ToolDefinition[] = [];
-    const sources: ToolSource[] = [];
-    const byName = new Map<string, ToolDefinition>();
-    for (const definition of config.tools ?? []) {
-      if (isToolSource(definition)) {
-        if (!sources.includes(definition)) sources.push(definition);
-        continue;
-      }
-      if (definition?.kind !== 'tool') throw new ConfigError(`agent '${name}': every entry of tools must come from tool() or mcpTools()`);
-      tools.push(definition);
-      if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
-      byName.set(definition.name, definition);
-    }
+    const { tools, sources, byName } = sortTools(name, config.tools ?? []);
     if (config.provider !== undefined && (typeof config.provider !== 'string' || config.provider === '')) {
       throw new ConfigError(`agent '${name}': provider must be a non-empty string (a name in the worker's providers)`);
     }
@@ -250,4 +239,22 @@ function hashedSettings(settings: StepSettings): object {
     ...(model_fallbacks.length > 0 ? { model_fallbacks } : {}),
     ...(output ? { output: { schema_hash: output.schema_hash, retries: output.retries } } : {}),
   };
+}
+
+/** An agent's `tools` entry by entry: its tools (each name once), by name, and its tool sources (each once). */
+function sortTools(name: string, entries: readonly (ToolDefinition | ToolSource)[]): { tools: ToolDefinition[]; sources: ToolSource[]; byName: Map<string, ToolDefinition> } {
+  const tools: ToolDefinition[] = [];
+  const sources: ToolSource[] = [];
+  const byName = new Map<string, ToolDefinition>();
+  for (const definition of entries) {
+    if (isToolSource(definition)) {
+      if (!sources.includes(definition)) sources.push(definition);
+      continue;
+    }
+    if (definition?.kind !== 'tool') throw new ConfigError(`agent '${name}': every entry of tools must come from tool() or mcpTools()`);
+    tools.push(definition);
+    if (byName.has(definition.name)) throw new ConfigError(`agent '${name}': duplicate tool '${definition.name}'`);
+    byName.set(definition.name, definition);
+  }
+  return { tools, sources, byName };
 }

@@ -1,7 +1,8 @@
 import { shortHash } from '../canonical.ts';
 import { OUTPUT_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
-import { type ArgumentCheck, type JsonSchema, compileSchema } from '../tools/schema.ts';
+import type { JsonSchema } from '../vocabulary/json-schema.ts';
+import { type ArgumentCheck, compileSchema } from '../tools/schema.ts';
 import { isPlainObject } from '../plain-object.ts';
 
 /** A step's structured output (SPEC §11), resolved once: the schema, compiled, and how many repair calls it allows. */

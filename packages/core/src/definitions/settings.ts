@@ -3,7 +3,7 @@ import { LOOP_DETECTION_DEFAULTS, TOOL_EXECUTION_DEFAULTS } from '../defaults.ts
 import { ConfigError } from '../errors.ts';
 import { type KeysOwner, type KnownKeys, checkKnownKeys } from './known-keys.ts';
 import { type ResolvedOutput, resolveOutput } from './output-schema.ts';
-import type { JsonSchema } from '../tools/schema.ts';
+import type { JsonSchema } from '../vocabulary/json-schema.ts';
 import { MODEL_SETTING_PATHS, type ModelFallback, type ModelSettings, checkModelFallbacks, checkModelSettings, mergeModelSettings } from './model-settings.ts';
 import { isPlainObject } from '../plain-object.ts';
 

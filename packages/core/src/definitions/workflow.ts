@@ -4,6 +4,7 @@ import { NamePattern } from '../names.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { type GraphStep, RUN_STEP_ID, type WorkflowGraph, findCycle } from '../workflow/graph.ts';
 import { Agent } from './agent.ts';
+import { childOf } from './agent-tool.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 
 /** What a step's `input` or `args` function is given: the run input and its dependencies' outputs, by step id. */
@@ -168,7 +169,7 @@ function checkStep(workflow: string, step: WorkflowStepConfig, index: number): W
   }
   const { tool, args } = step as ToolStepConfig;
   if (tool?.kind !== 'tool') throw new ConfigError(`${where}: step '${id}': tool must come from tool()`);
-  if (tool.child) throw new ConfigError(`${where}: step '${id}': '${tool.name}' is an agent tool; make the step an agent step ({ agent }) instead`);
+  if (childOf(tool)) throw new ConfigError(`${where}: step '${id}': '${tool.name}' is an agent tool; make the step an agent step ({ agent }) instead`);
   if (args !== undefined && typeof args !== 'function') throw new ConfigError(`${where}: step '${id}': args must be a function`);
   if ('input' in step && step.input !== undefined) throw new ConfigError(`${where}: step '${id}' is a tool step; 'input' belongs to agent steps`);
   return Object.freeze({ type: 'tool', id, depends_on: Object.freeze([...depends_on]), tool, ...(args ? { args } : {}) });

@@ -1,11 +1,5 @@
 import type { ToolFailureCode } from '../errors.ts';
-
-/** Token counts of one provider call or a running total. */
-export interface Tokens {
-  readonly input: number;
-  readonly output: number;
-  readonly total: number;
-}
+import type { Tokens } from '../vocabulary/tokens.ts';
 
 interface Base {
   readonly run_id: string;

@@ -5,7 +5,9 @@ import { responseFormatFor } from '../definitions/output-schema.ts';
 import type { StepSettings } from '../definitions/settings.ts';
 import { ErrorCode } from '../errors.ts';
 import type { EventDraft } from '../events/types.ts';
-import { type ChatMessage, type ProviderRequest, type ProviderResponse, addTokens } from '../provider.ts';
+import type { ChatMessage } from '../vocabulary/messages.ts';
+import { type RunSpent, NOTHING_SPENT, addTokens } from '../vocabulary/tokens.ts';
+import type { ProviderRequest, ProviderResponse } from '../provider.ts';
 import { ToolResultText } from '../tools/result-text.ts';
 import { decideAnswer } from './output.ts';
 import { type PlannedCall, planToolRound } from './plan.ts';
@@ -87,14 +89,6 @@ export function responseEvents(state: StepState, provider_id: string, model_id: 
     { kind: 'TokensConsumed', ...place, tokens: response.usage, cumulative: addTokens(state.usage, response.usage) },
   ];
 }
-
-/** What the run had spent before a response: its tokens and its executed tool calls, over every step. */
-export interface RunSpent {
-  readonly tokens: number;
-  readonly tool_calls: number;
-}
-
-export const NOTHING_SPENT: RunSpent = Object.freeze({ tokens: 0, tool_calls: 0 });
 
 /** Calls of a decision that will be executed (what a budget's `max_tool_calls` counts). */
 export function executedCalls(decision: ResponseDecision): number {

@@ -1,6 +1,6 @@
 import { canonicalJson } from '../canonical.ts';
 import type { ResolvedLoopDetection } from '../definitions/settings.ts';
-import type { ParsedArguments } from './plan.ts';
+import type { ParsedArguments } from './arguments.ts';
 
 /** A call's signature: its tool name plus the canonical JSON of its arguments (the raw text if they could not be used). */
 export function callSignature(toolName: string, args: ParsedArguments, raw: string): string {

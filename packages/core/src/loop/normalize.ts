@@ -1,8 +1,9 @@
 import { byteSize } from '../canonical.ts';
 import { MAX_ARGUMENT_BYTES, MAX_RESPONSE_BYTES, MAX_TOOL_CALLS_PER_RESPONSE } from '../defaults.ts';
-import type { Tokens } from '../events/types.ts';
+import type { Tokens } from '../vocabulary/tokens.ts';
 import { NamePattern } from '../names.ts';
-import { ProviderFailure, type ProviderResponse, type RequestedToolCall } from '../provider.ts';
+import type { RequestedToolCall } from '../vocabulary/messages.ts';
+import { ProviderFailure, type ProviderResponse } from '../provider.ts';
 
 const TOOL_CALL_ID = NamePattern.toolCallId;
 const TOOL_NAME = NamePattern.tool;

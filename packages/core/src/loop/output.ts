@@ -3,8 +3,9 @@ import type { StepSettings } from '../definitions/settings.ts';
 import { ErrorCode } from '../errors.ts';
 import type { EventDraft } from '../events/types.ts';
 import { jsonProblem } from '../json-limits.ts';
-import { type ProviderResponse, addTokens } from '../provider.ts';
-import { MAX_ARGUMENT_DEPTH } from './plan.ts';
+import { addTokens } from '../vocabulary/tokens.ts';
+import type { ProviderResponse } from '../provider.ts';
+import { MAX_ARGUMENT_DEPTH } from './arguments.ts';
 import { type StepState, withNotes } from './state.ts';
 
 /** A text answer, decided: the step's output (with its parsed value under an output schema), another call to repair it, or a failure. */

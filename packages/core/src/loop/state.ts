@@ -1,7 +1,7 @@
 import { type RunInput, inputMessages } from '../conversation/messages.ts';
 import type { Agent } from '../definitions/agent.ts';
-import type { Tokens } from '../events/types.ts';
-import { type ChatMessage, ZERO_TOKENS } from '../provider.ts';
+import { type Tokens, ZERO_TOKENS } from '../vocabulary/tokens.ts';
+import type { ChatMessage } from '../vocabulary/messages.ts';
 
 /**
  * Everything the loop knows about a step between two provider calls. Plain JSON, so the engine

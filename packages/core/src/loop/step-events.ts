@@ -1,7 +1,8 @@
 import { byteSize } from '../canonical.ts';
 import type { Agent } from '../definitions/agent.ts';
 import type { StepSettings } from '../definitions/settings.ts';
-import type { EventDraft, Tokens } from '../events/types.ts';
+import type { Tokens } from '../vocabulary/tokens.ts';
+import type { EventDraft } from '../events/types.ts';
 import type { ProviderFailure } from '../provider.ts';
 import type { RunError } from '../run-record.ts';
 

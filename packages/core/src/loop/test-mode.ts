@@ -2,7 +2,8 @@ import { type KnownKeys, checkKnownKeys, clipped, nearestKey } from '../definiti
 import { ConfigError } from '../errors.ts';
 import { checkRequestJson } from '../json-limits.ts';
 import { NamePattern } from '../names.ts';
-import { type ProviderResponse, ProviderFailure, ZERO_TOKENS } from '../provider.ts';
+import { ZERO_TOKENS } from '../vocabulary/tokens.ts';
+import { type ProviderResponse, ProviderFailure } from '../provider.ts';
 
 /** One scripted turn of test mode: text, or tool calls. */
 export type TestTurn = { readonly output: string } | { readonly tool_calls: readonly { readonly name: string; readonly arguments: unknown; readonly id?: string }[] };

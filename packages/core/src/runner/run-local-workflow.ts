@@ -1,18 +1,18 @@
 import { DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChangesSized, checkInitialState, stateSize } from '../state/run-state.ts';
 import type { Workflow, WorkflowStep } from '../definitions/workflow.ts';
-import type { Tokens } from '../events/types.ts';
+import { type Tokens, ZERO_TOKENS } from '../vocabulary/tokens.ts';
 import { agentInvokedEvent, agentRespondedEvent, runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
 import type { ExecConfig } from '../loop/test-mode.ts';
 import { plannedCallEvents } from '../loop/tool-events.ts';
-import { ZERO_TOKENS } from '../provider.ts';
-import type { RunError, StepRecord } from '../run-record.ts';
-import { type StepStatus, type WorkflowEnd, planMoves, workflowOutput, workflowRunError } from '../workflow/graph.ts';
+import type { RunError, StepRecord, StepStatus } from '../run-record.ts';
+import { type WorkflowEnd, planMoves, workflowOutput, workflowRunError } from '../workflow/graph.ts';
 import { checkWorkflowConfig, checkWorkflowExecConfig, stepRunConfig, type WorkflowRunConfig } from '../workflow/request.ts';
 import { buildAgentStepInput, planToolStep } from '../workflow/step-inputs.ts';
 import { stepCompletedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge, workflowEnqueuedEvent } from '../workflow/step-events.ts';
 import { LocalEventLog } from './event-log.ts';
-import { type LocalChildren, LocalStep, LocalTools, type StepOutcome } from './local-step.ts';
-import type { LocalRun, RunLocalOptions } from './run-local.ts';
+import { LocalStep, type StepOutcome } from './local-step.ts';
+import { type LocalChildren, LocalTools } from './local-tools.ts';
+import type { LocalRun, RunLocalOptions } from './local-options.ts';
 
 /** How one step of a local workflow run ended. */
 type Settled = { readonly status: 'completed'; readonly output: string } | { readonly status: 'failed'; readonly error: RunError } | { readonly status: 'cancelled' };

@@ -4,10 +4,8 @@ import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
 import { ConfigError } from '../errors.ts';
 import { NamePattern } from '../names.ts';
 import type { StateAccess } from '../state/run-state.ts';
-import type { ChildAgent } from './agent-tool.ts';
-import { compileSchema, type JsonSchema } from './schema.ts';
-
-export type { JsonSchema } from './schema.ts';
+import type { JsonSchema } from '../vocabulary/json-schema.ts';
+import { compileSchema } from './schema.ts';
 
 /** What a handler may log; the worker decides where it goes (never into traces). */
 export interface ToolLogger {
@@ -90,8 +88,6 @@ export interface ToolDefinition {
   readonly approval_timeout_ms: number;
   /** Returns `undefined` for valid arguments, else the violation text (paths and expectations only). */
   readonly check: (args: unknown) => string | undefined;
-  /** Set for an agent tool (`agentTool`): a call starts a child run of this agent instead of calling the handler (SPEC §13). */
-  readonly child?: ChildAgent;
 }
 
 const TOOL_NAME = NamePattern.tool;

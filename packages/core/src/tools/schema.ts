@@ -1,9 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
-
-/** JSON Schema describing a tool's arguments. */
-export type JsonSchema = Record<string, unknown>;
+import type { JsonSchema } from '../vocabulary/json-schema.ts';
 
 /** Checks arguments against a compiled schema: `undefined` when valid, else the violation text. */
 export type ArgumentCheck = (args: unknown) => string | undefined;

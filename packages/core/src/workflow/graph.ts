@@ -1,11 +1,9 @@
-import type { RunError } from '../run-record.ts';
+import type { RunError, SkipReason, StepStatus } from '../run-record.ts';
 
 /** The `step_id` of a workflow run's own events (`RunEnqueued`, its terminal event). Not a valid step id. */
 export const RUN_STEP_ID = 'run';
 
 export type StepType = 'agent' | 'tool';
-
-export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
 
 /** Statuses a step never leaves. */
 export const STEP_DONE: ReadonlySet<StepStatus> = new Set(['completed', 'failed', 'skipped', 'cancelled']);
@@ -24,8 +22,6 @@ export interface WorkflowGraph {
   readonly on_step_failure: 'continue' | 'fail_fast';
   readonly steps: readonly GraphStep[];
 }
-
-export type SkipReason = 'dependency_failed' | 'run_failed' | 'cancelled';
 
 export interface StepSkip {
   readonly step_id: string;

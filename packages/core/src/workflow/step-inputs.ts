@@ -1,7 +1,8 @@
 import { byteSize } from '../canonical.ts';
 import { MAX_INPUT_BYTES } from '../defaults.ts';
 import type { StepInputs, WorkflowStep } from '../definitions/workflow.ts';
-import { type ExecuteCall, type RejectCall, parseArguments, planCall, unrepresentableArguments } from '../loop/plan.ts';
+import { parseArguments, unrepresentableArguments } from '../loop/arguments.ts';
+import { type ExecuteCall, type RejectCall, planCall } from '../loop/plan.ts';
 import type { RunError } from '../run-record.ts';
 import { defaultStepInput } from './graph.ts';
 

@@ -5,6 +5,7 @@ import {
   type ExecuteCall,
   TERMINAL_STATUSES,
   childBudget,
+  childOf,
   type ToolLogger,
   TOO_DEEP_MESSAGE,
   type RunStatus,
@@ -40,7 +41,7 @@ export interface ChildRunDeps {
  */
 export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, attempt: number): Promise<AttemptOutcome> {
   const { store } = deps;
-  const { max_depth } = planned.tool.child!;
+  const { max_depth } = childOf(planned.tool)!;
   const place = { step_id: data.step_id, iteration: data.iteration };
   const call = roundCall(planned, place, true, data.waits === true);
   const standing = await store.children.standing(data.run_id);
@@ -55,7 +56,7 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
     return { retry: false, roundSettled: false };
   }
   if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
-  const budget = childBudget(data.budget, standing.spent, planned.tool.child!.agent.budget);
+  const budget = childBudget(data.budget, standing.spent, childOf(planned.tool)!.agent.budget);
   const status = await createChild(deps, data, planned, { child_run_id, depth, started_at: started.ts, budget });
   // A re-delivery that finds the child ended (its ending process died before settling the call) settles it now.
   if (TERMINAL_STATUSES.has(status)) await settleParentOf(store, deps.queues, child_run_id, false);
@@ -67,7 +68,14 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
 /** A call deeper than its tool's `max_depth`: a tool error (SPEC §13); the model reads what any tool error gives it, the log says why. */
 async function refuseTooDeep(deps: ChildRunDeps, data: ToolJobData, planned: ExecuteCall, attempt: number, depth: number): Promise<AttemptOutcome> {
   const place = { step_id: data.step_id, iteration: data.iteration };
-  deps.logger.error(TOO_DEEP_MESSAGE, { run_id: data.run_id, ...place, tool_call_id: data.tool_call_id, tool: planned.tool.name, depth, max_depth: planned.tool.child!.max_depth });
+  deps.logger.error(TOO_DEEP_MESSAGE, {
+    run_id: data.run_id,
+    ...place,
+    tool_call_id: data.tool_call_id,
+    tool: planned.tool.name,
+    depth,
+    max_depth: childOf(planned.tool)!.max_depth,
+  });
   const started = { event: toolStartedEvent(planned, place, attempt), ts: Date.now() };
   const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), { ...tooDeepCall(planned, place), started });
   return { retry: false, roundSettled: recorded?.openInRound === 0 };
@@ -84,7 +92,7 @@ async function createChild(
   planned: ExecuteCall,
   child: { child_run_id: string; depth: number; started_at: number; budget: BudgetConfig | undefined },
 ): Promise<RunStatus> {
-  const { agent, input } = planned.tool.child!;
+  const { agent, input } = childOf(planned.tool)!;
   const trace = mintChildTrace(
     data.trace.traceparent,
     childCallTraceparent(data.trace.traceparent, { step_id: data.step_id, iteration: data.iteration, tool_call_id: data.tool_call_id }),

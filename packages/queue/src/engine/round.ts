@@ -1,5 +1,5 @@
 import type { Agent, CallPlace, ExecuteCall, PlannedCall, RunSpent, StepSettings, TestStep } from '@arcflow/core';
-import { DEFAULT_MAX_STATE_BYTES, backoffMs, modelTargets, plannedCallEvents, toolDefinitionHash } from '@arcflow/core';
+import { DEFAULT_MAX_STATE_BYTES, backoffMs, childOf, modelTargets, plannedCallEvents, toolDefinitionHash } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
 import { QueueName } from '../keys.ts';
@@ -43,7 +43,7 @@ export function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
 
 /** A call that waits holding no worker, in either mode: for a person's approval, or for the child run it starts (SPEC §13). */
 function waitsOutside(planned: ExecuteCall): boolean {
-  return planned.approval === true || planned.tool.child !== undefined;
+  return planned.approval === true || childOf(planned.tool) !== undefined;
 }
 
 /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
@@ -126,7 +126,7 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         ...(waits ? { waits: true } : {}),
         ...stateFields(context.round),
         // A child run streams when its parent does (SPEC §12).
-        ...(planned.tool.child ? { ...budgetField(context.settings), stream: runStreams(context.spec, context.agent) } : {}),
+        ...(childOf(planned.tool) ? { ...budgetField(context.settings), stream: runStreams(context.spec, context.agent) } : {}),
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);

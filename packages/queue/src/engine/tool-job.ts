@@ -1,4 +1,5 @@
 import { DEFAULT_MAX_STATE_BYTES, type ToolDefinition, childRunId, ToolResultText, lostCall, plannedCallEvents, toolDefinitionHash, unrepresentableArguments } from '@arcflow/core';
+import { childOf } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData, malformedJobData } from './jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
@@ -70,7 +71,7 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
-    if (tool.child) {
+    if (childOf(tool)) {
       // An agent tool's call starts a child run and stays open until the child ends (SPEC §13).
       const { roundSettled } = await startChildCall(deps, data, planned, attempt);
       if (roundSettled) await joinRound(deps, data);
@@ -112,7 +113,7 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
   const tool = deps.tools.get(data.tool_name);
   if (!tool) return;
   // A child that was started settles the call when it ends (or the watchdog does): its result is not lost here.
-  if (tool.child && (await deps.store.status(childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id)))) return;
+  if (childOf(tool) && (await deps.store.status(childRunId(data.run_id, data.step_id, data.iteration, data.tool_call_id)))) return;
   const place = { step_id: data.step_id, iteration: data.iteration };
   const planned = callFromJob(data, tool);
   const lost = lostCall(planned, place, lostWorker ? 'worker_lost' : 'tool_error');

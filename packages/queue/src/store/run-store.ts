@@ -214,7 +214,7 @@ export class RunStore {
    * run's id. A child run (SPEC §13) is created with its `lineage`.
    */
   async createRun(
-    spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage },
+    spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage; readonly enqueued_by?: string },
     idempotency_key: string | undefined,
     enqueued: EventDraft,
     steps?: InitialSteps,
@@ -232,6 +232,7 @@ export class RunStore {
       trace: JSON.stringify(spec.trace),
       definition_hash: spec.definition_hash,
       ...(spec.stream !== undefined ? { stream: spec.stream ? '1' : '0' } : {}),
+      ...(spec.enqueued_by !== undefined ? { enqueued_by: spec.enqueued_by } : {}),
       created_at: String(now),
       usage_input: '0',
       usage_output: '0',
@@ -274,6 +275,11 @@ export class RunStore {
     return ((await this.redis.hget(this.keys.record(run_id), 'status')) ?? undefined) as RunStatus | undefined;
   }
 
+  /** The thread a run is on, if it is on one: one field, what checking an end user's token needs (SPEC §19). */
+  async threadOf(run_id: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.record(run_id), 'thread_id')) ?? undefined;
+  }
+
   /** The run record as clients see it. */
   async getRun(run_id: string): Promise<RunRecord | undefined> {
     const record = await this.redis.hgetall(this.keys.record(run_id));
@@ -296,6 +302,7 @@ export class RunStore {
       ...traceIdOf(record.trace),
       ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
+      ...(record.enqueued_by ? { enqueued_by: record.enqueued_by } : {}),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),

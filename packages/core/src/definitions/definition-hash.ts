@@ -1,5 +1,6 @@
 import { shortHash } from '../canonical.ts';
-import type { ToolDefinition } from './define.ts';
+import type { ToolDefinition } from '../tools/define.ts';
+import { childOf } from './agent-tool.ts';
 
 const hashes = new WeakMap<ToolDefinition, string>();
 
@@ -13,7 +14,7 @@ const hashes = new WeakMap<ToolDefinition, string>();
 export function toolDefinitionHash(tool: ToolDefinition): string {
   let hash = hashes.get(tool);
   if (hash === undefined) {
-    hash = shortHash({ name: tool.name, description: tool.description, input_schema_hash: tool.input_schema_hash, child: tool.child?.agent.name ?? null });
+    hash = shortHash({ name: tool.name, description: tool.description, input_schema_hash: tool.input_schema_hash, child: childOf(tool)?.agent.name ?? null });
     hashes.set(tool, hash);
   }
   return hash;

@@ -1,13 +1,14 @@
 import { shortHash } from '../canonical.ts';
 import type { RunInput } from '../conversation/messages.ts';
-import { Agent } from '../definitions/agent.ts';
-import type { BudgetConfig, ResolvedBudget } from '../definitions/settings.ts';
-import type { RunSpent } from '../loop/decide.ts';
-import { type KnownKeys, checkKnownKeys } from '../definitions/known-keys.ts';
 import { ConfigError } from '../errors.ts';
 import { NamePattern } from '../names.ts';
-import { type JsonSchema, type ToolDefinition, type ToolOptions, resolveToolOptions } from './define.ts';
-import { compileSchema } from './schema.ts';
+import { type ToolDefinition, type ToolOptions, resolveToolOptions } from '../tools/define.ts';
+import { compileSchema } from '../tools/schema.ts';
+import type { JsonSchema } from '../vocabulary/json-schema.ts';
+import type { RunSpent } from '../vocabulary/tokens.ts';
+import { Agent } from './agent.ts';
+import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
+import type { BudgetConfig, ResolvedBudget } from './settings.ts';
 
 /** How deep children may nest by default: a run's child is at depth 1, its grandchild at 2 (SPEC §13). */
 export const DEFAULT_MAX_DEPTH = 4;
@@ -56,6 +57,14 @@ export interface ChildAgent {
   readonly input: (args: unknown) => RunInput;
 }
 
+/** The child each agent tool starts, by the tool's definition: a tool knows nothing of agents. */
+const children = new WeakMap<ToolDefinition, ChildAgent>();
+
+/** What a call of `tool` starts (SPEC §13): a child run, for an agent tool (`agentTool`); `undefined` for any other tool. */
+export function childOf(tool: ToolDefinition): ChildAgent | undefined {
+  return children.get(tool);
+}
+
 /**
  * Makes an agent callable as a tool: a call starts a child run of it, and the child's answer is
  * the call's result (SPEC §13). The engine runs the child on any worker that serves the agent,
@@ -86,7 +95,7 @@ export function agentTool(agent: Agent, config: AgentToolConfig = {}): ToolDefin
     max_depth,
     input: (args: unknown) => (ownSchema ? JSON.stringify(args) : (args as { input: string }).input),
   });
-  return Object.freeze({
+  const definition: ToolDefinition = Object.freeze({
     kind: 'tool' as const,
     name,
     description,
@@ -99,8 +108,9 @@ export function agentTool(agent: Agent, config: AgentToolConfig = {}): ToolDefin
       throw new Error(`agent tool '${name}' starts a child run; its handler is never called`);
     },
     check,
-    child,
   });
+  children.set(definition, child);
+  return definition;
 }
 
 /** The agents a set of agents reaches through their agent tools, at any depth, each once (by identity). */
@@ -111,7 +121,7 @@ export function childAgentsOf(agents: Iterable<Agent>): Agent[] {
   while (queue.length > 0) {
     const agent = queue.shift()!;
     for (const tool of agent.tools) {
-      const child = tool.child?.agent;
+      const child = childOf(tool)?.agent;
       if (!child || seen.has(child)) continue;
       seen.add(child);
       found.push(child);
