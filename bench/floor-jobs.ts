@@ -2,7 +2,7 @@
 // floor-worker.ts): shared by the floor's worker process and the bench process that enqueues.
 import type { JobsOptions, Queue } from 'bullmq';
 import { CONNECTION_DEFAULTS, type ProviderJobData, type ToolJobData, WORKER_DEFAULTS, hashTag } from '@arcflow/queue';
-import { finishedJobRetention, providerJobOptions, toolJobOptions } from '../packages/queue/src/engine/jobs.ts';
+import { finishedJobRetention, providerJobOptions, toolJobOptions } from '../packages/queue/src/jobs/jobs.ts';
 import { noop } from './agents.ts';
 
 export const FLOOR_QUEUES = { provider: 'floor-provider', tool: 'floor-tool' } as const;

@@ -5,7 +5,7 @@
 import { hashTag } from '@arcflow/queue';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { coalesceWrites } from '../packages/queue/src/redis-writes.ts';
+import { coalesceWrites } from '../packages/queue/src/redis/writes.ts';
 import { FLOOR_PROVIDER_WORKER, FLOOR_QUEUES, FLOOR_TOOL_WORKER, FLOOR_WORKER_OPTIONS, addJob, floorDoneChannel, floorProviderJob, floorToolJob } from './floor-jobs.ts';
 
 const [prefix = 'bench', fan = '8'] = process.argv.slice(2);

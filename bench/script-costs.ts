@@ -11,7 +11,7 @@ import { cleanupPrefix } from '@arcflow/testing';
 import { spawnWorker } from '@arcflow/worker';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { SCRIPTS } from '../packages/queue/src/store/scripts.ts';
+import { SCRIPTS } from '../packages/queue/src/scripts.ts';
 import { REDIS_URL } from './lib.ts';
 import { BENCH_AGENTS } from './processes.ts';
 import { FAN, RUNS, engineTrial } from './throughput.ts';

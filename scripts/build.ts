@@ -13,7 +13,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 // --force: dist/ may have been removed while the build info (beside it, outside what is packed) stayed.
 execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-b', '--force', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-cpSync(join(root, 'packages/queue/src/store/commands'), join(root, 'packages/queue/dist/store/commands'), { recursive: true });
+// The store's Lua scripts, each beside the module that runs it (and the shared includes in redis/lua/).
+cpSync(join(root, 'packages/queue/src'), join(root, 'packages/queue/dist'), { recursive: true, filter: (from) => !from.endsWith('.ts') });
 mkdirSync(join(root, 'apps/cli/examples'), { recursive: true });
 cpSync(join(root, 'examples/weather-agent.ts'), join(root, 'apps/cli/examples/weather-agent.ts'));
 for (const dir of PACKAGES) cpSync(join(root, 'LICENSE'), join(root, dir, 'LICENSE'));

@@ -17,13 +17,13 @@ export {
   type ThreadHandle,
   type RunMessages,
   type StreamOptions,
-} from './client.ts';
-export { checkEnqueueOptions } from './enqueue-options.ts';
-export { unknownRun } from './unknown-run.ts';
-export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './engine/options.ts';
-export { RunStore } from './store/run-store.ts';
-export { keysFor, QueueName, JobId, hashTag } from './keys.ts';
-export { connectRedis, duplicateRedis, clusterNodes } from './redis-connect.ts';
-export { closeRedis, redisRefusal, redactUrl } from './connection.ts';
-export { isPartitionCount, MAX_PARTITIONS } from './store/partition-map.ts';
-export { nearestName } from './nearest-name.ts';
+} from './client/client.ts';
+export { checkEnqueueOptions } from './client/enqueue-options.ts';
+export { unknownRun } from './runs/unknown-run.ts';
+export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './config/options.ts';
+export { RunStore } from './runs/run-store.ts';
+export { keysFor, QueueName, JobId, hashTag } from './redis/keys.ts';
+export { connectRedis, duplicateRedis, clusterNodes } from './redis/connect.ts';
+export { closeRedis, redisRefusal, redactUrl } from './redis/connection.ts';
+export { isPartitionCount, MAX_PARTITIONS } from './redis/partition-map.ts';
+export { nearestName } from './records/nearest-name.ts';

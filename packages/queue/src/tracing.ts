@@ -15,7 +15,7 @@ import {
 } from '@opentelemetry/api';
 import { tracingEnabled, withForcedIds } from '@arcflow/telemetry/ids';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
-import type { TraceCarrier } from './engine/jobs.ts';
+import type { TraceCarrier } from './jobs/jobs.ts';
 
 /**
  * The engine's spans, on `@opentelemetry/api` only (no-ops unless the telemetry package started

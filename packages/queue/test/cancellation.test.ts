@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, testPrefix } from '@arcflow/testing';
-import { CancellationListener } from '../src/engine/cancellation.ts';
+import { CancellationListener } from '../src/runs/cancel.ts';
 
 const channel = `{${testPrefix('cancellation')}}:cancel`;
 const publisher = new Redis(TEST_REDIS_URL);

@@ -3,8 +3,8 @@ import { JobId, QueueName, connectRedis, createClient, startWorker } from '@arcf
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type PrivateCluster, capturingLogger, reply, scriptedProvider, startFakeOpenAI, testCluster, testPrefix, toolCalls } from '@arcflow/testing';
 import { startServer } from '@arcflow/server';
-import { QueuePool } from '../src/engine/join.ts';
-import { keysFor } from '../src/keys.ts';
+import { Dispatcher } from '../src/jobs/dispatcher.ts';
+import { keysFor } from '../src/redis/keys.ts';
 import { defineBudgetScenarios, defineHostileOutputScenarios, defineLoopScenarios, defineWorkflowScenarios } from '@arcflow/testing/scenarios';
 import { Queue } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
@@ -147,7 +147,7 @@ describe('partitions on a Redis Cluster', () => {
       logger: silentLogger,
     });
     const client = createClient({ redis: cluster.url, prefix });
-    const pool = new QueuePool(
+    const pool = new Dispatcher(
       new Cluster(
         cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
         { redisOptions: { maxRetriesPerRequest: null } },

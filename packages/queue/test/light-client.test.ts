@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RunStore } from '../src/store/run-store.ts';
+import { RunStore } from '../src/runs/run-store.ts';
 
 // `arcflow get`, `runs`, `events` and `cancel` start in about the time of a Redis client: the
 // client's entry loads neither BullMQ nor the schema validator, and reading a run (or cancelling
@@ -73,11 +73,15 @@ describe('the client entry, @arcflow/queue/client', () => {
     });
     // The hook saw the modules: the client's Redis client and its own sources.
     expect(packagesOf(loadedByReads)).toContain('ioredis');
-    expect(loadedByReads.some((url) => url.endsWith('/packages/queue/src/client.ts'))).toBe(true);
+    expect(loadedByReads.some((url) => url.endsWith('/packages/queue/src/client/client.ts'))).toBe(true);
     const heavy = (urls: readonly string[], pattern: RegExp) => [...packagesOf(urls)].filter((name) => pattern.test(name));
     expect(heavy(loadedByReads, /^(bullmq|msgpackr|ajv|ajv-formats|jose|@opentelemetry\/.*)$/)).toEqual([]);
     // Ending a run writes through a script with a msgpack map; a run with no queued calls has no BullMQ job to remove.
     expect(heavy(loaded, /^(bullmq|ajv|ajv-formats|@opentelemetry\/.*)$/)).toEqual([]);
-    expect(loaded.filter((url) => /\/packages\/queue\/src\/(engine\/(worker|join|approvals|provider-job|workflow-scheduler)|client-jobs|tracing)\.ts$/.test(url))).toEqual([]);
+    expect(
+      loaded.filter((url) =>
+        /\/packages\/queue\/src\/(worker\/worker|loop\/(join|provider-job)|calls\/waiting\/approvals|workflows\/workflow-scheduler|client\/enqueue|tracing)\.ts$/.test(url),
+      ),
+    ).toEqual([]);
   });
 });

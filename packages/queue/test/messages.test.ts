@@ -3,8 +3,8 @@ import { openaiProvider } from '@arcflow/provider-openai';
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { StoredFormatError } from '../src/store/formats.ts';
-import { readInput, writeInput } from '../src/store/input-format.ts';
+import { StoredFormatError } from '../src/records/formats.ts';
+import { readInput, writeInput } from '../src/records/input-format.ts';
 import { FAST, collect, testResources } from './harness.ts';
 
 // SPEC §11, first paragraph, through the BullMQ engine: a run's input as a list of chat messages,

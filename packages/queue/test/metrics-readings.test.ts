@@ -2,10 +2,10 @@ import { startPrivateRedis, testCluster, testPrefix } from '@arcflow/testing';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { hashTag } from '../src/keys.ts';
+import { hashTag } from '../src/redis/keys.ts';
 import { collectReadings } from '../src/metrics/queue-readings.ts';
-import { partitionTag } from '../src/partitions.ts';
-import { connectRedis } from '../src/redis-connect.ts';
+import { partitionTag } from '../src/redis/partitions.ts';
+import { connectRedis } from '../src/redis/connect.ts';
 
 /** Jobs in each state of `name` under `tag`, and (with `serve`) one live worker on it. */
 async function fill(redis: Redis, tag: string, name: string, jobs: { waiting: number; delayed: number; prioritized: number }, serve = false) {

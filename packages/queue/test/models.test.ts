@@ -4,7 +4,7 @@ import { QueueName, type WorkerOptions, createClient, keysFor, startWorker } fro
 import { Queue } from 'bullmq';
 import { type FakeOpenAIOptions, type FakeOpenAIServer, TEST_REDIS_URL, assertEventInvariants, capturingLogger, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { StoredFormatError, readResponse, writeResponse } from '../src/store/formats.ts';
+import { StoredFormatError, readResponse, writeResponse } from '../src/records/formats.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
 
 // SPEC §16 through the BullMQ engine: model settings on the wire, named providers, fallbacks, and

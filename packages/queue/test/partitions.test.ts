@@ -2,9 +2,9 @@ import { Agent, ConfigError, newRunId, silentLogger, tool } from '@arcflow/core'
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { resolveWorkerOptions } from '../src/engine/options.ts';
-import { keysFor } from '../src/keys.ts';
-import { partitionOf, partitionedRunId } from '../src/partitions.ts';
+import { resolveWorkerOptions } from '../src/config/options.ts';
+import { keysFor } from '../src/redis/keys.ts';
+import { partitionOf, partitionedRunId } from '../src/redis/partitions.ts';
 import { FAST, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();

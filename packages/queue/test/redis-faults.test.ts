@@ -3,7 +3,7 @@ import { createClient, keysFor, startWorker } from '@arcflow/queue';
 import { type PrivateRedis, scriptedProvider, startPrivateRedis } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Registry } from '../src/registry.ts';
+import { Registry } from '../src/records/registry.ts';
 
 const servers: PrivateRedis[] = [];
 afterAll(async () => {

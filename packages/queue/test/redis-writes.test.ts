@@ -2,8 +2,8 @@ import type { Socket } from 'node:net';
 import { type Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, testCluster } from '@arcflow/testing';
-import { connectRedis } from '../src/redis-connect.ts';
-import { coalesceWrites } from '../src/redis-writes.ts';
+import { connectRedis } from '../src/redis/connect.ts';
+import { coalesceWrites } from '../src/redis/writes.ts';
 
 const KEY = `{redis-writes-test-${process.pid}}:counter`;
 

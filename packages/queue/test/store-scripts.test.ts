@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
-import { RunStore } from '../src/store/run-store.ts';
+import { RunStore } from '../src/runs/run-store.ts';
 
 const prefix = testPrefix('store-scripts');
 const redis = new Redis(TEST_REDIS_URL);

@@ -2,7 +2,7 @@ import { type StreamChunk, StreamReassembler } from '@arcflow/core';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RunStore } from '../src/store/run-store.ts';
+import { RunStore } from '../src/runs/run-store.ts';
 
 const prefix = testPrefix('stream-store');
 const redis = new Redis(TEST_REDIS_URL);

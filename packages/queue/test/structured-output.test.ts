@@ -2,8 +2,8 @@ import { Agent, type StepState, silentLogger } from '@arcflow/core';
 import { createClient, keysFor, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { StoredFormatError, readResponse, readState, writeResponse, writeState } from '../src/store/formats.ts';
-import { readOutput } from '../src/store/output-format.ts';
+import { StoredFormatError, readResponse, readState, writeResponse, writeState } from '../src/records/formats.ts';
+import { readOutput } from '../src/records/output-format.ts';
 import { FAST, testResources } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();

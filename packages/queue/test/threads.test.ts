@@ -2,11 +2,11 @@ import { Agent, type ChatMessage, FINAL_ANSWER_NOTE, RequestError, initialStepSt
 import { createClient } from '@arcflow/queue';
 import { type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { JobId, QueueName, hashTag, threadKeys } from '../src/keys.ts';
-import { RunStore } from '../src/store/run-store.ts';
-import { ThreadStore } from '../src/store/thread-store.ts';
-import { stageThreadMessages, startNextOnThread } from '../src/engine/thread-run.ts';
-import { QueuePool } from '../src/engine/join.ts';
+import { JobId, QueueName, hashTag, threadKeys } from '../src/redis/keys.ts';
+import { RunStore } from '../src/runs/run-store.ts';
+import { ThreadStore } from '../src/threads/thread-store.ts';
+import { stageThreadMessages, startNextOnThread } from '../src/threads/thread-run.ts';
+import { Dispatcher } from '../src/jobs/dispatcher.ts';
 import type { WorkerProcess } from '@arcflow/worker';
 import { fixtureWorkers, until } from './harness.ts';
 
@@ -321,7 +321,7 @@ describe('threads', () => {
   it('holds no job for a run waiting in its line: it starts when the run before it ends, and a cancelled waiting run leaves the line', async () => {
     const { start, client, threads, store, close, key, reader } = await setup('thread-line');
     await start();
-    const queues = new QueuePool(reader(), store.keys);
+    const queues = new Dispatcher(reader(), store.keys);
     try {
       const first = await client.enqueue({ agent: 'chat', input: 'gate', thread_id: 'line' });
       await untilEvent(client, first.run_id, 'ToolCallStarted');
@@ -538,7 +538,7 @@ describe('threads', () => {
     const { reader, prefix } = forTest('thread-next-delayed');
     const store = new RunStore(reader(), prefix, 3600);
     const threads = new ThreadStore(reader(), store.keys, prefix, store.partitions);
-    const queues = new QueuePool(reader(), store.keys);
+    const queues = new Dispatcher(reader(), store.keys);
     try {
       const job = { queue: QueueName.agent('chat'), attempts: 3 };
       for (const [run_id, input] of [

@@ -3,11 +3,11 @@ import { JobId, QueueName, RunStore, createClient, keysFor, startWorker } from '
 import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { QueuePool } from '../src/engine/join.ts';
-import { Watchdog } from '../src/engine/watchdog.ts';
-import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
-import { Registry } from '../src/registry.ts';
-import { ThreadStore } from '../src/store/thread-store.ts';
+import { Dispatcher } from '../src/jobs/dispatcher.ts';
+import { Watchdog } from '../src/watchdog/watchdog.ts';
+import { WorkflowScheduler } from '../src/workflows/workflow-scheduler.ts';
+import { Registry } from '../src/records/registry.ts';
+import { ThreadStore } from '../src/threads/thread-store.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -207,7 +207,7 @@ describe('the watchdog keeping the listing indexes', () => {
 
 function standaloneWatchdog(prefix: string) {
   const store = new RunStore(redis, prefix, 60);
-  const queues = new QueuePool(redis, store.keys);
+  const queues = new Dispatcher(redis, store.keys);
   open.push(queues);
   const scheduler = new WorkflowScheduler({ store, queues, redis, logger: silentLogger });
   const threads = new ThreadStore(redis, store.keys, prefix, store.partitions);

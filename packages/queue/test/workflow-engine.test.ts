@@ -2,10 +2,10 @@ import { Agent, ConfigError, Workflow, silentLogger, tool } from '@arcflow/core'
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertWorkflowInvariants, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { RunStore } from '../src/store/run-store.ts';
-import { WorkflowScheduler } from '../src/engine/workflow-scheduler.ts';
-import { QueuePool } from '../src/engine/join.ts';
-import { JobId, keysFor } from '../src/keys.ts';
+import { RunStore } from '../src/runs/run-store.ts';
+import { WorkflowScheduler } from '../src/workflows/workflow-scheduler.ts';
+import { Dispatcher } from '../src/jobs/dispatcher.ts';
+import { JobId, keysFor } from '../src/redis/keys.ts';
 import { collect, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -136,7 +136,7 @@ describe('workflow runs on the queue engine', () => {
     expect(refunds).toBe(1);
     assertWorkflowInvariants(await collect(client, run_id));
     // Every job of the step stayed on the workflow's queue (a worker serving only its agent never sees them).
-    const pool = new QueuePool(redis, keysFor(prefix));
+    const pool = new Dispatcher(redis, keysFor(prefix));
     open.push(pool);
     expect(await pool.get('agent-approval_flow').getJobState(JobId.provider(run_id, 'ask', 2))).toBe('completed');
     expect(await pool.get('agent-wf_clerk').getJob(JobId.provider(run_id, 'ask', 2))).toBeUndefined();
@@ -157,7 +157,7 @@ describe('workflow runs on the queue engine', () => {
     open.push({ close: async () => void (await Promise.all(connections.map((connection) => connection.quit()))) });
     const sides = connections.map((connection) => {
       const store = new RunStore(connection, prefix, 60);
-      const queues = new QueuePool(connection, store.keys);
+      const queues = new Dispatcher(connection, store.keys);
       open.push(queues);
       return { store, queues, scheduler: new WorkflowScheduler({ store, queues, redis: connection, logger: silentLogger }) };
     });

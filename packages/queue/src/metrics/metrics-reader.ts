@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
-import { closeRedis } from '../connection.ts';
-import { keysFor } from '../keys.ts';
-import { connectRedis } from '../redis-connect.ts';
-import { Registry } from '../registry.ts';
-import { PartitionMap } from '../store/partition-map.ts';
-import { WORKER_DEFAULTS } from '../engine/options.ts';
+import { closeRedis } from '../redis/connection.ts';
+import { keysFor } from '../redis/keys.ts';
+import { connectRedis } from '../redis/connect.ts';
+import { Registry } from '../records/registry.ts';
+import { PartitionMap } from '../redis/partition-map.ts';
+import { WORKER_DEFAULTS } from '../config/options.ts';
 import { type CollectedReadings, type QueueLayout, collectReadings } from './queue-readings.ts';
 
 /** How long the deployment's queue names (read from the registry) are reused before they are read again. */

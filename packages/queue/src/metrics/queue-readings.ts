@@ -1,7 +1,7 @@
 import type { QueueReading, RunCountReading } from '@arcflow/telemetry';
 import type { ChainableCommander, Redis } from 'ioredis';
-import { RUN_COUNTS_SUFFIX } from '../keys.ts';
-import { loadScript } from '../store/scripts.ts';
+import { RUN_COUNTS_SUFFIX } from '../redis/keys.ts';
+import { loadScript } from '../redis/scripts.ts';
 
 /** The queues a collection reads: their names, and the tags (partitions) each lives under. */
 export interface QueueLayout {
@@ -16,7 +16,7 @@ export interface CollectedReadings {
   readonly runs?: RunCountReading[];
 }
 
-const QUEUE_DEPTHS = loadScript('queueDepths');
+const QUEUE_DEPTHS = loadScript(new URL('./', import.meta.url), 'queueDepths');
 const DEPTH_KEYS = ['wait', 'prioritized', 'active', 'delayed'] as const;
 
 type DepthCommander = { queueDepths(numberOfKeys: number, ...keys: string[]): Promise<number[]> };

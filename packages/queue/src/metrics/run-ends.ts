@@ -1,5 +1,5 @@
 import { metricsEnabled, recordRunEnd, recordStep } from '@arcflow/telemetry/metrics';
-import type { EndedRunFacts, RunEnding } from '../store/run-store.ts';
+import type { EndedRunFacts, RunEnding } from '../runs/ending.ts';
 
 /**
  * Records a run that this process ended (its write did the transition, so each run is counted

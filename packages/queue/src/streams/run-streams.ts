@@ -1,5 +1,5 @@
 import type { Agent } from '@arcflow/core';
-import type { RunSpec } from '../store/run-store.ts';
+import type { RunSpec } from '../records/run-spec.ts';
 
 /**
  * Whether a run's provider calls stream the model's text as it is written (SPEC §12): as the run

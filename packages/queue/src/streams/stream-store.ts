@@ -1,11 +1,10 @@
 import { type StreamChunk, readStreamChunk } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import type { Keys } from '../keys.ts';
-import type { StoreScripts } from '../store/script-runner.ts';
+import type { StoreContext } from '../store-context.ts';
 
 /**
  * A recorded response's part of the run's stream (see `streamResponse` in
- * `store/commands/includes/stream.lua`): the attempt, the answer's whole text, the text this
+ * `redis/lua/stream.lua`): the attempt, the answer's whole text, the text this
  * attempt has not streamed yet, and its tool calls as `[tool_call_id, tool_name]`.
  */
 export interface StreamPart {
@@ -32,26 +31,22 @@ const READ_COUNT = 500;
  * reading after offset n is `XRANGE (0-n +` and following is `XREAD BLOCK … 0-<n>`.
  */
 export class StreamStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
-    private readonly scripts: StoreScripts,
-  ) {}
+  constructor(private readonly context: StoreContext) {}
 
   /** Appends a batch of a call's text; false when it was dropped (the run ended, the response is recorded, a newer attempt streams). */
   async appendText(run_id: string, step_id: string, iteration: number, attempt: number, text: string): Promise<boolean> {
-    return (await this.scripts.appendStream([this.keys.record(run_id)], [step_id, iteration, attempt, text])) === 1;
+    return (await this.context.scripts.appendStream([this.context.keys.record(run_id)], [step_id, iteration, attempt, text])) === 1;
   }
 
   /** The chunks after offset `after`, at most {@link READ_COUNT} of them. */
   async read(run_id: string, after: number): Promise<StreamChunk[]> {
-    const entries = (await this.redis.xrange(this.keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
+    const entries = (await this.context.redis.xrange(this.context.keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
     return chunksOf(entries, after);
   }
 
   /** The offset of the stream's last chunk; 0 when it has none. */
   async lastOffset(run_id: string): Promise<number> {
-    const entries = (await this.redis.xrevrange(this.keys.run(run_id).stream, '+', '-', 'COUNT', 1)) as RawEntries;
+    const entries = (await this.context.redis.xrevrange(this.context.keys.run(run_id).stream, '+', '-', 'COUNT', 1)) as RawEntries;
     const id = entries[0]?.[0];
     if (id === undefined) return 0;
     const offset = ENTRY_ID.exec(id)?.[1];
@@ -64,7 +59,7 @@ export class StreamStore {
    * caller's own: a blocking read holds it) for the first; empty when none came.
    */
   async follow(reader: Redis, run_id: string, after: number, blockMs: number): Promise<StreamChunk[]> {
-    const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
+    const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.context.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
     return chunksOf(reply?.[0]?.[1] ?? [], after);
   }
 
@@ -79,7 +74,7 @@ export class StreamStore {
     const ids: string[] = [];
     const byKey = new Map<string, string>();
     for (const [run_id, after] of runs) {
-      const key = this.keys.run(run_id).stream;
+      const key = this.context.keys.run(run_id).stream;
       keys.push(key);
       ids.push(`0-${after}`);
       byKey.set(key, run_id);

@@ -1,0 +1,274 @@
+import { randomInt } from 'node:crypto';
+import {
+  DEFAULT_MAX_STATE_BYTES,
+  checkInitialState,
+  type ApprovalAnswer,
+  type ApprovalResolution,
+  RequestError,
+  type WorkflowGraph,
+  checkRunConfig,
+  checkToolChoice,
+  checkWorkflowConfig,
+  checkWorkflowInput,
+  checkWorkflowExecConfig,
+  checkExecConfig,
+  checkExecSteps,
+  inputMessages,
+  newRunId,
+  rootSteps,
+  stepStartedEvent,
+  workflowEnqueuedEvent,
+} from '@arcflow/core';
+import type { Redis } from 'ioredis';
+import { resolveApproval } from '../calls/waiting/approvals.ts';
+import { Dispatcher, type ToolQueueOf } from '../jobs/dispatcher.ts';
+import { stepCarrier } from '../workflows/workflow-scheduler.ts';
+import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
+import { startNextOnThread } from '../threads/thread-run.ts';
+import { nearestName } from '../records/nearest-name.ts';
+import { unknownRun } from '../runs/unknown-run.ts';
+import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
+import type { EnqueueRequest } from './enqueue-request.ts';
+import { partitionOfKey, partitionedRunId } from '../redis/partitions.ts';
+import { type AgentRegistration, type Registry, registeredAttempts } from '../records/registry.ts';
+import type { InitialSteps } from '../runs/records.ts';
+import type { RunStore } from '../runs/run-store.ts';
+import type { ThreadJobSpec, ThreadStore } from '../threads/thread-store.ts';
+import { type RunTrace, firstJobCarrier, mintRunTrace } from '../tracing.ts';
+
+/**
+ * The client's operations on BullMQ's queues: enqueue (adds a run's first jobs), queue depths,
+ * approvals (add the approved call's job), and removing a cancelled call's job. `client.ts` loads
+ * this module on the first call that needs it, so a client that only reads runs never loads
+ * BullMQ, the OpenTelemetry API or msgpack (a process loads what it uses).
+ */
+
+/** A queue's depth and the workers taking its jobs now (SPEC §8, `GET /v1/queues`). */
+export interface QueueInfo {
+  readonly name: string;
+  readonly waiting: number;
+  readonly active: number;
+  readonly delayed: number;
+  readonly failed: number;
+  readonly workers: number;
+}
+
+/** What the client shares with this module: its connection, store and registry, and how it reaches Redis. */
+export interface ClientContext {
+  readonly redis: Redis;
+  readonly store: RunStore;
+  readonly threads: ThreadStore;
+  readonly registry: Registry;
+  readonly prefix: string;
+  /** An agent's registration, cached for a few seconds. */
+  lookup(agent: string): Promise<AgentRegistration | undefined>;
+  /** Runs an operation against Redis, failing with `redis_unavailable` when Redis stays away. */
+  reach<T>(operation: () => Promise<T>): Promise<T>;
+}
+
+/** The client's queue operations, over one pool of queues opened on first use and closed with the client. */
+export class ClientJobs {
+  private readonly queues: Dispatcher;
+
+  constructor(private readonly context: ClientContext) {
+    // A lost connection surfaces as the call's redis_unavailable.
+    this.queues = new Dispatcher(context.redis, context.store.keys);
+  }
+
+  /** Creates the run (once per idempotency key) and adds its first jobs; the request's fields are checked by the client. */
+  enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }> {
+    const { store, registry, lookup, reach, prefix } = this.context;
+    // Minted once per call (in the partition the map says): every retry below creates this same run, or finds it created.
+    let minted: string | undefined;
+    // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
+    const trace = mintRunTrace();
+    return reach(async () => {
+      minted ??= await this.mintRunId(request.idempotency_key, request.thread_id);
+      const registration = await lookup(request.agent);
+      if (!registration) {
+        const known = await registry.known();
+        const nearest = nearestName(request.agent, known);
+        throw new RequestError(
+          'unknown_agent',
+          `unknown agent '${request.agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
+        );
+      }
+      const graph = registration.workflow;
+      if (graph) {
+        if (request.thread_id !== undefined) throw new RequestError('invalid_request', `thread_id: '${request.agent}' is a workflow; threads are for agent runs`);
+        checkWorkflowInput(request.input, request.agent);
+        checkWorkflowConfig(graph, request.config);
+        checkWorkflowExecConfig(graph, request.exec_config);
+      } else {
+        // An agent has one step: a script for any other would never be used.
+        checkExecSteps(checkExecConfig(request.exec_config), ['s1'], `agent '${request.agent}'`);
+        const own = checkRunConfig(request.config);
+        // A forced tool must be one the agent has: the registration names its tools.
+        if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
+      }
+      const state = checkInitialState(request.state, registration.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES);
+      const roots = graph ? rootSteps(graph) : [];
+      // A key first used when the partitions were fewer is found where it was used.
+      const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
+      const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
+      const { run_id } = earlier
+        ? { run_id: earlier }
+        : await store.createRun(
+            {
+              run_id: minted,
+              agent: request.agent,
+              input: request.input,
+              config: request.config,
+              exec_config: request.exec_config,
+              trace,
+              definition_hash: registration.definition_hash ?? '',
+              ...(request.stream !== undefined ? { stream: request.stream } : {}),
+              ...(request.enqueued_by !== undefined ? { enqueued_by: request.enqueued_by } : {}),
+            },
+            request.idempotency_key,
+            graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+            graph ? initialSteps(graph, roots) : undefined,
+            state,
+            request_hash,
+          );
+      const created = run_id === minted;
+      if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
+      // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
+      const spec = created ? undefined : await store.getSpec(run_id);
+      if (created || spec?.status === 'queued') {
+        // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
+        const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
+        // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
+        const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request, target('s1'));
+        // Steered, or waiting in its thread's line: no job (the end of the run before it adds its first).
+        if (join === 'steered' || join === 'wait') return { run_id, created };
+        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
+        if (graph) {
+          const steps = graph.steps.filter((step) => roots.includes(step.id));
+          await Promise.all(steps.map((step) => this.queues.startStep(target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+        } else {
+          await this.queues.startStep(target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+        }
+      }
+      return { run_id, created };
+    });
+  }
+
+  /**
+   * Puts a created run on its thread: `start` (the thread was free), `wait` (queued behind its
+   * active run) or `steered` (its input given to the active run; it has ended, completed). A run
+   * refused as `thread_busy` (`on_busy: reject`) was removed again: nothing is queued.
+   */
+  private async joinThread(run_id: string, request: EnqueueRequest, job: ThreadJobSpec): Promise<'start' | 'wait' | 'steered'> {
+    const { store, threads } = this.context;
+    // The trace of the run that would take steered messages its target ends without (see `finish.lua`).
+    const followUpTrace = request.on_busy === 'steer' ? JSON.stringify(mintRunTrace()) : undefined;
+    const { decision, active } = await threads.join(
+      run_id,
+      request.thread_id!,
+      request.on_busy ?? 'queue',
+      inputMessages(request.input),
+      store.retentionSeconds,
+      job,
+      followUpTrace,
+    );
+    if (decision === 'busy') throw new RequestError('thread_busy', `thread '${request.thread_id}' is busy: run '${active}' is active (on_busy: reject)`);
+    return decision;
+  }
+
+  /** Every queue of the registered agents, workflows and tools: its depth and live workers. */
+  queueInfos(): Promise<QueueInfo[]> {
+    const { store, registry, reach } = this.context;
+    return reach(async () => {
+      const names = await registry.queueNames();
+      const tags = await store.tags();
+      // A queue is one per partition: its depth is the sum over them, its workers those of its busiest partition.
+      return Promise.all(
+        names.map(async (name) => {
+          const parts = await Promise.all(
+            tags.map(async (tag) => {
+              const queue = this.queues.get(name, tag);
+              const [counts, workers] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.getWorkersCount()]);
+              return { counts, workers };
+            }),
+          );
+          const sum = (field: string) => parts.reduce((total, { counts }) => total + (counts[field] ?? 0), 0);
+          return {
+            name,
+            waiting: sum('waiting') + sum('prioritized'),
+            active: sum('active'),
+            delayed: sum('delayed'),
+            failed: sum('failed'),
+            workers: Math.max(0, ...parts.map(({ workers }) => workers)),
+          };
+        }),
+      );
+    });
+  }
+
+  /** Answers a call waiting for approval; the arguments are checked by the client. */
+  approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution> {
+    const { store, reach, prefix } = this.context;
+    const { approved, reason, by } = answer;
+    return reach(async () => {
+      const status = await store.status(run_id);
+      if (!status) throw unknownRun(run_id, prefix);
+      const outcome = await resolveApproval({ store, queues: this.queues }, run_id, tool_call_id, {
+        approved,
+        ...(reason !== undefined ? { reason } : {}),
+        ...(by !== undefined ? { by } : {}),
+      });
+      switch (outcome.status) {
+        case 'resolved':
+        case 'resolved_before':
+          return outcome.resolution;
+        case 'run_ended':
+          throw new RequestError('not_pending', `tool call '${tool_call_id}' of run '${run_id}' is no longer waiting: the run has ended (${status})`);
+        default:
+          throw new RequestError('not_pending', `tool call '${tool_call_id}' never waited for approval in run '${run_id}'`);
+      }
+    });
+  }
+
+  /** After a thread run ended: the first job of the thread's next run is added (see `startNextOnThread`). */
+  startNextOnThread(run_id: string): Promise<void> {
+    return startNextOnThread(this.context.threads, this.queues, run_id);
+  }
+
+  /** Adds a round's join (a cancelled child's parent goes on: see `settleParentOf`). */
+  join(target: JoinTarget, data: ProviderJobData): Promise<void> {
+    return this.queues.join(target, data);
+  }
+
+  /** Removes a closed call's job from its tool's queue (see `stopClosedWork`). */
+  removeToolJob(call: ToolQueueOf, run_id: string, job_id: string): Promise<void> {
+    return this.queues.removeToolJob(call, run_id, job_id);
+  }
+
+  async close(): Promise<void> {
+    await this.queues.close();
+  }
+
+  /**
+   * A new run's id: in a partition when there are several — its thread's (so the run's scripts
+   * reach the thread), else by its idempotency key, else at random.
+   */
+  private async mintRunId(idempotency_key: string | undefined, thread_id: string | undefined): Promise<string> {
+    const { count } = await this.context.store.partitions.read();
+    if (count <= 1) return newRunId();
+    if (thread_id !== undefined) {
+      // Where the thread lives, so the run's scripts reach it in one slot.
+      const { k } = await this.context.threads.locate(thread_id);
+      return k === undefined ? newRunId() : partitionedRunId(k);
+    }
+    return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
+  }
+}
+
+/** A new workflow run's steps: its roots running (with their `StepStarted`), the rest pending. */
+function initialSteps(graph: WorkflowGraph, roots: readonly string[]): InitialSteps {
+  return {
+    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : 'pending'] as const),
+    started: graph.steps.filter((step) => roots.includes(step.id)).map(stepStartedEvent),
+  };
+}

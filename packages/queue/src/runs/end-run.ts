@@ -1,0 +1,105 @@
+import { tracingEnabled } from '@arcflow/telemetry/ids';
+import type { Redis } from 'ioredis';
+import { JobId } from '../redis/keys.ts';
+import type { CallQueues, Dispatcher } from '../jobs/dispatcher.ts';
+import { recordRunEnded } from '../metrics/run-ends.ts';
+import { childRunId } from '@arcflow/core';
+import type { EndedRunFacts, RunEnded, RunEnding } from './ending.ts';
+import type { RoundCall } from '../records/round-call.ts';
+import type { RunStore } from './run-store.ts';
+import type { ThreadStore } from '../threads/thread-store.ts';
+import type { RunTrace } from '../tracing.ts';
+import { startNextOnThread } from '../threads/thread-run.ts';
+
+/**
+ * What a run's end hands on: the next run of its thread (SPEC §11), whose first job starts now;
+ * for a child run, its parent's call, settled now (SPEC §13).
+ */
+export interface Succession {
+  readonly threads: ThreadStore;
+  readonly queues: Dispatcher;
+}
+
+/**
+ * Ends a run once (see `RunStore.finishRun`); the process whose write ended it emits the run's
+ * root span if it traces and, given a `succession`, starts the next run of its thread.
+ */
+export async function endRun(store: RunStore, run_id: string, ending: RunEnding, succession?: Succession): Promise<RunEnded> {
+  const outcome = await store.finishRun(run_id, ending);
+  if (!outcome.ended) return outcome;
+  recordRunEnded(outcome.facts, ending);
+  await runEnded(store, run_id, succession, outcome.facts);
+  return outcome;
+}
+
+/** What follows the write that ended a run, in the process that made it. */
+export async function runEnded(store: RunStore, run_id: string, succession?: Succession, facts?: EndedRunFacts): Promise<void> {
+  await emitRunSpanOnce(store, run_id);
+  if (!succession) return;
+  await startNextOnThread(succession.threads, succession.queues, run_id);
+  if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id, true);
+}
+
+/**
+ * Settles the parent's call of an ended child run (see `settleParentCall`; loaded only when a child
+ * run ends: most processes never do). `endedHere`: this process's write ended the child.
+ */
+export async function settleParentOf(store: RunStore, queues: CallQueues, child_run_id: string, endedHere: boolean): Promise<'settled' | 'unreadable'> {
+  const { settleParentCall } = await import('../calls/waiting/parent-call.ts');
+  return settleParentCall({ store, queues }, child_run_id, endedHere);
+}
+
+/**
+ * Emits the ended run's root span from this process, if it traces and no other process has:
+ * a run cancelled by a backend without tracing still gets its root span from a worker.
+ */
+export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<void> {
+  if (!tracingEnabled() || !(await store.claimRootSpan(run_id))) return;
+  const [run, spec] = await Promise.all([store.getRun(run_id), store.getSpec(run_id)]);
+  if (!run?.finished_at || !spec?.trace.traceparent) return;
+  // Imported here, not at the top: a client that cancels without tracing never loads the OpenTelemetry API.
+  const { emitRunSpan } = await import('../tracing.ts');
+  emitRunSpan(spec.trace as RunTrace, {
+    run_id,
+    agent: spec.agent,
+    ...(run.workflow ? { workflow: run.workflow } : {}),
+    created_at: run.created_at,
+    status: run.status,
+    usage: run.usage,
+    error_code: run.error?.error_code,
+  });
+}
+
+/**
+ * After a run was ended with calls still running (a cancel; a `fail_fast` failure): the closed
+ * calls' jobs still queued are removed, then every worker is told, so in-flight handlers and
+ * provider calls stop (a job already running is locked, stays, and is told by the publish); the
+ * closed calls' child runs are cancelled.
+ */
+export async function stopClosedWork(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
+  // Queued jobs go first: told first, a running handler would stop, free its slot, and let a queued job of the run start before it is removed.
+  await Promise.all(closed.map((call) => queues.removeToolJob(call, run_id, JobId.tool(run_id, call.step_id, call.iteration, call.tool_call_id))));
+  await redis.publish(store.keys.cancelChannel, run_id);
+  await cancelChildren(redis, store, queues, run_id, closed);
+}
+
+/**
+ * Cancels the child runs the closed calls started (SPEC §13), and theirs in turn. A call's child
+ * has an id derived from the call, so no list is kept: a closed call that started none finds
+ * no run to end.
+ */
+async function cancelChildren(redis: Redis, store: RunStore, queues: CallQueues, run_id: string, closed: readonly RoundCall[]): Promise<void> {
+  await Promise.all(closed.map((call) => cancelChild(redis, store, queues, childRunId(run_id, call.step_id, call.iteration, call.tool_call_id))));
+}
+
+/**
+ * Cancels a child run whose parent has ended or is ending, with its own children; nothing when it
+ * has ended or does not exist. Its parent's call, closed already, takes nothing; the call's span is
+ * emitted, for the child's spans are under it.
+ */
+export async function cancelChild(redis: Redis, store: RunStore, queues: CallQueues, child_run_id: string): Promise<void> {
+  const { ended, closed } = await endRun(store, child_run_id, { outcome: { status: 'cancelled' }, step_id: 's1' });
+  if (!ended) return;
+  await stopClosedWork(redis, store, queues, child_run_id, closed);
+  await settleParentOf(store, queues, child_run_id, true);
+}

@@ -1,0 +1,25 @@
+import type { TraceEvent } from '@arcflow/core';
+import type { PendingEvent } from '../records/event-codec.ts';
+import type { StoreContext } from '../store-context.ts';
+
+/** A run's event log: a list that only grows, an event's `seq` its place in it. */
+export class RunEvents {
+  constructor(private readonly context: StoreContext) {}
+
+  /** Appends events unless the run has ended. */
+  async append(run_id: string, events: readonly PendingEvent[]): Promise<boolean> {
+    const { keys, scripts, codec } = this.context;
+    const result = await scripts.appendEvents([keys.record(run_id)], { events: codec.pairs(events) });
+    return result === 1;
+  }
+
+  /** Events from index `from` (0-based) on. */
+  async events(run_id: string, from = 0): Promise<TraceEvent[]> {
+    const lines = await this.context.redis.lrange(this.context.keys.run(run_id).events, from, -1);
+    // An event's seq is its place in the log, which only grows; its run is the log's.
+    return lines.map((line, index) => {
+      const { kind, run_id: _stored, ...fields } = JSON.parse(line) as Record<string, unknown>;
+      return { seq: from + index + 1, kind, run_id, ...fields } as unknown as TraceEvent;
+    });
+  }
+}

@@ -1,0 +1,89 @@
+import type { RunRecord, RunStatus } from '@arcflow/core';
+import type { PartitionMap } from '../redis/partition-map.ts';
+import type { StoreContext } from '../store-context.ts';
+
+/** What to list (see {@link RunListing.listRuns}). */
+export interface RunListQuery {
+  readonly status?: RunStatus;
+  readonly agent?: string;
+  readonly limit: number;
+  readonly cursor?: string;
+}
+
+/** Runs listed newest first from the listing indexes of every partition, and the indexes trimmed as retention removes records. */
+export class RunListing {
+  constructor(
+    private readonly context: StoreContext,
+    private readonly partitions: PartitionMap,
+    private readonly records: { getRun(run_id: string): Promise<RunRecord | undefined> },
+  ) {}
+
+  /**
+   * Runs newest first (by creation time, then id), from the listing index: every run, or one
+   * agent's; with `status`, only those in it. `cursor` continues a listing after the run it names.
+   * Index entries whose record retention has removed are dropped as they are met.
+   */
+  async listRuns(query: RunListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }> {
+    // Every partition's index, merged: the listing reads as one.
+    const indexes = (await this.tags()).map((tag) => this.context.keys.runsIndexIn(tag, query.agent));
+    await Promise.all(indexes.map((index) => this.trimRunIndex(index)));
+    let after = query.cursor;
+    const runs: RunRecord[] = [];
+    // Reads a page more than asked for at a time, so a status filter rarely needs a second read.
+    for (let reads = 0; runs.length < query.limit && reads < 20; reads += 1) {
+      const count = Math.max(query.limit * 2, 50);
+      const pages = await Promise.all(indexes.map(async (index) => (await this.indexPage(index, after, count)).map((entry) => ({ ...entry, index }))));
+      const page = pages
+        .flat()
+        .sort((a, b) => b.score - a.score || (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
+        .slice(0, count);
+      if (page.length === 0) return { runs };
+      const records = await Promise.all(page.map(({ run_id }) => this.records.getRun(run_id)));
+      for (const [position, entry] of page.entries()) {
+        const record = records[position];
+        after = `${entry.score}:${entry.run_id}`;
+        if (!record) {
+          await this.context.redis.zrem(entry.index, entry.run_id);
+          continue;
+        }
+        if (query.status !== undefined && record.status !== query.status) continue;
+        runs.push(record);
+        if (runs.length === query.limit) return { runs, next_cursor: after };
+      }
+    }
+    return after === undefined || runs.length === 0 ? { runs } : { runs, next_cursor: after };
+  }
+
+  /**
+   * Drops listing-index entries of runs created longer ago than the retention period and a day
+   * (their records have expired, or will have once they end): the global index and each agent's.
+   */
+  async trimRunIndexes(agents: readonly string[]): Promise<void> {
+    const { keys } = this.context;
+    const indexes = (await this.tags()).flatMap((tag) => [keys.runsIndexIn(tag), ...agents.map((agent) => keys.runsIndexIn(tag, agent))]);
+    await Promise.all(indexes.map((index) => this.trimRunIndex(index)));
+  }
+
+  /** Every tag a run may live under (the prefix's own, and each partition's). */
+  async tags(): Promise<string[]> {
+    return this.partitions.tagsOf(await this.partitions.read());
+  }
+
+  private trimRunIndex(index: string): Promise<number> {
+    return this.context.redis.zremrangebyscore(index, '-inf', Date.now() - this.context.retentionSeconds * 1000 - 86_400_000);
+  }
+
+  /** Index entries after `cursor` (`<created_at>:<run_id>`), newest first. */
+  private async indexPage(index: string, cursor: string | undefined, count: number): Promise<{ run_id: string; score: number }[]> {
+    const [score, member] = cursor === undefined ? ['+inf', undefined] : [cursor.slice(0, cursor.indexOf(':')), cursor.slice(cursor.indexOf(':') + 1)];
+    // Entries with the cursor's own score come back too; those at or before the cursor are skipped.
+    const flat = await this.context.redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', 0, count + 64);
+    const entries: { run_id: string; score: number }[] = [];
+    for (let at = 0; at + 1 < flat.length; at += 2) {
+      const entry = { run_id: flat[at]!, score: Number(flat[at + 1]) };
+      if (member !== undefined && String(entry.score) === score && entry.run_id >= member) continue;
+      entries.push(entry);
+    }
+    return entries.slice(0, count);
+  }
+}

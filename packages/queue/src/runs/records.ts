@@ -1,0 +1,171 @@
+import { type EventDraft, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, stateAsChanges } from '@arcflow/core';
+import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
+import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
+import { writeInput } from '../records/input-format.ts';
+import { readOutput } from '../records/output-format.ts';
+import { type RunSpec, SPEC_FIELDS, specFrom } from '../records/run-spec.ts';
+import type { PartitionMap } from '../redis/partition-map.ts';
+import { partitionOf, partitionOfKey, partitionTag } from '../redis/partitions.ts';
+import { foldEntries } from '../steps/state-log.ts';
+import type { StoreContext } from '../store-context.ts';
+import type { WorkflowStore } from '../workflows/workflow-store.ts';
+
+/** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
+export interface InitialSteps {
+  readonly statuses: readonly (readonly [string, 'pending' | 'running'])[];
+  readonly started: readonly EventDraft[];
+}
+
+/** A run's record: created once (with its idempotency key), read as a spec by workers and as a `RunRecord` by clients. */
+export class RunRecords {
+  constructor(
+    private readonly context: StoreContext,
+    private readonly parts: { readonly workflows: WorkflowStore; readonly approvals: ApprovalStore; readonly partitions: PartitionMap },
+  ) {}
+
+  /**
+   * Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that
+   * run's id. A child run (SPEC §13) is created with its `lineage`.
+   */
+  async createRun(
+    spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage; readonly enqueued_by?: string },
+    idempotency_key: string | undefined,
+    enqueued: EventDraft,
+    steps?: InitialSteps,
+    state?: RunState,
+    request_hash?: string,
+  ): Promise<{ created: boolean; run_id: string }> {
+    const { keys, scripts, codec } = this.context;
+    const now = Date.now();
+    const fields: Record<string, string> = {
+      run_id: spec.run_id,
+      status: 'queued',
+      agent: spec.agent,
+      ...writeInput(spec.input),
+      config: JSON.stringify(spec.config ?? null),
+      exec_config: JSON.stringify(spec.exec_config ?? null),
+      trace: JSON.stringify(spec.trace),
+      definition_hash: spec.definition_hash,
+      ...(spec.stream !== undefined ? { stream: spec.stream ? '1' : '0' } : {}),
+      ...(spec.enqueued_by !== undefined ? { enqueued_by: spec.enqueued_by } : {}),
+      created_at: String(now),
+      usage_input: '0',
+      usage_output: '0',
+      usage_total: '0',
+      iterations: '0',
+      ...(steps ? { workflow: spec.agent } : {}),
+      // Given at enqueue (even `{}`): a run on a thread then does not take the state its thread left.
+      ...(state ? { state_given: '1' } : {}),
+      ...(spec.lineage ? ChildStore.fields(spec.lineage) : {}),
+      // What its idempotency key stands for: a repeat of the key with another request is refused.
+      ...(request_hash ? { request_hash } : {}),
+    };
+    const [created, run_id] = (await scripts.createRun([keys.record(spec.run_id), keys.idempotency(idempotency_key ?? spec.run_id, keys.tagOf(spec.run_id))], {
+      run_id: spec.run_id,
+      use_idempotency: idempotency_key !== undefined,
+      fields,
+      enqueued: codec.eventJson(enqueued, now),
+      ...(steps ? { steps: steps.statuses, started: codec.pairs(steps.started.map((event) => ({ event }))) } : {}),
+      ...(state && Object.keys(state).length > 0 ? { state_entry: JSON.stringify(stateAsChanges(state)), state_step: steps ? RUN_STEP_ID : 's1' } : {}),
+    })) as [number, string];
+    return { created: created === 1, run_id };
+  }
+
+  /** True for the first caller only: that process emits the run's root span. Expires with the run. */
+  async claimRootSpan(run_id: string): Promise<boolean> {
+    const { redis, keys, retentionSeconds } = this.context;
+    return (await redis.set(keys.run(run_id).rootSpan, '1', 'EX', retentionSeconds, 'NX')) === 'OK';
+  }
+
+  async getSpec(run_id: string): Promise<RunSpec | undefined> {
+    const fields = await this.context.redis.hmget(this.context.keys.record(run_id), ...SPEC_FIELDS, 'stream');
+    return specFrom(run_id, fields, fields[SPEC_FIELDS.length] ?? null);
+  }
+
+  /** The request hash stored with a run enqueued with an idempotency key (see `idempotentRequestHash`). */
+  async requestHash(run_id: string): Promise<string | undefined> {
+    return (await this.context.redis.hget(this.context.keys.record(run_id), 'request_hash')) ?? undefined;
+  }
+
+  async status(run_id: string): Promise<RunStatus | undefined> {
+    return ((await this.context.redis.hget(this.context.keys.record(run_id), 'status')) ?? undefined) as RunStatus | undefined;
+  }
+
+  /** The thread a run is on, if it is on one: one field, what checking an end user's token needs (SPEC §19). */
+  async threadOf(run_id: string): Promise<string | undefined> {
+    return (await this.context.redis.hget(this.context.keys.record(run_id), 'thread_id')) ?? undefined;
+  }
+
+  /** The run record as clients see it. */
+  async getRun(run_id: string): Promise<RunRecord | undefined> {
+    const record = await this.context.redis.hgetall(this.context.keys.record(run_id));
+    if (!record.status) return undefined;
+    const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
+    const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.parts.approvals.pending(run_id) : [];
+    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1');
+    return {
+      run_id,
+      status: record.status as RunStatus,
+      agent: record.agent ?? '',
+      ...(record.workflow ? { workflow: record.workflow, steps } : {}),
+      ...readOutput(record.output, record.output_type),
+      ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
+      usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
+      iterations: Number(record.iterations ?? 0),
+      created_at: Number(record.created_at),
+      ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
+      partition: partitionOf(run_id) ?? 0,
+      ...traceIdOf(record.trace),
+      ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
+      ...(record.thread_id ? { thread_id: record.thread_id } : {}),
+      ...(record.enqueued_by ? { enqueued_by: record.enqueued_by } : {}),
+      ...(record.steered_into ? { steered_into: record.steered_into } : {}),
+      ...steeredFrom(record.steered_from),
+      ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
+      ...(state ? { state } : {}),
+    };
+  }
+
+  /**
+   * The run an idempotency key was first used for, wherever the partition count then put it: the
+   * prefix's own tag, or the key's partition under each count the map has had.
+   */
+  async findIdempotent(key: string): Promise<string | undefined> {
+    const { redis, keys, prefix } = this.context;
+    const { history } = await this.parts.partitions.read();
+    const tags = new Set([keys.tag, ...history.map((count) => partitionTag(prefix, partitionOfKey(key, count)))]);
+    const found = await Promise.all([...tags].map((tag) => redis.get(keys.idempotency(key, tag))));
+    return found.find((run_id) => run_id !== null) ?? undefined;
+  }
+
+  /**
+   * A run's state as its last round left it (SPEC §17): every entry of its state log applied; `{}`
+   * for none. Undefined when the log cannot be read (another process wrote it): the record goes
+   * on without it.
+   */
+  private async runState(run_id: string, step_id: string): Promise<RunState | undefined> {
+    const lines = await this.context.redis.lrange(this.context.keys.run(run_id).stateLog(step_id), 0, -1);
+    try {
+      return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The trace id of a run's stored trace (`{traceparent}`), as a record field. */
+function traceIdOf(trace: string | undefined): { trace_id?: string } {
+  const match = /"traceparent":"00-([0-9a-f]{32})-/.exec(trace ?? '');
+  return match ? { trace_id: match[1]! } : {};
+}
+
+/** A record's `steered_from` (a JSON list of run ids, written by finish.lua), when it reads as one. */
+function steeredFrom(text: string | undefined): { steered_from?: string[] } {
+  if (!text) return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) && value.every((id) => typeof id === 'string') ? { steered_from: value } : {};
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,201 @@
+import { type CallPlace, type ChatMessage, FIRST_TRY, type RunSpent, type RunState, type StateChange, type StepState, type TryPosition } from '@arcflow/core';
+import { wholeCount } from '../calls/waiting/child-store.ts';
+import type { PendingEvent } from '../records/event-codec.ts';
+import { type RecordedResponse, readResponse, readState, readTryPosition, writeResponse, writeState } from '../records/formats.ts';
+import type { RoundCall } from '../records/round-call.ts';
+import { pairsToRecord } from '../records/round-call.ts';
+import { type RunSpec, specFrom } from '../records/run-spec.ts';
+import { type EndedRunFacts, type RunEnding, endedRunFacts, endingArgument } from '../runs/ending.ts';
+import type { StoreContext } from '../store-context.ts';
+import type { StreamPart } from '../streams/stream-store.ts';
+import type { StateLogs } from './state-log.ts';
+import type { ThreadPlace, Transcripts } from './transcripts.ts';
+
+/** What a provider job reads before it decides (see {@link StepStore.loadStep}). */
+export interface StepSnapshot {
+  readonly spec: RunSpec | undefined;
+  /** What the whole run has spent so far (tokens, executed tool calls), for its budget. */
+  readonly spent: RunSpent;
+  readonly state: StepState | undefined;
+  readonly previousResponse: RecordedResponse | undefined;
+  readonly response: RecordedResponse | undefined;
+  readonly previousResults: Readonly<Record<string, string>>;
+  /** traceparents of round `iteration - 1`'s `execute_tool` spans. */
+  readonly previousSpans: Readonly<Record<string, string>>;
+  /** Round `iteration - 1`'s run-state changes (SPEC §17): a JSON list per completed call that made any. */
+  readonly previousChanges: Readonly<Record<string, string>>;
+  /** How many entries the step's state log holds (its initial state, then each round that changed it). */
+  readonly stateEntries: number;
+  /** A child run's parent (SPEC §13): a child whose parent has ended is cancelled. */
+  readonly parent_run_id?: string;
+  /** Where call `iteration` stands among its models: moved only by its failed provider calls (SPEC §16). */
+  readonly position: TryPosition;
+}
+
+/** A round's run-state changes, saved with the state that folds them in: the state log's entry `at` (0-based), and the state after it. */
+export interface StateEntry {
+  readonly at: number;
+  readonly changes: readonly StateChange[];
+  readonly state: RunState;
+  /** The size of `state`'s JSON. */
+  readonly size: number;
+}
+
+/**
+ * A step's loop in Redis: its state (messages in a transcript list, read only where this worker
+ * lacks them), the provider responses recorded once each, and the read a provider job starts with.
+ */
+export class StepStore {
+  constructor(
+    private readonly context: StoreContext,
+    /** The steps' messages: a read asks Redis only for what this worker lacks. */
+    private readonly transcripts: Transcripts,
+    /** The runs' states (SPEC §17), as lists of recorded changes. */
+    readonly stateLogs: StateLogs,
+  ) {}
+
+  /**
+   * Everything a provider job for call `iteration` reads, in one script (one round trip, one
+   * consistent view): the run, the step's state, the responses to calls `iteration - 1` and
+   * `iteration`, and the results and tool spans of round `iteration - 1`.
+   */
+  async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position] = (await this.context.scripts.loadStep(
+      [this.context.keys.record(run_id)],
+      [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
+    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null];
+    const previousResults = pairsToRecord(results);
+    const previousSpans = pairsToRecord(spans);
+    const where = `${run_id}/${step_id}`;
+    const stored = json === null ? undefined : readState(json, `state of ${where}`);
+    const thread = threadPlace(fields[10] ?? null, fields[11] ?? null, fields[12] ?? null);
+    const state = stored === undefined ? undefined : stored.kind === 'inline' ? stored.state : await this.transcripts.withMessages(run_id, step_id, stored, from, tail, thread);
+    return {
+      spec: specFrom(run_id, fields, fields[16] ?? null),
+      // The run's own spend and its child runs' (SPEC §13): one budget.
+      spent: { tokens: wholeCount(fields[8]) + wholeCount(fields[13]), tool_calls: wholeCount(fields[9]) + wholeCount(fields[14]) },
+      ...(fields[15] ? { parent_run_id: fields[15] } : {}),
+      state,
+      previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
+      response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
+      previousResults,
+      previousSpans,
+      previousChanges: pairsToRecord(changes),
+      stateEntries,
+      position: position === null ? FIRST_TRY : readTryPosition(position, `the try position of call ${iteration} of ${where}`),
+    };
+  }
+
+  /**
+   * A step's state with all its messages (read from its transcript list after those this worker
+   * has cached), or undefined when the step has none yet.
+   */
+  async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
+    const { redis } = this.context;
+    const keys = this.context.keys.run(run_id);
+    const json = await redis.hget(keys.state(step_id), 'json');
+    if (!json) return undefined;
+    const stored = readState(json, `state of ${run_id}/${step_id}`);
+    if (stored.kind === 'inline') return stored.state;
+    const thread = stored.state.earlier ? await redis.hmget(keys.record, 'thread_id', 'thread_origin', 'thread_base') : [];
+    return this.transcripts.load(run_id, step_id, stored, threadPlace(thread[0] ?? null, thread[1] ?? null, thread[2] ?? null));
+  }
+
+  /** A step's own conversation (`client.messages`): its messages but the thread's it began on; empty when it has no state yet. */
+  async stepConversation(run_id: string, step_id: string): Promise<ChatMessage[]> {
+    const json = await this.context.redis.hget(this.context.keys.run(run_id).state(step_id), 'json');
+    return json ? this.transcripts.conversation(run_id, step_id, readState(json, `state of ${run_id}/${step_id}`)) : [];
+  }
+
+  /** The first messages of the thread a run began on (SPEC §11), read once per worker. */
+  threadMessages(run_id: string, thread: ThreadPlace): Promise<ChatMessage[]> {
+    return this.transcripts.threadMessages(run_id, thread);
+  }
+
+  /**
+   * Saves a step's state if it is still at `expectedIterations` (-1: no state yet), appending
+   * `events` in the same step. Its messages go to the step's transcript list, which receives only
+   * those it does not hold yet (the ones after this worker's cached transcript of the step).
+   * `saved` is false when another delivery got there first.
+   */
+  async saveState(
+    run_id: string,
+    state: StepState,
+    expectedIterations: number,
+    events: readonly PendingEvent[] = [],
+    markRunning = false,
+    stateEntry?: StateEntry,
+  ): Promise<'saved' | 'stale' | 'ended'> {
+    const { count, from, added } = this.transcripts.toSave(run_id, state, expectedIterations === -1);
+    const outcome = await this.context.scripts.saveState([this.context.keys.record(run_id)], {
+      step_id: state.step_id,
+      expected: expectedIterations,
+      iterations: state.iterations,
+      json: writeState(state),
+      count,
+      from,
+      messages: added,
+      mark_running: markRunning,
+      events: this.context.codec.pairs(events),
+      ...(stateEntry ? { state_entry: JSON.stringify(stateEntry.changes), state_at: stateEntry.at } : {}),
+    });
+    if (outcome === 1) this.transcripts.saved(run_id, state, added);
+    if (outcome === 1 && stateEntry) this.stateLogs.remember(run_id, state.step_id, stateEntry.at + 1, stateEntry);
+    return outcome === 1 ? 'saved' : outcome === 0 ? 'stale' : 'ended';
+  }
+
+  /**
+   * Records a provider response with its events, once, opening the round of `open` calls (the
+   * tool jobs it will fan out) in the same step; with `end`, a response that ends the run ends it
+   * in that step too. Returns the response that stands and whether this call recorded it (else an
+   * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
+   * the run has ended. `stream`: the response's part of the run's stream, written with it.
+   */
+  async recordResponse(
+    run_id: string,
+    step_id: string,
+    iteration: number,
+    recorded: RecordedResponse,
+    events: readonly PendingEvent[],
+    open: readonly RoundCall[] = [],
+    end?: RunEnding,
+    executing = 0,
+    stream?: StreamPart,
+  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
+    const { response } = recorded;
+    const [outcome, stored, facts] = (await this.context.scripts.recordResponse([this.context.keys.record(run_id)], {
+      step_id,
+      iteration,
+      response: writeResponse(recorded),
+      usage: response.usage,
+      has_calls: response.tool_calls.length > 0,
+      events: this.context.codec.pairs(events),
+      open_count: open.length,
+      open_calls: open.length > 0 ? JSON.stringify(open.map((call) => [call.tool_call_id, call.tool_name, call.definition_hash ?? ''])) : '',
+      tool_calls: executing,
+      ending: end ? endingArgument(this.context, end) : undefined,
+      stream,
+    })) as [number, string?, unknown?];
+    if (outcome === -1) return undefined;
+    if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };
+    const ended = endedRunFacts(facts);
+    return { recorded, recordedNow: true, ...(ended ? { ended } : {}) };
+  }
+
+  /**
+   * The ids of the tool calls each given response asked for, in the model's order (undefined
+   * where no response is recorded). One command for all of them.
+   */
+  async toolCallIds(run_id: string, responses: readonly CallPlace[]): Promise<(string[] | undefined)[]> {
+    if (responses.length === 0) return [];
+    const keys = this.context.keys.run(run_id);
+    const stored = await this.context.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
+    return stored.map((json) => (json === null ? undefined : readResponse(json, `a response of ${run_id}`).response.tool_calls.map((call) => call.id)));
+  }
+}
+
+/** Where a run's thread conversation is, from its record's fields; undefined for a run on no thread (or one that began on none). */
+function threadPlace(thread_id: string | null, origin: string | null, base: string | null): ThreadPlace | undefined {
+  const count = Number(base);
+  return thread_id != null && origin != null && Number.isSafeInteger(count) && count > 0 ? { thread_id, origin, count } : undefined;
+}
