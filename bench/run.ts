@@ -19,6 +19,7 @@ import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, tran
 import { childRunRows } from './children.ts';
 import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
 import { streamCostRows } from './stream-costs.ts';
+import { viewersRows } from './viewers.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -443,6 +444,10 @@ try {
   if (wanted('stream-costs')) {
     progress('streaming: Redis commands and bytes of a run not asked to stream, against one asked');
     rows.push(...(await streamCostRows(prefix)));
+  }
+  if (wanted('viewers')) {
+    progress('many viewers: a lone SSE client, then 100, 1,000 and 10,000 clients of one run on one serve');
+    rows.push(...(await viewersRows(prefix('viewers'), progress)));
   }
   if (wanted('tracing')) {
     // Last: once started, the SDK stays registered in this process.

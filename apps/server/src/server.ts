@@ -20,6 +20,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { type Caller, KeyRing, authenticate } from './auth.ts';
 import { drainOversizeBody } from './body-limit.ts';
 import { EventHub } from './event-hub.ts';
+import { StreamHub } from './stream-hub.ts';
 import { SERVER_DEFAULTS, type Scope, type ServerOptions, isLoopback } from './options.ts';
 import { HttpProblem, MAX_PARAM_LENGTH, type Problem as ProblemBody, problem, problemFor } from './problems.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -50,6 +51,8 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 export interface ArcflowServer {
   readonly app: FastifyInstance;
   readonly hub: EventHub;
+  /** Follows every SSE client's run stream through one blocking read. */
+  readonly streams: StreamHub;
   /** Stops listening, ends open event streams, and disconnects. */
   close(): Promise<void>;
 }
@@ -64,9 +67,10 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const keys = new KeyRing(options.keys ?? []);
   const tokens = options.token_secret === undefined ? undefined : await tokenKeys(options.token_secret);
   const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
-  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false });
+  // Named, so that CLIENT LIST shows what serve holds: with the client's own, at most 4 (SPEC §19).
+  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false, connectionName: 'arcflow:serve' });
   redis.on('error', () => undefined); // readyz reports it
-  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null });
+  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null, connectionName: 'arcflow:serve:events' });
   subscriber.on('error', () => undefined);
   // One node of a Redis Cluster named alone would fail every request: refused at start instead.
   const refused = await redis.exists(keysFor(connection.prefix).partitions).then(
@@ -108,6 +112,17 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   }).withTypeProvider<TypeBoxTypeProvider>();
   const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
   const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
+  const streams = new StreamHub(
+    store,
+    redis,
+    // Opened when the first run's stream is followed; a blocking read holds it.
+    () => {
+      const reader = duplicateRedis(redis, { maxRetriesPerRequest: 1, connectionName: 'arcflow:serve:streams' });
+      reader.on('error', () => undefined);
+      return reader;
+    },
+    (error) => app.log.warn({ err: error }, 'stream hub read failed'),
+  );
 
   for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
   // Before any route: each is documented with its 401 and 403, and ?token= where it takes one.
@@ -155,7 +170,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
-  await app.register(streamRoutes, { client, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(operateRoutes, { client });
   await app.register(threadRoutes, { client });
   await app.register(tokenRoutes, { tokens });
@@ -169,9 +184,11 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   return {
     app,
     hub,
+    streams,
     close: () => {
       closing ??= (async () => {
         await hub.close();
+        await streams.close();
         await app.close();
         await client.close();
         await closeRedis(redis);
@@ -180,6 +197,13 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     },
   };
 }
+
+/**
+ * Connections waiting to be accepted: a burst of viewers (a popular run, everyone reconnecting
+ * after a deploy) is queued rather than refused or left to retry its SYN a second later (Node's
+ * default is 511; the kernel's somaxconn caps it).
+ */
+const LISTEN_BACKLOG = 4_096;
 
 /** Builds the server and listens; refuses an address other machines can reach unless API keys are set. */
 export async function startServer(options: ServerOptions = {}): Promise<ArcflowServer & { url: string }> {
@@ -190,7 +214,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ArcflowS
   }
   const server = await buildServer(options);
   try {
-    return { ...server, url: await server.app.listen({ host, port }) };
+    return { ...server, url: await server.app.listen({ host, port, backlog: LISTEN_BACKLOG }) };
   } catch (error) {
     await server.close();
     throw listenRefusal(error, host, port);

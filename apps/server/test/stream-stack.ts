@@ -14,10 +14,21 @@ export interface StreamStack {
   stop(): Promise<void>;
 }
 
-/** Starts the stack the streaming tests of the API, the console and `arcflow/ai-sdk` run against; `api_keys` as ARCFLOW_API_KEYS, `serveEnv` more of serve's environment. */
-export async function startStreamStack(name: string, api_keys: string, fakeDelayMs: number, serveEnv: Record<string, string> = {}): Promise<StreamStack> {
+/**
+ * Starts the stack the streaming tests of the API, the console and `arcflow/ai-sdk` run against;
+ * `api_keys` as ARCFLOW_API_KEYS, `serveEnv` more of serve's environment; `model` paces the fake's
+ * answers (chunk size, length), or `model.server` is the fake to use (the stack closes it).
+ */
+export async function startStreamStack(
+  name: string,
+  api_keys: string,
+  fakeDelayMs: number,
+  serveEnv: Record<string, string> = {},
+  model: { chunk_chars?: number; chars?: number; server?: FakeOpenAIServer } = {},
+): Promise<StreamStack> {
   const prefix = testPrefix(name);
-  const fake = await startStreamFake({ delay_ms: fakeDelayMs });
+  const { server, ...pacing } = model;
+  const fake = server ?? (await startStreamFake({ delay_ms: fakeDelayMs, ...pacing }));
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
   const [serve, worker] = await Promise.all([
     spawnServe({ ...env, ARCFLOW_API_KEYS: api_keys, ARCFLOW_SSE_HEARTBEAT_MS: '200', ...serveEnv }),

@@ -19,6 +19,7 @@ export { assertEventInvariants, assertWorkflowInvariants } from './invariants.ts
 export { capturingLogger } from './capturing-logger.ts';
 export { scriptedOverHttp } from './scripted-over-http.ts';
 export { TEST_REDIS_URL, testPrefix, cleanupPrefix } from './redis.ts';
+export { redisConnectionsOf } from './redis-connections.ts';
 export { startPrivateRedis, freePort, type PrivateRedis } from './private-redis.ts';
 export { startPrivateCluster, testCluster, type PrivateCluster } from './private-cluster.ts';
 export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';

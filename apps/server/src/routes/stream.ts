@@ -1,24 +1,27 @@
-import { TERMINAL_STATUSES } from '@arcflow/core';
+import { type StreamChunk, TERMINAL_STATUSES } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { HttpProblem } from '../problems.ts';
 import { RunIdParams, StreamQuery, problems } from '../schemas.ts';
-import { openEventStream } from '../sse.ts';
+import { MAX_HELD_BYTES, openEventStream } from '../sse.ts';
+import type { StreamHub } from '../stream-hub.ts';
 import { UI_MESSAGE_STREAM_HEADERS, UiMessageTranslator, uiFrames, wantsUiMessageStream } from '../ui-message-stream.ts';
 
 export interface StreamRoutesOptions {
   readonly client: ArcflowClient;
+  readonly hub: StreamHub;
   readonly heartbeat_ms: number;
 }
 
 /**
  * `GET /v1/runs/{run_id}/stream` (SPEC §12): the run's stream as Server-Sent Events (`id:` the
  * offset, `event:` the type, `data:` the chunk), following the run until its `end`; or, asked for
- * the AI SDK format, the UI message stream `useChat` reads. Each connection reads with a Redis
- * connection of its own; a client that goes away stops the reading, never the run.
+ * the AI SDK format, the UI message stream `useChat` reads. Every connection is served by the
+ * stream hub (one shared blocking read for all of them); a client that goes away stops its part
+ * of the reading, never the run; one that reads too slowly is disconnected (see `openEventStream`).
  */
-export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = async (app, { client, heartbeat_ms }) => {
+export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = async (app, { client, hub, heartbeat_ms }) => {
   app.get(
     '/v1/runs/:run_id/stream',
     {
@@ -46,37 +49,75 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
       const after = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
       const aiSdk = wantsUiMessageStream(request.query.format, request.headers['x-vercel-ai-ui-message-stream']);
       // The UI message stream is rebuilt from the start, so a resume continues in the state the reader had.
-      const chunks = client.stream(run_id, { after: aiSdk ? 0 : after })[Symbol.asyncIterator]();
+      const from = aiSdk ? 0 : after;
+      const ended = TERMINAL_STATUSES.has(run.status);
       // An ended run with nothing after `after`: 204, which tells an EventSource to stop reconnecting.
-      const first = TERMINAL_STATUSES.has(run.status) ? await chunks.next() : undefined;
-      if (first?.done) return reply.status(204).send(null);
+      if (ended && (await hub.read(run_id, from)).length === 0) return reply.status(204).send(null);
       const sse = openEventStream(reply, heartbeat_ms, aiSdk ? UI_MESSAGE_STREAM_HEADERS : {});
-      let gone = false;
-      sse.onClose(() => {
-        gone = true;
-        void chunks.return?.();
-      });
       const translator = aiSdk ? new UiMessageTranslator(run_id) : undefined;
-      try {
-        for (let next = first ?? (await chunks.next()); !next.done && !gone; next = await chunks.next()) {
-          const chunk = next.value;
-          if (!translator) sse.write(`id: ${chunk.offset}\nevent: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n`);
-          else {
-            const frames = translator.translate(chunk, chunk.type === 'end' && chunk.status === 'failed' ? await failureText(client, run_id) : undefined);
+      let done = false;
+      /** A failed run's end waits for its error's text. */
+      let ending = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        if (translator) sse.write('data: [DONE]\n\n');
+        sse.end();
+      };
+      const deliver = (chunks: readonly StreamChunk[]) => {
+        for (const chunk of chunks) {
+          if (done || ending) return;
+          if (!translator) sse.write(sseFrame(chunk));
+          else if (chunk.type === 'end' && chunk.status === 'failed') {
+            // The failure's text is the run record's: read before the last frames.
+            ending = true;
+            void failureText(client, run_id)
+              .catch(() => undefined)
+              .then((text) => {
+                if (!done) sse.write(uiFrames(chunk.offset, translator.translate(chunk, text)));
+                finish();
+              });
+            return;
+          } else {
+            const frames = translator.translate(chunk);
             if (chunk.offset > after && frames.length > 0) sse.write(uiFrames(chunk.offset, frames));
           }
+          if (chunk.type === 'end') return finish();
         }
-        if (translator && !gone) sse.write('data: [DONE]\n\n');
-      } catch (error) {
-        // The reader resumes with Last-Event-ID; the error is the server's to log, not the reader's to see.
-        request.log.warn({ err: error, run_id }, 'run stream read failed');
-      } finally {
-        sse.end();
-      }
+      };
+      const stop = hub.follow(
+        run_id,
+        from,
+        {
+          deliver,
+          drained: () => sse.drained(),
+          finish: (error) => {
+            // The reader resumes with Last-Event-ID; the error is the server's to log, not the reader's to see.
+            if (error !== undefined) request.log.warn({ err: error, run_id }, 'run stream read failed');
+            finish();
+          },
+        },
+        ended,
+      );
+      sse.onClose(() => {
+        stop();
+        if (sse.overflowed) request.log.info({ run_id }, `SSE client disconnected: it read slower than the run streamed (more than ${MAX_HELD_BYTES} bytes held for it)`);
+      });
       return reply;
     },
   );
 };
+
+/** A chunk as an SSE frame (`id:` offset, `event:` type, `data:` the chunk), made once for all the viewers a read's chunk goes to. */
+const frames = new WeakMap<StreamChunk, string>();
+export function sseFrame(chunk: StreamChunk): string {
+  let frame = frames.get(chunk);
+  if (frame === undefined) {
+    frame = `id: ${chunk.offset}\nevent: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n`;
+    frames.set(chunk, frame);
+  }
+  return frame;
+}
 
 /** What a failed run's UI message stream says: its error's code and message, as the run record has them. */
 async function failureText(client: ArcflowClient, run_id: string): Promise<string> {

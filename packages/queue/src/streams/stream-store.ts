@@ -44,6 +44,16 @@ export class StreamStore {
     return chunksOf(entries, after);
   }
 
+  /** The offset of the stream's last chunk; 0 when it has none. */
+  async lastOffset(run_id: string): Promise<number> {
+    const entries = (await this.context.redis.xrevrange(this.context.keys.run(run_id).stream, '+', '-', 'COUNT', 1)) as RawEntries;
+    const id = entries[0]?.[0];
+    if (id === undefined) return 0;
+    const offset = ENTRY_ID.exec(id)?.[1];
+    if (offset === undefined) throw new StreamEntryError(`stream entry ${id} is not a chunk this version of arcflow can read`);
+    return Number(offset);
+  }
+
   /**
    * The chunks after offset `after`, waiting up to `blockMs` on `reader` (a connection of the
    * caller's own: a blocking read holds it) for the first; empty when none came.
@@ -51,6 +61,32 @@ export class StreamStore {
   async follow(reader: Redis, run_id: string, after: number, blockMs: number): Promise<StreamChunk[]> {
     const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.context.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
     return chunksOf(reply?.[0]?.[1] ?? [], after);
+  }
+
+  /**
+   * The chunks of several runs' streams after each one's offset, in one `XREAD` on `reader`:
+   * waiting up to `blockMs` for the first entry of any of them (a connection of the caller's own),
+   * or without waiting when `blockMs` is undefined. Only the runs that have new chunks are in the
+   * answer. On a Redis Cluster every run given must share a hash tag (one slot).
+   */
+  async followMany(reader: Redis, runs: ReadonlyMap<string, number>, blockMs?: number): Promise<Map<string, StreamChunk[]>> {
+    const keys: string[] = [];
+    const ids: string[] = [];
+    const byKey = new Map<string, string>();
+    for (const [run_id, after] of runs) {
+      const key = this.context.keys.run(run_id).stream;
+      keys.push(key);
+      ids.push(`0-${after}`);
+      byKey.set(key, run_id);
+    }
+    const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
+    const reply = (await reader.call('XREAD', 'COUNT', READ_COUNT, ...block, 'STREAMS', ...keys, ...ids)) as [string, RawEntries][] | null;
+    const chunks = new Map<string, StreamChunk[]>();
+    for (const [key, entries] of reply ?? []) {
+      const run_id = byKey.get(key);
+      if (run_id !== undefined && entries.length > 0) chunks.set(run_id, chunksOf(entries, runs.get(run_id)!));
+    }
+    return chunks;
   }
 }
 
