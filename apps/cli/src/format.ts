@@ -80,6 +80,9 @@ export function formatRun(run: RunRecord): string {
     `run        ${run.run_id}`,
     ...(run.workflow ? [`workflow   ${run.workflow}`] : []),
     ...(run.parent_run_id ? [`parent     ${run.parent_run_id} (call ${run.parent_tool_call_id})`] : []),
+    // A fork (SPEC §15): where it began; a retried run: its retry.
+    ...(run.forked_from ? [`forked     from ${run.forked_from.run_id}, step ${run.forked_from.step_id}, iteration ${run.forked_from.iteration}`] : []),
+    ...(run.retried_by ? [`retried    by ${run.retried_by}`] : []),
     // A steering run (SPEC §11, on_busy: steer) ends at once: say where its input went.
     `status     ${run.status}${run.steered_into ? ` (steered into ${run.steered_into}: its input joined that run's conversation)` : ''}`,
     `iterations ${run.iterations}`,

@@ -25,6 +25,12 @@ const USAGE = `usage: arcflow <command> [options]
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
+  runs retry|cancel --status S [--agent A] [--tenant T] [--since ISO] [--dry-run] [--json]
+                       retries (a fork from the failed iteration) or cancels every matching run; safe to repeat:
+                       a run is retried once, an ended run is not cancelled; --dry-run: say what it would do
+  fork <run_id> --from-iteration K [--step S] [--config JSON] [--exec-config JSON] [--json]
+                       a new run that replays the run's recorded rounds before iteration K (no model call,
+                       no tool execution) and runs live from K; --step: a workflow's step to re-run
   serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json), the web console (/) and /metrics
   token (--thread ID | --run ID) --actions read,send,cancel,respond [--agents A,B] [--subject S] [--tenant T] [--expires-in S]
                        prints an end user's token for one thread or run, signed with ARCFLOW_TOKEN_SECRET;
@@ -81,6 +87,10 @@ const OPTIONS = {
   subject: { type: 'string' },
   tenant: { type: 'string' },
   'expires-in': { type: 'string' },
+  'from-iteration': { type: 'string' },
+  step: { type: 'string' },
+  since: { type: 'string' },
+  'dry-run': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -131,8 +141,15 @@ async function main(argv: string[]): Promise<number> {
       need(2, '<run_id> <tool_call_id>');
       return (await runs()).approveCommand(args[0]!, args[1]!, { reject: values.reject, reason: values.reason, by: values.by, json: values.json });
     case 'runs':
-      need(0, 'only options');
+      if (args[0] === 'retry' || args[0] === 'cancel') {
+        need(1, 'retry or cancel, and options');
+        return (await import('./commands/operate.ts')).bulkCommand(args[0], values);
+      }
+      need(0, 'only options (or retry|cancel --status S)');
       return (await runs()).runsCommand(values);
+    case 'fork':
+      need(1, '<run_id> --from-iteration K');
+      return (await import('./commands/operate.ts')).forkCommand(args[0]!, values);
     case 'serve':
       need(0, 'no arguments');
       return (await import('./commands/serve.ts')).serveCommand({ port: values.port, host: values.host });

@@ -39,6 +39,9 @@ export interface Run {
   pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
   /** The run's state as its last round left it (SPEC §17). */
   state?: Record<string, unknown>;
+  /** A fork (SPEC §15): where it was forked from; a retried run: its retry. */
+  forked_from?: { run_id: string; step_id: string; iteration: number };
+  retried_by?: string;
 }
 /** A chat message as a thread keeps it (the chat-completions shape). */
 export interface Message {

@@ -62,7 +62,7 @@ function App() {
         ) : route.startsWith('#/queues') ? (
           <Queues />
         ) : (
-          <RunsList />
+          <RunsList me={me} />
         )}
       </main>
     </div>

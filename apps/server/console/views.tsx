@@ -1,6 +1,7 @@
 // The console's pages: sign-in, runs, agents, queues.
 import { useState } from 'preact/hooks';
-import { type AgentInfo, type QueueInfo, type Run, api } from './api.ts';
+import { BulkActions, mayBulk } from './actions.tsx';
+import { type AgentInfo, type Me, type QueueInfo, type Run, api } from './api.ts';
 import { usePolled } from './hooks.ts';
 import { Badge, duration, time } from './ui.tsx';
 
@@ -30,7 +31,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   );
 }
 
-export function RunsList() {
+export function RunsList({ me }: { me?: Me }) {
   const [status, setStatus] = useState('');
   const [agent, setAgent] = useState('');
   const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 10_000, []);
@@ -53,6 +54,7 @@ export function RunsList() {
           ))}
         </select>
       </div>
+      {me && mayBulk(me) && <BulkActions status={status} agent={agent} />}
       {runs.error && <p class="error">{runs.error}</p>}
       <RunsTable runs={runs.value?.runs ?? []} />
       {runs.value && runs.value.runs.length === 0 && <p class="muted">No runs yet.</p>}

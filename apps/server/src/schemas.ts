@@ -80,6 +80,13 @@ export const RunRecord = Type.Object(
       Type.Record(Type.String(), Type.Object({ status: Type.String(), output: Type.Optional(Type.String()), error: Type.Optional(Type.Ref('RunError')) }, open)),
     ),
     state: Type.Optional(RunState("the run's state as its last round left it ({} when none was set); events hold its key names only")),
+    forked_from: Type.Optional(
+      Type.Object(
+        { run_id: Type.String(), step_id: Type.String(), iteration: Type.Integer() },
+        { description: 'a fork (SPEC §15): the run, step and iteration it was forked from' },
+      ),
+    ),
+    retried_by: Type.Optional(Type.String({ description: 'a failed or cancelled run that was retried: its retry (a run is retried once)' })),
   },
   { $id: 'RunRecord', ...open },
 );

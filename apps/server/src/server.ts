@@ -28,6 +28,7 @@ import { metricsRoutes } from './routes/metrics.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
+import { operateRoutes } from './routes/operate.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { tokenRoutes } from './routes/tokens.ts';
@@ -170,6 +171,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(operateRoutes, { client });
   await app.register(threadRoutes, { client });
   await app.register(tokenRoutes, { tokens });
   await app.register(registryRoutes, { client, redis });

@@ -385,11 +385,14 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/overview',
       '/v1/queues',
       '/v1/runs',
+      '/v1/runs/bulk',
       '/v1/runs/{run_id}',
       '/v1/runs/{run_id}/approvals/{tool_call_id}',
       '/v1/runs/{run_id}/cancel',
       '/v1/runs/{run_id}/events',
+      '/v1/runs/{run_id}/fork',
       '/v1/runs/{run_id}/messages',
+      '/v1/runs/{run_id}/retry',
       '/v1/runs/{run_id}/stream',
       '/v1/threads/{thread_id}',
       '/v1/tokens',
@@ -506,5 +509,46 @@ describe('arcflow serve: limits and refusals', () => {
     } finally {
       await open.stop();
     }
+  });
+});
+
+describe('arcflow serve: fork, retry and bulk actions (SPEC §15)', () => {
+  const post = (path: string, body: unknown, key: keyof typeof KEYS = 'write') => call(path, { method: 'POST', body: JSON.stringify(body), key }).then(json);
+  const finished = async (run_id: string) => {
+    let record: Record<string, any> = {};
+    for (let tries = 0; tries < 200 && !['completed', 'failed', 'cancelled'].includes(record.status); tries += 1) {
+      record = (await json(await call(`/v1/runs/${run_id}`, { key: 'read' }))).body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return record;
+  };
+
+  it('forks (201 { run_id }, scope write), refuses bad forks (404, 400) and tokens-free scopes (403), and bulk needs admin', async () => {
+    const source = await enqueue({ agent: 'api_agent', input: 'wait=10 forked' });
+    expect(await finished(source.body.run_id)).toMatchObject({ status: 'completed', iterations: 3 });
+    const forked = await post(`/v1/runs/${source.body.run_id}/fork`, { from: { iteration: 3 } });
+    expect(forked).toMatchObject({ status: 201, body: { run_id: expect.any(String) } });
+    expect(Object.keys(forked.body)).toEqual(['run_id']);
+    // Rounds 1 and 2 replayed: only call 3 is made.
+    expect(await finished(forked.body.run_id)).toMatchObject({
+      status: 'completed',
+      output: 'done: wait=10 forked',
+      iterations: 1,
+      forked_from: { run_id: source.body.run_id, step_id: 's1', iteration: 3 },
+    });
+    expect(await post('/v1/runs/run_unknown/fork', { from: { iteration: 1 } })).toMatchObject({ status: 404, body: { code: 'unknown_run' } });
+    expect(await post(`/v1/runs/${source.body.run_id}/fork`, { from: { iteration: 4 } })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_request', detail: expect.stringContaining('from 1 to 3') },
+    });
+    expect(await post(`/v1/runs/${source.body.run_id}/fork`, { from: { step_id: 'nope', iteration: 1 } })).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
+    expect((await post(`/v1/runs/${source.body.run_id}/fork`, { from: { iteration: 1 } }, 'read')).status).toBe(403);
+    expect((await post(`/v1/runs/${source.body.run_id}/fork`, { from: { iteration: 1 }, exec_config: { test: { steps: { s1: { output: 'x' } } } } })).status).toBe(403);
+    // A completed run is not retried.
+    expect(await post(`/v1/runs/${source.body.run_id}/retry`, {})).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
+    const bulk = { action: 'retry', filter: { status: 'failed', agent: 'api_agent' }, dry_run: true };
+    expect((await post('/v1/runs/bulk', bulk, 'write')).status).toBe(403);
+    expect(await post('/v1/runs/bulk', bulk, 'admin')).toMatchObject({ status: 200, body: { matched: expect.any(Number), acted: 0, run_ids: expect.any(Array) } });
+    expect(await post('/v1/runs/bulk', { action: 'restart', filter: { status: 'failed' } }, 'admin')).toMatchObject({ status: 400 });
   });
 });

@@ -220,6 +220,47 @@ describe('the web console, in a real Chromium', () => {
     await context.close();
   });
 
+  it('forks an ended run from an iteration with a click and opens the fork; bulk actions show to admin keys only (SPEC §15)', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page);
+    const run_id = await enqueue({ agent: 'api_agent', input: 'wait=10 fork me' });
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    // A finished run has no Cancel or Retry; it forks from the iteration given (its last by default).
+    expect(await page.getByRole('button', { name: /Cancel run|Retry/ }).count()).toBe(0);
+    expect(await page.getByLabel('fork iteration').inputValue()).toBe('3');
+    await page.getByLabel('fork iteration').fill('2');
+    await page.getByRole('button', { name: 'Fork from iteration' }).click();
+    const forked = page.locator(`[data-forked-from="${run_id}"]`);
+    await forked.waitFor({ timeout: 15_000 });
+    expect(await forked.textContent()).toContain('at iteration 2');
+    expect(page.url()).not.toContain(run_id);
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    // A bad iteration shows the server's refusal.
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    await page.getByLabel('fork iteration').fill('9');
+    await page.getByRole('button', { name: 'Fork from iteration' }).click();
+    await page.locator('[data-section="actions"] .error', { hasText: 'from 1 to 3' }).waitFor();
+    // Bulk actions: an admin key, a status chosen; a dry run says what it would do.
+    await page.goto(`${serve.url}/#/runs`);
+    await page.getByLabel('status').selectOption('completed');
+    await page.getByRole('button', { name: 'Cancel all completed: dry run' }).click();
+    await page.locator('[data-bulk-outcome]', { hasText: 'cancel would act on 0' }).waitFor();
+    // A read key sees neither fork nor bulk actions.
+    const viewer = await browser.newContext();
+    const viewing = await viewer.newPage();
+    await signInAs(viewing, serve.url, READ_KEY, 'viewer (read)');
+    await viewing.goto(`${serve.url}/#/runs/${run_id}`);
+    await viewing.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    expect(await viewing.getByRole('button', { name: /Fork|Retry/ }).count()).toBe(0);
+    await viewing.goto(`${serve.url}/#/runs`);
+    await viewing.getByLabel('status').selectOption('completed');
+    expect(await viewing.locator('[data-section="bulk"]').count()).toBe(0);
+    await viewer.close();
+    await context.close();
+  });
+
   it("shows a run's state as it stands and, per round, the keys that round changed", async () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
     const page = await context.newPage();

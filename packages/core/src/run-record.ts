@@ -49,6 +49,17 @@ export interface RunRecord {
   readonly pending_approvals?: readonly PendingApproval[];
   /** The run's state as its last round left it (SPEC §17); `{}` when nothing set one. */
   readonly state?: Readonly<Record<string, unknown>>;
+  /** A fork (SPEC §15): the run, step and iteration it was forked from. */
+  readonly forked_from?: ForkedFrom;
+  /** A failed or cancelled run that was retried (SPEC §15): its retry's run id (a run is retried once). */
+  readonly retried_by?: string;
+}
+
+/** Where a fork began (SPEC §15): the source run, the step re-run, and the iteration run live first. */
+export interface ForkedFrom {
+  readonly run_id: string;
+  readonly step_id: string;
+  readonly iteration: number;
 }
 
 /** A call waiting for approval, as the record lists it. */

@@ -17,6 +17,9 @@ export {
   type ThreadHandle,
   type RunMessages,
   type StreamOptions,
+  type ForkRequest,
+  type BulkRequest,
+  type BulkOutcome,
 } from './client/client.ts';
 export { checkEnqueueOptions } from './client/enqueue-options.ts';
 export { unknownRun } from './runs/unknown-run.ts';

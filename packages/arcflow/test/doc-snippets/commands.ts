@@ -72,7 +72,8 @@ export function helpCommands(help: string): Map<string, Set<string>> {
   for (const line of lines.slice(0, end === -1 ? lines.length : end)) {
     const command = /^ {2}([a-z]+)\b/.exec(line);
     if (command) {
-      current = new Set();
+      // A command may have several lines (`runs …` and `runs retry|cancel …`): their flags add up.
+      current = commands.get(command[1]!) ?? new Set();
       commands.set(command[1]!, current);
     } else if (!/^ {3,}/.test(line)) {
       current = undefined;

@@ -1,6 +1,7 @@
 import { type ApprovalAnswer, NamePattern, RequestError, answerProblem, checkExecConfig, checkOnBusy, checkRunInput, checkThreadId } from '@arcflow/core';
 import type { EnqueueRequest } from './enqueue-request.ts';
 import { checkEnqueueOptions } from './enqueue-options.ts';
+import type { ForkRequest } from '../runs/fork.ts';
 
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 /** Who enqueued a run, as its record shows it (e.g. `token:<subject>` for a run enqueued with an end user's token). */
@@ -36,6 +37,20 @@ export function checkEnqueueRequest(request: EnqueueRequest): void {
   if (request.enqueued_by !== undefined && (typeof request.enqueued_by !== 'string' || !ENQUEUED_BY.test(request.enqueued_by))) {
     throw new RequestError('invalid_request', `enqueued_by must be 1-200 characters, no control characters, got ${JSON.stringify(request.enqueued_by)?.slice(0, 60)}`);
   }
+}
+
+/** A fork's source and where it forks from (SPEC §15); its iteration is checked against the source run. */
+export function checkForkRequest(run_id: string, request: ForkRequest): void {
+  checkRunId(run_id);
+  const from = request?.from;
+  if (typeof from !== 'object' || from === null) throw new RequestError('invalid_request', 'from must be an object: { step_id?, iteration }');
+  if (from.step_id !== undefined && (typeof from.step_id !== 'string' || !NamePattern.stepId.test(from.step_id))) {
+    throw new RequestError('invalid_request', `from.step_id must match ${NamePattern.stepId}, got ${JSON.stringify(from.step_id)?.slice(0, 120)}`);
+  }
+  if (from.iteration !== undefined && (!Number.isSafeInteger(from.iteration) || from.iteration < 1)) {
+    throw new RequestError('invalid_request', `from.iteration must be an integer >= 1, got ${JSON.stringify(from.iteration)?.slice(0, 40)}`);
+  }
+  if (request.exec_config !== undefined) checkExecConfig(request.exec_config);
 }
 
 /** An approval's run, call and answer. */

@@ -7,12 +7,16 @@ import { cancelRequested } from '../runs/cancel.ts';
 import { type ListQuery, checkListQuery } from '../runs/list-query.ts';
 import type { StreamOptions } from '../streams/follow.ts';
 import { type ClientOptions, openClient } from './context.ts';
-import { checkApproval, checkEnqueueRequest, checkRunId } from './checks.ts';
+import { checkApproval, checkEnqueueRequest, checkForkRequest, checkRunId } from './checks.ts';
+import { type BulkOutcome, type BulkRequest, bulkAction, checkBulkRequest } from '../runs/bulk.ts';
+import type { ForkRequest } from '../runs/fork.ts';
 import { type AgentInfo, type QueueInfo, agentInfos } from './queue-infos.ts';
 import { type RunMessages, type ThreadHandle, runEvents, runMessages, runStream, threadHandle } from './read.ts';
 import { RunWaiter } from './wait.ts';
 
 export type { ListQuery } from '../runs/list-query.ts';
+export type { ForkRequest } from '../runs/fork.ts';
+export type { BulkOutcome, BulkRequest } from '../runs/bulk.ts';
 export type { EnqueueRequest } from './enqueue-request.ts';
 export type { StreamOptions } from '../streams/follow.ts';
 export { CLIENT_DEFAULTS, type ClientOptions } from './context.ts';
@@ -49,6 +53,16 @@ export interface ArcflowClient {
   messages(run_id: string): Promise<RunMessages>;
   /** A thread (SPEC §11): its messages, its runs in enqueue order, and deleting it (its runs stay). */
   thread(thread_id: string): ThreadHandle;
+  /**
+   * A new run that replays `run_id`'s recorded rounds before `from.iteration` (no model call, no
+   * tool execution) and runs live from there (SPEC §15); a fork of a thread run runs on a new
+   * thread, a branch of the source's, named in `thread_id`.
+   */
+  fork(run_id: string, request: ForkRequest): Promise<{ run_id: string; thread_id?: string }>;
+  /** A fork from the iteration a failed or cancelled run stopped at; a run is retried once (again: its retry's id). */
+  retry(run_id: string): Promise<{ run_id: string; thread_id?: string }>;
+  /** Retries or cancels every run a filter matches (SPEC §15); safe to repeat, and `dry_run` changes nothing. */
+  bulk(request: BulkRequest): Promise<BulkOutcome>;
   close(): Promise<void>;
 }
 
@@ -111,6 +125,27 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     },
     messages: async (run_id) => runMessages(context, checkRunId(run_id)),
     thread: (thread_id) => threadHandle(context, thread_id),
+    fork: async (run_id, request) => {
+      checkForkRequest(run_id, request);
+      const { created: _, ...forked } = await (await jobs()).fork(run_id, request);
+      return forked;
+    },
+    retry: async (run_id) => {
+      checkRunId(run_id);
+      const { created: _, ...retried } = await (await jobs()).retry(run_id);
+      return retried;
+    },
+    bulk: async (request) => {
+      checkBulkRequest(request);
+      return bulkAction(
+        {
+          list: (query) => reach(() => store.listRuns(query)),
+          retry: async (run_id) => (await (await jobs()).retry(run_id)).created,
+          cancel: async (run_id) => (await reach(() => cancelRequested(cancelling, run_id))).cancelled,
+        },
+        request,
+      );
+    },
     async close() {
       // Queues opened by an earlier call (one still importing is waited for); a failed import opened none.
       if (loadedJobs) await (await loadedJobs.catch(() => undefined))?.close();

@@ -28,6 +28,7 @@ import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
 import { startNextOnThread } from '../threads/thread-run.ts';
 import { nearestName } from '../records/nearest-name.ts';
 import { unknownRun } from '../runs/unknown-run.ts';
+import { type ForkPlan, type ForkRequest, planFork, retryPoint } from '../runs/fork.ts';
 import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
 import { partitionOfKey, partitionedRunId } from '../redis/partitions.ts';
 import { registeredAttempts } from '../records/registry.ts';
@@ -53,15 +54,18 @@ export class ClientJobs {
     this.queues = new Dispatcher(context.redis, context.store.keys);
   }
 
-  /** Creates the run (once per idempotency key) and adds its first jobs; the request's fields are checked by the client. */
-  enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }> {
+  /**
+   * Creates the run (once per idempotency key) and adds its first jobs; the request's fields are
+   * checked by the client. A fork (SPEC §15) is created with what it copies, in its source's partition.
+   */
+  enqueue(request: EnqueueRequest, fork?: Pick<ForkPlan, 'copy' | 'partition'>): Promise<{ run_id: string; created: boolean }> {
     const { store, registry, lookup, reach, prefix } = this.context;
     // Minted once per call (in the partition the map says): every retry below creates this same run, or finds it created.
     let minted: string | undefined;
     // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
     const trace = mintRunTrace();
     return reach(async () => {
-      minted ??= await this.mintRunId(request.idempotency_key, request.thread_id);
+      minted ??= fork ? (fork.partition === undefined ? newRunId() : partitionedRunId(fork.partition)) : await this.mintRunId(request.idempotency_key, request.thread_id);
       const registration = await lookup(request.agent);
       if (!registration) {
         const known = await registry.known();
@@ -85,7 +89,8 @@ export class ClientJobs {
         if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
       }
       const state = checkInitialState(request.state, registration.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES);
-      const roots = graph ? rootSteps(graph) : [];
+      // A workflow fork starts the steps it runs again whose dependencies it keeps (SPEC §15).
+      const roots = fork?.copy.workflow?.start ?? (graph ? rootSteps(graph) : []);
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
       const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
@@ -105,9 +110,16 @@ export class ClientJobs {
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-            graph ? initialSteps(graph, roots) : undefined,
+            graph
+              ? initialSteps(
+                  graph,
+                  roots,
+                  fork?.copy.workflow?.kept.map(([id]) => id),
+                )
+              : undefined,
             state,
             request_hash,
+            fork?.copy,
           );
       const created = run_id === minted;
       if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
@@ -130,6 +142,35 @@ export class ClientJobs {
       }
       return { run_id, created };
     });
+  }
+
+  /**
+   * Forks a run (SPEC §15): `{ run_id }` of the new run (with `thread_id` when it branched its
+   * source's thread); `created` false for a retry of a run retried before (its retry's id).
+   */
+  async fork(run_id: string, request: ForkRequest, retry = false): Promise<{ run_id: string; thread_id?: string; created: boolean }> {
+    const { reach } = this.context;
+    const plan = await reach(() => planFork(this.context, run_id, request, retry));
+    const { run_id: forked, created } = await this.enqueue(
+      {
+        agent: plan.agent,
+        input: plan.input,
+        ...(plan.config != null ? { config: plan.config } : {}),
+        ...(plan.exec_config != null ? { exec_config: plan.exec_config } : {}),
+        state: plan.state,
+        ...(plan.stream !== undefined ? { stream: plan.stream } : {}),
+        ...(plan.thread_id !== undefined ? { thread_id: plan.thread_id, on_busy: 'queue' as const } : {}),
+      },
+      plan,
+    );
+    const thread_id = created ? plan.thread_id : await reach(() => this.context.store.threadOf(forked));
+    return { run_id: forked, ...(thread_id !== undefined ? { thread_id } : {}), created };
+  }
+
+  /** Retries a failed or cancelled run (SPEC §15): a fork from the iteration it stopped at, once per run. */
+  async retry(run_id: string): Promise<{ run_id: string; thread_id?: string; created: boolean }> {
+    const request = await this.context.reach(() => retryPoint(this.context, run_id));
+    return this.fork(run_id, request, true);
   }
 
   /**
@@ -218,10 +259,10 @@ export class ClientJobs {
   }
 }
 
-/** A new workflow run's steps: its roots running (with their `StepStarted`), the rest pending. */
-function initialSteps(graph: WorkflowGraph, roots: readonly string[]): InitialSteps {
+/** A new workflow run's steps: its roots running (with their `StepStarted`), a fork's kept steps completed, the rest pending. */
+function initialSteps(graph: WorkflowGraph, roots: readonly string[], kept: readonly string[] = []): InitialSteps {
   return {
-    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : 'pending'] as const),
+    statuses: graph.steps.map((step) => [step.id, roots.includes(step.id) ? 'running' : kept.includes(step.id) ? 'completed' : 'pending'] as const),
     started: graph.steps.filter((step) => roots.includes(step.id)).map(stepStartedEvent),
   };
 }

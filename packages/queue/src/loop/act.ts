@@ -17,6 +17,15 @@ export async function act(deps: ProviderJobDeps, context: StepContext, state: St
   return 'ok';
 }
 
+/**
+ * Response `n` of a round a fork copied from its source run (SPEC §15): its calls' results are
+ * recorded already, so nothing is executed, waited for or fanned out; the next call folds them in.
+ */
+export async function replayCopied(deps: ProviderJobDeps, context: StepContext): Promise<'replayed'> {
+  await enqueueNext(deps, context, []);
+  return 'replayed';
+}
+
 /** Acts on the decision for response `n`: finish or fail the step, ask the model again, or run the round of calls. */
 async function actOn(deps: ProviderJobDeps, context: StepContext, decision: ResponseDecision): Promise<void> {
   const { step_id, iteration } = context.data;

@@ -6,7 +6,7 @@ import { type ProviderJobDeps, stepContext, withRoundState } from './step-contex
 import { failUnresolved, loadStep, resolveStep, runStopped } from './resolve-step.ts';
 import { commit, readyState } from './ready-state.ts';
 import { callAndRecord, prepareCall, requestSent } from './call-model.ts';
-import { act } from './act.ts';
+import { act, replayCopied } from './act.ts';
 import { endOnGivenOutput, endStep, failedWith, givenOutput } from './end-step.ts';
 
 export type { ProviderJobDeps } from './step-context.ts';
@@ -49,6 +49,8 @@ export class ProviderJobProcessor {
       // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
       const state = await commit(deps, context, ready, []);
       if (!state) return 'stale';
+      // A round a fork copied (SPEC §15) has every result recorded: on to the next call, nothing run.
+      if (job.data.iteration <= snapshot.copiedRounds) return replayCopied(deps, withRoundState(context, state));
       await act(deps, withRoundState(context, state), state, { recorded: snapshot.response });
       return 'ok';
     }

@@ -1,19 +1,39 @@
-import { type EventDraft, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, stateAsChanges } from '@arcflow/core';
+import { type ChatMessage, type EventDraft, type ForkedFrom, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, stateAsChanges } from '@arcflow/core';
 import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
 import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
+import { writeResponse } from '../records/formats.ts';
 import { writeInput } from '../records/input-format.ts';
 import { readOutput } from '../records/output-format.ts';
 import { type RunSpec, SPEC_FIELDS, specFrom } from '../records/run-spec.ts';
 import type { PartitionMap } from '../redis/partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../redis/partitions.ts';
 import { foldEntries } from '../steps/state-log.ts';
+import type { RecordedRound } from '../steps/step-store.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 
 /** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
 export interface InitialSteps {
-  readonly statuses: readonly (readonly [string, 'pending' | 'running'])[];
+  readonly statuses: readonly (readonly [string, 'pending' | 'running' | 'completed'])[];
   readonly started: readonly EventDraft[];
+}
+
+/**
+ * What a fork (SPEC §15) creates its run with, beside an enqueue's fields: where it was forked
+ * from, the source's recorded rounds it replays (by step: its first `copied` rounds), the thread
+ * it branches (a new thread's first messages), and for a retry, the source run that gets
+ * `retried_by`, once.
+ */
+export interface ForkCopy {
+  readonly forked_from: ForkedFrom;
+  readonly rounds: readonly (RecordedRound & { readonly step_id: string })[];
+  /** Per step: how many of its first rounds were copied. */
+  readonly copied: Readonly<Record<string, number>>;
+  readonly thread?: { readonly thread_id: string; readonly messages: readonly ChatMessage[] };
+  /** A retry: the source run is marked `retried_by` this run, unless a retry of it exists (then that run's id is the answer). */
+  readonly retry?: boolean;
+  /** A workflow run's fork: the steps that start with it, and those it keeps, completed, with their recorded outputs. */
+  readonly workflow?: { readonly start: readonly string[]; readonly kept: readonly (readonly [string, string])[] };
 }
 
 /** A run's record: created once (with its idempotency key), read as a spec by workers and as a `RunRecord` by clients. */
@@ -34,6 +54,7 @@ export class RunRecords {
     steps?: InitialSteps,
     state?: RunState,
     request_hash?: string,
+    fork?: ForkCopy,
   ): Promise<{ created: boolean; run_id: string }> {
     const { keys, scripts, codec } = this.context;
     const now = Date.now();
@@ -59,6 +80,7 @@ export class RunRecords {
       ...(spec.lineage ? ChildStore.fields(spec.lineage) : {}),
       // What its idempotency key stands for: a repeat of the key with another request is refused.
       ...(request_hash ? { request_hash } : {}),
+      ...(fork ? forkFields(fork) : {}),
     };
     const [created, run_id] = (await scripts.createRun([keys.record(spec.run_id), keys.idempotency(idempotency_key ?? spec.run_id, keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
@@ -67,6 +89,7 @@ export class RunRecords {
       enqueued: codec.eventJson(enqueued, now),
       ...(steps ? { steps: steps.statuses, started: codec.pairs(steps.started.map((event) => ({ event }))) } : {}),
       ...(state && Object.keys(state).length > 0 ? { state_entry: JSON.stringify(stateAsChanges(state)), state_step: steps ? RUN_STEP_ID : 's1' } : {}),
+      ...(fork ? { fork: forkArgument(this.context, fork) } : {}),
     })) as [number, string];
     return { created: created === 1, run_id };
   }
@@ -123,6 +146,8 @@ export class RunRecords {
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
       ...(state ? { state } : {}),
+      ...(record.forked_from ? { forked_from: JSON.parse(record.forked_from) as ForkedFrom } : {}),
+      ...(record.retried_by ? { retried_by: record.retried_by } : {}),
     };
   }
 
@@ -151,6 +176,31 @@ export class RunRecords {
       return undefined;
     }
   }
+}
+
+/** A fork's own record fields: `forked_from` (JSON) and, per step, `copied|<step>`: how many of its first rounds it replays. */
+function forkFields(fork: ForkCopy): Record<string, string> {
+  const fields: Record<string, string> = { forked_from: JSON.stringify(fork.forked_from) };
+  for (const [step_id, count] of Object.entries(fork.copied)) if (count > 0) fields[`copied|${step_id}`] = String(count);
+  return fields;
+}
+
+/** A fork's part of `createRun`'s argument (see `createRun.lua`). */
+function forkArgument(context: StoreContext, fork: ForkCopy): Record<string, unknown> {
+  const flat = (pairs: Readonly<Record<string, string>>) => Object.entries(pairs).flat();
+  return {
+    rounds: fork.rounds.map((round) => ({
+      step_id: round.step_id,
+      iteration: round.iteration,
+      response: writeResponse(round.recorded),
+      has_calls: round.recorded.response.tool_calls.length > 0,
+      results: flat(round.results),
+      changes: flat(round.changes),
+    })),
+    ...(fork.thread ? { thread_id: fork.thread.thread_id, thread_messages: fork.thread.messages.map((message) => JSON.stringify(message)) } : {}),
+    ...(fork.retry ? { retry_of: context.keys.record(fork.forked_from.run_id) } : {}),
+    ...(fork.workflow ? { outputs: fork.workflow.kept.flat() } : {}),
+  };
 }
 
 /** The trace id of a run's stored trace (`{traceparent}`), as a record field. */

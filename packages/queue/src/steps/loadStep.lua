@@ -12,7 +12,8 @@
   links as flat field/value lists; then where the transcript's tail begins (`cached`, or 0 when
   the list is shorter than that) and the messages from there on; then round iteration - 1's
   run-state changes (SPEC §17), by call, how many entries the step's state log holds, and where
-  call iteration stands among its models (`<entry>,<failures>,<waits>`; false before its first failed try).
+  call iteration stands among its models (`<entry>,<failures>,<waits>`; false before its first failed try);
+  then how many of the step's first rounds a fork copied (the record's `copied|<step>`; false for none).
   Writes nothing.
 ]]
 --- @include "prelude"
@@ -33,4 +34,5 @@ return {
   previous and redis.call('HGETALL', roundKey(step, 'changes', n - 1)) or {},
   redis.call('LLEN', stateLogKey(step)),
   redis.call('HGET', pending, tryField(step, n)),
+  redis.call('HGET', record, 'copied|' .. step),
 }

@@ -1,7 +1,7 @@
 import { type CallPlace, type ChatMessage, FIRST_TRY, type RunSpent, type RunState, type StateChange, type StepState, type TryPosition } from '@arcflow/core';
 import { wholeCount } from '../calls/waiting/child-store.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
-import { type RecordedResponse, readResponse, readState, readTryPosition, writeResponse, writeState } from '../records/formats.ts';
+import { type RecordedResponse, StoredFormatError, readResponse, readState, readTryPosition, writeResponse, writeState } from '../records/formats.ts';
 import type { RoundCall } from '../records/round-call.ts';
 import { pairsToRecord } from '../records/round-call.ts';
 import { type RunSpec, specFrom } from '../records/run-spec.ts';
@@ -30,6 +30,18 @@ export interface StepSnapshot {
   readonly parent_run_id?: string;
   /** Where call `iteration` stands among its models: moved only by its failed provider calls (SPEC §16). */
   readonly position: TryPosition;
+  /** How many of the step's first rounds a fork copied from its source run (SPEC §15): they are replayed, never called or executed. */
+  readonly copiedRounds: number;
+}
+
+/** One round of a step as recorded: its response (with the plan decided on it), its calls' results and their run-state changes. */
+export interface RecordedRound {
+  readonly iteration: number;
+  readonly recorded: RecordedResponse;
+  /** `tool_call_id` → result (and `<tool_call_id>|error` → the failure's code), as `recordToolResult` keeps them. */
+  readonly results: Readonly<Record<string, string>>;
+  /** `tool_call_id` → the completed call's run-state changes (a JSON list). */
+  readonly changes: Readonly<Record<string, string>>;
 }
 
 /** A round's run-state changes, saved with the state that folds them in: the state log's entry `at` (0-based), and the state after it. */
@@ -60,10 +72,10 @@ export class StepStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position] = (await this.context.scripts.loadStep(
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position, copied] = (await this.context.scripts.loadStep(
       [this.context.keys.record(run_id)],
       [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
-    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null];
+    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null, string | null];
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
@@ -83,7 +95,43 @@ export class StepStore {
       previousChanges: pairsToRecord(changes),
       stateEntries,
       position: position === null ? FIRST_TRY : readTryPosition(position, `the try position of call ${iteration} of ${where}`),
+      copiedRounds: wholeCount(copied ?? undefined),
     };
+  }
+
+  /**
+   * How far a step's stored state has come: the iterations it has folded in (its next provider
+   * call is the one after them) and how many state log entries make its run state; undefined when
+   * the step has no state yet. What a fork checks its iteration against.
+   */
+  async progress(run_id: string, step_id: string): Promise<{ readonly iterations: number; readonly state_entries: number } | undefined> {
+    const json = await this.context.redis.hget(this.context.keys.run(run_id).state(step_id), 'json');
+    if (json === null) return undefined;
+    const { state } = readState(json, `state of ${run_id}/${step_id}`);
+    return { iterations: state.iterations, state_entries: state.state_entries ?? 0 };
+  }
+
+  /**
+   * A step's recorded rounds `1..through`, in order (what a fork copies, SPEC §15), in one round
+   * trip; a round whose response is missing is unreadable.
+   */
+  async recordedRounds(run_id: string, step_id: string, through: number): Promise<RecordedRound[]> {
+    if (through < 1) return [];
+    const keys = this.context.keys.run(run_id);
+    const pipeline = this.context.redis.pipeline();
+    for (let n = 1; n <= through; n += 1) pipeline.get(keys.response(step_id, n)).hgetall(keys.results(step_id, n)).hgetall(keys.changes(step_id, n));
+    const replies = (await pipeline.exec()) ?? [];
+    const rounds: RecordedRound[] = [];
+    for (let n = 1; n <= through; n += 1) {
+      const [response, results, changes] = replies.slice((n - 1) * 3, n * 3).map(([error, value]) => {
+        if (error) throw error;
+        return value;
+      }) as [string | null, Record<string, string>, Record<string, string>];
+      const what = `response ${n} of ${run_id}/${step_id}`;
+      if (response === null) throw new StoredFormatError(what, 'missing');
+      rounds.push({ iteration: n, recorded: readResponse(response, what), results, changes });
+    }
+    return rounds;
   }
 
   /**
