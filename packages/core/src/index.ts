@@ -141,6 +141,7 @@ export * from './loop/tool-events.ts';
 export * from './loop/step-events.ts';
 export * from './loop/test-mode.ts';
 export * from './loop/approvals.ts';
+export * from './loop/tool-results.ts';
 export { runLocal, type RunLocalOptions, type LocalRun } from './runner/run-local.ts';
 export { LocalEventLog } from './runner/event-log.ts';
 export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';

@@ -78,6 +78,10 @@ describe('the client entry, @arcflow/queue/client', () => {
     expect(heavy(loadedByReads, /^(bullmq|msgpackr|ajv|ajv-formats|@opentelemetry\/.*)$/)).toEqual([]);
     // Ending a run writes through a script with a msgpack map; a run with no queued calls has no BullMQ job to remove.
     expect(heavy(loaded, /^(bullmq|ajv|ajv-formats|@opentelemetry\/.*)$/)).toEqual([]);
-    expect(loaded.filter((url) => /\/packages\/queue\/src\/(worker\/worker|loop\/(join|provider-job)|calls\/waiting\/approvals|workflows\/workflow-scheduler|client\/enqueue|tracing)\.ts$/.test(url))).toEqual([]);
+    expect(
+      loaded.filter((url) =>
+        /\/packages\/queue\/src\/(worker\/worker|loop\/(join|provider-job)|calls\/waiting\/approvals|workflows\/workflow-scheduler|client\/enqueue|tracing)\.ts$/.test(url),
+      ),
+    ).toEqual([]);
   });
 });

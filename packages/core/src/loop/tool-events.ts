@@ -83,6 +83,8 @@ export function settleExecution(planned: ExecuteCall, place: CallPlace, outcome:
     case 'cancelled':
       return cancelledCall(planned, place, duration_ms);
     case 'error':
+    // A deferral where none can wait (a call run inline under legacy_eager on the queue engine): the worker logs why.
+    case 'deferred':
       return { content: ToolResultText.unavailable(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'tool_error' } };
   }
 }

@@ -60,8 +60,8 @@ end
 local open
 if fanned_out then
   open = redis.call('HINCRBY', pending, round, -1)
-  -- Only a round that has calls waiting for approval can make the run wait.
-  if open > 0 and round_waits then waitingOrRunning(round, open) end
+  -- Only a round that has calls waiting outside (for approval, or a result: a deferred call's is known only once it waits) can make the run wait.
+  if open > 0 and (round_waits or redis.call('HEXISTS', pending, round .. '|awaiting') == 1) then waitingOrRunning(round, open) end
 else
   open = openInRound(round)
 end

@@ -5,6 +5,7 @@ import { type QueuePool, enqueueJoin } from '../loop/join.ts';
 import { type ChildRunDeps, startChildCall } from './waiting/child-runs.ts';
 import { type AttemptOutcome, type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
 import { countedLosses, watchGrace } from './tool-losses.ts';
+import { deferCall } from './waiting/tool-results.ts';
 import { toolStepEnding } from '../workflows/tool-step.ts';
 import type { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 
@@ -76,6 +77,8 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       if (roundSettled) await joinRound(deps, data);
       return 'child';
     }
+    // A call whose handler deferred before (the job was re-delivered after its call was parked) waits: its handler does not run again.
+    if (attempt > 1 && (await deps.store.toolResults.statusAt(data.run_id, data.tool_call_id, place)) !== undefined) return 'deferred';
     // Only deliveries lost after their handler ran past the grace count against the call (tool-losses.ts).
     if (countedLosses(job, attempt) > deps.max_stalled_count) {
       await settleFailedToolJob(deps, job, true);
@@ -94,6 +97,10 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       );
     } finally {
       await grace.end();
+    }
+    if (outcome.deferred) {
+      await deferCall(deps, planned, place, data, outcome.deferred);
+      return 'deferred';
     }
     const { retry, roundSettled } = outcome;
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);

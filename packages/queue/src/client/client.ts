@@ -16,6 +16,9 @@ import {
   type ChatMessage,
   type StreamChunk,
   answerProblem,
+  toolResultProblem,
+  type ToolResultAnswer,
+  type ToolResultInput,
   RUN_STEP_ID,
   sinkSteps,
   workflowOutput,
@@ -98,6 +101,13 @@ export interface ArcflowClient {
    * one. A call that is not waiting (never was, or its run has ended) is a `not_pending` error.
    */
   approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution>;
+  /**
+   * Answers a call waiting for its result from outside (SPEC §20): `{ output }` completes it,
+   * `{ error }` fails it. Returns `{ status, answered_at }`; answering again returns the first
+   * answer. A call that does not wait for a result is `not_waiting`; an output the tool's
+   * `output_schema` refuses is `invalid_request` (nothing is recorded; the call goes on waiting).
+   */
+  submitToolResult(run_id: string, tool_call_id: string, answer: ToolResultInput): Promise<ToolResultAnswer>;
   /** The run's conversation so far, step by step (what its tools received and returned); `unknown_run` for a run not kept. */
   messages(run_id: string): Promise<RunMessages>;
   /** A thread (SPEC §11): its messages, its runs in enqueue order, and deleting it (its runs stay). */
@@ -361,6 +371,16 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       const problem = answerProblem(answer);
       if (problem) throw new RequestError('invalid_request', problem);
       return (await jobs()).approve(run_id, tool_call_id, answer);
+    },
+
+    async submitToolResult(run_id, tool_call_id, answer) {
+      checkRunId(run_id);
+      if (typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
+        throw new RequestError('invalid_request', `tool_call_id must match ${NamePattern.toolCallId}, got ${JSON.stringify(tool_call_id)?.slice(0, 120)}`);
+      }
+      const problem = toolResultProblem(answer);
+      if (problem) throw new RequestError('invalid_request', problem);
+      return (await jobs()).submitToolResult(run_id, tool_call_id, answer);
     },
 
     async messages(run_id) {

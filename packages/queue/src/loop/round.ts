@@ -6,6 +6,7 @@ import { QueueName } from '../redis/keys.ts';
 import type { RunSpec } from '../runs/run-store.ts';
 import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from '../calls/waiting/approvals.ts';
+import { requestResult } from '../calls/waiting/tool-results.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts, toolJobOptions } from '../jobs/jobs.ts';
 import { type QueuePool, enqueueJoin } from './join.ts';
 import type { RoundState } from './state-join.ts';
@@ -41,9 +42,9 @@ export function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
   return planned.action === 'execute' && (settings.mode === 'llm_select' || waitsOutside(planned));
 }
 
-/** A call that waits holding no worker, in either mode: for a person's approval, or for the child run it starts (SPEC §13). */
+/** A call that waits holding no worker, in either mode: for a person's approval, a result from outside (SPEC §20), or the child run it starts (SPEC §13). */
 function waitsOutside(planned: ExecuteCall): boolean {
-  return planned.approval === true || planned.tool.child !== undefined;
+  return planned.approval === true || planned.tool.external || planned.tool.child !== undefined;
 }
 
 /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
@@ -108,7 +109,7 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
   }
   // One `add` per job, all in this tick (one socket write): cheaper than `addBulk`'s MULTI, and
   // atomicity is not needed, since a re-delivered provider job re-adds only what is missing.
-  const waits = calls.some((planned) => planned.approval);
+  const waits = calls.some((planned) => planned.approval || planned.tool.external);
   await Promise.all(
     calls.map((planned) => {
       const data: ToolJobData = {
@@ -130,6 +131,8 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
+      // An external tool's call is never executed: it waits for its result from outside (SPEC §20).
+      if (planned.tool.external) return requestResult({ store: deps.store, queues }, planned, { step_id, iteration }, data);
       return queues.forTool(planned.tool, run_id).add(planned.tool.name, data, toolJobOptions(data, planned.tool, options.tool_backoff_ms));
     }),
   );

@@ -1,4 +1,6 @@
 import {
+  type ApprovalResolution,
+  type ToolResultAnswer,
   type CallPlace,
   type ChatMessage,
   type EventDraft,
@@ -28,7 +30,7 @@ import { StateLogs, foldEntries } from '../steps/state-log.ts';
 import { readInput, writeInput } from '../records/input-format.ts';
 import { type OutputType, readOutput } from '../records/output-format.ts';
 import { type StoreScripts, storeScripts } from '../scripts.ts';
-import { ApprovalStore } from '../calls/waiting/approval-store.ts';
+import { WaitingStore } from '../calls/waiting/waiting-call.ts';
 import { PartitionMap } from '../redis/partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../redis/partitions.ts';
 import { WatchdogStore } from '../watchdog/watchdog-store.ts';
@@ -169,8 +171,10 @@ export class RunStore {
   readonly keys: Keys;
   /** A workflow run's steps. */
   readonly workflows: WorkflowStore;
-  /** Calls waiting for a person's approval. */
-  readonly approvals: ApprovalStore;
+  /** Calls waiting for a person's approval (SPEC §10). */
+  readonly approvals: WaitingStore<ApprovalResolution>;
+  /** Calls waiting for a result from outside (SPEC §20). */
+  readonly toolResults: WaitingStore<ToolResultAnswer>;
   /** How many partitions runs spread over (SPEC §9). */
   readonly partitions: PartitionMap;
   /** What the watchdog reads of runs that have gone quiet. */
@@ -196,7 +200,8 @@ export class RunStore {
     this.scripts = storeScripts(redis);
     this.stateLogs = new StateLogs(redis, this.keys);
     this.workflows = new WorkflowStore(redis, this.keys, this.scripts, this, this.stateLogs);
-    this.approvals = new ApprovalStore(redis, this.keys, this.scripts, this);
+    this.approvals = new WaitingStore('approval', redis, this.keys, this.scripts, this);
+    this.toolResults = new WaitingStore('result', redis, this.keys, this.scripts, this);
     this.partitions = new PartitionMap(redis, this.keys, prefix);
     this.watchdog = new WatchdogStore(redis, this.keys, this);
     this.transcripts = new Transcripts(redis, this.keys);
@@ -279,7 +284,8 @@ export class RunStore {
     const record = await this.redis.hgetall(this.keys.record(run_id));
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.workflows.stepRecords(run_id) : undefined;
-    const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.approvals.pending(run_id) : [];
+    const open = record.status === 'waiting' || record.status === 'running';
+    const [pending_approvals, pending_tool_results] = open ? await Promise.all([this.approvals.pending(run_id), this.toolResults.pending(run_id)]) : [[], []];
     const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1');
     return {
       run_id,
@@ -299,6 +305,7 @@ export class RunStore {
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
+      ...(pending_tool_results.length > 0 ? { pending_tool_results } : {}),
       ...(state ? { state } : {}),
     };
   }

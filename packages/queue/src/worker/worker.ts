@@ -3,7 +3,6 @@ import {
   type Agent,
   ConfigError,
   DEFAULT_MAX_STATE_BYTES,
-  NamePattern,
   type ToolDefinition,
   type ToolLogger,
   Workflow,
@@ -35,7 +34,8 @@ import { ModelRouter } from '../loop/model-call.ts';
 import { QueuePool } from '../loop/join.ts';
 import { settleFailedToolJob, toolJobProcessor } from '../calls/tool-job.ts';
 import { QUICK_LOSSES } from '../calls/tool-losses.ts';
-import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData, resolveApproval } from '../calls/waiting/approvals.ts';
+import { timeOutWaitingCall } from '../calls/waiting/timeouts.ts';
+import { isWaitTimeoutJob } from '../calls/waiting/waiting-call.ts';
 import { ToolStepProcessor } from '../workflows/tool-step.ts';
 import { Watchdog } from '../watchdog/watchdog.ts';
 import { WorkflowDirectory, WorkflowScheduler, workflowRunOf } from '../workflows/workflow-scheduler.ts';
@@ -151,26 +151,13 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     const stepDeps = { ...runtime, agents, workflows, scheduler, options, queues, models, threads, redis: connection };
     const processor = new ProviderJobProcessor({ ...stepDeps, toolSteps: new ToolStepProcessor(stepDeps) });
     const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
-      if (job?.name === APPROVAL_TIMEOUT_JOB) return;
+      if (job && isWaitTimeoutJob(job.name)) return;
       void failStepIfFinal(stepDeps, job, error?.message);
     };
     // A provider queue also holds the delayed jobs that time waiting calls out.
     const processProviderQueueJob = async (job: Job<ProviderJobData>, span: Parameters<ProviderJobProcessor['process']>[1], token?: string) => {
-      if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
-      const { run_id, step_id, iteration, tool_call_id } = job.data as unknown as ApprovalTimeoutData;
-      if (
-        typeof run_id !== 'string' ||
-        !NamePattern.runId.test(run_id) ||
-        typeof tool_call_id !== 'string' ||
-        !NamePattern.toolCallId.test(tool_call_id) ||
-        typeof step_id !== 'string' ||
-        !Number.isSafeInteger(iteration)
-      ) {
-        // Not a job this engine wrote: nothing to time out.
-        options.logger.error('approval timeout job refused: its data is malformed', { job_id: job.id });
-        return 'refused';
-      }
-      return (await resolveApproval({ store, queues }, run_id, tool_call_id, { timeout: { step_id, iteration } })).status;
+      if (!isWaitTimeoutJob(job.name)) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
+      return timeOutWaitingCall({ store, queues, logger: options.logger }, job);
     };
     // One provider queue per agent and per workflow: a worker only ever takes the jobs of what it
     // serves, so workers running different modules share a prefix, and a run whose agent has no

@@ -10,49 +10,27 @@ import {
   rejectedCall,
   type ToolLogger,
 } from '@arcflow/core';
-import { JobId, QueueName } from '../../redis/keys.ts';
-import type { ApprovalDecision, ResolveOutcome, StoredApproval } from './approval-store.ts';
-import type { RunStore } from '../../runs/run-store.ts';
-import { type ToolJobData, type TraceCarrier, joinJobData, toolJobOptions } from '../../jobs/jobs.ts';
-import { type QueuePool, enqueueJoin } from '../../loop/join.ts';
+import { QueueName } from '../../redis/keys.ts';
+import { type ToolJobData, joinJobData, toolJobOptions } from '../../jobs/jobs.ts';
+import { enqueueJoin } from '../../loop/join.ts';
 import { roundCall } from '../tool-execution.ts';
+import { type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall } from './waiting-call.ts';
+import { resultTerms, waitForResult } from './tool-results.ts';
 
-/** The delayed job on a run's provider queue that times a waiting call out. */
-export const APPROVAL_TIMEOUT_JOB = 'approval-timeout';
-
-/** A waiting call's timeout, set for the call at this place. */
+/** An approval's timeout, for the call at this place. */
 export interface ApprovalTimeout {
   readonly timeout: CallPlace;
 }
 
-export interface ApprovalTimeoutData {
-  readonly run_id: string;
-  readonly step_id: string;
-  readonly iteration: number;
-  readonly tool_call_id: string;
-  readonly trace: TraceCarrier;
-}
-
-interface ApprovalDeps {
-  readonly store: RunStore;
-  readonly queues: QueuePool;
-}
-
 /**
- * A call that needs approval waits: its request (with the tool job that runs it if approved) is
- * kept in Redis, and a delayed job on the run's provider queue times it out at `expires_at`,
- * whichever worker is alive then. Nothing waits in a worker. A re-delivered request changes
- * nothing; one approved already (whose tool job may have been lost with the process that
+ * A call that needs approval waits (SPEC §10) — a waiting call of kind `approval` (waiting-call.ts):
+ * its request, with the tool job that runs it if approved, is parked; its timeout job fails it at
+ * `expires_at`. One approved already (whose tool job may have been lost with the process that
  * approved it) gets its tool job again (the id dedupes).
  */
-export async function requestApproval(
-  deps: ApprovalDeps & { tool_backoff_ms: number; logger: ToolLogger },
-  planned: ExecuteCall,
-  place: CallPlace,
-  job: ToolJobData,
-): Promise<void> {
+export async function requestApproval(deps: WaitDeps & { tool_backoff_ms: number; logger: ToolLogger }, planned: ExecuteCall, place: CallPlace, job: ToolJobData): Promise<void> {
   const now = Date.now();
-  const request: StoredApproval = {
+  const request: StoredWait = {
     step_id: place.step_id,
     iteration: place.iteration,
     tool_call_id: planned.call.id,
@@ -63,45 +41,34 @@ export async function requestApproval(
     tool_job: job,
     tool_job_options: toolJobOptions(job, planned.tool, deps.tool_backoff_ms),
     tool_capped: planned.tool.concurrency !== undefined,
+    // An external tool's call waits for its result once approved (SPEC §20).
+    ...(planned.tool.external ? { result: resultTerms(planned.tool, planned.tool.result_timeout_ms) } : {}),
   };
-  const requested = await deps.store.approvals.request(job.run_id, request, approvalRequestedEvent(planned, place));
-  if (!requested) return;
-  if (!requested.requestedNow) {
-    if (requested.status === 'approved') return void (await addToolJob(deps, request));
-    if (requested.status === 'closed') return;
-    if (requested.status === 'conflict') {
-      // Approvals are addressed by id, so a second call waiting under one could never be told apart: it fails (the model may call again).
-      deps.logger.error('tool call cannot wait for approval: another call of its run waits under the same id', { run_id: job.run_id, ...place, tool_call_id: planned.call.id });
-      const recorded = await deps.store.recordToolResult(job.run_id, roundCall(planned, place, true, job.waits === true), lostCall(planned, place));
-      if (recorded?.openInRound === 0) await enqueueJoin(deps.queues, job.join, joinJobData(job));
-      return;
-    }
+  const parked = await parkWaitingCall(deps, 'approval', request, approvalRequestedEvent(planned, place), deps.store.approvals);
+  if (!parked || parked.parkedNow) return;
+  if (parked.status === 'approved') return void (await afterApproval(deps, request));
+  if (parked.status === 'conflict') {
+    // Waiting calls are addressed by id, so a second call waiting under one could never be told apart: it fails (the model may call again).
+    deps.logger.error('tool call cannot wait for approval: another call of its run waits under the same id', { run_id: job.run_id, ...place, tool_call_id: planned.call.id });
+    const recorded = await deps.store.recordToolResult(job.run_id, roundCall(planned, place, true, job.waits === true), lostCall(planned, place));
+    if (recorded?.openInRound === 0) await enqueueJoin(deps.queues, job.join, joinJobData(job));
   }
-  const timeout: ApprovalTimeoutData = { run_id: job.run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, trace: job.trace };
-  await deps.queues.forRun(job.join.queue, job.run_id).add(APPROVAL_TIMEOUT_JOB, timeout, {
-    jobId: JobId.approvalTimeout(job.run_id, place.step_id, place.iteration, planned.call.id),
-    delay: Math.max(0, request.expires_at - now),
-  });
 }
 
 /**
  * Resolves a waiting call (a person's answer, or its timeout) once, then moves the run on: an
- * approved call's tool job is added; a rejected or timed-out call that settled its round adds the
- * round's join. Resolving again returns the first resolution and does nothing.
+ * approved call's tool job is added (an external tool's call waits for its result instead); a
+ * rejected or timed-out call that settled its round adds the round's join. Resolving again
+ * returns the first resolution and does nothing.
  */
-export async function resolveApproval(deps: ApprovalDeps, run_id: string, tool_call_id: string, answer: ApprovalAnswer | ApprovalTimeout): Promise<ResolveOutcome> {
-  const request = await deps.store.approvals.get(run_id, tool_call_id);
-  if (!request) return { status: 'never_waited' };
-  // A timeout is for the call it was set for: a later call of the same id (ids may repeat across turns and steps) has its own.
-  if ('timeout' in answer && (request.step_id !== answer.timeout.step_id || request.iteration !== answer.timeout.iteration)) return { status: 'never_waited' };
-  const outcome = await deps.store.approvals.resolve(run_id, tool_call_id, decisionFor(request, answer));
-  if (outcome.status !== 'resolved') return outcome;
-  if (!('timeout' in answer) && answer.approved) await addToolJob(deps, outcome.request);
-  else if (outcome.openInRound === 0) await enqueueJoin(deps.queues, outcome.request.tool_job.join, joinJobData(outcome.request.tool_job));
+export async function resolveApproval(deps: WaitDeps, run_id: string, tool_call_id: string, answer: ApprovalAnswer | ApprovalTimeout): Promise<SettleOutcome<ApprovalResolution>> {
+  const at = 'timeout' in answer ? answer.timeout : undefined;
+  const outcome = await settleWaitingCall(deps, deps.store.approvals, run_id, tool_call_id, (request) => decisionFor(request, answer), at);
+  if (outcome.status === 'settled' && !('timeout' in answer) && answer.approved) await afterApproval(deps, outcome.request);
   return outcome;
 }
 
-function decisionFor(request: StoredApproval, answer: ApprovalAnswer | ApprovalTimeout): ApprovalDecision {
+function decisionFor(request: StoredWait, answer: ApprovalAnswer | ApprovalTimeout): WaitDecision<ApprovalResolution> {
   const place = { step_id: request.step_id, iteration: request.iteration };
   const resolved_at = Date.now();
   if ('timeout' in answer) {
@@ -118,7 +85,9 @@ function decisionFor(request: StoredApproval, answer: ApprovalAnswer | ApprovalT
   return { decision: 'rejected', resolution, resolved, result: rejectedCall(request, place, answer.reason) };
 }
 
-function addToolJob(deps: ApprovalDeps, request: StoredApproval): Promise<unknown> {
+/** What an approved call does next: its tool job runs it, or (an external tool's call) it waits for its result. */
+async function afterApproval(deps: WaitDeps, request: StoredWait): Promise<unknown> {
+  if (request.result) return waitForResult(deps, request, request.result, Date.now());
   const name = QueueName.tool(request.tool_name, request.tool_job.definition_hash);
   const queue = request.tool_capped ? deps.queues.get(name) : deps.queues.forRun(name, request.tool_job.run_id);
   return queue.add(request.tool_name, request.tool_job, request.tool_job_options);

@@ -11,6 +11,11 @@ local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_
 local steps, outputs = record .. '{{RUN_KEY_SUFFIX.steps}}', record .. '{{RUN_KEY_SUFFIX.outputs}}'
 -- Calls that waited for a person's approval.
 local approvals = record .. '{{RUN_KEY_SUFFIX.approvals}}'
+-- The hash of a kind of waiting call (calls/waiting/waiting-call.ts): approvals, or results from outside.
+local function waitsOf(kind)
+  if kind == 'approval' then return approvals end
+  return record .. '{{RUN_KEY_SUFFIX.toolResults}}'
+end
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
 -- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
 -- by the scripts that need them (a pattern match costs about as much as a Redis call).
@@ -96,12 +101,18 @@ end
 local function openInRound(round)
   return tonumber(redis.call('HGET', pending, round) or '0')
 end
--- A run whose round has no open call but those waiting for approval waits for a person; one
--- whose round has other open calls (or none: its join comes next) is running.
+-- A run whose round has no open call but those waiting outside (for approval or a result) waits;
+-- one whose round has other open calls (or none: its join comes next) is running. A run that
+-- starts waiting leaves the watchdog's scan until the first timeout of its round is due (its
+-- score in the active set moves there); one that runs again is back in it from now.
 local function waitingOrRunning(round, open)
   local status = redis.call('HGET', record, 'status')
   if status ~= 'running' and status ~= 'waiting' then return end
   local waiting = tonumber(redis.call('HGET', pending, round .. '|awaiting') or '0')
   local now = (open > 0 and waiting >= open) and 'waiting' or 'running'
-  if now ~= status then redis.call('HSET', record, 'status', now) end
+  if now == status then return end
+  redis.call('HSET', record, 'status', now)
+  local run_id, active = runIdentity()
+  local due = now == 'waiting' and tonumber(redis.call('HGET', pending, round .. '|due') or '')
+  redis.call('ZADD', active, 'XX', due or serverMs(), run_id)
 end
