@@ -28,6 +28,7 @@ import { registryRoutes } from './routes/registry.ts';
 import { runRoutes } from './routes/runs.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
+import { toolResultRoutes } from './routes/tool-results.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
 
 declare module 'fastify' {
@@ -37,6 +38,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a route needs; `none` for the health checks and the console's page. */
     scope?: Scope | 'none';
+    /** The route answers a waiting call of its `run_id` (SPEC §19 `respond`: a token for that run may call it). */
+    respond?: boolean;
   }
 }
 
@@ -132,6 +135,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(streamRoutes, { client, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(threadRoutes, { client });
+  await app.register(toolResultRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
   await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });
