@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Agent, RequestError, type RunRecord, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { type WaitingScenarioRunner, defineToolResultScenarios } from '@arcflow/testing/scenarios';
+import { ARCFLOW_BIN } from '@arcflow/worker';
 import { describe, expect, it } from 'vitest';
 import { FAST, collect, testResources, until } from './harness.ts';
 
@@ -135,5 +138,42 @@ describe('results from outside on the queue engine', () => {
     expect(failed).toMatchObject({ error_code: 'result_timeout' });
     expect(failed.ts - expires_at).toBeLessThan(5_000);
     expect(await redis.zscore(`{${prefix}}:active`, run_id)).toBeNull();
+  });
+
+  it('is inspected and answered from the command line: --output JSON completes, --error TEXT fails, exactly one of them', async () => {
+    const prefix = nextPrefix('tool-results-cli');
+    const agent = new Agent({ name: 'browser-agent', tools: [locate()] });
+    const provider = scriptedProvider([
+      toolCalls([
+        { name: 'get_location', args: { n: 1 }, id: 'call_one' },
+        { name: 'get_location', args: { n: 2 }, id: 'call_two' },
+      ]),
+      (request) =>
+        reply(
+          request.messages
+            .filter((message) => message.role === 'tool')
+            .map((message) => String(message.content))
+            .join(' | '),
+        ),
+    ]);
+    const worker = await startWorker({ agents: [agent], provider, redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    open.push(worker);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'browser-agent', input: 'Where?' });
+    await until(async () => (await client.get(run_id)).pending_tool_results?.length === 2);
+    const cli = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix } });
+    expect((await cli('inspect', run_id)).stdout).toContain(
+      `waiting for a result: call_one get_location {"n":1} (arcflow tool-result ${run_id} call_one --output JSON | --error TEXT)`,
+    );
+    expect((await cli('get', run_id)).stdout).toMatch(/awaiting {3}call_two {2}get_location {"n":2}/);
+    const usage = await cli('tool-result', run_id, 'call_one').catch((error: { stderr: string; code: number }) => error);
+    expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('exactly one of --output JSON and --error TEXT') });
+    expect((await cli('tool-result', run_id, 'call_one', '--output', '{"city":"Oslo"}')).stdout).toMatch(/^call_one completed \(answered /);
+    expect(JSON.parse((await cli('tool-result', run_id, 'call_two', '--error', 'denied', '--json')).stdout)).toEqual({ status: 'failed', answered_at: expect.any(Number) });
+    expect((await client.wait(run_id, { timeout_ms: 10_000 })).output).toBe('{"city":"Oslo"} | Error: denied');
+    const late = await cli('tool-result', run_id, 'call_none', '--output', '1').catch((error: { stderr: string; code: number }) => error);
+    expect(late).toMatchObject({ code: 1, stderr: expect.stringContaining('does not wait for a result') });
   });
 });
