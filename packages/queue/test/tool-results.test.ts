@@ -27,7 +27,7 @@ const engine: WaitingScenarioRunner = async (agent, input, { provider, toolResul
   try {
     const { run_id } = await client.enqueue({ agent: agent.name, input });
     const asked = new Set<string>();
-    let record: RunRecord | undefined;
+    let record: RunRecord;
     for (;;) {
       record = await client.get(run_id);
       if (record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled') break;
