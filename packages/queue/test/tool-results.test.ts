@@ -29,7 +29,7 @@ const engine: WaitingScenarioRunner = async (agent, input, { provider, toolResul
     const asked = new Set<string>();
     let record: RunRecord;
     for (;;) {
-      record = await client.get(run_id);
+      record = (await client.get(run_id))!;
       if (record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled') break;
       for (const request of record.pending_approvals ?? []) {
         if (asked.has(`approval:${request.tool_call_id}`) || !approve) continue;
@@ -80,8 +80,8 @@ describe('results from outside on the queue engine', () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     const { run_id } = await client.enqueue({ agent: 'browser-agent', input: 'Where?' });
-    await until(async () => (await client.get(run_id)).status === 'waiting');
-    const record = await client.get(run_id);
+    await until(async () => (await client.get(run_id))!.status === 'waiting');
+    const record = (await client.get(run_id))!;
     expect(record.pending_tool_results).toEqual([
       {
         step_id: 's1',
@@ -102,7 +102,7 @@ describe('results from outside on the queue engine', () => {
       'invalid_request',
       "output does not match the output_schema of tool 'get_location': text: expected string",
     ]);
-    expect((await client.get(run_id)).status).toBe('waiting');
+    expect((await client.get(run_id))!.status).toBe('waiting');
     expect(await refuse(client.submitToolResult(run_id, 'call_other', { output: 'x' }))).toEqual(['not_waiting', expect.stringContaining("tool call 'call_other'")]);
     expect((await refuse(client.submitToolResult('r-unknown-run', 'call_loc', { output: 'x' })))?.[0]).toBe('unknown_run');
     expect((await refuse(client.submitToolResult(run_id, 'call_loc', { output: 'x', error: 'y' } as never)))?.[0]).toBe('invalid_request');
@@ -126,8 +126,8 @@ describe('results from outside on the queue engine', () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     const { run_id } = await client.enqueue({ agent: 'browser-agent', input: 'Where?' });
-    await until(async () => (await client.get(run_id)).status === 'waiting');
-    const expires_at = (await client.get(run_id)).pending_tool_results![0]!.expires_at;
+    await until(async () => (await client.get(run_id))!.status === 'waiting');
+    const expires_at = (await client.get(run_id))!.pending_tool_results![0]!.expires_at;
     await first.close();
     const second = await startWorker({ agents: [agent], provider, redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
     open.push(second);
@@ -161,7 +161,7 @@ describe('results from outside on the queue engine', () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     const { run_id } = await client.enqueue({ agent: 'browser-agent', input: 'Where?' });
-    await until(async () => (await client.get(run_id)).pending_tool_results?.length === 2);
+    await until(async () => (await client.get(run_id))!.pending_tool_results?.length === 2);
     const cli = (...args: string[]) =>
       promisify(execFile)(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix } });
     expect((await cli('inspect', run_id)).stdout).toContain(

@@ -2,6 +2,7 @@ import {
   Agent,
   type ApprovalAnswer,
   type ApprovalRequest,
+  type JsonSchema,
   type LocalRun,
   type ModelProvider,
   type ToolResultInput,
@@ -34,7 +35,7 @@ const toolMessages = (provider: { requests: { messages: readonly { role: string 
   (provider.requests[index]?.messages ?? []).filter((message) => message.role === 'tool') as { role: 'tool'; tool_call_id: string; content: string }[];
 
 /** The user's location, which only the browser knows: a tool without a handler. */
-const locate = (options: { output_schema?: object; result_timeout_ms?: number; needs_approval?: boolean } = {}) =>
+const locate = (options: { output_schema?: JsonSchema; result_timeout_ms?: number; needs_approval?: boolean } = {}) =>
   tool({
     name: 'get_location',
     description: "The user's location, from their browser",
