@@ -25,7 +25,7 @@ export async function cloneWaitingRun(redis: Redis, prefix: string, run_id: stri
     for (let index = from; index < Math.min(count, from + 1_000); index += 1) {
       const id = `${run_id}w${index}`;
       ids.push(id);
-      suffixes.forEach((suffix, at) => pipeline.restore(keys.record(id) + suffix, 0, dumps[at]!, 'REPLACE'));
+      for (const [at, suffix] of suffixes.entries()) pipeline.restore(keys.record(id) + suffix, 0, dumps[at]!, 'REPLACE');
       pipeline.zadd(active, score!, id);
     }
     await pipeline.exec();
