@@ -14,7 +14,7 @@ import { QueueName } from '../../redis/keys.ts';
 import { type ToolJobData, joinJobData, toolJobOptions } from '../../jobs/jobs.ts';
 import { enqueueJoin } from '../../loop/join.ts';
 import { roundCall } from '../tool-execution.ts';
-import { type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall } from './waiting-call.ts';
+import { type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall, waitChunk } from './waiting-call.ts';
 import { resultTerms, waitForResult } from './tool-results.ts';
 
 /** An approval's timeout, for the call at this place. */
@@ -44,7 +44,7 @@ export async function requestApproval(deps: WaitDeps & { tool_backoff_ms: number
     // An external tool's call waits for its result once approved (SPEC §20).
     ...(planned.tool.external ? { result: resultTerms(planned.tool, planned.tool.result_timeout_ms) } : {}),
   };
-  const parked = await parkWaitingCall(deps, 'approval', request, approvalRequestedEvent(planned, place), deps.store.approvals);
+  const parked = await parkWaitingCall(deps, 'approval', request, approvalRequestedEvent(planned, place), deps.store.approvals, waitChunk('tool_approval', request));
   if (!parked || parked.parkedNow) return;
   if (parked.status === 'approved') return void (await afterApproval(deps, request));
   if (parked.status === 'conflict') {

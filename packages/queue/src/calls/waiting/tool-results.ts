@@ -15,7 +15,7 @@ import {
 } from '@arcflow/core';
 import type { ToolJobData } from '../../jobs/jobs.ts';
 import { unknownRun } from '../../runs/unknown-run.ts';
-import { type ResultTerms, type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall } from './waiting-call.ts';
+import { type ResultTerms, type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall, waitChunk } from './waiting-call.ts';
 
 /**
  * Results from outside (SPEC §20) — waiting calls of kind `result` (waiting-call.ts): an external
@@ -50,7 +50,14 @@ export async function requestResult(deps: WaitDeps, planned: ExecuteCall, place:
     result: resultTerms(planned.tool, planned.tool.result_timeout_ms),
     started_at: now,
   };
-  await parkWaitingCall(deps, 'result', request, resultRequestedEvent(requestedCallFacts(planned), place, request.expires_at), deps.store.toolResults);
+  await parkWaitingCall(
+    deps,
+    'result',
+    request,
+    resultRequestedEvent(requestedCallFacts(planned), place, request.expires_at),
+    deps.store.toolResults,
+    waitChunk('tool_input', request),
+  );
 }
 
 /** A handler deferred (`ctx.defer()`): its call waits for its result, with the state changes it made (SPEC §17). */
@@ -88,7 +95,7 @@ export async function waitForResult(deps: WaitDeps, approved: StoredWait, terms:
     input_schema_hash: terms.input_schema_hash,
     input_size_bytes: approved.tool_job.input_size_bytes,
   };
-  await parkWaitingCall(deps, 'result', request, resultRequestedEvent(facts, approved, request.expires_at), deps.store.toolResults);
+  await parkWaitingCall(deps, 'result', request, resultRequestedEvent(facts, approved, request.expires_at), deps.store.toolResults, waitChunk('tool_input', request));
 }
 
 /** The timeout of a wait for a result: `Error: no result came in time`, `result_timeout`. */

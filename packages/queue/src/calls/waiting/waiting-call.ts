@@ -72,6 +72,17 @@ export interface StoredWait extends PendingApproval {
   readonly changes?: readonly unknown[];
 }
 
+/** What a parked call adds to its run's stream (SPEC §12, §20), without its offset. */
+export type WaitChunk =
+  | { readonly type: 'tool_approval'; readonly step_id: string; readonly iteration: number; readonly tool_call_id: string; readonly tool_name: string }
+  | { readonly type: 'tool_input'; readonly step_id: string; readonly iteration: number; readonly tool_call_id: string; readonly tool_name: string; readonly input: unknown };
+
+/** A waiting call's stream chunk of `type`, from its request. */
+export function waitChunk(type: 'tool_approval' | 'tool_input', request: StoredWait): WaitChunk {
+  const { step_id, iteration, tool_call_id, tool_name } = request;
+  return type === 'tool_approval' ? { type, step_id, iteration, tool_call_id, tool_name } : { type, step_id, iteration, tool_call_id, tool_name, input: request.arguments };
+}
+
 /** What settling writes: the decision, its record, and (unless the call goes on) its result and terminal event. */
 export interface WaitDecision<Resolution> {
   readonly decision: 'approved' | 'rejected' | 'timed_out' | 'answered';
@@ -111,7 +122,7 @@ export class WaitingStore<Resolution> {
    * result already), `conflict` when another call of the run waits under its id; undefined when
    * the run has ended.
    */
-  async park(run_id: string, request: StoredWait, event: EventDraft): Promise<{ parkedNow: true } | { parkedNow: false; status: string } | undefined> {
+  async park(run_id: string, request: StoredWait, event: EventDraft, chunk?: WaitChunk): Promise<{ parkedNow: true } | { parkedNow: false; status: string } | undefined> {
     const [outcome, status] = (await this.scripts.parkCall([this.keys.record(run_id)], {
       kind: this.kind,
       step_id: request.step_id,
@@ -120,6 +131,7 @@ export class WaitingStore<Resolution> {
       request: JSON.stringify(request),
       event: this.codec.eventJson(event),
       expires_at: request.expires_at,
+      chunk: chunk ? JSON.stringify(chunk) : '',
     })) as [number, string?];
     if (outcome === -1) return undefined;
     if (outcome === -2) return { parkedNow: false, status: 'conflict' };
@@ -204,8 +216,9 @@ export async function parkWaitingCall(
   request: StoredWait,
   event: EventDraft,
   waits: WaitingStore<unknown>,
+  chunk?: WaitChunk,
 ): Promise<{ parkedNow: true } | { parkedNow: false; status: string } | undefined> {
-  const parked = await waits.park(request.tool_job.run_id, request, event);
+  const parked = await waits.park(request.tool_job.run_id, request, event, chunk);
   if (!parked) return undefined;
   if (parked.parkedNow || parked.status === 'pending') await addWaitTimeout(deps.queues, kind, request);
   return parked;
