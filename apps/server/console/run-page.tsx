@@ -3,6 +3,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
 import { type StateRound, fold, layers, stateRounds } from './fold.ts';
 import { useEvents, usePolled, useRunText } from './hooks.ts';
+import { PendingResults } from './pending-results.tsx';
 import { Badge, RunLink, duration, time } from './ui.tsx';
 
 export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
@@ -79,6 +80,7 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
         )}
       </div>
       {(run.pending_approvals?.length ?? 0) > 0 && <PendingApprovals run={run} canAnswer={me.scope !== 'read'} />}
+      {(run.pending_tool_results?.length ?? 0) > 0 && <PendingResults run={run} canAnswer={me.scope !== 'read'} />}
       {graph && (
         <div class="card">
           <h2>Workflow</h2>

@@ -77,4 +77,34 @@ describe('the browser-tools example page in headless Chromium (SPEC §20)', () =
     expect(runs.runs.map((run) => run.status)).toEqual(['completed']);
     await context.close();
   }, 90_000);
+
+  it('shows a waiting call in the console and answers it there with a write key; then the approval', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(serve.url);
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.getByText('web (write)').waitFor();
+    const created = await fetch(`${serve.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'concierge', input: 'From the console' }),
+    });
+    const { run_id } = (await created.json()) as { run_id: string };
+    await page.goto(`${serve.url}/#/runs/${run_id}`);
+    const row = page.locator('tr[data-result="call_location"]');
+    await row.getByText('{"reason":"to find a restaurant near you"}').waitFor({ timeout: 15_000 });
+    await row.getByLabel('result').fill('{"city":5}');
+    await row.getByRole('button', { name: 'Answer' }).click();
+    await page.getByText('city: expected string').waitFor({ timeout: 10_000 });
+    await row.getByLabel('result').fill('{"city":"Bergen"}');
+    await row.getByRole('button', { name: 'Answer' }).click();
+    const approval = page.locator('tr[data-approval="call_booking"]');
+    await approval.getByRole('button', { name: 'Approve' }).click({ timeout: 15_000 });
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    expect(await page.locator('tr[data-result]').count()).toBe(0);
+    const run = (await (await fetch(`${serve.url}/v1/runs/${run_id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { output: string };
+    expect(run.output).toBe('You are in Bergen. booked: a table for two tonight in Bergen, 19:30');
+    await context.close();
+  }, 60_000);
 });
