@@ -30,7 +30,7 @@ import { StateLogs, foldEntries } from '../steps/state-log.ts';
 import { readInput, writeInput } from '../records/input-format.ts';
 import { type OutputType, readOutput } from '../records/output-format.ts';
 import { type StoreScripts, storeScripts } from '../scripts.ts';
-import { WaitingStore } from '../calls/waiting/waiting-call.ts';
+import { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import { PartitionMap } from '../redis/partition-map.ts';
 import { partitionOf, partitionOfKey, partitionTag } from '../redis/partitions.ts';
 import { WatchdogStore } from '../watchdog/watchdog-store.ts';

@@ -2,7 +2,8 @@ import type { Job, Queue } from 'bullmq';
 import { JobId } from '../redis/keys.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { QueuePool } from '../loop/join.ts';
-import { type StoredWait, type WaitKind, addWaitTimeout } from '../calls/waiting/waiting-call.ts';
+import { addWaitTimeout } from '../calls/waiting/waiting-call.ts';
+import type { StoredWait, WaitKind } from '../calls/waiting/waiting-store.ts';
 
 /**
  * A waiting run the watchdog met (SPEC §20: a run whose every open call waits outside is not its
