@@ -206,7 +206,7 @@ export class RunStore {
     this.watchdog = new WatchdogStore(redis, this.keys, this);
     this.transcripts = new Transcripts(redis, this.keys);
     this.streams = new StreamStore(redis, this.keys, this.scripts);
-    this.children = new ChildStore(redis, this.keys);
+    this.children = new ChildStore(redis, this.keys, this.scripts);
     this.pauses = new ProviderPauses(redis, this.keys, this.scripts);
   }
 

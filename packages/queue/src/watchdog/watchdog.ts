@@ -141,6 +141,8 @@ export class Watchdog {
     const { store } = this.deps;
     const head = await store.watchdog.frontier(run_id, STEP_ID);
     if (!head || head.status === 'completed' || head.status === 'failed' || head.status === 'cancelled') {
+      // An ended child run whose parent's call is not settled (the process that ended it died first) settles it now; that takes it out of the scan.
+      if (head && (await settleParentOf(store, this.deps.queues, run_id, false)) === 'settled') return 'ended';
       await store.watchdog.forgetActive(run_id);
       return 'ended';
     }

@@ -2,6 +2,7 @@ import { type ChildEnding, type RunSpent, childRunId } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { type ToolJobData, malformedJobData } from '../../jobs/jobs.ts';
 import type { Keys } from '../../redis/keys.ts';
+import type { StoreScripts } from '../../scripts.ts';
 
 /**
  * The call of its parent that a child run settles when it ends (SPEC §13), kept in the child's
@@ -37,7 +38,13 @@ export class ChildStore {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
+    private readonly scripts: StoreScripts,
   ) {}
+
+  /** The call that started a child counts as waiting outside, once (`parkChild.lua`): a run whose every open call waits outside is off the watchdog's scan. */
+  async waitFor(run_id: string, place: { step_id: string; iteration: number }, tool_call_id: string): Promise<void> {
+    await this.scripts.parkChild([this.keys.record(run_id)], [place.step_id, place.iteration, tool_call_id]);
+  }
 
   /** The record fields of a new child run. */
   static fields(lineage: ChildLineage): Record<string, string> {

@@ -44,11 +44,5 @@ if not due or args.expires_at < due then redis.call('HSET', pending, round .. '|
 redis.call('SADD', index, waits)
 append(kind .. '|' .. place .. '|' .. id, args.event)
 if args.chunk ~= '' then streamAddJson(args.chunk) end
-local before = redis.call('HGET', record, 'status')
 waitingOrRunning(round, openInRound(round))
--- Already waiting on another call: this one's timeout may come first.
-if before == 'waiting' then
-  local run_id, active = runIdentity()
-  redis.call('ZADD', active, 'XX', 'LT', args.expires_at, run_id)
-end
 return {1}

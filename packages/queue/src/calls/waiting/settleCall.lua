@@ -62,8 +62,8 @@ end
 -- Approved: what comes next (its tool job, or its wait for a result) is written by the caller, so the run is running now.
 if decision == 'approved' then
   if redis.call('HGET', record, 'status') == 'waiting' then redis.call('HSET', record, 'status', 'running') end
+  touch()
 else
   waitingOrRunning(round, open)
 end
-if redis.call('HGET', record, 'status') ~= 'waiting' then touch() end
 return {1, request, open}

@@ -101,18 +101,27 @@ end
 local function openInRound(round)
   return tonumber(redis.call('HGET', pending, round) or '0')
 end
--- A run whose round has no open call but those waiting outside (for approval or a result) waits;
--- one whose round has other open calls (or none: its join comes next) is running. A run that
--- starts waiting leaves the watchdog's scan until the first timeout of its round is due (its
--- score in the active set moves there); one that runs again is back in it from now.
+-- The run's place in the watchdog's scan (its score in the active set), from its round: a run
+-- whose every open call waits outside (an approval, a result, a child run) is off the scan until
+-- the first timeout of its round is due (`|due`), or for good while it waits only for child runs
+-- (a child's end settles its call; the watchdog watches the child, and an ended child whose call
+-- was not settled); any other is in it from now.
+local function placeInScan(round, open)
+  local run_id, active = runIdentity()
+  local counts = redis.call('HMGET', pending, round .. '|awaiting', round .. '|children', round .. '|due')
+  local awaiting, children = tonumber(counts[1] or '0'), tonumber(counts[2] or '0')
+  local score = serverMs()
+  if open > 0 and awaiting + children >= open then score = (awaiting > 0 and counts[3]) or '+inf' end
+  redis.call('ZADD', active, 'XX', score, run_id)
+end
+-- A run whose round has no open call but those waiting for a person or a result waits; one whose
+-- round has other open calls (or none: its join comes next) is running. Either way, its place in
+-- the watchdog's scan follows (placeInScan).
 local function waitingOrRunning(round, open)
   local status = redis.call('HGET', record, 'status')
   if status ~= 'running' and status ~= 'waiting' then return end
   local waiting = tonumber(redis.call('HGET', pending, round .. '|awaiting') or '0')
   local now = (open > 0 and waiting >= open) and 'waiting' or 'running'
-  if now == status then return end
-  redis.call('HSET', record, 'status', now)
-  local run_id, active = runIdentity()
-  local due = now == 'waiting' and tonumber(redis.call('HGET', pending, round .. '|due') or '')
-  redis.call('ZADD', active, 'XX', due or serverMs(), run_id)
+  if now ~= status then redis.call('HSET', record, 'status', now) end
+  placeInScan(round, open)
 end
