@@ -2,7 +2,7 @@
 // may write) a form that answers one with an output (JSON) or an error.
 import { useState } from 'preact/hooks';
 import { type Run, api } from './api.ts';
-import { time } from './ui.tsx';
+import { WaitingCalls } from './waiting-calls.tsx';
 
 export function PendingResults({ run, canAnswer }: { run: Run; canAnswer: boolean }) {
   const [drafts, setDrafts] = useState<Record<string, string>>({});
@@ -24,37 +24,21 @@ export function PendingResults({ run, canAnswer }: { run: Run; canAnswer: boolea
       setError((failure as Error).message),
     );
   };
-  return (
-    <div class="card">
-      <h2>Waiting for a result</h2>
-      {error && <p class="error">{error}</p>}
-      <table>
-        <tbody>
-          {(run.pending_tool_results ?? []).map((call) => (
-            <tr data-result={call.tool_call_id}>
-              <td>{call.tool_name}</td>
-              <td class="mono">{JSON.stringify(call.arguments)}</td>
-              <td class="hide-narrow">until {time(call.expires_at)}</td>
-              {canAnswer && (
-                <td>
-                  <input
-                    aria-label="result"
-                    placeholder='output as JSON, e.g. {"city":"Oslo"}'
-                    value={drafts[call.tool_call_id] ?? ''}
-                    onInput={(event) => setDrafts({ ...drafts, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
-                  />{' '}
-                  <button type="button" class="primary" onClick={() => answer(call.tool_call_id, 'output')}>
-                    Answer
-                  </button>{' '}
-                  <button type="button" onClick={() => answer(call.tool_call_id, 'error')}>
-                    Fail
-                  </button>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+  const actions = (call: { tool_call_id: string }) => (
+    <>
+      <input
+        aria-label="result"
+        placeholder='output as JSON, e.g. {"city":"Oslo"}'
+        value={drafts[call.tool_call_id] ?? ''}
+        onInput={(event) => setDrafts({ ...drafts, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
+      />{' '}
+      <button type="button" class="primary" onClick={() => answer(call.tool_call_id, 'output')}>
+        Answer
+      </button>{' '}
+      <button type="button" onClick={() => answer(call.tool_call_id, 'error')}>
+        Fail
+      </button>
+    </>
   );
+  return <WaitingCalls title="Waiting for a result" calls={run.pending_tool_results ?? []} row="data-result" error={error} {...(canAnswer ? { actions } : {})} />;
 }

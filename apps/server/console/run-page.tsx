@@ -4,6 +4,7 @@ import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
 import { type StateRound, fold, layers, stateRounds } from './fold.ts';
 import { useEvents, usePolled, useRunText } from './hooks.ts';
 import { PendingResults } from './pending-results.tsx';
+import { WaitingCalls } from './waiting-calls.tsx';
 import { Badge, RunLink, duration, time } from './ui.tsx';
 
 export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
@@ -225,37 +226,21 @@ function PendingApprovals({ run, canAnswer }: { run: Run; canAnswer: boolean }) 
       method: 'POST',
       body: JSON.stringify({ approved, ...(!approved && reasons[id] ? { reason: reasons[id] } : {}) }),
     }).catch((failure) => setError((failure as Error).message));
-  return (
-    <div class="card">
-      <h2>Waiting for approval</h2>
-      {error && <p class="error">{error}</p>}
-      <table>
-        <tbody>
-          {(run.pending_approvals ?? []).map((call) => (
-            <tr data-approval={call.tool_call_id}>
-              <td>{call.tool_name}</td>
-              <td class="mono">{JSON.stringify(call.arguments)}</td>
-              <td class="hide-narrow">until {time(call.expires_at)}</td>
-              {canAnswer && (
-                <td>
-                  <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
-                    Approve
-                  </button>{' '}
-                  <input
-                    aria-label="reason"
-                    placeholder="reason"
-                    value={reasons[call.tool_call_id] ?? ''}
-                    onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
-                  />{' '}
-                  <button type="button" onClick={() => answer(call.tool_call_id, false)}>
-                    Reject
-                  </button>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+  const actions = (call: { tool_call_id: string }) => (
+    <>
+      <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
+        Approve
+      </button>{' '}
+      <input
+        aria-label="reason"
+        placeholder="reason"
+        value={reasons[call.tool_call_id] ?? ''}
+        onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
+      />{' '}
+      <button type="button" onClick={() => answer(call.tool_call_id, false)}>
+        Reject
+      </button>
+    </>
   );
+  return <WaitingCalls title="Waiting for approval" calls={run.pending_approvals ?? []} row="data-approval" error={error} {...(canAnswer ? { actions } : {})} />;
 }

@@ -1,16 +1,10 @@
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
-import {
-  AbstractChat,
-  type ChatState,
-  type ChatStatus,
-  type UIMessage,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  lastAssistantMessageIsCompleteWithToolCalls,
-} from 'ai';
+import { AbstractChat, type UIMessage, lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessageIsCompleteWithToolCalls } from 'ai';
 import { ArcflowChatTransport } from 'arcflow/ai-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, spawnServe } from '../../../apps/server/test/harness.ts';
+import { MemoryChatState, textOf } from './memory-chat.ts';
 
 const AGENTS = new URL('../../../examples/browser-tools/agents.ts', import.meta.url).pathname;
 const KEY = 'browser-write-0123456789';
@@ -27,29 +21,8 @@ afterAll(async () => {
   await cleanupPrefix(prefix);
 });
 
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (message: UIMessage) => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage) => {
-    this.messages = this.messages.map((each, at) => (at === index ? message : each));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
 type Part = { type: string; toolCallId?: string; state?: string; input?: unknown; approval?: { id: string } };
 const parts = (chat: { memory: MemoryChatState }) => (chat.memory.messages.at(-1)?.parts ?? []) as Part[];
-const textOf = (message: UIMessage | undefined) =>
-  (message?.parts ?? [])
-    .filter((part) => part.type === 'text')
-    .map((part) => (part as { text: string }).text)
-    .join('');
 
 async function until(check: () => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

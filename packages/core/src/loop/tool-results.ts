@@ -3,7 +3,7 @@ import type { EventDraft } from '../events/types.ts';
 import type { StateChange } from '../state/run-state.ts';
 import { ToolResultText, serialiseResult, truncateResult } from '../tools/result-text.ts';
 import type { ExecuteCall } from './plan.ts';
-import { type CallPlace, type SettledCall, failedCall } from './tool-events.ts';
+import { type CallPlace, type SettledCall, completedCall, failedCall } from './tool-events.ts';
 
 /** What whoever answers a call from outside is shown (SPEC §20), and `runLocal`'s `toolResult` is given. */
 export interface ToolResultRequest {
@@ -87,20 +87,8 @@ export function answeredCall(
   changes?: readonly StateChange[],
 ): SettledCall {
   if ('error' in answer) return failedCall(call, place, truncateResult(ToolResultText.answeredError(answer.error), call.max_result_bytes), 'tool_error', duration_ms);
-  const content = truncateResult(serialiseResult(answer.output), call.max_result_bytes);
-  return {
-    content,
-    terminal: {
-      kind: 'ToolCallCompleted',
-      step_id: place.step_id,
-      iteration: place.iteration,
-      tool_name: call.tool_name,
-      tool_call_id: call.tool_call_id,
-      duration_ms,
-      output_size_bytes: byteSize(content),
-    },
-    ...(changes && changes.length > 0 ? { changes } : {}),
-  };
+  const completed = completedCall(call, place, truncateResult(serialiseResult(answer.output), call.max_result_bytes), duration_ms);
+  return changes && changes.length > 0 ? { ...completed, changes } : completed;
 }
 
 /** A call no result came for in time: `Error: no result came in time`, `ToolCallFailed (result_timeout)`. */

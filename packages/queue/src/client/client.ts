@@ -151,6 +151,12 @@ function checkRunId(run_id: unknown): string {
   return run_id;
 }
 
+function checkToolCallId(tool_call_id: unknown): void {
+  if (typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
+    throw new RequestError('invalid_request', `tool_call_id must match ${NamePattern.toolCallId}, got ${JSON.stringify(tool_call_id)?.slice(0, 120)}`);
+  }
+}
+
 /** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
 export function createClient(options: ClientOptions = {}): ArcflowClient {
   const env = clientEnv();
@@ -365,9 +371,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
 
     async approve(run_id, tool_call_id, answer) {
       checkRunId(run_id);
-      if (typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
-        throw new RequestError('invalid_request', `tool_call_id must match ${NamePattern.toolCallId}, got ${JSON.stringify(tool_call_id)?.slice(0, 120)}`);
-      }
+      checkToolCallId(tool_call_id);
       const problem = answerProblem(answer);
       if (problem) throw new RequestError('invalid_request', problem);
       return (await jobs()).approve(run_id, tool_call_id, answer);
@@ -375,9 +379,7 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
 
     async submitToolResult(run_id, tool_call_id, answer) {
       checkRunId(run_id);
-      if (typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
-        throw new RequestError('invalid_request', `tool_call_id must match ${NamePattern.toolCallId}, got ${JSON.stringify(tool_call_id)?.slice(0, 120)}`);
-      }
+      checkToolCallId(tool_call_id);
       const problem = toolResultProblem(answer);
       if (problem) throw new RequestError('invalid_request', problem);
       return (await jobs()).submitToolResult(run_id, tool_call_id, answer);

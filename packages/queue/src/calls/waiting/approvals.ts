@@ -15,6 +15,7 @@ import { type ToolJobData, joinJobData, toolJobOptions } from '../../jobs/jobs.t
 import { enqueueJoin } from '../../loop/join.ts';
 import { roundCall } from '../tool-execution.ts';
 import { type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall, waitChunk } from './waiting-call.ts';
+import { waitRequest } from './waiting-store.ts';
 import { resultTerms, waitForResult } from './tool-results.ts';
 
 /** An approval's timeout, for the call at this place. */
@@ -29,21 +30,12 @@ export interface ApprovalTimeout {
  * approved it) gets its tool job again (the id dedupes).
  */
 export async function requestApproval(deps: WaitDeps & { tool_backoff_ms: number; logger: ToolLogger }, planned: ExecuteCall, place: CallPlace, job: ToolJobData): Promise<void> {
-  const now = Date.now();
-  const request: StoredWait = {
-    step_id: place.step_id,
-    iteration: place.iteration,
-    tool_call_id: planned.call.id,
-    tool_name: planned.tool.name,
-    arguments: planned.args,
-    requested_at: now,
-    expires_at: now + planned.tool.approval_timeout_ms,
-    tool_job: job,
+  const request = waitRequest(planned, place, job, planned.tool.approval_timeout_ms, {
     tool_job_options: toolJobOptions(job, planned.tool, deps.tool_backoff_ms),
     tool_capped: planned.tool.concurrency !== undefined,
     // An external tool's call waits for its result once approved (SPEC §20).
     ...(planned.tool.external ? { result: resultTerms(planned.tool, planned.tool.result_timeout_ms) } : {}),
-  };
+  });
   const parked = await parkWaitingCall(deps, 'approval', request, approvalRequestedEvent(planned, place), deps.store.approvals, waitChunk('tool_approval', request));
   if (!parked || parked.parkedNow) return;
   if (parked.status === 'approved') return void (await afterApproval(deps, request));

@@ -16,6 +16,7 @@ import {
 import type { ToolJobData } from '../../jobs/jobs.ts';
 import { unknownRun } from '../../runs/unknown-run.ts';
 import { type ResultTerms, type SettleOutcome, type StoredWait, type WaitDecision, type WaitDeps, parkWaitingCall, settleWaitingCall, waitChunk } from './waiting-call.ts';
+import { waitRequest } from './waiting-store.ts';
 
 /**
  * Results from outside (SPEC §20) — waiting calls of kind `result` (waiting-call.ts): an external
@@ -36,20 +37,7 @@ export function resultTerms(tool: ToolDefinition, timeout_ms: number): ResultTer
 
 /** An external tool's call that needs no approval: it waits for its result now, holding no worker. */
 export async function requestResult(deps: WaitDeps, planned: ExecuteCall, place: CallPlace, job: ToolJobData): Promise<void> {
-  const now = Date.now();
-  const request: StoredWait = {
-    step_id: place.step_id,
-    iteration: place.iteration,
-    tool_call_id: planned.call.id,
-    tool_name: planned.tool.name,
-    arguments: planned.args,
-    requested_at: now,
-    expires_at: now + planned.tool.result_timeout_ms,
-    tool_job: job,
-    tool_job_options: {},
-    result: resultTerms(planned.tool, planned.tool.result_timeout_ms),
-    started_at: now,
-  };
+  const request = waitRequest(planned, place, job, planned.tool.result_timeout_ms, { result: resultTerms(planned.tool, planned.tool.result_timeout_ms) });
   await parkWaitingCall(
     deps,
     'result',
@@ -68,20 +56,11 @@ export async function deferCall(
   job: ToolJobData,
   deferred: { readonly timeout_ms: number; readonly changes?: readonly StateChange[]; readonly started_at: number },
 ): Promise<void> {
-  const request: StoredWait = {
-    step_id: place.step_id,
-    iteration: place.iteration,
-    tool_call_id: planned.call.id,
-    tool_name: planned.tool.name,
-    arguments: planned.args,
-    requested_at: Date.now(),
-    expires_at: Date.now() + deferred.timeout_ms,
-    tool_job: job,
-    tool_job_options: {},
+  const request = waitRequest(planned, place, job, deferred.timeout_ms, {
     result: resultTerms(planned.tool, deferred.timeout_ms),
     started_at: deferred.started_at,
-    ...(deferred.changes && deferred.changes.length > 0 ? { changes: deferred.changes } : {}),
-  };
+    ...(deferred.changes ? { changes: deferred.changes } : {}),
+  });
   await parkWaitingCall(deps, 'result', request, resultRequestedEvent(requestedCallFacts(planned), place, request.expires_at), deps.store.toolResults);
 }
 

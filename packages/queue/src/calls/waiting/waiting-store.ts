@@ -30,6 +30,32 @@ export interface StoredWait extends PendingApproval {
   readonly changes?: readonly unknown[];
 }
 
+/** A planned call's request to park, waiting `timeout_ms` from now; `extra` adds what its kind keeps. */
+export function waitRequest(
+  planned: { readonly call: { readonly id: string }; readonly tool: { readonly name: string }; readonly args: unknown },
+  place: { readonly step_id: string; readonly iteration: number },
+  tool_job: ToolJobData,
+  timeout_ms: number,
+  extra: Partial<Pick<StoredWait, 'tool_job_options' | 'tool_capped' | 'result' | 'started_at' | 'changes'>>,
+): StoredWait {
+  const now = Date.now();
+  return {
+    step_id: place.step_id,
+    iteration: place.iteration,
+    tool_call_id: planned.call.id,
+    tool_name: planned.tool.name,
+    arguments: planned.args,
+    requested_at: now,
+    expires_at: now + timeout_ms,
+    tool_job,
+    tool_job_options: extra.tool_job_options ?? {},
+    ...(extra.tool_capped !== undefined ? { tool_capped: extra.tool_capped } : {}),
+    ...(extra.result ? { result: extra.result } : {}),
+    started_at: extra.started_at ?? now,
+    ...(extra.changes && extra.changes.length > 0 ? { changes: extra.changes } : {}),
+  };
+}
+
 /** What a parked call adds to its run's stream (SPEC §12, §20), without its offset. */
 export type WaitChunk =
   | { readonly type: 'tool_approval'; readonly step_id: string; readonly iteration: number; readonly tool_call_id: string; readonly tool_name: string }
