@@ -1,4 +1,4 @@
-import { Agent, ConfigError, runLocal, tool } from '@arcflow/core';
+import { Agent, ConfigError, Workflow, runLocal, tool } from '@arcflow/core';
 import { reply, scriptedProvider, toolCalls } from '@arcflow/testing';
 import { type WaitingScenarioRunner, defineToolResultScenarios } from '@arcflow/testing/scenarios';
 import { describe, expect, it } from 'vitest';
@@ -53,5 +53,14 @@ describe('external tools and ctx.defer, in definitions and runLocal', () => {
     const provider = scriptedProvider([toolCalls([{ name: 'later', args: {} }]), reply('x')]);
     const run = await runLocal(new Agent({ name: 'deferrer', tools: [deferring] }), 'go', { provider, logger: false, toolResult: () => ({ output: 'x' }) });
     expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error']);
+  });
+
+  it('refuses an external tool as a workflow tool step, and fails a tool step whose handler defers (tool_error)', async () => {
+    expect(() => new Workflow({ name: 'flow_ext', steps: [{ id: 'where', tool: browserTool() }] })).toThrow(/step 'where': tool 'get_location' has no handler/);
+    const deferring = tool({ name: 'later', description: 'x', input_schema: { type: 'object' }, handler: (_args, ctx) => ctx.defer() });
+    const flow = new Workflow({ name: 'flow_defer', steps: [{ id: 'pay', tool: deferring, args: () => ({}) }] });
+    const run = await runLocal(flow, 'go', { logger: false, toolResult: () => ({ output: 'never asked' }) });
+    expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error']);
+    expect(run.events.some((event) => event.kind === 'ToolResultRequested')).toBe(false);
   });
 });

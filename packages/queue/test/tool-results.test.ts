@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Agent, RequestError, type RunRecord, silentLogger, tool } from '@arcflow/core';
+import { Agent, RequestError, type RunRecord, Workflow, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { type WaitingScenarioRunner, defineToolResultScenarios } from '@arcflow/testing/scenarios';
 import { ARCFLOW_BIN } from '@arcflow/worker';
 import { describe, expect, it } from 'vitest';
-import { FAST, collect, testResources, until } from './harness.ts';
+import { FAST, collect, engineRunner, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
 const nextPrefix = (name: string) => {
@@ -175,5 +175,13 @@ describe('results from outside on the queue engine', () => {
     expect((await client.wait(run_id, { timeout_ms: 10_000 })).output).toBe('{"city":"Oslo"} | Error: denied');
     const late = await cli('tool-result', run_id, 'call_none', '--output', '1').catch((error: { stderr: string; code: number }) => error);
     expect(late).toMatchObject({ code: 1, stderr: expect.stringContaining('does not wait for a result') });
+  });
+
+  it('fails a workflow tool step whose handler defers (a tool step has no round to wait in), as runLocal does', async () => {
+    const deferring = tool({ name: 'later', description: 'x', input_schema: { type: 'object' }, handler: (_args, ctx) => ctx.defer() });
+    const flow = new Workflow({ name: 'flow_defer', steps: [{ id: 'pay', tool: deferring, args: () => ({}) }] });
+    const run = await engineRunner(() => nextPrefix('tool-results-flow'))(flow, 'go', {});
+    expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error']);
+    expect(run.events.some((event) => event.kind === 'ToolResultRequested')).toBe(false);
   });
 });

@@ -112,7 +112,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
   app.post(
     '/v1/runs/:run_id/approvals/:tool_call_id',
     {
-      config: { scope: 'write' },
+      // `respond`: a §19 token with the respond action for this run may answer (see routes/tool-results.ts).
+      config: { scope: 'write', respond: true },
       schema: {
         summary: 'Approve or reject a call waiting for a person; answering again returns the first resolution',
         params: ApprovalParams,

@@ -284,8 +284,12 @@ export class LocalTools {
     return (await this.settle(planned, place, signal)).content;
   }
 
-  /** As {@link execute}, with the terminal event too. */
-  async settle(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall> {
+  /**
+   * As {@link execute}, with the terminal event too. `canWait` false (a workflow's tool step): a
+   * handler that defers fails the call (`tool_error`), as on the queue engine, where a tool step
+   * has no round to wait in.
+   */
+  async settle(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined, canWait = true): Promise<SettledCall> {
     if (planned.tool.child) return this.settleChild(planned, place, signal);
     const started = performance.now();
     if (planned.tool.external) return this.awaitResult(planned, place, signal, planned.tool.result_timeout_ms, undefined, started);
@@ -305,7 +309,10 @@ export class LocalTools {
       if (outcome.status === 'error') {
         this.logger.error('tool handler failed', { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, attempt, error: outcome.error });
       }
-      if (outcome.status === 'deferred') return this.awaitResult(planned, place, signal, outcome.timeout_ms, outcome.changes, started);
+      if (outcome.status === 'deferred' && canWait) return this.awaitResult(planned, place, signal, outcome.timeout_ms, outcome.changes, started);
+      if (outcome.status === 'deferred') {
+        this.logger.error('a workflow tool step deferred: a tool step cannot wait for a result from outside', { run_id: this.log.run_id, ...place, tool: planned.tool.name });
+      }
       if (shouldRetryTool(outcome, attempt, planned.tool.retries)) {
         await sleep(backoffMs(attempt, this.options.tool_retry_backoff_ms ?? 200, 10_000), signal);
         continue;

@@ -98,6 +98,13 @@ export function toolJobProcessor(deps: ToolJobDeps) {
     } finally {
       await grace.end();
     }
+    if (outcome.deferred && data.workflow) {
+      // A workflow's tool step has no round to wait in: the deferral fails it, as in runLocal.
+      deps.logger.error('a workflow tool step deferred: a tool step cannot wait for a result from outside', { run_id: data.run_id, step_id: data.step_id, tool: data.tool_name });
+      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), lostCall(planned, place));
+      if (recorded?.openInRound === 0) await joinRound(deps, data);
+      return 'recorded';
+    }
     if (outcome.deferred) {
       await deferCall(deps, planned, place, data, outcome.deferred);
       return 'deferred';
