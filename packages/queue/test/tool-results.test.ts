@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Agent, RequestError, type RunRecord, Workflow, silentLogger, tool } from '@arcflow/core';
-import { createClient, startWorker } from '@arcflow/queue';
+import { Agent, RequestError, type RunRecord, Workflow, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
+import { Queue } from 'bullmq';
+import { QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { type WaitingScenarioRunner, defineToolResultScenarios } from '@arcflow/testing/scenarios';
 import { ARCFLOW_BIN } from '@arcflow/worker';
@@ -111,6 +112,10 @@ describe('results from outside on the queue engine', () => {
     expect(await client.submitToolResult(run_id, 'call_loc', { error: 'too late' })).toEqual(first);
     const done = await client.wait(run_id, { timeout_ms: 10_000 });
     expect(done.status).toBe('completed');
+    // An external tool's calls never run on a worker: no worker serves its queue.
+    const toolQueue = new Queue(QueueName.tool('get_location', toolDefinitionHash(agent.tools[0]!)), { connection: redis, prefix: keysFor(prefix).tag });
+    expect(await toolQueue.getWorkersCount()).toBe(0);
+    await toolQueue.close();
     const content = provider.requests[1]!.messages.at(-1)!.content as string;
     expect(content).toMatch(/^\{"text":"y+\n\[result truncated: \d+ of 211 bytes cut\]$/);
     const events = await collect(client, run_id);

@@ -204,6 +204,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     };
     const process = toolJobProcessor(toolDeps);
     for (const tool of tools.values()) {
+      // An external tool's calls never run on a worker (SPEC §20): it has no queue to serve.
+      if (tool.external) continue;
       const queueName = QueueName.tool(tool.name, toolDefinitionHash(tool));
       const queue = queues.get(queueName);
       // A capped tool has one queue, under the prefix's tag, so its cap holds across partitions.
