@@ -94,6 +94,7 @@ describe('the browser-tools example page in headless Chromium (SPEC §20)', () =
     await page.goto(`${serve.url}/#/runs/${run_id}`);
     const row = page.locator('tr[data-result="call_location"]');
     await row.getByText('{"reason":"to find a restaurant near you"}').waitFor({ timeout: 15_000 });
+    await page.locator('tr[data-call="call_location"]').getByText('waiting for a result').waitFor({ timeout: 15_000 });
     await row.getByLabel('result').fill('{"city":5}');
     await row.getByRole('button', { name: 'Answer' }).click();
     await page.getByText('city: expected string').waitFor({ timeout: 10_000 });
