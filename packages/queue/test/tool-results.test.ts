@@ -189,4 +189,23 @@ describe('results from outside on the queue engine', () => {
     expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error']);
     expect(run.events.some((event) => event.kind === 'ToolResultRequested')).toBe(false);
   });
+
+  it('still takes a timeout job added under the old name approval-timeout, without a kind (an approval)', async () => {
+    const prefix = nextPrefix('tool-results-old-timeout');
+    const refund = tool({ name: 'refund', description: 'x', input_schema: { type: 'object' }, needs_approval: true, handler: () => 'refunded' });
+    const agent = new Agent({ name: 'clerk', tools: [refund] });
+    const provider = scriptedProvider([toolCalls([{ name: 'refund', args: {}, id: 'c_refund' }]), reply('done')]);
+    const worker = await startWorker({ agents: [agent], provider, redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    open.push(worker);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'clerk', input: 'refund' });
+    await until(async () => (await client.get(run_id))!.status === 'waiting');
+    const providerQueue = new Queue(QueueName.agent('clerk'), { connection: redis, prefix: keysFor(prefix).tag });
+    await providerQueue.add('approval-timeout', { run_id, step_id: 's1', iteration: 1, tool_call_id: 'c_refund', trace: {} }, { jobId: 'old-style-timeout' });
+    await providerQueue.close();
+    await client.wait(run_id, { timeout_ms: 10_000 });
+    const events = await collect(client, run_id);
+    expect(events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['approval_timeout']);
+  });
 });
