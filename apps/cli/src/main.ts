@@ -24,6 +24,9 @@ const USAGE = `usage: arcflow <command> [options]
   inspect <run_id> [--messages [--json]]   the run as a tree; --messages: its conversation (what its tools received and returned)
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
+  tool-result <run_id> <tool_call_id> (--output JSON | --error TEXT) [--json]
+                       answer a call waiting for its result from outside (a browser tool, a deferred handler):
+                         --output completes it with a JSON value, --error fails it with the text
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
   serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json), the web console (/) and /metrics
   token (--thread ID | --run ID) --actions read,send,cancel,respond [--agents A,B] [--subject S] [--tenant T] [--expires-in S]
@@ -71,6 +74,8 @@ const OPTIONS = {
   reject: { type: 'boolean' },
   reason: { type: 'string' },
   by: { type: 'string' },
+  output: { type: 'string' },
+  error: { type: 'string' },
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
   messages: { type: 'boolean' },
@@ -130,6 +135,11 @@ async function main(argv: string[]): Promise<number> {
     case 'approve':
       need(2, '<run_id> <tool_call_id>');
       return (await runs()).approveCommand(args[0]!, args[1]!, { reject: values.reject, reason: values.reason, by: values.by, json: values.json });
+    case 'tool-result': {
+      need(2, '<run_id> <tool_call_id> and --output JSON or --error TEXT');
+      if ((values.output === undefined) === (values.error === undefined)) throw new UsageError('tool-result takes exactly one of --output JSON and --error TEXT');
+      return (await import('./commands/tool-result.ts')).toolResultCommand(args[0]!, args[1]!, { output: values.output, error: values.error, json: values.json });
+    }
     case 'runs':
       need(0, 'only options');
       return (await runs()).runsCommand(values);

@@ -31,6 +31,7 @@ import { runRoutes } from './routes/runs.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { tokenRoutes } from './routes/tokens.ts';
+import { toolResultRoutes } from './routes/tool-results.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
 import { RunThreads, checkTokenRequest, documentTokenRoute, withoutToken } from './tokens.ts';
 
@@ -172,6 +173,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(threadRoutes, { client });
   await app.register(tokenRoutes, { tokens });
+  await app.register(toolResultRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
   await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });

@@ -33,6 +33,7 @@ const TOKEN_RULES: Readonly<Record<string, TokenRule>> = {
   'GET /v1/runs/:run_id/messages': { action: 'read', on: 'run' },
   'POST /v1/runs/:run_id/cancel': { action: 'cancel', on: 'run' },
   'POST /v1/runs/:run_id/approvals/:tool_call_id': { action: 'respond', on: 'run' },
+  'POST /v1/runs/:run_id/tool-results/:tool_call_id': { action: 'respond', on: 'run' },
   'GET /v1/threads/:thread_id': { action: 'read', on: 'thread' },
 };
 
