@@ -1,4 +1,4 @@
-// A run's page: its facts (a child run's parent among them) and actions, waiting approvals, workflow graph, timeline, state, steps with their calls, the model's text as it streams, and events, live.
+// A run's page: its facts (a child run's parent among them) and actions, calls waiting for an approval or a result, workflow graph, timeline, state, steps with their calls, the model's text as it streams, and events, live.
 import { useMemo } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
 import { PendingApprovals, RunActions, mayWrite } from './actions.tsx';
