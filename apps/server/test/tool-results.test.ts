@@ -1,3 +1,4 @@
+import { type TokenAction, createToken } from '@arcflow/core';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
@@ -8,7 +9,14 @@ const FIXTURE = new URL('./fixtures/deferred-agents.ts', import.meta.url).pathna
 const prefix = testPrefix('tool-results-http');
 const KEY = 'write-secret-0123456789';
 const READ = 'read-secret-0123456789';
-const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, ARCFLOW_API_KEYS: `backend:${KEY}:write,viewer:${READ}:read`, ARCFLOW_API_RATE: '100000' };
+const TOKEN_SECRET = 'tool-results-token-secret-0123456789-abcd';
+const env = {
+  REDIS_URL: TEST_REDIS_URL,
+  ARCFLOW_PREFIX: prefix,
+  ARCFLOW_API_KEYS: `backend:${KEY}:write,viewer:${READ}:read`,
+  ARCFLOW_API_RATE: '100000',
+  ARCFLOW_TOKEN_SECRET: TOKEN_SECRET,
+};
 const redis = new Redis(TEST_REDIS_URL);
 const processes: { stop(): Promise<unknown>; kill?(signal: NodeJS.Signals): void }[] = [];
 
@@ -67,9 +75,14 @@ describe('results from outside through worker processes and arcflow serve', () =
     expect((await answer(first, 'c_pay', { output: 'x', error: 'y' })).status).toBe(400);
     expect(await answer(first, 'c_other', { output: { receipt: 'r' } })).toMatchObject({ status: 409, body: { code: 'not_waiting' } });
     expect(await answer('run_AAAAAAAAAAAAAAAAAAAAAA', 'c_pay', { output: { receipt: 'r' } })).toMatchObject({ status: 404, body: { code: 'unknown_run' } });
+    // An end user's token (SPEC §19) answers with `respond` for its own run only.
+    const token = (run_id: string, actions: TokenAction[]) => createToken({ secret: TOKEN_SECRET, run_id, actions });
+    expect(await answer(first, 'c_pay', { output: { receipt: 'r' } }, await token(first, ['read']))).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    expect(await answer(first, 'c_pay', { output: { receipt: 'r' } }, await token(run_ids[1]!, ['respond']))).toMatchObject({ status: 403, body: { code: 'forbidden' } });
     expect(await redis.hget(`{${prefix}}:run:${first}`, 'status')).toBe('waiting');
 
-    const answers = await Promise.all(run_ids.map((run_id, index) => answer(run_id, 'c_pay', { output: { receipt: `r-${index}` } })));
+    const responder = await token(first, ['respond']);
+    const answers = await Promise.all(run_ids.map((run_id, index) => answer(run_id, 'c_pay', { output: { receipt: `r-${index}` } }, index === 0 ? responder : KEY)));
     for (const each of answers) expect(each).toMatchObject({ status: 200, body: { status: 'completed', answered_at: expect.any(Number) } });
     // Answering twice returns the first answer.
     expect((await answer(first, 'c_pay', { error: 'late' })).body).toEqual(answers[0]!.body);
