@@ -20,6 +20,7 @@ import { childRunRows } from './children.ts';
 import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
 import { streamCostRows } from './stream-costs.ts';
 import { viewersRows } from './viewers.ts';
+import { waitingWatchdogRow } from './waiting.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -462,6 +463,10 @@ try {
       target: 'info',
       verdict: '-',
     });
+  }
+  if (wanted('waiting')) {
+    progress('the watchdog beside 10,000 waiting runs');
+    rows.push(await waitingWatchdogRow(prefix));
   }
   printTable(rows);
 } finally {

@@ -96,6 +96,11 @@ export function formatRun(run: RunRecord): string {
       `waiting    ${call.tool_call_id}  ${call.tool_name} ${JSON.stringify(call.arguments)}  (step ${call.step_id}, iteration ${call.iteration}; expires ${new Date(call.expires_at).toISOString()})`,
     );
   }
+  for (const call of run.pending_tool_results ?? []) {
+    lines.push(
+      `awaiting   ${call.tool_call_id}  ${call.tool_name} ${JSON.stringify(call.arguments)}  (a result from outside; step ${call.step_id}, iteration ${call.iteration}; expires ${new Date(call.expires_at).toISOString()})`,
+    );
+  }
   for (const [id, step] of Object.entries(run.steps ?? {})) lines.push(`step       ${id}  ${step.status}${step.error ? `  ${step.error.error_code}` : ''}`);
   if (run.state) lines.push(...formatState(run.state));
   const text = lines.map(printable);

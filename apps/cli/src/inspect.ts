@@ -103,6 +103,9 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
       case 'ToolApprovalRequested':
         Object.assign(callOf(event), { outcome: 'waiting for approval', detail: '' });
         break;
+      case 'ToolResultRequested':
+        Object.assign(callOf(event), { outcome: 'waiting for a result', detail: '' });
+        break;
       case 'ToolApprovalResolved':
         Object.assign(callOf(event), { outcome: event.approved ? 'approved' : 'rejected', detail: event.by ? `by ${event.by}` : '' });
         break;
@@ -121,6 +124,11 @@ export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[],
   }
   for (const call of run.pending_approvals ?? []) {
     lines.push(`waiting for approval: ${call.tool_call_id} ${call.tool_name} ${JSON.stringify(call.arguments)} (arcflow approve ${run.run_id} ${call.tool_call_id} [--reject])`);
+  }
+  for (const call of run.pending_tool_results ?? []) {
+    lines.push(
+      `waiting for a result: ${call.tool_call_id} ${call.tool_name} ${JSON.stringify(call.arguments)} (arcflow tool-result ${run.run_id} ${call.tool_call_id} --output JSON | --error TEXT)`,
+    );
   }
   const stepList = [...steps.entries()];
   stepList.forEach(([stepId, step], stepIndex) => {

@@ -24,6 +24,9 @@ const USAGE = `usage: arcflow <command> [options]
   inspect <run_id> [--messages [--json]]   the run as a tree; --messages: its conversation (what its tools received and returned)
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
+  tool-result <run_id> <tool_call_id> (--output JSON | --error TEXT) [--json]
+                       answer a call waiting for its result from outside (a browser tool, a deferred handler):
+                         --output completes it with a JSON value, --error fails it with the text
   runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
   runs retry|cancel --status S [--agent A] [--tenant T] [--since ISO] [--dry-run] [--json]
                        retries (a fork from the failed iteration) or cancels every matching run; safe to repeat:
@@ -77,6 +80,8 @@ const OPTIONS = {
   reject: { type: 'boolean' },
   reason: { type: 'string' },
   by: { type: 'string' },
+  output: { type: 'string' },
+  error: { type: 'string' },
   json: { type: 'boolean' },
   follow: { type: 'boolean' },
   messages: { type: 'boolean' },
@@ -140,6 +145,11 @@ async function main(argv: string[]): Promise<number> {
     case 'approve':
       need(2, '<run_id> <tool_call_id>');
       return (await runs()).approveCommand(args[0]!, args[1]!, { reject: values.reject, reason: values.reason, by: values.by, json: values.json });
+    case 'tool-result': {
+      need(2, '<run_id> <tool_call_id> and --output JSON or --error TEXT');
+      if ((values.output === undefined) === (values.error === undefined)) throw new UsageError('tool-result takes exactly one of --output JSON and --error TEXT');
+      return (await import('./commands/tool-result.ts')).toolResultCommand(args[0]!, args[1]!, { output: values.output, error: values.error, json: values.json });
+    }
     case 'runs':
       if (args[0] === 'retry' || args[0] === 'cancel') {
         need(1, 'retry or cancel, and options');

@@ -5,7 +5,7 @@
 // the problem's detail.
 import { useState } from 'preact/hooks';
 import { type Me, type Run, TERMINAL, api } from './api.ts';
-import { time } from './ui.tsx';
+import { WaitingCalls } from './waiting-calls.tsx';
 
 /** A key that may change runs (SPEC §8: `write` and `admin`; `read` only looks). */
 export const mayWrite = (me: Me) => me.scope === 'write' || me.scope === 'admin';
@@ -107,7 +107,6 @@ export function BulkActions({ status, agent }: { status: string; agent: string }
 
 /** Calls waiting for a person, with their arguments; keys that may write approve or reject them here. */
 export function PendingApprovals({ run, me }: { run: Run; me: Me }) {
-  const canAnswer = mayWrite(me);
   const [reasons, setReasons] = useState<Record<string, string>>({});
   const [error, setError] = useState('');
   const answer = (id: string, approved: boolean) =>
@@ -115,37 +114,21 @@ export function PendingApprovals({ run, me }: { run: Run; me: Me }) {
       method: 'POST',
       body: JSON.stringify({ approved, ...(!approved && reasons[id] ? { reason: reasons[id] } : {}) }),
     }).catch((failure) => setError((failure as Error).message));
-  return (
-    <div class="card">
-      <h2>Waiting for approval</h2>
-      {error && <p class="error">{error}</p>}
-      <table>
-        <tbody>
-          {(run.pending_approvals ?? []).map((call) => (
-            <tr data-approval={call.tool_call_id}>
-              <td>{call.tool_name}</td>
-              <td class="mono">{JSON.stringify(call.arguments)}</td>
-              <td class="hide-narrow">until {time(call.expires_at)}</td>
-              {canAnswer && (
-                <td>
-                  <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
-                    Approve
-                  </button>{' '}
-                  <input
-                    aria-label="reason"
-                    placeholder="reason"
-                    value={reasons[call.tool_call_id] ?? ''}
-                    onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
-                  />{' '}
-                  <button type="button" onClick={() => answer(call.tool_call_id, false)}>
-                    Reject
-                  </button>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+  const actions = (call: { tool_call_id: string }) => (
+    <>
+      <button type="button" class="primary" onClick={() => answer(call.tool_call_id, true)}>
+        Approve
+      </button>{' '}
+      <input
+        aria-label="reason"
+        placeholder="reason"
+        value={reasons[call.tool_call_id] ?? ''}
+        onInput={(event) => setReasons({ ...reasons, [call.tool_call_id]: (event.target as HTMLInputElement).value })}
+      />{' '}
+      <button type="button" onClick={() => answer(call.tool_call_id, false)}>
+        Reject
+      </button>
+    </>
   );
+  return <WaitingCalls title="Waiting for approval" calls={run.pending_approvals ?? []} row="data-approval" error={error} {...(mayWrite(me) ? { actions } : {})} />;
 }

@@ -37,6 +37,8 @@ export interface Run {
   parent_tool_call_id?: string;
   steps?: Record<string, { status: string; output?: string; error?: RunError }>;
   pending_approvals?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
+  /** Calls waiting for a result from outside (SPEC §20), as `pending_approvals`. */
+  pending_tool_results?: { step_id: string; iteration: number; tool_call_id: string; tool_name: string; arguments: unknown; requested_at: number; expires_at: number }[];
   /** The run's state as its last round left it (SPEC §17). */
   state?: Record<string, unknown>;
   /** A fork (SPEC §15): where it was forked from; a retried run: its retry. */

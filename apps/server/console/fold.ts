@@ -76,6 +76,9 @@ export function fold(events: Event[]): StepView[] {
       case 'LoopDetected':
         Object.assign(call(event), { outcome: 'loop detected', detail: `${event.repeats} repeats` });
         break;
+      case 'ToolResultRequested':
+        Object.assign(call(event), { outcome: 'waiting for a result', detail: `until ${new Date(Number(event.expires_at)).toLocaleTimeString()}` });
+        break;
       case 'StepCompleted':
         step(event.step_id).outcome = `${event.duration_ms} ms · ${event.output_size_bytes} B out`;
         break;

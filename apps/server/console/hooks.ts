@@ -81,6 +81,7 @@ const KINDS = [
   'DefinitionChanged',
   'ToolApprovalRequested',
   'ToolApprovalResolved',
+  'ToolResultRequested',
   'MessagesInjected',
   'OutputValidationFailed',
   'StateUpdated',

@@ -1,10 +1,11 @@
-// A run's page: its facts (a child run's parent among them) and actions, waiting approvals, workflow graph, timeline, state, steps with their calls, the model's text as it streams, and events, live.
+// A run's page: its facts (a child run's parent among them) and actions, calls waiting for an approval or a result, workflow graph, timeline, state, steps with their calls, the model's text as it streams, and events, live.
 import { useMemo } from 'preact/hooks';
 import { type AgentInfo, type Me, type Run, TERMINAL, api } from './api.ts';
-import { PendingApprovals, RunActions } from './actions.tsx';
+import { PendingApprovals, RunActions, mayWrite } from './actions.tsx';
 import { type StateRound, fold, stateRounds } from './fold.ts';
 import { WorkflowGraph } from './graph.tsx';
 import { useEvents, usePolled, useRunText } from './hooks.ts';
+import { PendingResults } from './pending-results.tsx';
 import { TimelineChart } from './timeline-view.tsx';
 import { Badge, RunLink, duration, time } from './ui.tsx';
 
@@ -83,6 +84,7 @@ export function RunPage({ run_id, me }: { run_id: string; me: Me }) {
         <RunActions run={run} me={me} />
       </div>
       {(run.pending_approvals?.length ?? 0) > 0 && <PendingApprovals run={run} me={me} />}
+      {(run.pending_tool_results?.length ?? 0) > 0 && <PendingResults run={run} canAnswer={mayWrite(me)} />}
       {graph && (
         <div class="card">
           <h2>Workflow</h2>

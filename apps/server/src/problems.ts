@@ -33,6 +33,7 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   payload_too_large: 413,
   redis_unavailable: 503,
   not_pending: 409,
+  not_waiting: 409,
   thread_busy: 409,
   idempotency_conflict: 409,
 };

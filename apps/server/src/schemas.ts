@@ -40,6 +40,17 @@ export const RunMessages = Type.Object({
   ),
 });
 
+/** A call waiting for something outside (an approval, a result), as a run's record lists it. */
+const PendingCall = Type.Object({
+  step_id: Type.String(),
+  iteration: Type.Integer(),
+  tool_call_id: Type.String(),
+  tool_name: Type.String(),
+  arguments: Type.Unknown(),
+  requested_at: Type.Integer(),
+  expires_at: Type.Integer(),
+});
+
 export const RunRecord = Type.Object(
   {
     run_id: Type.String(),
@@ -62,19 +73,11 @@ export const RunRecord = Type.Object(
     steered_from: Type.Optional(
       Type.Array(Type.String(), { description: 'a run that took input steered into a run that ended without it reaching the thread: the steering runs' }),
     ),
-    pending_approvals: Type.Optional(
-      Type.Array(
-        Type.Object({
-          step_id: Type.String(),
-          iteration: Type.Integer(),
-          tool_call_id: Type.String(),
-          tool_name: Type.String(),
-          arguments: Type.Unknown(),
-          requested_at: Type.Integer(),
-          expires_at: Type.Integer(),
-        }),
-        { description: 'calls waiting for approval, with their arguments (for approvers; never in events)' },
-      ),
+    pending_approvals: Type.Optional(Type.Array(PendingCall, { description: 'calls waiting for approval, with their arguments (for approvers; never in events)' })),
+    pending_tool_results: Type.Optional(
+      Type.Array(PendingCall, {
+        description: 'calls waiting for their result from outside (SPEC §20), with their arguments (for whoever answers; never in events)',
+      }),
     ),
     steps: Type.Optional(
       Type.Record(Type.String(), Type.Object({ status: Type.String(), output: Type.Optional(Type.String()), error: Type.Optional(Type.Ref('RunError')) }, open)),
@@ -156,6 +159,23 @@ export const ApprovalBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** A result from outside (SPEC §20): exactly one of `output` (any JSON value) and `error` (at most 4 KiB). */
+export const ToolResultBody = Type.Union(
+  [
+    Type.Object(
+      { output: Type.Unknown({ description: "the call's output: any JSON value (a string is the text itself), checked against the tool's output_schema" }) },
+      { additionalProperties: false },
+    ),
+    Type.Object({ error: Type.String({ minLength: 1, maxLength: 4_096, description: 'fails the call: the model reads `Error: <error>`' }) }, { additionalProperties: false }),
+  ],
+  { description: '{ output } or { error }' },
+);
+
+export const ToolResultAnswer = Type.Object({
+  status: Type.Union([Type.Literal('completed'), Type.Literal('failed')], { description: "the call's outcome" }),
+  answered_at: Type.Integer({ description: 'epoch ms of the first answer' }),
+});
 
 export const ApprovalResolution = Type.Object({
   approved: Type.Boolean(),

@@ -32,6 +32,7 @@ import { operateRoutes } from './routes/operate.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { tokenRoutes } from './routes/tokens.ts';
+import { toolResultRoutes } from './routes/tool-results.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
 import { RunThreads, checkTokenRequest, documentTokenRoute, withoutToken } from './tokens.ts';
 
@@ -174,6 +175,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(operateRoutes, { client });
   await app.register(threadRoutes, { client });
   await app.register(tokenRoutes, { tokens });
+  await app.register(toolResultRoutes, { client });
   await app.register(registryRoutes, { client, redis });
   await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
   await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });

@@ -18,6 +18,8 @@ interface TokenRule {
   readonly on: 'run' | 'thread' | 'enqueue';
   /** GET routes an EventSource reads, which cannot set headers: the token may come as `?token=`. */
   readonly query?: true;
+  /** The answer names who gave it (`by`): given with a token, the token's (see `answerBy`). */
+  readonly by?: true;
 }
 
 /**
@@ -34,7 +36,8 @@ const TOKEN_RULES: Readonly<Record<string, TokenRule>> = {
   'GET /v1/runs/:run_id/stream': { action: 'read', on: 'run', query: true },
   'GET /v1/runs/:run_id/messages': { action: 'read', on: 'run' },
   'POST /v1/runs/:run_id/cancel': { action: 'cancel', on: 'run' },
-  'POST /v1/runs/:run_id/approvals/:tool_call_id': { action: 'respond', on: 'run' },
+  'POST /v1/runs/:run_id/approvals/:tool_call_id': { action: 'respond', on: 'run', by: true },
+  'POST /v1/runs/:run_id/tool-results/:tool_call_id': { action: 'respond', on: 'run' },
   'GET /v1/threads/:thread_id': { action: 'read', on: 'thread' },
 };
 
@@ -77,7 +80,7 @@ export async function checkTokenRequest(request: FastifyRequest, grant: TokenGra
     // An unknown run and another thread's run answer the same: a token learns nothing of runs not its own.
     const own = grant.run_id !== undefined ? run_id === grant.run_id : (await threads.of(run_id)) === grant.thread_id;
     if (!own) throw forbidden(`this token is not for run '${run_id}'`);
-    if (rule.action === 'respond') answerBy(request, grant);
+    if (rule.by) answerBy(request, grant);
   } else {
     checkEnqueue(request, grant);
   }

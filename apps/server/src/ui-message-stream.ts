@@ -25,7 +25,9 @@ type UiChunk = Record<string, unknown> & { readonly type: string };
  * protocol needs to know (the step and the text part open). A step of the protocol is an
  * iteration (one provider call); an attempt's text is a text part of its own, and a `reset`
  * is the protocol's `reset-step`, which drops the step's parts so far. Tool calls are dynamic tool
- * parts with their status (the stream holds no arguments or results). The run's `end` closes
+ * parts with their status (the stream holds no arguments or results), executed by the server
+ * (`providerExecuted`); an external tool's call gets its arguments (`tool_input`, SPEC §20) for the
+ * browser to run it, and a call waiting for approval an approval request (`tool_approval`). The run's `end` closes
  * the message: `finish` when it completed, `error` when it failed, `abort` when it was cancelled.
  *
  * Resuming after offset n replays chunks 1…n through `translate` without sending their output,
@@ -69,15 +71,28 @@ export class UiMessageTranslator {
       case 'tool_call':
         this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
         this.stepCalls.add(chunk.tool_call_id);
-        out.push({ type: 'tool-input-available', toolCallId: chunk.tool_call_id, toolName: chunk.tool_name, input: null, dynamic: true });
+        // Its input is not in the stream (a worker tool's arguments never are): the part starts, and only a browser tool's gets its input (`tool_input`).
+        out.push({ type: 'tool-input-start', toolCallId: chunk.tool_call_id, toolName: chunk.tool_name, dynamic: true });
+        break;
+      case 'tool_input':
+        // An external tool's call waits for the browser (SPEC §20): its part gets its input, and `useChat`'s `onToolCall` runs it.
+        this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
+        this.stepCalls.add(chunk.tool_call_id);
+        out.push({ type: 'tool-input-available', toolCallId: chunk.tool_call_id, toolName: chunk.tool_name, input: chunk.input, dynamic: true });
+        break;
+      case 'tool_approval':
+        // A call waits for a person (SPEC §10): AI SDK 7's approval request on its part, answered with `addToolApprovalResponse` (the approval's id is the call's).
+        if (!this.stepCalls.has(chunk.tool_call_id)) break;
+        out.push({ type: 'tool-approval-request', approvalId: chunk.tool_call_id, toolCallId: chunk.tool_call_id });
         break;
       case 'tool_result':
         // The protocol finds a call among the current step's parts; a result of another step (a workflow's parallel steps) has none to go to.
         if (!this.stepCalls.has(chunk.tool_call_id)) break;
+        // The server ran (or took the answer of) the call: `providerExecuted`, so the chat does not wait for the browser to answer it.
         out.push(
           chunk.status === 'completed'
-            ? { type: 'tool-output-available', toolCallId: chunk.tool_call_id, output: { status: 'completed' }, dynamic: true }
-            : { type: 'tool-output-error', toolCallId: chunk.tool_call_id, errorText: 'the tool call failed', dynamic: true },
+            ? { type: 'tool-output-available', toolCallId: chunk.tool_call_id, output: { status: 'completed' }, providerExecuted: true, dynamic: true }
+            : { type: 'tool-output-error', toolCallId: chunk.tool_call_id, errorText: 'the tool call failed', providerExecuted: true, dynamic: true },
         );
         break;
       case 'end':

@@ -394,6 +394,7 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/messages',
       '/v1/runs/{run_id}/retry',
       '/v1/runs/{run_id}/stream',
+      '/v1/runs/{run_id}/tool-results/{tool_call_id}',
       '/v1/threads/{thread_id}',
       '/v1/tokens',
     ]);

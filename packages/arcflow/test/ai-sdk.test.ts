@@ -1,9 +1,10 @@
-import { AbstractChat, type ChatState, type ChatStatus, type UIMessage, readUIMessageStream } from 'ai';
+import { AbstractChat, type UIMessage, readUIMessageStream } from 'ai';
 import { createToken } from 'arcflow';
 import { ArcflowChatTransport } from 'arcflow/ai-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StreamStack, startStreamStack } from '../../../apps/server/test/stream-stack.ts';
 import { expectedAnswer } from '../../queue/test/fixtures/stream-fake.ts';
+import { MemoryChatState, textOf } from './memory-chat.ts';
 
 const KEY = 'chat-write-0123456789';
 const TOKEN_SECRET = 'chat-token-secret-0123456789-abcdefgh';
@@ -13,23 +14,6 @@ beforeAll(async () => {
   stack = await startStreamStack('ai-sdk', `web:${KEY}:write`, 15, { ARCFLOW_TOKEN_SECRET: TOKEN_SECRET });
 });
 afterAll(() => stack?.stop());
-
-/** What `useChat` keeps in React state, kept in memory: the AI SDK's own chat logic runs on it. */
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (message: UIMessage) => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage) => {
-    this.messages = this.messages.map((each, at) => (at === index ? message : each));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
 
 class NodeChat extends AbstractChat<UIMessage> {
   readonly memory: MemoryChatState;
@@ -69,11 +53,6 @@ function droppingFetch(bytes: number): { fetch: typeof fetch; streamRequests: He
   return { fetch: wrapped, streamRequests };
 }
 
-const textOf = (message: UIMessage | undefined) =>
-  (message?.parts ?? [])
-    .filter((part) => part.type === 'text')
-    .map((part) => (part as { text: string }).text)
-    .join('');
 const threadMessages = async (thread_id: string) =>
   (
     (await (await fetch(`${stack.serve.url}/v1/threads/${thread_id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as {

@@ -21,6 +21,9 @@ export const TOOL_DEFAULTS = Object.freeze({
   retries: 0,
   max_result_bytes: 64 * 1024,
   approval_timeout_ms: 24 * 3600 * 1000,
+  /** How long a call waits for its result from outside (SPEC §20), and the most a tool may set. */
+  result_timeout_ms: 24 * 3600 * 1000,
+  max_result_timeout_ms: 30 * 24 * 3600 * 1000,
 });
 
 /** Provider retry policy used by the in-process runner (the engine maps it onto BullMQ attempts). */

@@ -35,6 +35,7 @@ export type ToolFailureCode =
   | 'worker_lost'
   | 'rejected'
   | 'approval_timeout'
+  | 'result_timeout'
   | 'state_too_large'
   | 'child_failed';
 

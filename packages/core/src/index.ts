@@ -148,6 +148,7 @@ export * from './loop/tool-events.ts';
 export * from './loop/step-events.ts';
 export * from './loop/test-mode.ts';
 export * from './loop/approvals.ts';
+export * from './loop/tool-results.ts';
 export { runLocal } from './runner/run-local.ts';
 export type { RunLocalOptions, LocalRun } from './runner/local-options.ts';
 export { LocalEventLog } from './runner/event-log.ts';

@@ -47,6 +47,8 @@ export interface RunRecord {
   readonly steered_from?: readonly string[];
   /** Calls waiting for a person's approval (their arguments are for the approvers; never in events). */
   readonly pending_approvals?: readonly PendingApproval[];
+  /** Calls waiting for their result from outside (SPEC §20): an external tool's, or a deferred handler's. */
+  readonly pending_tool_results?: readonly PendingToolResult[];
   /** The run's state as its last round left it (SPEC §17); `{}` when nothing set one. */
   readonly state?: Readonly<Record<string, unknown>>;
   /** A fork (SPEC §15): the run, step and iteration it was forked from. */
@@ -71,6 +73,16 @@ export interface PendingApproval {
   readonly arguments: unknown;
   readonly requested_at: number;
   readonly expires_at: number;
+}
+
+/** A call waiting for its result from outside, as the record lists it (the same fields as an approval's). */
+export type PendingToolResult = PendingApproval;
+
+/** How a result from outside was taken (`client.submitToolResult` returns it, the same every time). */
+export interface ToolResultAnswer {
+  /** The call's outcome: `completed` for an output, `failed` for an error. */
+  readonly status: 'completed' | 'failed';
+  readonly answered_at: number;
 }
 
 /** How a waiting call was resolved (`client.approve` returns it, the same every time). */

@@ -60,7 +60,7 @@ describe('mcpTools over streamable HTTP (server-everything streamableHttp)', () 
     const opened = await openToolSources([new Agent({ name: 'mcp-restart', tools: [remote] })], { logger });
     try {
       const sum = (opened.definitions[0] as Agent).findTool('restarting_get-sum')!;
-      const call = (a: number) => sum.handler({ a, b: 1 }, { signal: new AbortController().signal } as ToolContext);
+      const call = (a: number) => sum.handler!({ a, b: 1 }, { signal: new AbortController().signal } as ToolContext);
       expect(await call(1)).toBe('The sum of 1 and 1 is 2.');
       server.kill();
       await new Promise((resolve) => server.once('exit', resolve));

@@ -1,5 +1,5 @@
 import { CallStore } from './calls/call-store.ts';
-import { ApprovalStore } from './calls/waiting/approval-store.ts';
+import { WaitingStore } from './calls/waiting/waiting-store.ts';
 import { ChildStore } from './calls/waiting/child-store.ts';
 import { ProviderPauses } from './loop/provider-pauses.ts';
 import { PartitionMap } from './redis/partition-map.ts';
@@ -34,7 +34,7 @@ export class Store {
   readonly threads: ThreadStore;
   /** A workflow run's steps. */
   readonly workflows: WorkflowStore;
-  /** A round's calls, and the calls that wait (approvals, child runs). */
+  /** A round's calls, and the calls that wait (approvals, results from outside, child runs). */
   readonly calls: CallStore;
   /** The runs' streams of text (SPEC §12). */
   readonly streams: StreamStore;
@@ -50,8 +50,9 @@ export class Store {
     this.partitions = new PartitionMap(redis, keys, prefix);
     const stateLogs = new StateLogs(redis, keys);
     this.workflows = new WorkflowStore(context, stateLogs);
-    this.calls = new CallStore(context, new ApprovalStore(context), new ChildStore(context));
-    const records = new RunRecords(context, { workflows: this.workflows, approvals: this.calls.approvals, partitions: this.partitions });
+    this.calls = new CallStore(context, { approvals: new WaitingStore('approval', context), toolResults: new WaitingStore('result', context) }, new ChildStore(context));
+    const { approvals, toolResults } = this.calls;
+    const records = new RunRecords(context, { workflows: this.workflows, approvals, toolResults, partitions: this.partitions });
     const listing = new RunListing(context, this.partitions, records);
     this.runs = { records, listing, events: new RunEvents(context), endings: new RunEndings(context) };
     this.steps = new StepStore(context, new Transcripts(redis, keys), stateLogs);

@@ -5,3 +5,4 @@ export { defineWorkflowScenarios } from './workflow-scenarios.ts';
 export { defineBudgetScenarios } from './budget-scenarios.ts';
 export { defineOutputScenarios } from './output-scenarios.ts';
 export { defineStateScenarios } from './state-scenarios.ts';
+export { defineToolResultScenarios, type WaitingScenarioRunner } from './tool-result-scenarios.ts';

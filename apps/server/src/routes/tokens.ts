@@ -16,7 +16,7 @@ const TokenBody = Type.Object(
     actions: Type.Array(Type.Union(TOKEN_ACTIONS.map((action) => Type.Literal(action))), {
       minItems: 1,
       description:
-        "read: the thread's messages and its runs' records, events and streams (or the run's); send: enqueue on the thread, agents listed only; cancel: its runs; respond: its runs' approvals",
+        "read: the thread's messages and its runs' records, events and streams (or the run's); send: enqueue on the thread, agents listed only; cancel: its runs; respond: its runs' approvals and results from outside",
     }),
     agents: Type.Optional(Type.Array(Type.String(), { minItems: 1, description: 'with send: the agents it may enqueue' })),
     subject: Type.Optional(Type.String({ description: "the app's user id (≤ 128 characters): runs it enqueues say enqueued_by: token:<subject>" })),

@@ -1,4 +1,5 @@
 import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from 'ai';
+import { BROWSER_TURN_END, BrowserTurn, browserAnswers } from './answers.ts';
 import { sseFrames } from './sse-frames.ts';
 import { userContent } from './user-content.ts';
 
@@ -50,6 +51,8 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
   private readonly tokenSource: TransportToken | undefined;
   /** The token the function gave last (shared by concurrent requests), until a 401 asks for another. */
   private token: Promise<string> | undefined;
+  /** The last stream id this transport saw of each run: a chat answering a run's browser calls goes on from there. */
+  private readonly seen = new Map<string, string>();
 
   constructor(options: ArcflowChatTransportOptions) {
     let url: URL;
@@ -83,6 +86,8 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
     }
     const thread_id = checkThreadId(options.chatId);
     const last = options.messages.at(-1);
+    // The browser answered its run's waiting calls (SPEC §20): the answers go to that run, whose stream goes on; no new run.
+    if (last?.role === 'assistant') return this.answerRun(last, options.headers, options.abortSignal);
     if (last?.role !== 'user') throw new Error('ArcflowChatTransport: the last message of the chat must be the user message to send');
     const response = await this.request('/v1/runs', {
       method: 'POST',
@@ -96,6 +101,20 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
     return this.runStream(run_id, options.headers, options.abortSignal);
   }
 
+  /** Posts the tool outputs and approval responses of the run's message (its id is the run's), then streams on from where this chat was. */
+  private async answerRun(message: UIMessage, extra: ChatRequestOptions['headers'], signal: AbortSignal | undefined): Promise<ReadableStream<UIMessageChunk>> {
+    const run_id = message.id;
+    const { results, approvals } = browserAnswers(message);
+    const headers = { 'content-type': 'application/json', ...(await this.headersFor(extra)) };
+    const post = (path: string, body: unknown) =>
+      this.request(path, { method: 'POST', headers, body: JSON.stringify(body), signal }, [409]).then((response) => response.body?.cancel());
+    const run = `/v1/runs/${encodeURIComponent(run_id)}`;
+    // Approvals first: an approved browser tool's call then waits for the result given with it.
+    for (const { tool_call_id, body } of approvals) await post(`${run}/approvals/${encodeURIComponent(tool_call_id)}`, body);
+    for (const { tool_call_id, body } of results) await post(`${run}/tool-results/${encodeURIComponent(tool_call_id)}`, body);
+    return this.runStream(run_id, extra, signal, this.seen.get(run_id));
+  }
+
   async reconnectToStream(options: { chatId: string; abortSignal?: AbortSignal } & ChatRequestOptions): Promise<ReadableStream<UIMessageChunk> | null> {
     const thread_id = checkThreadId(options.chatId);
     const response = await this.request(`/v1/threads/${encodeURIComponent(thread_id)}`, { headers: await this.headersFor(options.headers), signal: options.abortSignal }, [404]);
@@ -106,9 +125,13 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
   }
 
   /** The run's UI message stream, resumed after the last `id:` it saw whenever the connection drops. */
-  private runStream(run_id: string, extra: ChatRequestOptions['headers'], signal: AbortSignal | undefined): ReadableStream<UIMessageChunk> {
-    let lastId: string | undefined;
+  private runStream(run_id: string, extra: ChatRequestOptions['headers'], outer: AbortSignal | undefined, after?: string): ReadableStream<UIMessageChunk> {
+    let lastId: string | undefined = after;
     let cancelled = false;
+    // Ends the reading when the run waits for the browser (the chat's turn ends there), or when the chat aborts.
+    const reading = new AbortController();
+    const signal = outer ? AbortSignal.any([outer, reading.signal]) : reading.signal;
+    const turn = new BrowserTurn();
     const path = `/v1/runs/${encodeURIComponent(run_id)}/stream?format=ai-sdk`;
     return new ReadableStream<UIMessageChunk>({
       start: async (controller) => {
@@ -119,17 +142,28 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
             const headers = { accept: 'text/event-stream', ...(await this.headersFor(extra)), ...(lastId ? { 'last-event-id': lastId } : {}) };
             const response = await this.request(path, { headers, signal });
             for await (const frame of sseFrames(response.body!)) {
-              if (frame.id !== undefined) lastId = frame.id;
+              if (frame.id !== undefined) {
+                lastId = frame.id;
+                this.seen.set(run_id, frame.id);
+              }
               if (frame.data === undefined) continue;
               if (frame.data === '[DONE]') {
                 controller.close();
                 return;
               }
-              controller.enqueue(uiChunk(frame.data));
+              const chunk = uiChunk(frame.data);
+              controller.enqueue(chunk);
               progressed = true;
+              if (turn.take(chunk) && frame.id !== undefined) {
+                // The run waits for the browser: the turn ends here, and the answers come back through sendMessages.
+                for (const end of BROWSER_TURN_END) controller.enqueue(end);
+                controller.close();
+                reading.abort();
+                return;
+              }
             }
           } catch (error) {
-            if (cancelled) return;
+            if (cancelled || reading.signal.aborted) return;
             if (signal?.aborted || error instanceof RefusedError) {
               controller.error(signal?.aborted ? abortError(signal) : error);
               return;
@@ -147,6 +181,7 @@ export class ArcflowChatTransport<UI_MESSAGE extends UIMessage = UIMessage> impl
       },
       cancel: () => {
         cancelled = true;
+        reading.abort();
       },
     });
   }

@@ -70,7 +70,7 @@ export function helpCommands(help: string): Map<string, Set<string>> {
   const lines = help.split('\n');
   const end = lines.findIndex((line) => line.startsWith('environment:'));
   for (const line of lines.slice(0, end === -1 ? lines.length : end)) {
-    const command = /^ {2}([a-z]+)\b/.exec(line);
+    const command = /^ {2}([a-z][a-z-]*)\b/.exec(line);
     if (command) {
       // A command may have several lines (`runs …` and `runs retry|cancel …`): their flags add up.
       current = commands.get(command[1]!) ?? new Set();

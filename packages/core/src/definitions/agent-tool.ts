@@ -102,6 +102,7 @@ export function agentTool(agent: Agent, config: AgentToolConfig = {}): ToolDefin
     input_schema,
     input_schema_hash: shortHash(input_schema),
     ...options,
+    external: false,
     // The child is never run twice. Starting it is tried again when a write fails: every try finds the same child.
     retries: AGENT_TOOL_START_RETRIES,
     handler: () => {

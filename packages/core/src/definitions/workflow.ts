@@ -169,6 +169,9 @@ function checkStep(workflow: string, step: WorkflowStepConfig, index: number): W
   }
   const { tool, args } = step as ToolStepConfig;
   if (tool?.kind !== 'tool') throw new ConfigError(`${where}: step '${id}': tool must come from tool()`);
+  if (tool.external) {
+    throw new ConfigError(`${where}: step '${id}': tool '${tool.name}' has no handler: an external tool's call waits for a result from outside, which a tool step cannot`);
+  }
   if (childOf(tool)) throw new ConfigError(`${where}: step '${id}': '${tool.name}' is an agent tool; make the step an agent step ({ agent }) instead`);
   if (args !== undefined && typeof args !== 'function') throw new ConfigError(`${where}: step '${id}': args must be a function`);
   if ('input' in step && step.input !== undefined) throw new ConfigError(`${where}: step '${id}' is a tool step; 'input' belongs to agent steps`);

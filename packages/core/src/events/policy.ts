@@ -22,6 +22,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   LoopDetected: [...TOOL, 'repeats', 'window', 'action'],
   ToolApprovalRequested: [...TOOL, 'input_schema_hash', 'input_size_bytes'],
   ToolApprovalResolved: [...TOOL, 'approved', 'by'],
+  ToolResultRequested: [...TOOL, 'input_schema_hash', 'input_size_bytes', 'expires_at'],
   OutputValidationFailed: ['violation_description'],
   MessagesInjected: ['count', 'input_size_bytes'],
   StateUpdated: ['keys', 'state_size_bytes'],

@@ -137,6 +137,16 @@ export interface ToolApprovalResolved extends InIteration {
   readonly approved: boolean;
   readonly by?: string;
 }
+/** A call waits for its result from outside (SPEC §20): an external tool's call, or a handler that deferred. */
+export interface ToolResultRequested extends InIteration {
+  readonly kind: 'ToolResultRequested';
+  readonly tool_name: string;
+  readonly tool_call_id: string;
+  readonly input_schema_hash: string;
+  readonly input_size_bytes: number;
+  /** When the call fails `result_timeout` if no result came (epoch ms). */
+  readonly expires_at: number;
+}
 /** An answer that failed the step's output schema (SPEC §11); the model is asked again, or the step fails. */
 export interface OutputValidationFailed extends Base {
   readonly kind: 'OutputValidationFailed';
@@ -204,6 +214,7 @@ export type TraceEvent =
   | LoopDetected
   | ToolApprovalRequested
   | ToolApprovalResolved
+  | ToolResultRequested
   | OutputValidationFailed
   | MessagesInjected
   | StateUpdated

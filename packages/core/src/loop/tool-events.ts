@@ -83,6 +83,8 @@ export function settleExecution(planned: ExecuteCall, place: CallPlace, outcome:
     case 'cancelled':
       return cancelledCall(planned, place, duration_ms);
     case 'error':
+    // A deferral where none can wait (a call run inline under legacy_eager on the queue engine): the worker logs why.
+    case 'deferred':
       return { content: ToolResultText.unavailable(), terminal: { kind: 'ToolCallFailed', ...ids, error_code: 'tool_error' } };
   }
 }
@@ -147,7 +149,11 @@ export function childCallSettled(
   if (child.status !== 'completed') {
     return failedCall(call, place, ToolResultText.childFailed(child.error_code ?? child.status), 'child_failed', duration_ms);
   }
-  const content = truncateResult(child.output ?? '', call.max_result_bytes);
+  return completedCall(call, place, truncateResult(child.output ?? '', call.max_result_bytes), duration_ms);
+}
+
+/** A call that completed with `content` (already cut to its tool's limit): `ToolCallCompleted`. */
+export function completedCall(call: { readonly tool_name: string; readonly tool_call_id: string }, place: CallPlace, content: string, duration_ms: number): SettledCall {
   return {
     content,
     terminal: {

@@ -1,6 +1,7 @@
 import type { TraceEvent } from '../events/types.ts';
 import type { ApprovalAnswer, ApprovalRequest } from '../loop/approvals.ts';
 import type { ExecConfig } from '../loop/test-mode.ts';
+import type { ToolResultInput, ToolResultRequest } from '../loop/tool-results.ts';
 import type { ModelProvider } from '../provider.ts';
 import type { RunRecord } from '../run-record.ts';
 import type { ToolLogger } from '../tools/define.ts';
@@ -33,6 +34,12 @@ export interface RunLocalOptions {
    * it, those calls are rejected with the reason `no approver`.
    */
   approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
+  /**
+   * Answers a call that waits for its result from outside (SPEC §20): an external tool's call, or
+   * a handler's `ctx.defer()`. Called for each such call (again after an output the tool's
+   * `output_schema` refuses: the call goes on waiting). Without it, those calls fail `result_timeout` at once.
+   */
+  toolResult?: (request: ToolResultRequest) => ToolResultInput | Promise<ToolResultInput>;
   /** The run's initial state (SPEC §17): a JSON object of at most the agent's `max_state_bytes`; default `{}`. */
   state?: Readonly<Record<string, unknown>>;
 }

@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
 import { type ApprovalAnswer, answerProblem, approvalRequest, approvalRequestedEvent, approvalResolvedEvent, approvalTimedOutCall, rejectedCall } from '../loop/approvals.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
+import { answeredCall, requestedCallFacts, resultRequestedEvent, resultTimedOutCall, toolResultProblem, toolResultRequest } from '../loop/tool-results.ts';
 import {
   type CallPlace,
   type ChildEnding,
@@ -85,6 +86,8 @@ export class LocalTools {
 
   /** Runs the call under the run's and the tool's concurrency caps; resolves with what the model sees. */
   limited(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<string> {
+    // An external tool's call waits for its result from outside, holding no slot.
+    if (planned.tool.external) return this.execute(planned, place, signal);
     return this.limitRun(() => limitFor(planned.tool)(() => this.execute(planned, place, signal)));
   }
 
@@ -93,10 +96,15 @@ export class LocalTools {
     return (await this.settle(planned, place, signal)).content;
   }
 
-  /** As {@link execute}, with the terminal event too. */
-  async settle(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall> {
+  /**
+   * As {@link execute}, with the terminal event too. `canWait` false (a workflow's tool step): a
+   * handler that defers fails the call (`tool_error`), as on the queue engine, where a tool step
+   * has no round to wait in.
+   */
+  async settle(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined, canWait = true): Promise<SettledCall> {
     if (childOf(planned.tool)) return this.settleChild(planned, place, signal);
     const started = performance.now();
+    if (planned.tool.external) return this.awaitResult(planned, place, signal, planned.tool.result_timeout_ms, undefined, started);
     for (let attempt = 1; ; attempt += 1) {
       if (signal?.aborted) return this.record(cancelledCall(planned, place, elapsed(started)));
       this.log.append(toolStartedEvent(planned, place, attempt));
@@ -113,16 +121,62 @@ export class LocalTools {
       if (outcome.status === 'error') {
         this.logger.error('tool handler failed', { run_id: this.log.run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, attempt, error: outcome.error });
       }
+      if (outcome.status === 'deferred' && canWait) return this.awaitResult(planned, place, signal, outcome.timeout_ms, outcome.changes, started);
+      if (outcome.status === 'deferred') {
+        this.logger.error('a workflow tool step deferred: a tool step cannot wait for a result from outside', { run_id: this.log.run_id, ...place, tool: planned.tool.name });
+      }
       if (shouldRetryTool(outcome, attempt, planned.tool.retries)) {
         await sleep(backoffMs(attempt, this.options.tool_retry_backoff_ms ?? 200, 10_000), signal);
         continue;
       }
-      let settled = settleExecution(planned, place, outcome, elapsed(started));
-      if (settled.changes) {
-        if (this.changesFit(planned, place.step_id, settled.changes)) this.keepChanges(planned, place.step_id, settled.changes);
-        else settled = settleExecution(planned, place, { status: 'state_too_large' }, elapsed(started));
-      }
-      return this.record(settled);
+      return this.record(this.withChanges(planned, place, settleExecution(planned, place, outcome, elapsed(started)), started));
+    }
+  }
+
+  /** A completed call's state changes are kept for the join if they fit (SPEC §17); else the call fails `state_too_large`. */
+  private withChanges(planned: ExecuteCall, place: CallPlace, settled: SettledCall, started: number): SettledCall {
+    if (!settled.changes) return settled;
+    if (this.changesFit(planned, place.step_id, settled.changes)) {
+      this.keepChanges(planned, place.step_id, settled.changes);
+      return settled;
+    }
+    return settleExecution(planned, place, { status: 'state_too_large' }, elapsed(started));
+  }
+
+  /**
+   * A call that waits for its result from outside (SPEC §20): `ToolResultRequested`, then the
+   * run's `toolResult` option answers within `timeout_ms` (without one, the call fails
+   * `result_timeout` at once). An output the tool's `output_schema` refuses is logged and the
+   * call goes on waiting: `toolResult` is asked again.
+   */
+  private async awaitResult(
+    planned: ExecuteCall,
+    place: CallPlace,
+    signal: AbortSignal | undefined,
+    timeout_ms: number,
+    changes: SettledCall['changes'],
+    started: number,
+  ): Promise<SettledCall> {
+    this.log.append(resultRequestedEvent(requestedCallFacts(planned), place, Date.now() + timeout_ms));
+    const call = { tool_name: planned.tool.name, tool_call_id: planned.call.id, max_result_bytes: planned.tool.max_result_bytes };
+    const ask = this.options.toolResult;
+    if (!ask) return this.record(resultTimedOutCall(call, place, elapsed(started)));
+    const deadline = Date.now() + timeout_ms;
+    for (;;) {
+      const answer = await waitOutside(() => ask(toolResultRequest(planned, place)), deadline - Date.now(), signal);
+      if (answer === 'cancelled') return this.record(cancelledCall(planned, place, elapsed(started)));
+      if (answer === 'timeout') return this.record(resultTimedOutCall(call, place, elapsed(started)));
+      const problem = toolResultProblem(answer);
+      if (problem) throw new ConfigError(`runLocal: toolResult answered for call '${planned.call.id}' with a bad result: ${problem}`);
+      const violation = 'output' in answer ? planned.tool.checkOutput(answer.output) : undefined;
+      if (violation === undefined) return this.record(this.withChanges(planned, place, answeredCall(call, place, answer, elapsed(started), changes), started));
+      this.logger.warn("toolResult answered with an output the tool's output_schema refuses; the call goes on waiting", {
+        run_id: this.log.run_id,
+        ...place,
+        tool_call_id: planned.call.id,
+        tool: planned.tool.name,
+        violation,
+      });
     }
   }
 
@@ -171,12 +225,9 @@ export class LocalTools {
   async afterApproval(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined, limited: boolean): Promise<string> {
     this.log.append(approvalRequestedEvent(planned, place));
     const approve = this.options.approve ?? ((): ApprovalAnswer => ({ approved: false, reason: 'no approver' }));
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), planned.tool.approval_timeout_ms)));
-    const cancelled = new Promise<'cancelled'>((resolve) => signal?.addEventListener('abort', () => resolve('cancelled'), { once: true }));
-    const answer = await Promise.race([Promise.resolve(approve(approvalRequest(planned, place))), timedOut, cancelled]).finally(() => clearTimeout(timer));
+    const answer = await waitOutside(() => approve(approvalRequest(planned, place)), planned.tool.approval_timeout_ms, signal);
     const ids = { tool_name: planned.tool.name, tool_call_id: planned.call.id };
-    if (answer === 'cancelled' || signal?.aborted) return this.record(cancelledCall(planned, place)).content;
+    if (answer === 'cancelled') return this.record(cancelledCall(planned, place)).content;
     if (answer === 'timeout') return this.record(approvalTimedOutCall(ids, place)).content;
     const problem = answerProblem(answer);
     if (problem) throw new ConfigError(`runLocal: approve answered for call '${planned.call.id}' with a bad answer: ${problem}`);
@@ -188,6 +239,29 @@ export class LocalTools {
   private record(settled: SettledCall): SettledCall {
     this.log.append(settled.terminal);
     return settled;
+  }
+}
+
+/**
+ * A local call that waits for something outside (SPEC §10, §20): the answer `ask` gives, or
+ * `timeout` after `timeout_ms`, or `cancelled` when the run's signal aborts first.
+ */
+async function waitOutside<T>(ask: () => T | Promise<T>, timeout_ms: number, signal: AbortSignal | undefined): Promise<T | 'timeout' | 'cancelled'> {
+  if (signal?.aborted) return 'cancelled';
+  let timer: NodeJS.Timeout | undefined;
+  let stop: (() => void) | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, timeout_ms))));
+  const cancelled = new Promise<'cancelled'>((resolve) => {
+    const onAbort = () => resolve('cancelled');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    stop = () => signal?.removeEventListener('abort', onAbort);
+  });
+  try {
+    const answer = await Promise.race([Promise.resolve().then(ask), timedOut, cancelled]);
+    return signal?.aborted ? 'cancelled' : answer;
+  } finally {
+    clearTimeout(timer);
+    stop?.();
   }
 }
 

@@ -179,7 +179,7 @@ class LocalWorkflowRun {
         });
       }
       this.tools.beginRound(step.id, this.state, DEFAULT_MAX_STATE_BYTES);
-      const settled = await this.tools.settle(planned, place, signal);
+      const settled = await this.tools.settle(planned, place, signal, false);
       if (signal.aborted) return { status: 'cancelled' };
       if (settled.terminal.kind === 'ToolCallCompleted') {
         if (!this.applyStepChanges(this.tools.takeChanges(step.id, [planned]), DEFAULT_MAX_STATE_BYTES))

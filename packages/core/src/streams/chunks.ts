@@ -23,6 +23,18 @@ export type StreamChunk =
       readonly tool_call_id: string;
       readonly status: 'completed' | 'failed';
     }
+  /** An external tool's call waits for its result (SPEC §20): its arguments, for the browser that answers. No other tool's arguments enter the stream. */
+  | {
+      readonly offset: number;
+      readonly type: 'tool_input';
+      readonly step_id: string;
+      readonly iteration: number;
+      readonly tool_call_id: string;
+      readonly tool_name: string;
+      readonly input: unknown;
+    }
+  /** A call waits for a person's approval (SPEC §10); no arguments. */
+  | { readonly offset: number; readonly type: 'tool_approval'; readonly step_id: string; readonly iteration: number; readonly tool_call_id: string; readonly tool_name: string }
   | { readonly offset: number; readonly type: 'reset'; readonly step_id: string; readonly iteration: number; readonly attempt: number }
   | { readonly offset: number; readonly type: 'end'; readonly status: 'completed' | 'failed' | 'cancelled' };
 
@@ -45,6 +57,12 @@ export function readStreamChunk(value: unknown): StreamChunk | undefined {
       if (!isText(value.step_id) || !isWhole(value.iteration) || !isText(value.tool_call_id)) return undefined;
       if (value.status !== 'completed' && value.status !== 'failed') return undefined;
       return { offset, type: 'tool_result', step_id: value.step_id, iteration: value.iteration, tool_call_id: value.tool_call_id, status: value.status };
+    case 'tool_input':
+    case 'tool_approval': {
+      if (!isText(value.step_id) || !isWhole(value.iteration) || !isText(value.tool_call_id) || !isText(value.tool_name)) return undefined;
+      const call = { offset, step_id: value.step_id, iteration: value.iteration, tool_call_id: value.tool_call_id, tool_name: value.tool_name };
+      return value.type === 'tool_approval' ? { ...call, type: 'tool_approval' } : { ...call, type: 'tool_input', input: value.input ?? null };
+    }
   }
   if (!isText(value.step_id) || !isWhole(value.iteration) || !isWhole(value.attempt)) return undefined;
   const place = { offset, step_id: value.step_id, iteration: value.iteration, attempt: value.attempt };

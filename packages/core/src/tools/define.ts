@@ -32,10 +32,30 @@ export interface ToolContext {
    * changes, which count only if the call completes and are applied at the join in call order.
    */
   readonly state: StateAccess;
+  /**
+   * Ends the handler's job without a result (SPEC §20): `return ctx.defer()`. The call waits for
+   * its result from outside (`submitToolResult` with this call's `run_id` and `tool_call_id`), at
+   * most `timeout_ms` (default the tool's `result_timeout_ms`); state changes made before are kept.
+   */
+  defer(options?: { readonly timeout_ms?: number }): DeferredResult;
+}
+
+/** What `ctx.defer()` returns: the handler's job ends and the call waits for its result from outside. */
+export interface DeferredResult {
+  readonly [DEFERRED]: true;
+  readonly timeout_ms: number;
+}
+
+/** Marks a {@link DeferredResult}; no JSON value a handler returns can carry it. */
+export const DEFERRED: unique symbol = Symbol.for('arcflow.deferred');
+
+/** Whether a handler's return value is `ctx.defer()`'s. */
+export function isDeferred(value: unknown): value is DeferredResult {
+  return typeof value === 'object' && value !== null && (value as { [DEFERRED]?: unknown })[DEFERRED] === true;
 }
 
 /** What `needs_approval` as a function is given, besides the arguments: a handler's context without `signal` and `state`. */
-export type ApprovalContext = Omit<ToolContext, 'signal' | 'state'>;
+export type ApprovalContext = Omit<ToolContext, 'signal' | 'state' | 'defer'>;
 
 /** Whether a call needs a person's approval: always, never, or decided per call from its arguments. */
 export type NeedsApproval<Args = any> = boolean | ((args: Args, ctx: ApprovalContext) => boolean);
@@ -56,7 +76,15 @@ export interface ToolConfig<Args = any> {
   needs_approval?: NeedsApproval<Args>;
   /** How long a call waits for approval before it fails `approval_timeout` (default 24 h). */
   approval_timeout_ms?: number;
-  handler: ToolHandler<Args>;
+  /**
+   * Checks a result given from outside (SPEC §20): an external tool's, or a deferred call's. A
+   * result that fails it is refused, naming the path, and the call goes on waiting.
+   */
+  output_schema?: JsonSchema;
+  /** How long a call waits for its result from outside before it fails `result_timeout` (default 24 h, at most 30 days). */
+  result_timeout_ms?: number;
+  /** Without a handler the tool is external (SPEC §20): its calls are not executed but wait for a result from outside (a browser, a webhook). */
+  handler?: ToolHandler<Args>;
 }
 
 /** The keys of {@link ToolOptions}: what a tool takes besides its name, description, schema and handler. */
@@ -67,6 +95,8 @@ export const TOOL_OPTION_KEYS = {
   max_result_bytes: true,
   needs_approval: true,
   approval_timeout_ms: true,
+  output_schema: true,
+  result_timeout_ms: true,
 } as const satisfies KnownKeys<ToolOptions>;
 
 /** The keys of {@link ToolConfig}: any other is refused, naming the nearest of these. */
@@ -83,9 +113,16 @@ export interface ToolDefinition {
   readonly concurrency: number | undefined;
   readonly retries: number;
   readonly max_result_bytes: number;
-  readonly handler: ToolHandler;
+  /** Absent for an external tool, whose calls wait for a result from outside instead (SPEC §20). */
+  readonly handler: ToolHandler | undefined;
+  /** The tool has no handler: its valid calls are never executed, they wait for a result (SPEC §20). */
+  readonly external: boolean;
   readonly needs_approval: NeedsApproval;
   readonly approval_timeout_ms: number;
+  readonly output_schema: JsonSchema | undefined;
+  readonly result_timeout_ms: number;
+  /** Checks a result from outside against `output_schema`: `undefined` when it fits (or there is none), else the violation. */
+  readonly checkOutput: (output: unknown) => string | undefined;
   /** Returns `undefined` for valid arguments, else the violation text (paths and expectations only). */
   readonly check: (args: unknown) => string | undefined;
 }
@@ -99,7 +136,7 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
     throw new ConfigError(`tool name must match ${TOOL_NAME} (letters, digits, _ and -), got ${JSON.stringify(name)}`);
   }
   checkKnownKeys(config, TOOL_KEYS, `tool '${name}'`, 'definition');
-  if (typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
+  if (config.handler !== undefined && typeof config.handler !== 'function') throw new ConfigError(`tool '${name}': handler must be a function`);
   if (typeof config.description !== 'string') throw new ConfigError(`tool '${name}': description must be a string`);
   const check = compileSchema(`tool '${name}': input_schema`, config.input_schema);
   const options = resolveToolOptions(`tool '${name}'`, config);
@@ -110,16 +147,23 @@ export function tool<Args = any>(config: ToolConfig<Args>): ToolDefinition {
     input_schema: config.input_schema,
     input_schema_hash: shortHash(config.input_schema),
     ...options,
-    handler: config.handler as ToolHandler,
+    handler: config.handler as ToolHandler | undefined,
+    external: config.handler === undefined,
     check,
   });
 }
 
 /** The options every tool takes besides its name, description, schema and handler (MCP tools take them too). */
-export type ToolOptions = Pick<ToolConfig, 'timeout_ms' | 'concurrency' | 'retries' | 'max_result_bytes' | 'needs_approval' | 'approval_timeout_ms'>;
+export type ToolOptions = Pick<
+  ToolConfig,
+  'timeout_ms' | 'concurrency' | 'retries' | 'max_result_bytes' | 'needs_approval' | 'approval_timeout_ms' | 'output_schema' | 'result_timeout_ms'
+>;
 
 /** {@link ToolOptions} with every default applied. */
-export type ResolvedToolOptions = Pick<ToolDefinition, 'timeout_ms' | 'concurrency' | 'retries' | 'max_result_bytes' | 'needs_approval' | 'approval_timeout_ms'>;
+export type ResolvedToolOptions = Pick<
+  ToolDefinition,
+  'timeout_ms' | 'concurrency' | 'retries' | 'max_result_bytes' | 'needs_approval' | 'approval_timeout_ms' | 'output_schema' | 'result_timeout_ms' | 'checkOutput'
+>;
 
 /** Checks a tool's options and applies their defaults; errors start with `where` (`tool 'get_weather'`). */
 export function resolveToolOptions(where: string, options: ToolOptions): ResolvedToolOptions {
@@ -132,7 +176,28 @@ export function resolveToolOptions(where: string, options: ToolOptions): Resolve
     throw new ConfigError(`${where}: needs_approval must be a boolean or a function of (args, ctx), got ${JSON.stringify(needs_approval)}`);
   }
   const approval_timeout_ms = positiveInt(where, 'approval_timeout_ms', options.approval_timeout_ms ?? TOOL_DEFAULTS.approval_timeout_ms, 1);
-  return { timeout_ms, concurrency, retries, max_result_bytes, needs_approval: needs_approval as NeedsApproval, approval_timeout_ms };
+  const result_timeout_ms = resultTimeoutMs(`${where}: result_timeout_ms`, options.result_timeout_ms ?? TOOL_DEFAULTS.result_timeout_ms);
+  const output_schema = options.output_schema;
+  const checkOutput = output_schema === undefined ? () => undefined : compileSchema(`${where}: output_schema`, output_schema);
+  return {
+    timeout_ms,
+    concurrency,
+    retries,
+    max_result_bytes,
+    needs_approval: needs_approval as NeedsApproval,
+    approval_timeout_ms,
+    output_schema,
+    result_timeout_ms,
+    checkOutput,
+  };
+}
+
+/** A wait for a result from outside: a whole number of ms from 1 to 30 days (SPEC §20); errors start with `where`. */
+export function resultTimeoutMs(where: string, value: unknown): number {
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > TOOL_DEFAULTS.max_result_timeout_ms) {
+    throw new ConfigError(`${where} must be an integer from 1 to ${TOOL_DEFAULTS.max_result_timeout_ms} (30 days), got ${JSON.stringify(value)}`);
+  }
+  return value as number;
 }
 
 function positiveInt(where: string, key: string, value: number, min: number): number {

@@ -13,6 +13,7 @@ export const ToolResultText = {
   stateFull: () => "Error: the run's state is full",
   rejected: (reason?: string) => `Error: the user rejected this call${reason ? ` — ${reason}` : ''}`,
   approvalTimedOut: () => 'Error: approval timed out',
+  resultTimedOut: () => 'Error: no result came in time',
   childFailed: (error_code: string) => `Error: sub-agent failed — ${error_code}`,
   repeated: (previous: string) => `You already called this tool with these arguments: the result was ${previous}. Please proceed to the next step.`,
 } as const;

@@ -1,6 +1,6 @@
 import { ToolAnswerError, ToolArgumentError } from '../errors.ts';
 import { withFields } from '../logger.ts';
-import type { ToolContext, ToolDefinition, ToolLogger } from './define.ts';
+import { DEFERRED, type DeferredResult, type ToolContext, type ToolDefinition, type ToolLogger, isDeferred, resultTimeoutMs } from './define.ts';
 import { serialiseResult } from './result-text.ts';
 import { CallState, DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChangesSized, stateSize } from '../state/run-state.ts';
 
@@ -15,7 +15,9 @@ export type HandlerOutcome =
   | { readonly status: 'answered_error'; readonly message: string }
   | { readonly status: 'timeout' }
   | { readonly status: 'cancelled' }
-  | { readonly status: 'error'; readonly error: unknown };
+  | { readonly status: 'error'; readonly error: unknown }
+  /** The handler returned `ctx.defer()` (SPEC §20): the call waits for its result from outside, at most `timeout_ms`; `changes` are kept for it. */
+  | { readonly status: 'deferred'; readonly timeout_ms: number; readonly changes?: readonly StateChange[] };
 
 /**
  * How a handler learns that its run was cancelled: checked before it starts, then watched while
@@ -116,14 +118,21 @@ export function runHandler(tool: ToolDefinition, call: HandlerCall): Promise<Han
         callState ??= new CallState(call.state ?? NO_STATE);
         return callState;
       },
+      defer: (options?: { readonly timeout_ms?: number }) => deferral(tool, options),
     });
     void execute(tool, call.args, ctx).then((outcome) => settle(withStateChanges(outcome, call, callState)));
   });
 }
 
-/** A completed call's outcome with its state changes, or `state_too_large` when they would take the state over its limit. */
+/** What `ctx.defer()` returns; a bad `timeout_ms` throws in the handler (a tool error). */
+function deferral(tool: ToolDefinition, options: { readonly timeout_ms?: number } | undefined): DeferredResult {
+  const timeout_ms = resultTimeoutMs(`tool '${tool.name}': ctx.defer timeout_ms`, options?.timeout_ms ?? tool.result_timeout_ms);
+  return Object.freeze({ [DEFERRED]: true as const, timeout_ms });
+}
+
+/** A completed (or deferred) call's outcome with its state changes, or `state_too_large` when they would take the state over its limit. */
 function withStateChanges(outcome: HandlerOutcome, call: HandlerCall, callState: CallState | undefined): HandlerOutcome {
-  if (outcome.status !== 'ok' || !callState || callState.changes.length === 0) return outcome;
+  if ((outcome.status !== 'ok' && outcome.status !== 'deferred') || !callState || callState.changes.length === 0) return outcome;
   const base = call.state ?? NO_STATE;
   const after = applyStateChangesSized(base, call.state_size ?? stateSize(base), callState.changes);
   if (after.size > (call.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES)) return { status: 'state_too_large' };
@@ -132,7 +141,10 @@ function withStateChanges(outcome: HandlerOutcome, call: HandlerCall, callState:
 
 async function execute(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promise<HandlerOutcome> {
   try {
-    return { status: 'ok', text: serialiseResult(await tool.handler(args, ctx)) };
+    // An external tool's calls are never executed (they wait for a result from outside): only tools with a handler get here.
+    const value = await tool.handler!(args, ctx);
+    if (isDeferred(value)) return { status: 'deferred', timeout_ms: value.timeout_ms };
+    return { status: 'ok', text: serialiseResult(value) };
   } catch (error) {
     if (error instanceof ToolArgumentError) return { status: 'invalid_arguments', message: error.message };
     if (error instanceof ToolAnswerError) return { status: 'answered_error', message: error.message };

@@ -3,21 +3,29 @@ import type { PendingEvent } from '../records/event-codec.ts';
 import { writeTryPosition } from '../records/formats.ts';
 import { type CallStart, type RecordedResult, type RoundCall, type TimedEvent, type ToolResult, pairsToRecord } from '../records/round-call.ts';
 import type { StoreContext } from '../store-context.ts';
-import type { ApprovalStore } from './waiting/approval-store.ts';
+import type { ApprovalResolution, ToolResultAnswer } from '@arcflow/core';
+import type { WaitingStore } from './waiting/waiting-store.ts';
 import { type ChildStore, wholeCount } from './waiting/child-store.ts';
 
 /**
  * The calls of a round in Redis: a tool call's start and its result, each written once, a
- * provider call moved to its next try; and the calls that wait (approvals, child runs).
+ * provider call moved to its next try; and the calls that wait (approvals, results from outside, child runs).
  */
 export class CallStore {
+  /** Calls waiting for a person's approval (SPEC §10). */
+  readonly approvals: WaitingStore<ApprovalResolution>;
+  /** Calls waiting for a result from outside (SPEC §20). */
+  readonly toolResults: WaitingStore<ToolResultAnswer>;
+
   constructor(
     private readonly context: StoreContext,
-    /** Calls waiting for a person's approval. */
-    readonly approvals: ApprovalStore,
+    waits: { readonly approvals: WaitingStore<ApprovalResolution>; readonly toolResults: WaitingStore<ToolResultAnswer> },
     /** Child runs' ties to their parents' calls (SPEC §13). */
     readonly children: ChildStore,
-  ) {}
+  ) {
+    this.approvals = waits.approvals;
+    this.toolResults = waits.toolResults;
+  }
 
   /**
    * Writes the call's `ToolCallStarted` (once per `once` id; '' for none) unless its result is already

@@ -60,8 +60,13 @@ end
 local open
 if fanned_out then
   open = redis.call('HINCRBY', pending, round, -1)
-  -- Only a round that has calls waiting for approval can make the run wait.
-  if open > 0 and round_waits then waitingOrRunning(round, open) end
+  -- A child run's call no longer waits (parkChild counted it).
+  local child = spend ~= '' and redis.call('HDEL', pending, round .. '|child|' .. tool_call_id) == 1
+  if child then redis.call('HINCRBY', pending, round .. '|children', -1) end
+  -- Only a round that has calls waiting outside (for approval, a result: a deferred call's is known only once it waits; a child run) can make the run wait.
+  if open > 0 and (child or round_waits or redis.call('HEXISTS', pending, round .. '|awaiting') == 1 or redis.call('HEXISTS', pending, round .. '|children') == 1) then
+    waitingOrRunning(round, open)
+  end
 else
   open = openInRound(round)
 end

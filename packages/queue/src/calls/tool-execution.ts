@@ -5,6 +5,7 @@ import {
   type HandlerOutcome,
   type PlannedCall,
   type RunState,
+  type StateChange,
   type ToolDefinition,
   type ToolLogger,
   runHandler,
@@ -72,6 +73,8 @@ export interface AttemptOutcome {
   readonly retry: boolean;
   /** No call of the round is open any more (this one's result is recorded, by now or before). */
   readonly roundSettled: boolean;
+  /** The handler returned `ctx.defer()` (SPEC §20): the call is to wait for its result, with the state changes it made. */
+  readonly deferred?: { readonly timeout_ms: number; readonly changes?: readonly StateChange[]; readonly started_at: number };
 }
 
 /**
@@ -135,6 +138,29 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
     const outcome = await withActiveSpan(span, () => runHandler(planned.tool, handlerCall));
+    if (outcome.status === 'deferred') {
+      if (attempt.fannedOut) {
+        // Its ToolCallStarted goes in before its ToolResultRequested; the caller parks the call, and this job ends.
+        await startedWrite?.now();
+        span.end();
+        return {
+          retry: false,
+          roundSettled: false,
+          deferred: {
+            timeout_ms: outcome.timeout_ms,
+            ...(outcome.changes ? { changes: outcome.changes } : {}),
+            started_at: Date.now() - Math.round(performance.now() - startedAt),
+          },
+        };
+      }
+      logger.error('a handler deferred in a call run inline by its provider job (legacy_eager): ctx.defer needs a tool job (llm_select)', {
+        run_id,
+        step_id: place.step_id,
+        iteration: place.iteration,
+        tool_call_id: planned.call.id,
+        tool: planned.tool.name,
+      });
+    }
     if (outcome.status === 'error') {
       logger.error('tool handler failed', {
         run_id,

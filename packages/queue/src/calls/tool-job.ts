@@ -6,6 +6,7 @@ import type { Dispatcher } from '../jobs/dispatcher.ts';
 import { type ChildRunDeps, startChildCall } from './waiting/child-runs.ts';
 import { type AttemptOutcome, type ToolRuntime, attemptToolCall, callFromJob, roundCall } from './tool-execution.ts';
 import { countedLosses, watchGrace } from './tool-losses.ts';
+import { deferCall } from './waiting/tool-results.ts';
 import { toolStepEnding } from '../workflows/tool-step.ts';
 import type { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 
@@ -77,6 +78,8 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       if (roundSettled) await joinRound(deps, data);
       return 'child';
     }
+    // A call whose handler deferred before (the job was re-delivered after its call was parked) waits: its handler does not run again.
+    if (attempt > 1 && (await deps.store.toolResults.statusAt(data.run_id, data.tool_call_id, place)) !== undefined) return 'deferred';
     // Only deliveries lost after their handler ran past the grace count against the call (tool-losses.ts).
     if (countedLosses(job, attempt) > deps.max_stalled_count) {
       await settleFailedToolJob(deps, job, true);
@@ -95,6 +98,17 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       );
     } finally {
       await grace.end();
+    }
+    if (outcome.deferred && data.workflow) {
+      // A workflow's tool step has no round to wait in: the deferral fails it, as in runLocal.
+      deps.logger.error('a workflow tool step deferred: a tool step cannot wait for a result from outside', { run_id: data.run_id, step_id: data.step_id, tool: data.tool_name });
+      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), lostCall(planned, place));
+      if (recorded?.openInRound === 0) await joinRound(deps, data);
+      return 'recorded';
+    }
+    if (outcome.deferred) {
+      await deferCall(deps, planned, place, data, outcome.deferred);
+      return 'deferred';
     }
     const { retry, roundSettled } = outcome;
     if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);

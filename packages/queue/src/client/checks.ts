@@ -1,4 +1,15 @@
-import { type ApprovalAnswer, NamePattern, RequestError, answerProblem, checkExecConfig, checkOnBusy, checkRunInput, checkThreadId } from '@arcflow/core';
+import {
+  type ApprovalAnswer,
+  NamePattern,
+  RequestError,
+  type ToolResultInput,
+  answerProblem,
+  toolResultProblem,
+  checkExecConfig,
+  checkOnBusy,
+  checkRunInput,
+  checkThreadId,
+} from '@arcflow/core';
 import type { EnqueueRequest } from './enqueue-request.ts';
 import { checkEnqueueOptions } from './enqueue-options.ts';
 import type { ForkRequest } from '../runs/fork.ts';
@@ -53,12 +64,25 @@ export function checkForkRequest(run_id: string, request: ForkRequest): void {
   if (request.exec_config !== undefined) checkExecConfig(request.exec_config);
 }
 
-/** An approval's run, call and answer. */
-export function checkApproval(run_id: string, tool_call_id: string, answer: ApprovalAnswer): void {
-  checkRunId(run_id);
+/** A waiting call's id, before it goes into any key; else a clear error. */
+export function checkToolCallId(tool_call_id: unknown): void {
   if (typeof tool_call_id !== 'string' || !NamePattern.toolCallId.test(tool_call_id)) {
     throw new RequestError('invalid_request', `tool_call_id must match ${NamePattern.toolCallId}, got ${JSON.stringify(tool_call_id)?.slice(0, 120)}`);
   }
+}
+
+/** An approval's run, call and answer. */
+export function checkApproval(run_id: string, tool_call_id: string, answer: ApprovalAnswer): void {
+  checkRunId(run_id);
+  checkToolCallId(tool_call_id);
   const problem = answerProblem(answer);
+  if (problem) throw new RequestError('invalid_request', problem);
+}
+
+/** A result from outside's run, call and answer (SPEC §20). */
+export function checkToolResult(run_id: string, tool_call_id: string, answer: ToolResultInput): void {
+  checkRunId(run_id);
+  checkToolCallId(tool_call_id);
+  const problem = toolResultProblem(answer);
   if (problem) throw new RequestError('invalid_request', problem);
 }

@@ -1,4 +1,4 @@
-import type { ApprovalAnswer, ApprovalResolution, RunRecord, StreamChunk, TraceEvent } from '@arcflow/core';
+import type { ApprovalAnswer, ApprovalResolution, RunRecord, StreamChunk, ToolResultAnswer, ToolResultInput, TraceEvent } from '@arcflow/core';
 import type { ClientJobs } from './enqueue.ts';
 import type { EnqueueRequest } from './enqueue-request.ts';
 import type { CallQueues } from '../jobs/dispatcher.ts';
@@ -7,7 +7,7 @@ import { cancelRequested } from '../runs/cancel.ts';
 import { type ListQuery, checkListQuery } from '../runs/list-query.ts';
 import type { StreamOptions } from '../streams/follow.ts';
 import { type ClientOptions, openClient } from './context.ts';
-import { checkApproval, checkEnqueueRequest, checkForkRequest, checkRunId } from './checks.ts';
+import { checkApproval, checkEnqueueRequest, checkForkRequest, checkRunId, checkToolResult } from './checks.ts';
 import { type BulkOutcome, type BulkRequest, bulkAction, checkBulkRequest } from '../runs/bulk.ts';
 import type { ForkRequest } from '../runs/fork.ts';
 import { type AgentInfo, type QueueInfo, agentInfos } from './queue-infos.ts';
@@ -49,6 +49,13 @@ export interface ArcflowClient {
    * one. A call that is not waiting (never was, or its run has ended) is a `not_pending` error.
    */
   approve(run_id: string, tool_call_id: string, answer: ApprovalAnswer): Promise<ApprovalResolution>;
+  /**
+   * Answers a call waiting for its result from outside (SPEC §20): `{ output }` completes it,
+   * `{ error }` fails it. Returns `{ status, answered_at }`; answering again returns the first
+   * answer. A call that does not wait for a result is `not_waiting`; an output the tool's
+   * `output_schema` refuses is `invalid_request` (nothing is recorded; the call goes on waiting).
+   */
+  submitToolResult(run_id: string, tool_call_id: string, answer: ToolResultInput): Promise<ToolResultAnswer>;
   /** The run's conversation so far, step by step (what its tools received and returned); `unknown_run` for a run not kept. */
   messages(run_id: string): Promise<RunMessages>;
   /** A thread (SPEC §11): its messages, its runs in enqueue order, and deleting it (its runs stay). */
@@ -122,6 +129,10 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     approve: async (run_id, tool_call_id, answer) => {
       checkApproval(run_id, tool_call_id, answer);
       return (await jobs()).approve(run_id, tool_call_id, answer);
+    },
+    submitToolResult: async (run_id, tool_call_id, answer) => {
+      checkToolResult(run_id, tool_call_id, answer);
+      return (await jobs()).submitToolResult(run_id, tool_call_id, answer);
     },
     messages: async (run_id) => runMessages(context, checkRunId(run_id)),
     thread: (thread_id) => threadHandle(context, thread_id),

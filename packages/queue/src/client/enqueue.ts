@@ -4,6 +4,8 @@ import {
   checkInitialState,
   type ApprovalAnswer,
   type ApprovalResolution,
+  type ToolResultAnswer,
+  type ToolResultInput,
   type OnBusy,
   RequestError,
   type RunInput,
@@ -22,6 +24,7 @@ import {
   workflowEnqueuedEvent,
 } from '@arcflow/core';
 import { resolveApproval } from '../calls/waiting/approvals.ts';
+import { answerToolResult } from '../calls/waiting/tool-results.ts';
 import { Dispatcher, type ToolQueueOf } from '../jobs/dispatcher.ts';
 import { stepCarrier } from '../workflows/workflow-scheduler.ts';
 import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
@@ -213,8 +216,8 @@ export class ClientJobs {
         ...(by !== undefined ? { by } : {}),
       });
       switch (outcome.status) {
-        case 'resolved':
-        case 'resolved_before':
+        case 'settled':
+        case 'settled_before':
           return outcome.resolution;
         case 'run_ended':
           throw new RequestError('not_pending', `tool call '${tool_call_id}' of run '${run_id}' is no longer waiting: the run has ended (${status})`);
@@ -222,6 +225,12 @@ export class ClientJobs {
           throw new RequestError('not_pending', `tool call '${tool_call_id}' never waited for approval in run '${run_id}'`);
       }
     });
+  }
+
+  /** Answers a call waiting for its result (SPEC §20); the arguments are checked by the client. */
+  submitToolResult(run_id: string, tool_call_id: string, answer: ToolResultInput): Promise<ToolResultAnswer> {
+    const { store, reach, prefix } = this.context;
+    return reach(() => answerToolResult({ store, queues: this.queues, prefix }, run_id, tool_call_id, answer));
   }
 
   /** After a thread run ended: the first job of the thread's next run is added (see `startNextOnThread`). */

@@ -1,16 +1,7 @@
 import { type ToolDefinition, toolDefinitionHash } from '@arcflow/core';
 import { type ConnectionOptions as BullConnection, type Job, type JobsOptions, Queue } from 'bullmq';
 import { JobId, type Keys, QueueName } from '../redis/keys.ts';
-import {
-  APPROVAL_TIMEOUT_JOB,
-  type ApprovalTimeoutData,
-  PROVIDER_JOB,
-  type JoinTarget,
-  type ProviderJobData,
-  type ToolJobData,
-  providerJobOptions,
-  toolJobOptions,
-} from './jobs.ts';
+import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, type ToolJobData, providerJobOptions, WAIT_TIMEOUT_JOB, type WaitTimeoutData, toolJobOptions } from './jobs.ts';
 
 /**
  * The one door to BullMQ: every job a process adds, promotes or removes goes through here, and the
@@ -96,8 +87,8 @@ export class Dispatcher {
   }
 
   /** A waiting call's timeout: a delayed job on the run's provider queue, of a deterministic id, due in `delay` ms. */
-  async addTimeout(queue: string, data: ApprovalTimeoutData, jobId: string, delay: number): Promise<void> {
-    await this.forRun(queue, data.run_id).add(APPROVAL_TIMEOUT_JOB, data, { jobId, delay });
+  async addTimeout(queue: string, data: WaitTimeoutData, jobId: string, delay: number): Promise<void> {
+    await this.forRun(queue, data.run_id).add(WAIT_TIMEOUT_JOB, data, { jobId, delay });
   }
 
   /** Runs a delayed job now. */

@@ -26,16 +26,23 @@ export interface JoinTarget {
   readonly attempts: number;
 }
 
-/** The delayed job on a run's provider queue that times a waiting call out. */
+/** The delayed job on a run's provider queue that times a waiting call out: one job kind for every kind of wait. */
+export const WAIT_TIMEOUT_JOB = 'call-timeout';
+/** The name approval timeouts were added under before there was more than one kind: still taken. */
 export const APPROVAL_TIMEOUT_JOB = 'approval-timeout';
 
+/** What a call waits for: a person's answer (SPEC §10) or a result from outside (SPEC §20). */
+export type WaitKind = 'approval' | 'result';
+
 /** A waiting call's timeout job: the call it times out, at this place. */
-export interface ApprovalTimeoutData {
+export interface WaitTimeoutData {
   readonly run_id: string;
   readonly step_id: string;
   readonly iteration: number;
   readonly tool_call_id: string;
   readonly trace: TraceCarrier;
+  /** Absent in jobs added before results from outside existed: an approval's. */
+  readonly kind?: WaitKind;
 }
 
 /** A tool job: one valid call of one round. */

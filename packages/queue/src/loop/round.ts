@@ -6,6 +6,7 @@ import { QueueName } from '../redis/keys.ts';
 import type { RunSpec } from '../records/run-spec.ts';
 import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from '../calls/waiting/approvals.ts';
+import { requestResult } from '../calls/waiting/tool-results.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts } from '../jobs/jobs.ts';
 import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { RoundState } from './state-join.ts';
@@ -41,9 +42,9 @@ export function fansOut(planned: PlannedCall, settings: StepSettings): boolean {
   return planned.action === 'execute' && (settings.mode === 'llm_select' || waitsOutside(planned));
 }
 
-/** A call that waits holding no worker, in either mode: for a person's approval, or for the child run it starts (SPEC §13). */
+/** A call that waits holding no worker, in either mode: for a person's approval, a result from outside (SPEC §20), or the child run it starts (SPEC §13). */
 function waitsOutside(planned: ExecuteCall): boolean {
-  return planned.approval === true || childOf(planned.tool) !== undefined;
+  return planned.approval === true || planned.tool.external || childOf(planned.tool) !== undefined;
 }
 
 /** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
@@ -107,7 +108,7 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
     return;
   }
   // One `add` per job, all in this tick (one socket write; see `Dispatcher.addToolJob`).
-  const waits = calls.some((planned) => planned.approval);
+  const waits = calls.some((planned) => planned.approval || planned.tool.external);
   await Promise.all(
     calls.map((planned) => {
       const data: ToolJobData = {
@@ -129,6 +130,8 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
       };
       if (planned.approval)
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
+      // An external tool's call is never executed: it waits for its result from outside (SPEC §20).
+      if (planned.tool.external) return requestResult({ store: deps.store, queues }, planned, { step_id, iteration }, data);
       return queues.addToolJob(planned.tool, data, options.tool_backoff_ms);
     }),
   );

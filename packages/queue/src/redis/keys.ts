@@ -99,6 +99,7 @@ export const RUN_KEY_SUFFIX = Object.freeze({
   outputs: ':outputs',
   tail: ':tail',
   approvals: ':approvals',
+  toolResults: ':tool-results',
   stream: ':stream',
   streamMeta: ':stream-meta',
 });
@@ -154,6 +155,8 @@ export class RunKeys {
    * `…|resolution` → the resolution (JSON).
    */
   readonly approvals: string;
+  /** Calls that waited for a result from outside (SPEC §20), laid out as `approvals` (status pending, answered or timed_out). */
+  readonly toolResults: string;
   /** The run's stream (SPEC §12): a Redis Stream, entry id `0-<offset>`, field `c` the chunk's JSON. */
   readonly stream: string;
 
@@ -166,6 +169,7 @@ export class RunKeys {
     this.outputs = base + RUN_KEY_SUFFIX.outputs;
     this.tail = base + RUN_KEY_SUFFIX.tail;
     this.approvals = base + RUN_KEY_SUFFIX.approvals;
+    this.toolResults = base + RUN_KEY_SUFFIX.toolResults;
     this.stream = base + RUN_KEY_SUFFIX.stream;
   }
 
@@ -268,4 +272,6 @@ export const JobId = {
   tool: (run_id: string, step_id: string, iteration: number, tool_call_id: string) => `${run_id}.${step_id}.i${iteration}.${tool_call_id}`,
   /** The delayed job that times a waiting call out. */
   approvalTimeout: (run_id: string, step_id: string, iteration: number, tool_call_id: string) => `${run_id}.${step_id}.i${iteration}.${tool_call_id}.timeout`,
+  /** The timeout of a call's wait for a result from outside (SPEC §20); a call may wait for its approval first, under the id above. */
+  resultTimeout: (run_id: string, step_id: string, iteration: number, tool_call_id: string) => `${run_id}.${step_id}.i${iteration}.${tool_call_id}.result-timeout`,
 } as const;

@@ -46,6 +46,7 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.outputs': RUN_KEY_SUFFIX.outputs,
   'RUN_KEY_SUFFIX.tail': RUN_KEY_SUFFIX.tail,
   'RUN_KEY_SUFFIX.approvals': RUN_KEY_SUFFIX.approvals,
+  'RUN_KEY_SUFFIX.toolResults': RUN_KEY_SUFFIX.toolResults,
   'RUN_KEY_SUFFIX.stream': RUN_KEY_SUFFIX.stream,
   'RUN_KEY_SUFFIX.streamMeta': RUN_KEY_SUFFIX.streamMeta,
   ACTIVE_RUNS_SUFFIX,

@@ -1,5 +1,17 @@
-import { type ChatMessage, type EventDraft, type ForkedFrom, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, stateAsChanges } from '@arcflow/core';
-import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
+import {
+  type ApprovalResolution,
+  type ChatMessage,
+  type EventDraft,
+  type ForkedFrom,
+  RUN_STEP_ID,
+  type RunError,
+  type RunRecord,
+  type RunState,
+  type RunStatus,
+  type ToolResultAnswer,
+  stateAsChanges,
+} from '@arcflow/core';
+import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
 import { writeResponse } from '../records/formats.ts';
 import { writeInput } from '../records/input-format.ts';
@@ -40,7 +52,12 @@ export interface ForkCopy {
 export class RunRecords {
   constructor(
     private readonly context: StoreContext,
-    private readonly parts: { readonly workflows: WorkflowStore; readonly approvals: ApprovalStore; readonly partitions: PartitionMap },
+    private readonly parts: {
+      readonly workflows: WorkflowStore;
+      readonly approvals: WaitingStore<ApprovalResolution>;
+      readonly toolResults: WaitingStore<ToolResultAnswer>;
+      readonly partitions: PartitionMap;
+    },
   ) {}
 
   /**
@@ -124,7 +141,8 @@ export class RunRecords {
     const record = await this.context.redis.hgetall(this.context.keys.record(run_id));
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
-    const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.parts.approvals.pending(run_id) : [];
+    const open = record.status === 'waiting' || record.status === 'running';
+    const [pending_approvals, pending_tool_results] = open ? await Promise.all([this.parts.approvals.pending(run_id), this.parts.toolResults.pending(run_id)]) : [[], []];
     const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1');
     return {
       run_id,
@@ -145,6 +163,7 @@ export class RunRecords {
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
+      ...(pending_tool_results.length > 0 ? { pending_tool_results } : {}),
       ...(state ? { state } : {}),
       ...(record.forked_from ? { forked_from: JSON.parse(record.forked_from) as ForkedFrom } : {}),
       ...(record.retried_by ? { retried_by: record.retried_by } : {}),

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { CallStore } from '../calls/call-store.ts';
-import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
+import type { ApprovalResolution, ToolResultAnswer } from '@arcflow/core';
+import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import type { ChildStore } from '../calls/waiting/child-store.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { StateLogs } from '../steps/state-log.ts';
@@ -17,7 +18,9 @@ import { storeContext } from '../store-context.ts';
 export class RunStore extends Store {
   readonly keys: Keys;
   /** Calls waiting for a person's approval. */
-  readonly approvals: ApprovalStore;
+  readonly approvals: WaitingStore<ApprovalResolution>;
+  /** Calls waiting for a result from outside (SPEC §20). */
+  readonly toolResults: WaitingStore<ToolResultAnswer>;
   /** Child runs' ties to their parents' calls (SPEC §13). */
   readonly children: ChildStore;
   /** The runs' states (SPEC §17), as lists of recorded changes. */
@@ -32,6 +35,7 @@ export class RunStore extends Store {
     super(context);
     this.keys = context.keys;
     this.approvals = this.calls.approvals;
+    this.toolResults = this.calls.toolResults;
     this.children = this.calls.children;
     this.stateLogs = this.steps.stateLogs;
   }

@@ -6,6 +6,7 @@ import { type Registry, registeredAttempts } from '../records/registry.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ThreadStore } from '../threads/thread-store.ts';
 import type { StepFrontier } from './watchdog-store.ts';
+import { checkWaitingRun } from './waiting-runs.ts';
 import { type RunTrace, firstJobCarrier } from '../tracing.ts';
 import { endRun, settleParentOf } from '../runs/end-run.ts';
 import { stopClosedWork } from '../runs/cancel.ts';
@@ -141,14 +142,13 @@ export class Watchdog {
     const { store } = this.deps;
     const head = await store.watchdog.frontier(run_id, STEP_ID);
     if (!head || head.status === 'completed' || head.status === 'failed' || head.status === 'cancelled') {
+      // An ended child run whose parent's call is not settled (the process that ended it died first) settles it now; that takes it out of the scan.
+      if (head && (await settleParentOf(store, this.deps.queues, run_id, false)) === 'settled') return 'ended';
       await store.watchdog.forgetActive(run_id);
       return 'ended';
     }
-    if (head.status === 'waiting') {
-      // A person decides; the delayed job that times the call out is the run's next move.
-      await store.watchdog.markChecked(run_id, nowMs);
-      return 'moving';
-    }
+    // Its calls wait outside (a person, a result): their answers or timeout jobs are its next moves.
+    if (head.status === 'waiting') return checkWaitingRun(this.deps, run_id, nowMs);
     if (head.status === 'queued' && (await this.deps.threads.waitsInLine(run_id))) {
       // Its thread's active run has not ended: that run's end starts it (SPEC §11).
       await store.watchdog.markChecked(run_id, nowMs);

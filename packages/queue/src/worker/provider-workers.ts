@@ -1,4 +1,4 @@
-import { type Agent, DEFAULT_MAX_STATE_BYTES, NamePattern, Workflow, backoffMs, modelTargets, toolDefinitionHash } from '@arcflow/core';
+import { type Agent, DEFAULT_MAX_STATE_BYTES, Workflow, backoffMs, modelTargets, toolDefinitionHash } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { type Job, Worker } from 'bullmq';
 import { QueueName } from '../redis/keys.ts';
@@ -8,8 +8,8 @@ import type { ProviderJobData } from '../jobs/jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS } from '../config/options.ts';
 import { type ProviderJobDeps, ProviderJobProcessor } from '../loop/provider-job.ts';
-import { resolveApproval } from '../calls/waiting/approvals.ts';
-import { APPROVAL_TIMEOUT_JOB, type ApprovalTimeoutData } from '../jobs/jobs.ts';
+import { timeOutWaitingCall } from '../calls/waiting/timeouts.ts';
+import { isWaitTimeoutJob } from '../calls/waiting/waiting-call.ts';
 import { ToolStepProcessor } from '../workflows/tool-step.ts';
 import { failStepIfFinal } from './failed-jobs.ts';
 import type { Serving } from './partition-serving.ts';
@@ -23,13 +23,13 @@ export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps
   const { options } = deps;
   const processor = new ProviderJobProcessor({ ...deps, toolSteps: new ToolStepProcessor(deps) });
   const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
-    if (job?.name === APPROVAL_TIMEOUT_JOB) return;
+    if (job && isWaitTimeoutJob(job.name)) return;
     void failStepIfFinal(deps, job, error?.message);
   };
   // A provider queue also holds the delayed jobs that time waiting calls out.
   const processJob = async (job: Job<ProviderJobData>, span: Span, token?: string) => {
-    if (job.name !== APPROVAL_TIMEOUT_JOB) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
-    return timeOutApproval(deps, job as unknown as Job<ApprovalTimeoutData>);
+    if (!isWaitTimeoutJob(job.name)) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
+    return timeOutWaitingCall({ store: deps.store, queues: deps.queues, logger: deps.logger }, job);
   };
   const registrations = new Map<string, AgentRegistration>();
   for (const definition of [...deps.agents.values(), ...deps.workflows.values()]) {
@@ -51,24 +51,6 @@ export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps
     registrations.set(definition.name, registrationOf(definition, options.provider_attempts));
   }
   return registrations;
-}
-
-/** Times a waiting call out (its approval's timeout job); a job this engine did not write is refused. */
-async function timeOutApproval(deps: Omit<ProviderJobDeps, 'toolSteps'>, job: Job<ApprovalTimeoutData>): Promise<string> {
-  const { run_id, step_id, iteration, tool_call_id } = job.data;
-  if (
-    typeof run_id !== 'string' ||
-    !NamePattern.runId.test(run_id) ||
-    typeof tool_call_id !== 'string' ||
-    !NamePattern.toolCallId.test(tool_call_id) ||
-    typeof step_id !== 'string' ||
-    !Number.isSafeInteger(iteration)
-  ) {
-    // Not a job this engine wrote: nothing to time out.
-    deps.logger.error('approval timeout job refused: its data is malformed', { job_id: job.id });
-    return 'refused';
-  }
-  return (await resolveApproval({ store: deps.store, queues: deps.queues }, run_id, tool_call_id, { timeout: { step_id, iteration } })).status;
 }
 
 /** What the registry is told of an agent or workflow this worker serves. */

@@ -18,6 +18,8 @@ import type { Serving } from './partition-serving.ts';
 export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, options: ResolvedWorkerOptions, prefixTag: string): Promise<void> {
   const process = toolJobProcessor(deps);
   for (const tool of deps.tools.values()) {
+    // An external tool's calls never run on a worker (SPEC §20): it has no queue to serve.
+    if (tool.external) continue;
     const queueName = QueueName.tool(tool.name, toolDefinitionHash(tool));
     const queue = deps.queues.get(queueName);
     if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);

@@ -63,6 +63,8 @@ export async function startChildCall(deps: ChildRunDeps, data: ToolJobData, plan
   if (TERMINAL_STATUSES.has(status)) await settleParentOf(store, deps.queues, child_run_id, false);
   // A cancel of the parent between the call's start and the child's creation found no child to cancel: this one is.
   else if (TERMINAL_STATUSES.has((await store.status(data.run_id)) as RunStatus)) await cancelChild(deps.redis, store, deps.queues, child_run_id);
+  // The call waits for its child, holding no worker: a run whose every open call waits outside is off the watchdog's scan.
+  else await store.children.waitFor(data.run_id, place, data.tool_call_id);
   return { retry: false, roundSettled: false };
 }
 

@@ -35,6 +35,11 @@ const ENDED_FIELDS = ['status', 'output', 'error', 'parent_call', 'usage_total',
 export class ChildStore {
   constructor(private readonly context: StoreContext) {}
 
+  /** The call that started a child counts as waiting outside, once (`parkChild.lua`): a run whose every open call waits outside is off the watchdog's scan. */
+  async waitFor(run_id: string, place: { step_id: string; iteration: number }, tool_call_id: string): Promise<void> {
+    await this.context.scripts.parkChild([this.context.keys.record(run_id)], [place.step_id, place.iteration, tool_call_id]);
+  }
+
   /** The record fields of a new child run. */
   static fields(lineage: ChildLineage): Record<string, string> {
     return {

@@ -54,6 +54,8 @@ export async function settleParentCall(
     const agent = await deps.store.children.agentOf(job.run_id);
     if (agent) await deps.queues.join({ queue: QueueName.agent(agent), attempts: Math.min(job.join.attempts, MAX_JOIN_ATTEMPTS) }, joinJobData({ ...job, args: undefined }));
   }
+  // The parent's call is settled (now or before): the ended child leaves the watchdog's scan (finish.lua kept it there until now).
+  await deps.store.watchdog.forgetActive(child_run_id);
   return 'settled';
 }
 

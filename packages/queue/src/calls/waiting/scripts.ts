@@ -2,8 +2,9 @@ import { defineScript } from '../../redis/scripts.ts';
 
 const HERE = new URL('./', import.meta.url);
 
-/** Calls that wait for a person: an approval requested and resolved. (the Lua files beside this one). */
+/** Calls that wait holding no worker (see waiting-call.ts): parked and settled; a child run's call counted as waiting. (the Lua files beside this one). */
 export const WAITING_SCRIPTS = {
-  requestApproval: defineScript(HERE, 'requestApproval'),
-  resolveApproval: defineScript(HERE, 'resolveApproval'),
+  parkCall: defineScript(HERE, 'parkCall'),
+  settleCall: defineScript(HERE, 'settleCall'),
+  parkChild: defineScript(HERE, 'parkChild'),
 } as const;

@@ -216,7 +216,10 @@ local function finish(ending)
   local counted = workflow and ('workflow|' .. workflow) or ('agent|' .. redis.call('HGET', record, 'agent'))
   redis.call('HINCRBY', tag .. '{{RUN_COUNTS_SUFFIX}}', counted .. '|' .. ending.status, 1)
   endOnThread(ending, run_id, tag)
-  redis.call('ZREM', active, run_id)
+  -- A child run (SPEC §13) stays in the scan until its parent's call is settled (settleParentCall
+  -- takes it out): its parent, waiting only for children, is not scanned, so a process that dies
+  -- between this end and the settle leaves the watchdog the child to find.
+  if redis.call('HEXISTS', record, 'parent_call') == 1 then redis.call('ZADD', active, 'XX', serverMs(), run_id) else redis.call('ZREM', active, run_id) end
   -- Waiting clients are told on the partition's channel (sharded: in this slot).
   redis.call('SPUBLISH', tag .. ':finished', run_id)
   return closed

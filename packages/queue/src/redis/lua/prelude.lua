@@ -11,6 +11,11 @@ local pending, index = record .. '{{RUN_KEY_SUFFIX.pending}}', record .. '{{RUN_
 local steps, outputs = record .. '{{RUN_KEY_SUFFIX.steps}}', record .. '{{RUN_KEY_SUFFIX.outputs}}'
 -- Calls that waited for a person's approval.
 local approvals = record .. '{{RUN_KEY_SUFFIX.approvals}}'
+-- The hash of a kind of waiting call (calls/waiting/waiting-call.ts): approvals, or results from outside.
+local function waitsOf(kind)
+  if kind == 'approval' then return approvals end
+  return record .. '{{RUN_KEY_SUFFIX.toolResults}}'
+end
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
 -- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
 -- by the scripts that need them (a pattern match costs about as much as a Redis call).
@@ -96,12 +101,27 @@ end
 local function openInRound(round)
   return tonumber(redis.call('HGET', pending, round) or '0')
 end
--- A run whose round has no open call but those waiting for approval waits for a person; one
--- whose round has other open calls (or none: its join comes next) is running.
+-- The run's place in the watchdog's scan (its score in the active set), from its round: a run
+-- whose every open call waits outside (an approval, a result, a child run) is off the scan until
+-- the first timeout of its round is due (`|due`), or for good while it waits only for child runs
+-- (a child's end settles its call; the watchdog watches the child, and an ended child whose call
+-- was not settled); any other is in it from now.
+local function placeInScan(round, open)
+  local run_id, active = runIdentity()
+  local counts = redis.call('HMGET', pending, round .. '|awaiting', round .. '|children', round .. '|due')
+  local awaiting, children = tonumber(counts[1] or '0'), tonumber(counts[2] or '0')
+  local score = serverMs()
+  if open > 0 and awaiting + children >= open then score = (awaiting > 0 and counts[3]) or '+inf' end
+  redis.call('ZADD', active, 'XX', score, run_id)
+end
+-- A run whose round has no open call but those waiting for a person or a result waits; one whose
+-- round has other open calls (or none: its join comes next) is running. Either way, its place in
+-- the watchdog's scan follows (placeInScan).
 local function waitingOrRunning(round, open)
   local status = redis.call('HGET', record, 'status')
   if status ~= 'running' and status ~= 'waiting' then return end
   local waiting = tonumber(redis.call('HGET', pending, round .. '|awaiting') or '0')
   local now = (open > 0 and waiting >= open) and 'waiting' or 'running'
   if now ~= status then redis.call('HSET', record, 'status', now) end
+  placeInScan(round, open)
 end

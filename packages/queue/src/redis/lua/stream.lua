@@ -14,10 +14,12 @@
 ]]
 local stream, streamMeta = record .. '{{RUN_KEY_SUFFIX.stream}}', record .. '{{RUN_KEY_SUFFIX.streamMeta}}'
 
-local function streamAdd(chunk)
-  local id = redis.call('XADD', stream, '0-*', 'c', cjson.encode(chunk))
+-- Appends a chunk given as its JSON (without its offset).
+local function streamAddJson(json)
+  local id = redis.call('XADD', stream, '0-*', 'c', json)
   if id == '0-1' then redis.call('SADD', index, stream, streamMeta) end
 end
+local function streamAdd(chunk) streamAddJson(cjson.encode(chunk)) end
 
 local function streamText(step, n, attempt, text)
   if text == '' then return end
