@@ -5,21 +5,21 @@ import { openEventStream } from '../src/sse.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A response whose socket takes writes until `full`, then buffers them (`writableLength`) until `drain()`. */
+/** A response whose socket takes writes until `full`, then buffers them (`writableLength`) until `drain()`; its body is not chunked (HTTP/1.0), so frames go through it. */
 class SlowResponse extends EventEmitter {
   readonly written: string[] = [];
   full = false;
   writableLength = 0;
   destroyed = false;
   writeHead(): void {}
-  write(data: string): boolean {
-    this.written.push(data);
+  write(data: string | Buffer): boolean {
+    this.written.push(String(data));
     if (!this.full) return true;
     this.writableLength += Buffer.byteLength(data);
     return false;
   }
-  end(data?: string): void {
-    if (data) this.written.push(data);
+  end(data?: string | Buffer): void {
+    if (data) this.written.push(String(data));
   }
   destroy(): void {
     this.destroyed = true;
