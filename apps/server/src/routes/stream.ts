@@ -79,8 +79,8 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
               });
             return;
           } else {
-            const frames = translator.translate(chunk);
-            if (chunk.offset > after && frames.length > 0) sse.write(uiFrames(chunk.offset, frames));
+            const frame = translator.frames(chunk);
+            if (chunk.offset > after && frame) sse.writeFrame(frame);
           }
           if (chunk.type === 'end') return finish();
         }
