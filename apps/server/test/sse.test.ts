@@ -95,7 +95,7 @@ describe('the SSE writer: backpressure and heartbeats (SPEC §19)', () => {
 
 /** A real HTTP server whose every request is answered by `handle` with an event stream. */
 async function serveStreams(handle: (stream: ReturnType<typeof openEventStream>) => void, maxHeldBytes = 1024 * 1024) {
-  const server = http.createServer((request, response) => {
+  const server = http.createServer((_request, response) => {
     const reply = { hijack: () => undefined, raw: response, getHeaders: () => ({}) } as unknown as FastifyReply;
     handle(openEventStream(reply, 60_000, {}, maxHeldBytes));
   });
