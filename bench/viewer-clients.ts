@@ -8,28 +8,33 @@ import net from 'node:net';
 /** Clients connected at once, each wave waiting for the last to be served. */
 const WAVE = 250;
 
+const TEXT = Buffer.from('event: text');
+const END = Buffer.from('event: end');
+
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 function viewer(url: URL, run_id: string) {
   const socket = net.connect(Number(url.port), url.hostname);
-  socket.setEncoding('latin1');
   let firstText: number | undefined;
-  let tail = '';
+  /** The last bytes of the previous read, where a marker may have begun. */
+  let tail: Buffer | undefined;
   let opened: () => void;
   const open = new Promise<void>((resolve) => {
     opened = resolve;
   });
   const done = new Promise<number | undefined>((resolve, reject) => {
     socket.on('connect', () => socket.write(`GET /v1/runs/${run_id}/stream HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`));
-    socket.on('data', (data: string) => {
-      const seen = tail + data;
-      if (firstText === undefined && seen.includes('event: text')) firstText = now();
+    socket.on('data', (data: Buffer) => {
+      // The clock is read before anything else: what this process spends on a read is not the server's.
+      const at = now();
+      const seen = tail === undefined ? data : Buffer.concat([tail, data]);
+      if (firstText === undefined && seen.includes(TEXT)) firstText = at;
       opened();
-      if (seen.includes('event: end')) {
+      if (seen.includes(END)) {
         socket.destroy();
         resolve(firstText);
       }
-      tail = data.slice(-16);
+      tail = data.subarray(-16);
     });
     socket.on('error', reject);
     socket.on('close', () => resolve(firstText));

@@ -26,9 +26,13 @@ export interface ViewersRound {
   readonly redisConnections: number;
 }
 
-/** `arcflow serve` as a process of its own; its URL once it listens. */
+/**
+ * `arcflow serve` as a process of its own; its URL once it listens. `BENCH_SERVE_BIN`: another
+ * checkout's `apps/cli/bin/arcflow.js` (a before/after in the same run); `BENCH_SERVE_NODE_ARGS`:
+ * Node flags for it (`--cpu-prof`).
+ */
 async function spawnServe(prefix: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [ARCFLOW_BIN, 'serve', '--port', '0'], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_SERVE_NODE_ARGS?.split(' ') ?? []), process.env.BENCH_SERVE_BIN ?? ARCFLOW_BIN, 'serve', '--port', '0'], {
     env: { ...process.env, REDIS_URL, ARCFLOW_PREFIX: prefix, ARCFLOW_API_RATE: '10000000', ARCFLOW_API_KEYS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -35,6 +35,8 @@ interface Feed {
   /** When its stream last grew or its status was looked at. */
   heardAt: number;
   checking: boolean;
+  /** A fan-out of its chunks under way (in slices); the next waits for it. */
+  fanning: Promise<void> | undefined;
 }
 
 /** The longest one blocking read waits; each return looks at the status of runs quiet that long. */
@@ -45,6 +47,9 @@ const FALLBACK_BLOCK_MS = 50;
 export const CLUSTER_POLL_MS = 10;
 /** After a failed read, the wait before the next. */
 const RETRY_MS = 500;
+
+/** The longest a fan-out holds the event loop before it lets other work in (the rest of its viewers after a `setImmediate`). */
+export const FAN_SLICE_MS = 8;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -98,7 +103,7 @@ export class StreamHub {
     const entry: Viewer = { ...viewer, sent: after, catching: false, stopped: false, ended };
     let feed = this.feeds.get(run_id);
     if (!feed) {
-      feed = { run_id, last: 0, armed: false, ready: undefined, viewers: new Set(), heardAt: performance.now(), checking: false };
+      feed = { run_id, last: 0, armed: false, ready: undefined, viewers: new Set(), heardAt: performance.now(), checking: false, fanning: undefined };
       this.feeds.set(run_id, feed);
     }
     // A run that had ended when its first viewer came is read by its viewers alone; a live one joins the shared reads.
@@ -196,14 +201,44 @@ export class StreamHub {
     feed.viewers.clear();
   }
 
-  /** Chunks the shared read found after `after` for the run: to each viewer that is where they start. */
-  private fan(run_id: string, after: number, chunks: readonly StreamChunk[]): void {
+  /**
+   * Chunks the shared read found after `after` for the run: to each viewer that is where they
+   * start, in the order the viewers came. The first viewers get them at once; past
+   * `FAN_SLICE_MS`, the rest follow after a `setImmediate`, so other clients' requests and the
+   * heartbeats are not held up by one chunk's fan-out to many thousands. The next chunks of the
+   * run wait for it; settles once every viewer has been given them.
+   */
+  private fan(run_id: string, after: number, chunks: readonly StreamChunk[]): Promise<void> | undefined {
     const feed = this.feeds.get(run_id);
-    if (!feed || feed.last !== after || chunks.length === 0) return;
+    if (!feed || feed.last !== after || chunks.length === 0) return undefined;
     feed.last = chunks.at(-1)!.offset;
     feed.heardAt = performance.now();
+    const deliver = () =>
+      new Promise<void>((resolve) => {
+        // A live iteration: a viewer that leaves meanwhile is passed over, one that comes meanwhile catches up on its own.
+        const viewers = feed.viewers.values();
+        const slice = () => {
+          if (this.deliverSlice(feed, viewers, chunks)) resolve();
+          else setImmediate(slice);
+        };
+        slice();
+      });
+    const fanning = feed.fanning ? feed.fanning.then(deliver) : deliver();
+    feed.fanning = fanning;
+    void fanning.then(() => {
+      if (feed.fanning === fanning) feed.fanning = undefined;
+    });
+    return fanning;
+  }
+
+  /** Gives the chunks to the next viewers for at most `FAN_SLICE_MS`; whether every viewer has had them. */
+  private deliverSlice(feed: Feed, viewers: Iterator<Viewer>, chunks: readonly StreamChunk[]): boolean {
     const first = chunks[0]!.offset;
-    for (const viewer of feed.viewers) {
+    const until = performance.now() + FAN_SLICE_MS;
+    for (let count = 1; ; count += 1) {
+      const next = viewers.next();
+      if (next.done) return true;
+      const viewer = next.value;
       if (viewer.catching || viewer.stopped) continue;
       if (viewer.sent + 1 < first) {
         void this.catchUp(feed, viewer);
@@ -213,6 +248,8 @@ export class StreamHub {
       if (fresh.length === 0) continue;
       viewer.sent = fresh.at(-1)!.offset;
       viewer.deliver(fresh);
+      // The clock is read every 64 viewers: reading it costs about as much as a viewer.
+      if ((count & 63) === 0 && performance.now() > until) return false;
     }
   }
 
@@ -241,8 +278,14 @@ export class StreamHub {
           continue;
         }
         this.failing = false;
-        for (const [run_id, chunks] of read) this.fan(run_id, armed.get(run_id)!, chunks);
+        const fans: Promise<void>[] = [];
+        for (const [run_id, chunks] of read) {
+          const fanning = this.fan(run_id, armed.get(run_id)!, chunks);
+          if (fanning) fans.push(fanning);
+        }
         this.checkQuiet();
+        // What comes meanwhile is read at once after: one read for all of it.
+        if (fans.length > 0) await Promise.all(fans);
         if (this.cluster && read.size === 0) await Promise.race([sleep(CLUSTER_POLL_MS), new Promise<void>((resolve) => (this.rest = resolve))]);
       }
       this.rest = undefined;
@@ -332,7 +375,7 @@ export class StreamHub {
         const after = feed.last;
         const rest = await this.store.streams.read(feed.run_id, after);
         if (rest.length === 0) this.drop(feed);
-        else this.fan(feed.run_id, after, rest);
+        else await this.fan(feed.run_id, after, rest);
       })()
         .catch(this.onError)
         .finally(() => {

@@ -1,4 +1,5 @@
 import type { StreamChunk } from '@arcflow/core';
+import { SseFrame } from './sse.ts';
 
 /**
  * The AI SDK's UI message stream protocol (v1), as `useChat` reads it: Server-Sent Events whose
@@ -34,25 +35,89 @@ type UiChunk = Record<string, unknown> & { readonly type: string };
  * so the state is the one the reader had.
  */
 export class UiMessageTranslator {
-  private started = false;
-  private step: string | undefined;
-  private openText: string | undefined;
-  /** Calls of the current step, whose results can be shown on it. */
-  private readonly stepCalls = new Set<string>();
+  /** Where the translation is; never changed, replaced by the next (so that translators that went alike share it). */
+  private state: UiState = INITIAL;
 
   constructor(private readonly run_id: string) {}
 
   /** The UI chunks for `chunk`; `failure` is the error text shown for a failed run's `end`. */
   translate(chunk: StreamChunk, failure = 'the run failed'): UiChunk[] {
+    const next = new Builder(this.state);
+    const out = next.translate(this.run_id, chunk, failure);
+    this.state = next.done();
+    return out;
+  }
+
+  /**
+   * The frames for `chunk` (`uiFrames`, `undefined` when it has none), made once for every
+   * translator of the run in the same state given the same chunk (a fan-out's viewers), which
+   * then share their next state too. Not for a failed run's `end`, whose text is the reader's.
+   */
+  frames(chunk: StreamChunk): SseFrame | undefined {
+    let byState = shared.get(chunk);
+    if (!byState) {
+      byState = new WeakMap();
+      shared.set(chunk, byState);
+    }
+    let step = byState.get(this.state);
+    if (!step) {
+      const next = new Builder(this.state);
+      const out = next.translate(this.run_id, chunk, 'the run failed');
+      step = { frame: out.length > 0 ? new SseFrame(uiFrames(chunk.offset, out)) : undefined, next: next.done() };
+      byState.set(this.state, step);
+    }
+    this.state = step.next;
+    return step.frame;
+  }
+}
+
+interface UiState {
+  readonly started: boolean;
+  readonly step: string | undefined;
+  readonly openText: string | undefined;
+  /** Calls of the current step, whose results can be shown on it. */
+  readonly stepCalls: ReadonlySet<string>;
+}
+
+const INITIAL: UiState = Object.freeze({ started: false, step: undefined, openText: undefined, stepCalls: new Set<string>() });
+
+/** Per run chunk, per translator state before it: its frames and the state after (objects, so the same chunk and state make the same). */
+const shared = new WeakMap<StreamChunk, WeakMap<UiState, { readonly frame: SseFrame | undefined; readonly next: UiState }>>();
+
+/** One chunk's translation from a state: the UI chunks, and the state after. */
+class Builder {
+  private started: boolean;
+  private step: string | undefined;
+  private openText: string | undefined;
+  private stepCalls: ReadonlySet<string>;
+  private changedCalls: Set<string> | undefined;
+
+  constructor(private readonly from: UiState) {
+    ({ started: this.started, step: this.step, openText: this.openText, stepCalls: this.stepCalls } = from);
+  }
+
+  done(): UiState {
+    const { from, started, step, openText, stepCalls } = this;
+    if (started === from.started && step === from.step && openText === from.openText && stepCalls === from.stepCalls) return from;
+    return { started, step, openText, stepCalls };
+  }
+
+  private calls(): Set<string> {
+    this.changedCalls ??= new Set(this.stepCalls);
+    this.stepCalls = this.changedCalls;
+    return this.changedCalls;
+  }
+
+  translate(run_id: string, chunk: StreamChunk, failure: string): UiChunk[] {
     const out: UiChunk[] = [];
     if (!this.started) {
       this.started = true;
-      out.push({ type: 'start', messageId: this.run_id });
+      out.push({ type: 'start', messageId: run_id });
     }
     switch (chunk.type) {
       case 'text': {
         this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
-        const id = `${this.run_id}-${chunk.step_id}-${chunk.iteration}-${chunk.attempt}`;
+        const id = `${run_id}-${chunk.step_id}-${chunk.iteration}-${chunk.attempt}`;
         if (this.openText !== id) {
           this.closeText(out);
           this.openText = id;
@@ -64,20 +129,20 @@ export class UiMessageTranslator {
       case 'reset':
         if (this.step === `${chunk.step_id}|${chunk.iteration}`) {
           this.openText = undefined;
-          this.stepCalls.clear();
+          this.calls().clear();
           out.push({ type: 'reset-step' });
         }
         break;
       case 'tool_call':
         this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
-        this.stepCalls.add(chunk.tool_call_id);
+        this.calls().add(chunk.tool_call_id);
         // Its input is not in the stream (a worker tool's arguments never are): the part starts, and only a browser tool's gets its input (`tool_input`).
         out.push({ type: 'tool-input-start', toolCallId: chunk.tool_call_id, toolName: chunk.tool_name, dynamic: true });
         break;
       case 'tool_input':
         // An external tool's call waits for the browser (SPEC §20): its part gets its input, and `useChat`'s `onToolCall` runs it.
         this.enterStep(`${chunk.step_id}|${chunk.iteration}`, out);
-        this.stepCalls.add(chunk.tool_call_id);
+        this.calls().add(chunk.tool_call_id);
         out.push({ type: 'tool-input-available', toolCallId: chunk.tool_call_id, toolName: chunk.tool_name, input: chunk.input, dynamic: true });
         break;
       case 'tool_approval':
@@ -112,7 +177,7 @@ export class UiMessageTranslator {
     this.closeText(out);
     if (this.step !== undefined) out.push({ type: 'finish-step' });
     this.step = step;
-    this.stepCalls.clear();
+    if (this.stepCalls.size > 0) this.calls().clear();
     out.push({ type: 'start-step' });
   }
 

@@ -189,6 +189,38 @@ describe('the stream hub on one Redis (SPEC §19)', () => {
     expect(setup.hub.followed).toEqual({ runs: 0, viewers: 0 });
   });
 
+  it('fans a chunk out to many slow viewers in slices that let other work in, each viewer still getting every chunk once and in order', async () => {
+    setup = hubOn(TEST_REDIS_URL, 'hub-slices');
+    await setup.running('run_s');
+    const seen = Array.from({ length: 300 }, () => viewer());
+    for (const each of seen) {
+      const deliver = each.viewer.deliver;
+      // About 0.1 ms a viewer: one chunk's fan-out takes several slices.
+      const slow = (chunks: readonly StreamChunk[]) => {
+        const until = performance.now() + 0.1;
+        while (performance.now() < until);
+        deliver(chunks);
+      };
+      setup.hub.follow('run_s', 0, { ...each.viewer, deliver: slow });
+    }
+    await sleep(100);
+    const ticks: number[] = [];
+    const ticking = setInterval(() => ticks.push(performance.now()), 1);
+    try {
+      for (let offset = 1; offset <= 5; offset += 1) await setup.text('run_s', offset);
+      await setup.end('run_s', 6);
+      await until(() => seen.every((each) => each.chunks.at(-1)?.type === 'end'), 20_000);
+    } finally {
+      clearInterval(ticking);
+    }
+    for (const each of seen) expect(each.chunks.map((chunk) => chunk.offset)).toEqual([1, 2, 3, 4, 5, 6]);
+    // A timer ran while the first chunk went from its first viewer to its last.
+    const firstAt = seen[0]!.times[0]!;
+    const lastAt = seen.at(-1)!.times[0]!;
+    expect(lastAt - firstAt).toBeGreaterThan(20);
+    expect(ticks.some((at) => at > firstAt && at < lastAt)).toBe(true);
+  }, 30_000);
+
   it('ends the viewers of a run that ended without an end chunk, or is gone, once its stream has been quiet for a blocking read', async () => {
     setup = hubOn(TEST_REDIS_URL, 'hub-quiet');
     await setup.running('run_ended');

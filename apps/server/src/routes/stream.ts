@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { HttpProblem } from '../problems.ts';
 import { RunIdParams, StreamQuery, problems } from '../schemas.ts';
-import { MAX_HELD_BYTES, openEventStream } from '../sse.ts';
+import { MAX_HELD_BYTES, SseFrame, openEventStream } from '../sse.ts';
 import type { StreamHub } from '../stream-hub.ts';
 import { UI_MESSAGE_STREAM_HEADERS, UiMessageTranslator, uiFrames, wantsUiMessageStream } from '../ui-message-stream.ts';
 
@@ -67,7 +67,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
       const deliver = (chunks: readonly StreamChunk[]) => {
         for (const chunk of chunks) {
           if (done || ending) return;
-          if (!translator) sse.write(sseFrame(chunk));
+          if (!translator) sse.writeFrame(sseFrame(chunk));
           else if (chunk.type === 'end' && chunk.status === 'failed') {
             // The failure's text is the run record's: read before the last frames.
             ending = true;
@@ -79,8 +79,8 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
               });
             return;
           } else {
-            const frames = translator.translate(chunk);
-            if (chunk.offset > after && frames.length > 0) sse.write(uiFrames(chunk.offset, frames));
+            const frame = translator.frames(chunk);
+            if (chunk.offset > after && frame) sse.writeFrame(frame);
           }
           if (chunk.type === 'end') return finish();
         }
@@ -109,11 +109,11 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
 };
 
 /** A chunk as an SSE frame (`id:` offset, `event:` type, `data:` the chunk), made once for all the viewers a read's chunk goes to. */
-const frames = new WeakMap<StreamChunk, string>();
-export function sseFrame(chunk: StreamChunk): string {
+const frames = new WeakMap<StreamChunk, SseFrame>();
+export function sseFrame(chunk: StreamChunk): SseFrame {
   let frame = frames.get(chunk);
   if (frame === undefined) {
-    frame = `id: ${chunk.offset}\nevent: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n`;
+    frame = new SseFrame(`id: ${chunk.offset}\nevent: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n`);
     frames.set(chunk, frame);
   }
   return frame;
