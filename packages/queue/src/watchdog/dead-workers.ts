@@ -1,0 +1,135 @@
+import { readFileSync } from 'node:fs';
+import type { ToolLogger } from '@arcflow/core';
+import type { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+
+/**
+ * How often a worker looks for worker processes that died (SIGKILL, OOM): a dead process's
+ * connections close at once, so its jobs go back to wait within about two of these (a process
+ * must be missing from two readings in a row, so that a reconnect is not taken for a death).
+ */
+export const DEAD_WORKER_CHECK_MS = 250;
+
+/**
+ * Makes a BullMQ Worker's connection and lock tokens name the arcflow worker that runs it: its
+ * blocking connection is named `<tag>:<queue>:w:<owner>` (BullMQ's worker name), and each lock it
+ * takes holds `<owner>/<index>:<n>` (BullMQ's token is `<Worker.id>:<n>`). Called in the tick the
+ * Worker is constructed: it takes its first job only after an await.
+ */
+export function ownLocks(worker: Worker, owner: string, index: number): void {
+  (worker as { id: string }).id = `${owner}/${index}`;
+}
+
+/** The arcflow workers with a connection open, read from `CLIENT LIST` replies (one per node). */
+export function liveOwners(clientLists: readonly string[]): Set<string> {
+  const owners = new Set<string>();
+  for (const list of clientLists) {
+    for (const match of list.matchAll(/ name=\S*?:w:(\S+)/g)) owners.add(match[1]!);
+  }
+  return owners;
+}
+
+let releaseScript: string | undefined;
+const releaseLua = () => {
+  releaseScript ??= readFileSync(new URL('./releaseDeadLocks.lua', import.meta.url), 'utf8');
+  return releaseScript;
+};
+
+export interface DeadWorkersDeps {
+  readonly redis: Redis;
+  /** The BullMQ Workers this process runs (every queue in every partition it serves). */
+  readonly workers: () => readonly Worker[];
+  readonly logger: ToolLogger;
+  readonly interval_ms?: number;
+}
+
+/**
+ * Finds the worker processes that died holding jobs of the queues this process serves, and moves
+ * those jobs back to wait at once: their locks are released and BullMQ's stall check runs on the
+ * queue, with the queue's own stall limit, as it would once the locks had expired (a job stalled
+ * too often fails; a tool call's loss budget counts its losses as before, see tool-losses.ts).
+ *
+ * A process is alive while any of its connections is open (`CLIENT LIST`, on every master of a
+ * cluster). It is taken for dead once two readings in a row miss it; a worker that starts releases,
+ * after its second reading, the locks of processes that died before it started. A process that is
+ * frozen, or whose host vanished without closing its connections, keeps them open: its jobs come
+ * back when their locks expire, as before. Where `CLIENT LIST` is refused (an ACL without
+ * `@admin`), lock expiry is the only way back, and a warning says so once.
+ */
+export class DeadWorkers {
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  private readings = 0;
+  /** Owners seen alive, and how many readings in a row have missed each since. */
+  private readonly seen = new Map<string, number>();
+  private refused = false;
+
+  constructor(private readonly deps: DeadWorkersDeps) {}
+
+  start(): void {
+    this.check();
+    this.timer = setInterval(() => this.check(), this.deps.interval_ms ?? DEAD_WORKER_CHECK_MS);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.checking;
+  }
+
+  private check(): void {
+    if (this.checking || this.refused) return;
+    this.checking = this.sweep()
+      .catch((error: unknown) => {
+        if (/NOPERM|unknown command/i.test(String((error as Error)?.message))) {
+          this.refused = true;
+          this.deps.logger.warn("CLIENT LIST is refused: a dead worker's jobs come back only when their locks expire", { error });
+        }
+      })
+      .finally(() => {
+        this.checking = undefined;
+      });
+  }
+
+  /** One reading; the locks of dead owners are released when one is newly confirmed dead, or at this worker's second reading. */
+  private async sweep(): Promise<void> {
+    const live = liveOwners(await this.clientLists());
+    this.readings += 1;
+    let due = this.readings === 2;
+    // Owners missed once may be reconnecting: their locks are kept until a second reading misses them.
+    const spared = new Set(live);
+    for (const [owner, missed] of this.seen) {
+      if (live.has(owner)) continue;
+      if (missed === 0) {
+        this.seen.set(owner, 1);
+        spared.add(owner);
+      } else {
+        this.seen.delete(owner);
+        due = true;
+      }
+    }
+    for (const owner of live) this.seen.set(owner, 0);
+    if (due) await this.release(spared);
+  }
+
+  private clientLists(): Promise<string[]> {
+    const { redis } = this.deps;
+    const nodes = (redis as unknown as { isCluster?: boolean }).isCluster === true ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
+    return Promise.all(nodes.map((node) => node.client('LIST') as Promise<string>));
+  }
+
+  /** Releases, queue by queue, the locks of owners not in `live`, then runs the stall check where any was released. */
+  private async release(live: ReadonlySet<string>): Promise<void> {
+    const lua = releaseLua();
+    await Promise.all(
+      this.deps.workers().map(async (worker) => {
+        const { keys } = worker;
+        const released = Number(await this.deps.redis.eval(lua, 3, keys.active!, keys.stalled!, keys['stalled-check']!, worker.toKey(''), ...live));
+        if (released === 0) return;
+        const moved = await worker.backend.moveStalledJobsToWait();
+        this.deps.logger.info("a dead worker's jobs are back in their queue", { queue: worker.name, jobs: moved.length });
+      }),
+    );
+  }
+}
