@@ -175,6 +175,18 @@ describe('agents as tools through worker processes', () => {
       const records = await Promise.all(runs.map(({ run_id }) => client.wait(run_id, { timeout_ms: 120_000 })));
       expect(await chaos.stop()).toBeGreaterThanOrEqual(1);
       for (const [n, record] of records.entries()) {
+        if (record.status !== 'completed') {
+          const evs = await collect(client, record.run_id);
+          console.log('DIAG', JSON.stringify(record), JSON.stringify(evs.map((e) => [e.kind, (e as { tool_call_id?: string }).tool_call_id, (e as { child_run_id?: string }).child_run_id, (e as { timestamp?: number }).timestamp])));
+          const kids = (await client.list({ agent: 'researcher', limit: 100 })).runs.filter((c) => c.parent_run_id === record.run_id);
+          for (const kid of kids) console.log('DIAGKID', JSON.stringify(kid), JSON.stringify((await collect(client, kid.run_id)).map((e) => [e.kind, (e as { timestamp?: number }).timestamp])));
+          const keys = await workers.reader().keys(`{${workers.prefix}}*`);
+          console.log('DIAGKEYS', keys.filter((k) => !k.includes(':run:')).join(' '));
+          for (const k of keys.filter((k) => /:(active|wait|delayed|failed|stalled|waiting-children|prioritized)$/.test(k))) {
+            const t = await workers.reader().type(k);
+            console.log('DIAGQ', k, t === 'list' ? await workers.reader().lrange(k, 0, -1) : t === 'zset' ? await workers.reader().zrange(k, 0, -1) : t === 'set' ? await workers.reader().smembers(k) : t);
+          }
+        }
         expect(record).toMatchObject({ status: 'completed', output: `got: researched slow:700 | researched q${n}` });
         assertEventInvariants(await collect(client, record.run_id));
       }
