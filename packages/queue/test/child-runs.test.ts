@@ -1,7 +1,9 @@
 import type { TraceEvent } from '@arcflow/core';
 import { type ArcflowClient, createClient, keysFor } from '@arcflow/queue';
 import { assertEventInvariants } from '@arcflow/testing';
+import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
+import { QueueName } from '../src/redis/keys.ts';
 import { collect, fixtureWorkers, killRepeatedly, until } from './harness.ts';
 
 // SPEC §13 "Agents as tools", through `arcflow worker` processes: a call of an agent tool starts a
@@ -175,18 +177,6 @@ describe('agents as tools through worker processes', () => {
       const records = await Promise.all(runs.map(({ run_id }) => client.wait(run_id, { timeout_ms: 120_000 })));
       expect(await chaos.stop()).toBeGreaterThanOrEqual(1);
       for (const [n, record] of records.entries()) {
-        if (record.status !== 'completed') {
-          const evs = await collect(client, record.run_id);
-          console.log('DIAG', JSON.stringify(record), JSON.stringify(evs.map((e) => [e.kind, (e as { tool_call_id?: string }).tool_call_id, (e as { child_run_id?: string }).child_run_id, (e as { timestamp?: number }).timestamp])));
-          const kids = (await client.list({ agent: 'researcher', limit: 100 })).runs.filter((c) => c.parent_run_id === record.run_id);
-          for (const kid of kids) console.log('DIAGKID', JSON.stringify(kid), JSON.stringify((await collect(client, kid.run_id)).map((e) => [e.kind, (e as { timestamp?: number }).timestamp])));
-          const keys = await workers.reader().keys(`{${workers.prefix}}*`);
-          console.log('DIAGKEYS', keys.filter((k) => !k.includes(':run:')).join(' '));
-          for (const k of keys.filter((k) => /:(active|wait|delayed|failed|stalled|waiting-children|prioritized)$/.test(k))) {
-            const t = await workers.reader().type(k);
-            console.log('DIAGQ', k, t === 'list' ? await workers.reader().lrange(k, 0, -1) : t === 'zset' ? await workers.reader().zrange(k, 0, -1) : t === 'set' ? await workers.reader().smembers(k) : t);
-          }
-        }
         expect(record).toMatchObject({ status: 'completed', output: `got: researched slow:700 | researched q${n}` });
         assertEventInvariants(await collect(client, record.run_id));
       }
@@ -215,6 +205,36 @@ describe('agents as tools through worker processes', () => {
       const run = await client.wait(run_id, { timeout_ms: 20_000 });
       expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — stalled' });
     } finally {
+      await client.close();
+    }
+  });
+
+  it("settles a parent's call at once when a child's provider job comes again after the child ended (its worker died before settling)", async () => {
+    const workers = forTest('children-ended-redelivered');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    const queue = new Queue(QueueName.agent('researcher'), { connection: workers.reader(), prefix: `{${workers.prefix}}` });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:30000' });
+      const child = await runningChild(client, run_id);
+      // Ended, as by a process that died right after the write that ended it; then its provider job comes again (the stall check's redelivery).
+      await workers
+        .reader()
+        .hset(
+          keysFor(workers.prefix).run(child).record,
+          'status',
+          'failed',
+          'error',
+          JSON.stringify({ code: 'RunFailed', error_code: 'stalled', message: 'x' }),
+          'finished_at',
+          String(Date.now()),
+        );
+      await queue.add('provider', { run_id: child, step_id: 's1', iteration: 1, trace: {} });
+      // Not the watchdog's repair: that comes only after a minute of quiet.
+      const run = await client.wait(run_id, { timeout_ms: 10_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — stalled' });
+    } finally {
+      await queue.close();
       await client.close();
     }
   });
