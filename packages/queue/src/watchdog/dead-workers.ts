@@ -11,6 +11,13 @@ import type { Redis } from 'ioredis';
 export const DEAD_WORKER_CHECK_MS = 250;
 
 /**
+ * After this process's own connection comes back (Redis restarted, or the network between), the
+ * others reconnect at their own pace (ioredis backs off up to 2 s): no one is taken for dead until
+ * this has passed and each has been seen again.
+ */
+export const RECONNECT_GRACE_MS = 5_000;
+
+/**
  * Makes a BullMQ Worker's connection and lock tokens name the arcflow worker that runs it: its
  * blocking connection is named `<tag>:<queue>:w:<owner>` (BullMQ's worker name), and each lock it
  * takes holds `<owner>/<index>:<n>` (BullMQ's token is `<Worker.id>:<n>`). Called in the tick the
@@ -37,6 +44,8 @@ const releaseLua = () => {
 
 export interface DeadWorkersDeps {
   readonly redis: Redis;
+  /** This worker's id: a node whose client list lacks it has dropped this process's connections too, and is not read. */
+  readonly owner: string;
   /** The BullMQ Workers this process runs (every queue in every partition it serves). */
   readonly workers: () => readonly Worker[];
   readonly logger: ToolLogger;
@@ -54,7 +63,9 @@ export interface DeadWorkersDeps {
  * after its second reading, the locks of processes that died before it started. A process that is
  * frozen, or whose host vanished without closing its connections, keeps them open: its jobs come
  * back when their locks expire, as before. Where `CLIENT LIST` is refused (an ACL without
- * `@admin`), lock expiry is the only way back, and a warning says so once.
+ * `@admin`), lock expiry is the only way back, and a warning says so once. When this process's own
+ * connection drops, it takes no one for dead until the others have had time to reconnect
+ * (`RECONNECT_GRACE_MS`) and have been seen again.
  */
 export class DeadWorkers {
   private timer: NodeJS.Timeout | undefined;
@@ -63,23 +74,32 @@ export class DeadWorkers {
   /** Owners seen alive, and how many readings in a row have missed each since. */
   private readonly seen = new Map<string, number>();
   private refused = false;
+  private quietUntil = 0;
+  /** Whether this process's own connections have been seen. */
+  private started = false;
+  private readonly onReconnect = () => {
+    this.quietUntil = Date.now() + RECONNECT_GRACE_MS;
+    this.seen.clear();
+  };
 
   constructor(private readonly deps: DeadWorkersDeps) {}
 
   start(): void {
+    this.deps.redis.on('reconnecting', this.onReconnect);
     this.check();
     this.timer = setInterval(() => this.check(), this.deps.interval_ms ?? DEAD_WORKER_CHECK_MS);
     this.timer.unref();
   }
 
   async close(): Promise<void> {
+    this.deps.redis.off('reconnecting', this.onReconnect);
     clearInterval(this.timer);
     this.timer = undefined;
     await this.checking;
   }
 
   private check(): void {
-    if (this.checking || this.refused) return;
+    if (this.checking || this.refused || Date.now() < this.quietUntil) return;
     this.checking = this.sweep()
       .catch((error: unknown) => {
         if (/NOPERM|unknown command/i.test(String((error as Error)?.message))) {
@@ -94,7 +114,12 @@ export class DeadWorkers {
 
   /** One reading; the locks of dead owners are released when one is newly confirmed dead, or at this worker's second reading. */
   private async sweep(): Promise<void> {
-    const live = liveOwners(await this.clientLists());
+    const lists = await this.clientLists();
+    // Until this process's own connections are up, a reading counts for nothing. A node that has lost
+    // them since (restarted, or cut off) has lost the others' too: they reconnect at their own pace.
+    if (lists.some((list) => !liveOwners([list]).has(this.deps.owner))) return this.started ? this.onReconnect() : undefined;
+    this.started = true;
+    const live = liveOwners(lists);
     this.readings += 1;
     let due = this.readings === 2;
     // Owners missed once may be reconnecting: their locks are kept until a second reading misses them.

@@ -114,7 +114,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   }
   partitions.startAll();
   // A dead worker process's jobs back in their queues at once, not when their locks expire.
-  const deadWorkers = new DeadWorkers({ redis: connection, workers: () => partitions.workers, logger: options.logger });
+  const deadWorkers = new DeadWorkers({ redis: connection, owner: id, workers: () => partitions.workers, logger: options.logger });
   deadWorkers.start();
 
   const watchdog = new Watchdog({ store, redis: connection, queues, threads, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
