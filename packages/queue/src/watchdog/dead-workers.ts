@@ -80,6 +80,8 @@ export class DeadWorkers {
   private readonly onReconnect = () => {
     this.quietUntil = Date.now() + RECONNECT_GRACE_MS;
     this.seen.clear();
+    // Then as at a start: the second reading releases the locks of workers that died meanwhile.
+    this.readings = 0;
   };
 
   constructor(private readonly deps: DeadWorkersDeps) {}
