@@ -75,8 +75,8 @@ export class DeadWorkers {
   private readonly seen = new Map<string, number>();
   private refused = false;
   private quietUntil = 0;
-  /** Whether this process's own connections have been seen. */
-  private started = false;
+  /** The nodes (host:port) this process's own connections have been seen on. */
+  private readonly ownNodes = new Set<string>();
   private readonly onReconnect = () => {
     this.quietUntil = Date.now() + RECONNECT_GRACE_MS;
     this.seen.clear();
@@ -116,12 +116,20 @@ export class DeadWorkers {
 
   /** One reading; the locks of dead owners are released when one is newly confirmed dead, or at this worker's second reading. */
   private async sweep(): Promise<void> {
-    const lists = await this.clientLists();
+    const nodes = await this.clientLists();
     // Until this process's own connections are up, a reading counts for nothing. A node that has lost
     // them since (restarted, or cut off) has lost the others' too: they reconnect at their own pace.
-    if (lists.some((list) => !liveOwners([list]).has(this.deps.owner))) return this.started ? this.onReconnect() : undefined;
-    this.started = true;
-    const live = liveOwners(lists);
+    let mine = 0;
+    for (const { node, list } of nodes) {
+      if (liveOwners([list]).has(this.deps.owner)) {
+        this.ownNodes.add(node);
+        mine += 1;
+      } else if (this.ownNodes.has(node)) {
+        return this.onReconnect();
+      }
+    }
+    if (mine === 0) return;
+    const live = liveOwners(nodes.map(({ list }) => list));
     this.readings += 1;
     let due = this.readings === 2;
     // Owners missed once may be reconnecting: their locks are kept until a second reading misses them.
@@ -140,10 +148,11 @@ export class DeadWorkers {
     if (due) await this.release(spared);
   }
 
-  private clientLists(): Promise<string[]> {
+  /** Each node's `CLIENT LIST`: the one Redis's, or each master's of a cluster. */
+  private clientLists(): Promise<{ node: string; list: string }[]> {
     const { redis } = this.deps;
     const nodes = (redis as unknown as { isCluster?: boolean }).isCluster === true ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
-    return Promise.all(nodes.map((node) => node.client('LIST') as Promise<string>));
+    return Promise.all(nodes.map(async (node) => ({ node: `${node.options.host}:${node.options.port}`, list: (await node.client('LIST')) as string })));
   }
 
   /** Releases, queue by queue, the locks of owners not in `live`, then runs the stall check where any was released. */
