@@ -34,7 +34,8 @@ for (const target of redisTargets()) {
     /** Two workers with RUNS runs of one NAP_MS call each in flight: every call has started. */
     async function inFlight(name: string) {
       const workers = forTest(name);
-      const start = () => workers.start({ env: { ARCFLOW_TEST_NAP_MS: String(NAP_MS) } });
+      // Room for every call on one worker: on a cluster a worker's slots are shared out over 16 partitions, and the bound is for taking the calls over, not for waiting for a slot.
+      const start = () => workers.start({ env: { ARCFLOW_TEST_NAP_MS: String(NAP_MS) }, args: ['--concurrency', '256'] });
       const live: WorkerProcess[] = await Promise.all([start(), start()]);
       const client = createClient({ redis: workers.url, prefix: workers.prefix });
       const runs = await Promise.all(Array.from({ length: RUNS }, (_, n) => client.enqueue({ agent: 'nap_agent', input: `nap ${n}` })));
