@@ -42,13 +42,29 @@ export const stuck = tool({
   },
 });
 
+/** Records when and where each execution started, then takes a second. */
+export const rest = tool({
+  name: 'rest',
+  description: 'takes a second',
+  input_schema: { type: 'object' },
+  timeout_ms: 30_000,
+  handler: async () => {
+    redis ??= new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    await redis.rpush(benchKey('rest'), `${Date.now()}:${process.pid}`);
+    await new Promise((resolve) => setTimeout(resolve, REST_MS));
+    return 'rested';
+  },
+});
+export const REST_MS = 1_000;
+
 const off = { loop_detection: false as const, tool_execution: { max_iterations: 1000 } };
 export const benchNoop = new Agent({ name: 'bench_noop', tools: [noop], ...off });
 export const benchNap = new Agent({ name: 'bench_nap', tools: [nap], ...off });
 export const benchStuck = new Agent({ name: 'bench_stuck', tools: [stuck], ...off });
 export const benchHold = new Agent({ name: 'bench_hold', tools: [hold], ...off });
+export const benchRest = new Agent({ name: 'bench_rest', tools: [rest], ...off });
 
-export default [benchNoop, benchNap, benchStuck];
+export default [benchNoop, benchNap, benchStuck, benchRest];
 
 /** The instant model. */
 export const provider: ModelProvider = {

@@ -4,7 +4,7 @@ import { type ArcflowClient, createClient, startWorker } from '@arcflow/queue';
 import { silentLogger } from '@arcflow/core';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { Redis } from 'ioredis';
-import { benchNap, benchNoop, provider } from './agents.ts';
+import { REST_MS, benchNap, benchNoop, provider } from './agents.ts';
 import { REDIS_URL, percentile, redisUsedBytes, rssMiB, sleep } from './lib.ts';
 import { BENCH_AGENTS } from './processes.ts';
 
@@ -106,6 +106,50 @@ export async function recoverySeconds(prefix: string): Promise<number> {
     const run = await client.wait(run_id, { timeout_ms: 30_000 });
     if (run.status !== 'completed') throw new Error(`recovery run ended ${run.status}`);
     return (restartedAt - killedAt) / 1000;
+  } finally {
+    await client.close();
+    await Promise.all(workers.map((worker) => (worker.child.exitCode === null && worker.child.signalCode === null ? worker.stop() : undefined)));
+    await redis.quit();
+  }
+}
+
+/** What `recoveryAfterKill` measured, in seconds. */
+export interface Recovery {
+  /** p95 over the interrupted calls of the time from the kill (or the new workers being ready) to the call starting again. */
+  readonly restartP95: number;
+  /** The last run's end after the kill (or ready), less its own remaining work (one call of REST_MS). */
+  readonly lastRunEnd: number;
+  readonly interrupted: number;
+}
+
+/**
+ * Two worker processes with `runs` runs of one 1 s call each in flight; one is SIGKILLed (or both,
+ * and two new ones started: `restart`). Measures, from the kill (or from the new workers being
+ * ready), how soon the interrupted calls run again and the last run ends.
+ */
+export async function recoveryAfterKill(prefix: string, runs: number, restart: boolean): Promise<Recovery> {
+  const redis = new Redis(REDIS_URL);
+  const env = { REDIS_URL, ARCFLOW_PREFIX: prefix, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+  const spawnTwo = () => Promise.all([spawnWorker(BENCH_AGENTS, { env }), spawnWorker(BENCH_AGENTS, { env })]);
+  const workers: WorkerProcess[] = await spawnTwo();
+  const client = createClient({ redis: REDIS_URL, prefix });
+  const key = `{${prefix}}:bench:rest`;
+  try {
+    const enqueued = await Promise.all(Array.from({ length: runs }, (_, n) => client.enqueue({ agent: 'bench_rest', input: `rest ${n}` })));
+    while ((await redis.llen(key)) < runs) await sleep(10);
+    const victims = restart ? workers.splice(0) : workers.splice(0, 1);
+    let origin = Date.now();
+    for (const victim of victims) victim.kill('SIGKILL');
+    if (restart) {
+      await Promise.all(victims.map((victim) => victim.exited));
+      workers.push(...(await spawnTwo()));
+      origin = Date.now();
+    }
+    const records = await Promise.all(enqueued.map(({ run_id }) => client.wait(run_id, { timeout_ms: 60_000 })));
+    if (records.some((record) => record.status !== 'completed')) throw new Error('a recovery run did not complete');
+    const restarts = (await redis.lrange(key, runs, -1)).map((entry) => (Number(entry.split(':')[0]) - origin) / 1000);
+    const lastEnd = Math.max(...records.map((record) => record.finished_at!));
+    return { restartP95: percentile(restarts, 95), lastRunEnd: (lastEnd - origin - REST_MS) / 1000, interrupted: restarts.length };
   } finally {
     await client.close();
     await Promise.all(workers.map((worker) => (worker.child.exitCode === null && worker.child.signalCode === null ? worker.stop() : undefined)));

@@ -1,7 +1,9 @@
 import type { TraceEvent } from '@arcflow/core';
 import { type ArcflowClient, createClient, keysFor } from '@arcflow/queue';
 import { assertEventInvariants } from '@arcflow/testing';
+import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
+import { QueueName } from '../src/redis/keys.ts';
 import { collect, fixtureWorkers, killRepeatedly, until } from './harness.ts';
 
 // SPEC §13 "Agents as tools", through `arcflow worker` processes: a call of an agent tool starts a
@@ -203,6 +205,36 @@ describe('agents as tools through worker processes', () => {
       const run = await client.wait(run_id, { timeout_ms: 20_000 });
       expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — stalled' });
     } finally {
+      await client.close();
+    }
+  });
+
+  it("settles a parent's call at once when a child's provider job comes again after the child ended (its worker died before settling)", async () => {
+    const workers = forTest('children-ended-redelivered');
+    await workers.start();
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    const queue = new Queue(QueueName.agent('researcher'), { connection: workers.reader(), prefix: `{${workers.prefix}}` });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'coordinator', input: 'ask:slow:30000' });
+      const child = await runningChild(client, run_id);
+      // Ended, as by a process that died right after the write that ended it; then its provider job comes again (the stall check's redelivery).
+      await workers
+        .reader()
+        .hset(
+          keysFor(workers.prefix).run(child).record,
+          'status',
+          'failed',
+          'error',
+          JSON.stringify({ code: 'RunFailed', error_code: 'stalled', message: 'x' }),
+          'finished_at',
+          String(Date.now()),
+        );
+      await queue.add('provider', { run_id: child, step_id: 's1', iteration: 1, trace: {} });
+      // Not the watchdog's repair: that comes only after a minute of quiet.
+      const run = await client.wait(run_id, { timeout_ms: 10_000 });
+      expect(run).toMatchObject({ status: 'completed', output: 'got: Error: sub-agent failed — stalled' });
+    } finally {
+      await queue.close();
       await client.close();
     }
   });

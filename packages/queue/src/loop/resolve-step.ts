@@ -3,7 +3,7 @@ import { DelayedError, type Job } from 'bullmq';
 import { StoredFormatError } from '../records/formats.ts';
 import type { RunSpec } from '../records/run-spec.ts';
 import type { StepSnapshot } from '../steps/step-store.ts';
-import { endRun } from '../runs/end-run.ts';
+import { endRun, settleParentOf } from '../runs/end-run.ts';
 import { cancelChild } from '../runs/cancel.ts';
 import type { ProviderJobData } from '../jobs/jobs.ts';
 import { startNextOnThread } from '../threads/thread-run.ts';
@@ -34,8 +34,10 @@ export async function loadStep(deps: ProviderJobDeps, job: Job<ProviderJobData>,
 export async function runStopped(deps: ProviderJobDeps, run_id: string, snapshot: StepSnapshot): Promise<'run-ended' | 'parent-ended' | undefined> {
   const { spec } = snapshot;
   if (!spec || TERMINAL_STATUSES.has(spec.status)) {
-    // The process that ended the run may have died before it started the next run of its thread.
+    // The process that ended the run may have died before it handed the run on: the next run of its
+    // thread starts, and a child's parent gets its call's result, now rather than from the watchdog.
     if (spec) await startNextOnThread(deps.threads, deps.queues, run_id);
+    if (spec && snapshot.parent_run_id) await settleParentOf(deps.store, deps.queues, run_id, false);
     return 'run-ended';
   }
   // A child whose parent has ended (a cancel that died before it reached the children) stops here (SPEC §13).

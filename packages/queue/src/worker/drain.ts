@@ -5,6 +5,7 @@ import type { Registry } from '../records/registry.ts';
 import type { CancellationListener } from '../runs/cancel.ts';
 import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { Watchdog } from '../watchdog/watchdog.ts';
+import type { DeadWorkers } from '../watchdog/dead-workers.ts';
 
 /** How long a drain waits for Redis to come back before it stops without finishing. */
 const DRAIN_WITHOUT_REDIS_MS = 10_000;
@@ -16,6 +17,7 @@ export interface Draining {
   readonly connection: Redis;
   readonly heartbeat: NodeJS.Timeout;
   readonly watchdog: Watchdog;
+  readonly deadWorkers: DeadWorkers;
   readonly registry: Registry;
   readonly registrations: ReadonlyMap<string, unknown>;
   readonly heldTools: ReadonlyMap<string, string>;
@@ -42,6 +44,7 @@ async function drain(parts: Draining): Promise<void> {
   clearInterval(parts.heartbeat);
   const drained = (async () => {
     await parts.watchdog.close();
+    await parts.deadWorkers.close();
     await registry.withdraw(id, parts.registrations.keys(), parts.heldTools).catch(() => undefined);
     await Promise.all(workers.map((worker) => worker.close()));
     await queues.close();

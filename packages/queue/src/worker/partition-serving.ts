@@ -4,6 +4,7 @@ import type { PartitionMap } from '../redis/partition-map.ts';
 import { redisRefusal } from '../redis/connection.ts';
 import { refusedConnection } from '../redis/tls-trust.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';
+import { ownLocks } from '../watchdog/dead-workers.ts';
 
 /**
  * The partitions this worker serves (SPEC §9) and the Workers it runs in each. The map is created
@@ -12,7 +13,7 @@ import type { ResolvedWorkerOptions } from '../config/options.ts';
  * each one another worker adds later (see `follow`).
  */
 export class PartitionServing {
-  /** Every BullMQ Worker started, in every partition. */
+  /** Every BullMQ Worker started, in every partition (see `add`). */
   readonly workers: Worker[] = [];
   /** Starts one queue's Worker in one partition's tag (capped tools' queues live under the prefix's tag only). */
   private readonly starts: ((tag: string) => void)[] = [];
@@ -23,10 +24,11 @@ export class PartitionServing {
     private readonly map: PartitionMap,
     private readonly options: Pick<ResolvedWorkerOptions, 'serve_partitions' | 'logger'>,
     private tags: string[],
+    private readonly owner: string,
   ) {}
 
   /** The partitions served from the start; a refusal that retrying will not change (an untrusted certificate) fails the start, not a silent wait. */
-  static async start(map: PartitionMap, connection: Redis, options: ResolvedWorkerOptions): Promise<PartitionServing> {
+  static async start(map: PartitionMap, connection: Redis, options: ResolvedWorkerOptions, owner: string): Promise<PartitionServing> {
     const refusal = refusedConnection(connection, (error) => redisRefusal(error, options.redis));
     let tags: string[];
     try {
@@ -38,7 +40,16 @@ export class PartitionServing {
       refusal.stop();
     }
     if (options.serve_partitions) options.logger.info('serving some partitions only', { partitions: [...options.serve_partitions].sort((a, b) => a - b) });
-    return new PartitionServing(map, options, tags);
+    return new PartitionServing(map, options, tags, owner);
+  }
+
+  /**
+   * A BullMQ Worker just constructed: kept among `workers`, its locks naming this process (so that
+   * other workers move its jobs back at once if it dies, see dead-workers.ts).
+   */
+  add(worker: Worker): void {
+    ownLocks(worker, this.owner, this.workers.length);
+    this.workers.push(worker);
   }
 
   /** Serves a queue: `start` runs for each partition's tag, once `startAll` runs and for each partition added later. */
@@ -78,8 +89,8 @@ export class PartitionServing {
 /** What every queue's Workers share: the partitions they serve, BullMQ's settings, and how their errors are logged. */
 export interface Serving {
   readonly partitions: PartitionServing;
-  /** The settings every BullMQ Worker gets: the connection, locks, stalls, and finished jobs' retention. */
-  readonly common: Pick<BullWorkerOptions, 'connection' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'removeOnComplete' | 'removeOnFail'>;
+  /** The settings every BullMQ Worker gets: the connection, its name (this worker's id: it names the Worker's blocking connection), locks, stalls, and finished jobs' retention. */
+  readonly common: Pick<BullWorkerOptions, 'connection' | 'name' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'removeOnComplete' | 'removeOnFail'>;
   /** A Worker's `error` handler: logged, except a lost connection (the connection's watch says that once). */
   logWorkerError(message: string, fields: Record<string, unknown>): (error: Error) => void;
 }

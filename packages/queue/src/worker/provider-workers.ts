@@ -45,7 +45,7 @@ export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps
       });
       worker.on('failed', onFailed);
       worker.on('error', serving.logWorkerError('provider worker error', { agent: definition.name }));
-      serving.partitions.workers.push(worker);
+      serving.partitions.add(worker);
       serving.partitions.shareOf(worker, options.provider_concurrency);
     });
     registrations.set(definition.name, registrationOf(definition, options.provider_attempts));

@@ -14,6 +14,7 @@ import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from '../co
 import { ModelRouter } from '../loop/model-router.ts';
 import { Dispatcher } from '../jobs/dispatcher.ts';
 import { Watchdog } from '../watchdog/watchdog.ts';
+import { DeadWorkers } from '../watchdog/dead-workers.ts';
 import { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 import { definedModelNames } from '../metrics/model-names.ts';
 import { collectDefinitions, collectTools, warnOfOtherDefinitions } from './definitions.ts';
@@ -77,7 +78,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   // A line when Redis goes away, again every while it stays away (with the address), and one when it is back: not an error per retry.
   watchConnection(connection, options.redis, options.logger, WORKER_DEFAULTS.redis_away_warn_ms);
   const store = new RunStore(connection, options.prefix, options.retention_seconds);
-  const partitions = await PartitionServing.start(store.partitions, connection, options);
+  const partitions = await PartitionServing.start(store.partitions, connection, options, id);
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
   const listener = duplicateRedis(connection);
   listener.on('error', () => undefined); // reported once, by the main connection's watch
@@ -93,6 +94,7 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     partitions,
     common: {
       connection,
+      name: id,
       lockDuration: options.lock_duration_ms,
       stalledInterval: options.stalled_interval_ms,
       maxStalledCount: options.max_stalled_count,
@@ -111,6 +113,9 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     await serveToolQueues(serving, toolDeps, options, store.keys.tag);
   }
   partitions.startAll();
+  // A dead worker process's jobs back in their queues at once, not when their locks expire.
+  const deadWorkers = new DeadWorkers({ redis: connection, owner: id, workers: () => partitions.workers, logger: options.logger });
+  deadWorkers.start();
 
   const watchdog = new Watchdog({ store, redis: connection, queues, threads, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
   // The tool definitions this worker runs calls of, by name: other live workers holding another one are named at start.
@@ -130,6 +135,6 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
     agents: [...agents.keys(), ...workflows.keys()],
     // One name per queue, however many partitions it is served in.
     queues: [...new Set(workers.map((worker) => worker.name))],
-    close: drainOnce({ id, redis: options.redis, connection, heartbeat, watchdog, registry, registrations, heldTools, workers, queues, cancellation }),
+    close: drainOnce({ id, redis: options.redis, connection, heartbeat, watchdog, deadWorkers, registry, registrations, heldTools, workers, queues, cancellation }),
   };
 }

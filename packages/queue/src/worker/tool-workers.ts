@@ -38,7 +38,7 @@ export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, optio
       if (!capped) serving.partitions.shareOf(worker, budget);
       worker.on('failed', (job, error) => settleIfFinal(deps, job, error?.message));
       worker.on('error', serving.logWorkerError('tool worker error', { tool: tool.name }));
-      serving.partitions.workers.push(worker);
+      serving.partitions.add(worker);
     });
   }
 }
