@@ -101,6 +101,7 @@ export const RUN_KEY_SUFFIX = Object.freeze({
   approvals: ':approvals',
   stream: ':stream',
   streamMeta: ':stream-meta',
+  archive: ':archive',
 });
 
 /** A step's state key: `<record>:<step>:state`. */
@@ -156,6 +157,8 @@ export class RunKeys {
   readonly approvals: string;
   /** The run's stream (SPEC §12): a Redis Stream, entry id `0-<offset>`, field `c` the chunk's JSON. */
   readonly stream: string;
+  /** An ended run's other keys, folded into one value (see `runs/archive.ts`). */
+  readonly archive: string;
 
   constructor(private readonly base: string) {
     this.record = base;
@@ -167,6 +170,7 @@ export class RunKeys {
     this.tail = base + RUN_KEY_SUFFIX.tail;
     this.approvals = base + RUN_KEY_SUFFIX.approvals;
     this.stream = base + RUN_KEY_SUFFIX.stream;
+    this.archive = base + RUN_KEY_SUFFIX.archive;
   }
 
   state(step_id: string): string {

@@ -1,7 +1,9 @@
 import { type EventDraft, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, stateAsChanges } from '@arcflow/core';
 import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
 import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
+import { readArchive } from '../records/archive.ts';
 import { writeInput } from '../records/input-format.ts';
+import { stateLogKey } from '../redis/keys.ts';
 import { readOutput } from '../records/output-format.ts';
 import { type RunSpec, SPEC_FIELDS, specFrom } from '../records/run-spec.ts';
 import type { PartitionMap } from '../redis/partition-map.ts';
@@ -73,8 +75,7 @@ export class RunRecords {
 
   /** True for the first caller only: that process emits the run's root span. Expires with the run. */
   async claimRootSpan(run_id: string): Promise<boolean> {
-    const { redis, keys, retentionSeconds } = this.context;
-    return (await redis.set(keys.run(run_id).rootSpan, '1', 'EX', retentionSeconds, 'NX')) === 'OK';
+    return (await this.context.scripts.claimRootSpan([this.context.keys.record(run_id)], [])) === 1;
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
@@ -102,7 +103,7 @@ export class RunRecords {
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
     const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.parts.approvals.pending(run_id) : [];
-    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1');
+    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1', record.archived !== undefined);
     return {
       run_id,
       status: record.status as RunStatus,
@@ -143,8 +144,9 @@ export class RunRecords {
    * for none. Undefined when the log cannot be read (another process wrote it): the record goes
    * on without it.
    */
-  private async runState(run_id: string, step_id: string): Promise<RunState | undefined> {
-    const lines = await this.context.redis.lrange(this.context.keys.run(run_id).stateLog(step_id), 0, -1);
+  private async runState(run_id: string, step_id: string, archived: boolean): Promise<RunState | undefined> {
+    const { redis, keys } = this.context;
+    const lines = archived ? ((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? []) : await redis.lrange(keys.run(run_id).stateLog(step_id), 0, -1);
     try {
       return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
     } catch {

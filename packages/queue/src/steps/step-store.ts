@@ -1,11 +1,13 @@
 import { type CallPlace, type ChatMessage, FIRST_TRY, type RunSpent, type RunState, type StateChange, type StepState, type TryPosition } from '@arcflow/core';
 import { wholeCount } from '../calls/waiting/child-store.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
+import { readArchive } from '../records/archive.ts';
 import { type RecordedResponse, readResponse, readState, readTryPosition, writeResponse, writeState } from '../records/formats.ts';
 import type { RoundCall } from '../records/round-call.ts';
 import { pairsToRecord } from '../records/round-call.ts';
 import { type RunSpec, specFrom } from '../records/run-spec.ts';
 import { type EndedRunFacts, type RunEnding, endedRunFacts, endingArgument } from '../runs/ending.ts';
+import { roundKey, stateKey } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { StreamPart } from '../streams/stream-store.ts';
 import type { StateLogs } from './state-log.ts';
@@ -93,7 +95,7 @@ export class StepStore {
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
     const { redis } = this.context;
     const keys = this.context.keys.run(run_id);
-    const json = await redis.hget(keys.state(step_id), 'json');
+    const json = await this.stateJson(run_id, step_id);
     if (!json) return undefined;
     const stored = readState(json, `state of ${run_id}/${step_id}`);
     if (stored.kind === 'inline') return stored.state;
@@ -103,8 +105,16 @@ export class StepStore {
 
   /** A step's own conversation (`client.messages`): its messages but the thread's it began on; empty when it has no state yet. */
   async stepConversation(run_id: string, step_id: string): Promise<ChatMessage[]> {
-    const json = await this.context.redis.hget(this.context.keys.run(run_id).state(step_id), 'json');
+    const json = await this.stateJson(run_id, step_id);
     return json ? this.transcripts.conversation(run_id, step_id, readState(json, `state of ${run_id}/${step_id}`)) : [];
+  }
+
+  /** A step's stored state (its JSON), from the run's archive once it is compacted. */
+  private async stateJson(run_id: string, step_id: string): Promise<string | undefined> {
+    const { redis, keys } = this.context;
+    const json = await redis.hget(keys.run(run_id).state(step_id), 'json');
+    if (json) return json;
+    return (await readArchive(redis, keys, run_id))?.hash(stateKey('', step_id)).json;
   }
 
   /** The first messages of the thread a run began on (SPEC §11), read once per worker. */
@@ -189,7 +199,11 @@ export class StepStore {
   async toolCallIds(run_id: string, responses: readonly CallPlace[]): Promise<(string[] | undefined)[]> {
     if (responses.length === 0) return [];
     const keys = this.context.keys.run(run_id);
-    const stored = await this.context.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
+    let stored = await this.context.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
+    if (stored.every((json) => json === null)) {
+      const archived = await readArchive(this.context.redis, this.context.keys, run_id);
+      if (archived) stored = responses.map(({ step_id, iteration }) => archived.string(roundKey('', step_id, 'response', iteration)));
+    }
     return stored.map((json) => (json === null ? undefined : readResponse(json, `a response of ${run_id}`).response.tool_calls.map((call) => call.id)));
   }
 }

@@ -1,5 +1,7 @@
 import { type StreamChunk, readStreamChunk } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import { readArchive } from '../records/archive.ts';
+import { RUN_KEY_SUFFIX } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 
 /**
@@ -40,8 +42,12 @@ export class StreamStore {
 
   /** The chunks after offset `after`, at most {@link READ_COUNT} of them. */
   async read(run_id: string, after: number): Promise<StreamChunk[]> {
-    const entries = (await this.context.redis.xrange(this.context.keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
-    return chunksOf(entries, after);
+    const { redis, keys } = this.context;
+    const entries = (await redis.xrange(keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
+    if (entries.length > 0) return chunksOf(entries, after);
+    // None after `after`: the stream has no more yet, or the run is compacted (its stream in its archive).
+    const archived = (await readArchive(redis, keys, run_id))?.stream(RUN_KEY_SUFFIX.stream) ?? [];
+    return chunksOf(archived.slice(after, after + READ_COUNT) as RawEntries, after);
   }
 
   /**

@@ -1,6 +1,8 @@
 import type { ApprovalResolution, EventDraft, PendingApproval } from '@arcflow/core';
 import type { JobsOptions } from 'bullmq';
 import type { ToolJobData } from '../../jobs/jobs.ts';
+import { readArchive } from '../../records/archive.ts';
+import { RUN_KEY_SUFFIX } from '../../redis/keys.ts';
 import type { StoreContext } from '../../store-context.ts';
 
 /** A waiting call's request as kept: what approvers see, and the tool job that runs the call if approved. */
@@ -73,7 +75,8 @@ export class ApprovalStore {
 
   /** A call's request, if it ever waited in this run. */
   async get(run_id: string, tool_call_id: string): Promise<StoredApproval | undefined> {
-    const json = await this.context.redis.hget(this.context.keys.run(run_id).approvals, tool_call_id);
+    const { redis, keys } = this.context;
+    const json = (await redis.hget(keys.run(run_id).approvals, tool_call_id)) ?? (await readArchive(redis, keys, run_id))?.hash(RUN_KEY_SUFFIX.approvals)[tool_call_id];
     return json ? (JSON.parse(json) as StoredApproval) : undefined;
   }
 

@@ -24,7 +24,15 @@ needText('terminal', args.terminal)
 needText('code', args.code)
 
 local status = redis.call('HGET', approvals, id .. '|status')
-if not status then return {-2} end
+if not status then
+  -- A compacted run keeps its approvals in its record (see compactRun): it has ended, so nothing is written.
+  local kept = redis.call('HGET', record, 'approvals')
+  local archived = kept and cjson.decode(kept) or {}
+  status = archived[id .. '|status']
+  if not status then return {-2} end
+  if status ~= 'pending' then return {0, archived[id .. '|resolution'], archived[id]} end
+  return {-1, archived[id]}
+end
 local request = redis.call('HGET', approvals, id)
 if status ~= 'pending' then return {0, redis.call('HGET', approvals, id .. '|resolution'), request} end
 local _, ended = runStatus()
