@@ -56,7 +56,8 @@ export class StreamStore {
    */
   async follow(reader: Redis, run_id: string, after: number, blockMs: number): Promise<StreamChunk[]> {
     const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.context.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
-    return chunksOf(reply?.[0]?.[1] ?? [], after);
+    // None came: the run may have been compacted while this read waited (its stream is in its archive now).
+    return reply ? chunksOf(reply[0]?.[1] ?? [], after) : this.read(run_id, after);
   }
 }
 
