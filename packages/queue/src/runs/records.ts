@@ -1,4 +1,4 @@
-import { type EventDraft, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, stateAsChanges } from '@arcflow/core';
+import { type EventDraft, RUN_STEP_ID, type RunError, type RunRecord, type RunState, type RunStatus, TERMINAL_STATUSES, stateAsChanges } from '@arcflow/core';
 import type { ApprovalStore } from '../calls/waiting/approval-store.ts';
 import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
 import { readArchive } from '../records/archive.ts';
@@ -103,7 +103,7 @@ export class RunRecords {
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
     const pending_approvals = record.status === 'waiting' || record.status === 'running' ? await this.parts.approvals.pending(run_id) : [];
-    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1', record.archived !== undefined);
+    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1', TERMINAL_STATUSES.has(record.status as RunStatus));
     return {
       run_id,
       status: record.status as RunStatus,
@@ -144,9 +144,11 @@ export class RunRecords {
    * for none. Undefined when the log cannot be read (another process wrote it): the record goes
    * on without it.
    */
-  private async runState(run_id: string, step_id: string, archived: boolean): Promise<RunState | undefined> {
+  private async runState(run_id: string, step_id: string, ended: boolean): Promise<RunState | undefined> {
     const { redis, keys } = this.context;
-    const lines = archived ? ((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? []) : await redis.lrange(keys.run(run_id).stateLog(step_id), 0, -1);
+    let lines = await redis.lrange(keys.run(run_id).stateLog(step_id), 0, -1);
+    // None in an ended run: it may be compacted (even since its record was read), its log in its archive.
+    if (lines.length === 0 && ended) lines = [...((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? [])];
     try {
       return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
     } catch {
