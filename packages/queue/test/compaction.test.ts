@@ -64,6 +64,9 @@ async function readings(client: ArcflowClient, store: RunStore, run_id: string) 
     state: await store.loadState(run_id, 's1'),
     conversation: await store.stepConversation(run_id, 's1'),
     stateEntries: await store.stateLogs.length(run_id, 's1'),
+    // What a provider job (or a fork of the run) reads of a round: its responses and the round before's results.
+    step2: await store.loadStep(run_id, 's1', 2),
+    step3: await store.loadStep(run_id, 's1', 3),
   };
 }
 
@@ -104,6 +107,9 @@ describe('an ended run compacted into its record and one archive', () => {
     expect(compacted.thread.at(-1)).toMatchObject({ role: 'assistant', content: 'all echoed' });
     expect(compacted.toolCallIds).toEqual([['c_a', 'c_b'], ['c_c'], []]);
     expect(compacted.state?.messages.length).toBe(compacted.conversation.length);
+    expect(compacted.step2.previousResults).toEqual({ c_a: 'echoed a', c_b: 'echoed b' });
+    expect(compacted.step3.response?.response.content).toBe('all echoed');
+    expect(compacted.step3.state?.messages.length).toBe(compacted.conversation.length);
     // Its record, its archive and its idempotency key: nothing else, not BullMQ's jobs either.
     const keys = (await redis.keys(`*${prefix}*`)).filter((key) => key.includes(run_id) || key.includes('order-7'));
     expect(keys.sort()).toEqual([record, `${record}:archive`, `{${prefix}}:idempotency:order-7`].sort());

@@ -32,11 +32,16 @@ export class ArchivedRun {
 
   /** A hash's fields (empty when the run had no such hash). */
   hash(suffix: string): Record<string, string> {
-    const key = this.keys[suffix];
+    const flat = this.hashEntries(suffix);
     const fields: Record<string, string> = {};
-    if (key?.t !== 'hash') return fields;
-    for (let at = 0; at + 1 < key.v.length; at += 2) fields[key.v[at]!] = key.v[at + 1]!;
+    for (let at = 0; at + 1 < flat.length; at += 2) fields[flat[at]!] = flat[at + 1]!;
     return fields;
+  }
+
+  /** A hash's fields and values in one list, as HGETALL gives them. */
+  hashEntries(suffix: string): readonly string[] {
+    const key = this.keys[suffix];
+    return key?.t === 'hash' ? key.v : [];
   }
 
   /** A string's value, or null. */

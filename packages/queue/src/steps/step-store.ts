@@ -1,4 +1,15 @@
-import { type CallPlace, type ChatMessage, FIRST_TRY, type RunSpent, type RunState, type StateChange, type StepState, type TryPosition } from '@arcflow/core';
+import {
+  type CallPlace,
+  type ChatMessage,
+  FIRST_TRY,
+  type RunSpent,
+  type RunState,
+  type RunStatus,
+  type StateChange,
+  type StepState,
+  TERMINAL_STATUSES,
+  type TryPosition,
+} from '@arcflow/core';
 import { wholeCount } from '../calls/waiting/child-store.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
 import { readArchive } from '../records/archive.ts';
@@ -7,7 +18,7 @@ import type { RoundCall } from '../records/round-call.ts';
 import { pairsToRecord } from '../records/round-call.ts';
 import { type RunSpec, specFrom } from '../records/run-spec.ts';
 import { type EndedRunFacts, type RunEnding, endedRunFacts, endingArgument } from '../runs/ending.ts';
-import { roundKey, stateKey } from '../redis/keys.ts';
+import { RUN_KEY_SUFFIX, roundKey, stateKey, stateLogKey, transcriptKey } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { StreamPart } from '../streams/stream-store.ts';
 import type { StateLogs } from './state-log.ts';
@@ -62,10 +73,11 @@ export class StepStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position] = (await this.context.scripts.loadStep(
-      [this.context.keys.record(run_id)],
-      [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
-    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null];
+    const cached = this.transcripts.cachedCount(run_id, step_id);
+    let read = (await this.context.scripts.loadStep([this.context.keys.record(run_id)], [step_id, iteration, cached])) as LoadStepReply;
+    // An ended run with no state of this step may be compacted: the same read, from its archive.
+    if (read[1] === null && TERMINAL_STATUSES.has(read[0][0] as RunStatus)) read = (await this.archivedStep(run_id, step_id, iteration, cached, read[0])) ?? read;
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position] = read;
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
@@ -86,6 +98,29 @@ export class StepStore {
       stateEntries,
       position: position === null ? FIRST_TRY : readTryPosition(position, `the try position of call ${iteration} of ${where}`),
     };
+  }
+
+  /** What loadStep.lua reads, from a compacted run's archive (undefined when the run has none). */
+  private async archivedStep(run_id: string, step_id: string, n: number, cached: number, fields: (string | null)[]): Promise<LoadStepReply | undefined> {
+    const archived = await readArchive(this.context.redis, this.context.keys, run_id);
+    if (!archived) return undefined;
+    const round = (kind: 'response' | 'results' | 'spans' | 'changes', iteration: number) => roundKey('', step_id, kind, iteration);
+    const previous = n > 1;
+    const transcript = archived.list(transcriptKey('', step_id));
+    const from = cached > 0 && transcript.length < cached ? 0 : cached;
+    return [
+      fields,
+      archived.hash(stateKey('', step_id)).json ?? null,
+      previous ? archived.string(round('response', n - 1)) : null,
+      archived.string(round('response', n)),
+      previous ? [...archived.hashEntries(round('results', n - 1))] : [],
+      previous ? [...archived.hashEntries(round('spans', n - 1))] : [],
+      from,
+      transcript.slice(from),
+      previous ? [...archived.hashEntries(round('changes', n - 1))] : [],
+      archived.list(stateLogKey('', step_id)).length,
+      archived.hash(RUN_KEY_SUFFIX.pending)[`${step_id}|${n}|try`] ?? null,
+    ];
   }
 
   /**
@@ -207,6 +242,9 @@ export class StepStore {
     return stored.map((json) => (json === null ? undefined : readResponse(json, `a response of ${run_id}`).response.tool_calls.map((call) => call.id)));
   }
 }
+
+/** loadStep.lua's reply (see its header). */
+type LoadStepReply = [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null];
 
 /** Where a run's thread conversation is, from its record's fields; undefined for a run on no thread (or one that began on none). */
 function threadPlace(thread_id: string | null, origin: string | null, base: string | null): ThreadPlace | undefined {

@@ -2,7 +2,7 @@ import type { EventDraft, GraphStep, RunError, StateChange, StepRecord, StepSkip
 import { DEFAULT_MAX_STATE_BYTES, RUN_STEP_ID, applyStateChangesSized, stepFailedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge } from '@arcflow/core';
 import { readArchive } from '../records/archive.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
-import { RUN_KEY_SUFFIX } from '../redis/keys.ts';
+import { RUN_KEY_SUFFIX, roundKey } from '../redis/keys.ts';
 import type { RunOutcome } from '../runs/ending.ts';
 import { type StateLogs, parseEntry } from '../steps/state-log.ts';
 import type { StoreContext } from '../store-context.ts';
@@ -108,7 +108,15 @@ export class WorkflowStore {
       this.context.redis.hmget(keys.results(step_id, 1), step_id, `${step_id}|error`),
       this.context.redis.hget(keys.changes(step_id, 1), step_id),
     ]);
-    if (content == null) return undefined;
+    if (content == null) {
+      // A compacted run's (it has ended): from its archive.
+      const archived = await readArchive(this.context.redis, this.context.keys, run_id);
+      const results = archived?.hash(roundKey('', step_id, 'results', 1));
+      const recorded = results?.[step_id];
+      if (recorded === undefined) return undefined;
+      const stored = archived!.hash(roundKey('', step_id, 'changes', 1))[step_id];
+      return { content: recorded, failure: results![`${step_id}|error`] ?? '', changes: stored ? parseEntry(stored, `state changes of step ${step_id} of ${run_id}`) : [] };
+    }
     return { content, failure: failure ?? '', changes: changes ? parseEntry(changes, `state changes of step ${step_id} of ${run_id}`) : [] };
   }
 
