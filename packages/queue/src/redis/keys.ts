@@ -86,7 +86,9 @@ export const RUN_COUNTS_SUFFIX = ':metrics:runs';
  * no message) each time events are appended, which event followers (`arcflow serve`) subscribe to,
  * and the run's stream (SPEC §12): `stream`, a Redis Stream of chunks whose entry ids are their
  * offsets (`0-<offset>`), and `stream-meta`, which attempt of each iteration it shows (see
- * `redis/lua/stream.lua`). The store's Lua scripts name them the
+ * `redis/lua/stream.lua`), and `archive`: an ended run's other keys folded into one value once it
+is compacted (`records/archive.ts`; `rootSpan` is only read, for runs of earlier versions: the
+claim is the record's `root_span` now). The store's Lua scripts name them the
  * same way from the record key (`redis/lua/prelude.lua`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({
