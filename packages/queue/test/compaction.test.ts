@@ -1,4 +1,4 @@
-import { Agent, type ModelProvider, type StreamChunk, silentLogger, tool } from '@arcflow/core';
+import { Agent, type ModelProvider, ProviderFailure, type StreamChunk, silentLogger, tool } from '@arcflow/core';
 import { type ArcflowClient, RunStore, createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
@@ -201,6 +201,31 @@ describe('an ended run compacted into its record and one archive', () => {
     expect(compacted[1]).toMatchObject({ run: { status: 'completed', output: 'all echoed', forked_from: { iteration: 2 } }, live: 1 });
     await writeTheOldWay(record);
     expect([await forkAt(3), await forkAt(2)]).toEqual(compacted);
+  });
+
+  it('retries a compacted failed run from where it stopped, once (SPEC §15)', async () => {
+    const prefix = testPrefix('compact-retry');
+    prefixes.push(prefix);
+    const provider = scriptedProvider([
+      toolCalls([{ name: 'echo', args: { text: 'a' }, id: 'c_a' }]),
+      new ProviderFailure('bad_request', 'down', { retryable: false }),
+      reply('echoed it'),
+    ]);
+    const worker = await startWorker({ agents: [new Agent({ name: 'keeper', tools: [echo] })], provider, redis: TEST_REDIS_URL, prefix, logger: silentLogger });
+    open.push(worker);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'keeper', input: 'echo a' });
+    expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('failed');
+    const record = new RunStore(redis, prefix, 60).keys.record(run_id);
+    await until(async () => (await redis.hget(record, 'archived')) !== null);
+    const retried = await client.retry(run_id);
+    const run = await client.wait(retried.run_id, { timeout_ms: 20_000 });
+    expect(run).toMatchObject({ status: 'completed', output: 'echoed it', forked_from: { run_id, step_id: 's1', iteration: 2 }, iterations: 1 });
+    expect(provider.requests).toHaveLength(3);
+    expect((await client.messages(retried.run_id)).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect((await client.get(run_id))!.retried_by).toBe(retried.run_id);
+    expect(await client.retry(run_id)).toEqual(retried);
   });
 
   it('leaves every run a SIGKILLed worker ended readable and complete, compacted or not, and compacts one it left', async () => {

@@ -14,7 +14,8 @@
         ('' or the call's run-state changes, a JSON list)
   Returns {1, request, openInRound} when settled now; {0, resolution, request, status} when settled
   before (that settlement stands); {-1, request} when the run ended with the call still waiting;
-  {-2} when the call never waited for this in this run. Safe to run twice.
+  {-2} when the call never waited for this in this run. Safe to run twice. A compacted run's
+  waits are read from its record (keptWaitsField), as settled before or the run ended.
 ]]
 --- @include "prelude"
 --- @include "stream"
