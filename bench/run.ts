@@ -19,6 +19,7 @@ import { type ThreadWindow, type TranscriptWindow, stateAgents, threadRuns, tran
 import { childRunRows } from './children.ts';
 import { firstTextRow, throughputRows as streamingThroughputRows, writesRow } from './streaming.ts';
 import { streamCostRows } from './stream-costs.ts';
+import { finishedRunMemory } from './finished-runs.ts';
 import { viewersRows } from './viewers.ts';
 import { waitingWatchdogRow } from './waiting.ts';
 
@@ -300,6 +301,20 @@ try {
       target: '< 400 ms',
       verdict: verdict(latency < 400),
     });
+  }
+  if (wanted('finished')) {
+    for (const iterations of [3, 50]) {
+      progress(`a finished run of ${iterations} iterations: its Redis memory against its content`);
+      const memory = await finishedRunMemory(prefix(`finished-${iterations}`), iterations);
+      rows.push({
+        measure: `finished run memory, ${iterations} iterations (MEMORY USAGE of its ${memory.keys} keys, jobs included, vs its content's JSON)`,
+        arcflow: kib(memory.bytes),
+        baseline: kib(memory.contentBytes),
+        ratio: `${(memory.bytes / memory.contentBytes).toFixed(2)}x`,
+        target: '<= 1.25x, <= 3 keys',
+        verdict: verdict(memory.bytes <= 1.25 * memory.contentBytes && memory.keys <= 3),
+      });
+    }
   }
   if (wanted('memory')) {
     progress('memory over 10k runs (about a minute)');

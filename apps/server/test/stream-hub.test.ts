@@ -243,6 +243,30 @@ describe('the stream hub on one Redis (SPEC §19)', () => {
     await until(() => late.state.finished, 1_000);
     expect(late.chunks.map((chunk) => chunk.offset)).toEqual([1]);
   }, 15_000);
+
+  it('replays a compacted run (its stream folded into its archive) to the end, to a viewer that came after its end or while it looked live', async () => {
+    setup = hubOn(TEST_REDIS_URL, 'hub-compacted');
+    const keys = keysFor(setup.prefix);
+    const record = keys.record('run_c');
+    await setup.running('run_c');
+    for (let offset = 1; offset <= 3; offset += 1) await setup.text('run_c', offset);
+    await setup.end('run_c', 4);
+    await setup.redis.hset(record, 'status', 'completed', 'agent', 'a');
+    await setup.redis.sadd(`${record}:keys`, keys.run('run_c').stream);
+    expect(await new RunStore(setup.redis, setup.prefix, 3_600).compactRun('run_c')).toBe(true);
+    expect(await setup.redis.exists(keys.run('run_c').stream)).toBe(0);
+    const late = viewer();
+    setup.hub.follow('run_c', 0, late.viewer, true);
+    // Followed as live (its viewer read its status before its end): where its stream ends is read from the archive too.
+    const live = viewer();
+    setup.hub.follow('run_c', 2, live.viewer);
+    await until(() => late.state.finished && live.state.finished, 2 * HUB_BLOCK_MS);
+    expect(late.chunks.map((chunk) => chunk.offset)).toEqual([1, 2, 3, 4]);
+    expect(late.chunks.at(-1)).toMatchObject({ type: 'end', status: 'completed' });
+    expect(live.chunks.map((chunk) => chunk.offset)).toEqual([3, 4]);
+    expect(live.state.error).toBeUndefined();
+    expect(setup.hub.followed).toEqual({ runs: 0, viewers: 0 });
+  }, 15_000);
 });
 
 describe('the stream hub on a 3-master Redis Cluster (SPEC §9, §19)', () => {

@@ -3,6 +3,7 @@ import { WaitingStore } from './calls/waiting/waiting-store.ts';
 import { ChildStore } from './calls/waiting/child-store.ts';
 import { ProviderPauses } from './loop/provider-pauses.ts';
 import { PartitionMap } from './redis/partition-map.ts';
+import { RunCompaction } from './runs/compaction.ts';
 import { RunEndings } from './runs/ending.ts';
 import { RunEvents } from './runs/events.ts';
 import { RunListing } from './runs/listing.ts';
@@ -22,6 +23,8 @@ export interface Runs {
   readonly listing: RunListing;
   readonly events: RunEvents;
   readonly endings: RunEndings;
+  /** An ended run folded into its record and one archive. */
+  readonly compaction: RunCompaction;
 }
 
 /**
@@ -54,7 +57,7 @@ export class Store {
     const { approvals, toolResults } = this.calls;
     const records = new RunRecords(context, { workflows: this.workflows, approvals, toolResults, partitions: this.partitions });
     const listing = new RunListing(context, this.partitions, records);
-    this.runs = { records, listing, events: new RunEvents(context), endings: new RunEndings(context) };
+    this.runs = { records, listing, events: new RunEvents(context), endings: new RunEndings(context), compaction: new RunCompaction(context) };
     this.steps = new StepStore(context, new Transcripts(redis, keys), stateLogs);
     this.threads = new ThreadStore(redis, keys, prefix, this.partitions, scripts);
     this.streams = new StreamStore(context);

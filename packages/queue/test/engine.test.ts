@@ -374,33 +374,27 @@ describe('queue engine', () => {
     const { run_id } = await client.enqueue({ agent: 'brief', input: 'hi' });
     expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     const keys = keysFor(prefix).run(run_id);
+    // Compacted when it ended (docs/decisions/0031-compaction.md): its record and its archive.
+    await until(async () => (await redis.hget(keys.record, 'archived')) !== null);
     const stored = await redis.keys(`${keys.record}*`);
-    // The record, its events, dedupe ids and index, the state, both responses, round 1's results and open count.
-    expect(stored).toEqual(
-      expect.arrayContaining([keys.record, keys.events, keys.state('s1'), keys.response('s1', 1), keys.response('s1', 2), keys.results('s1', 1), keys.pending]),
-    );
+    expect(stored.sort()).toEqual([keys.record, keys.archive]);
     for (const key of stored) {
       const ttl = await redis.ttl(key);
       expect(ttl, key).toBeGreaterThan(3500);
       expect(ttl, key).toBeLessThanOrEqual(3600);
     }
+    expect(await client.events(run_id)[Symbol.asyncIterator]().next()).toMatchObject({ value: { kind: 'RunEnqueued' } });
   });
 
-  it('removes finished jobs once they are older than the retention period (set on the workers)', async () => {
+  it("removes an ended run's finished jobs with its compaction, the job that ended it when it completes", async () => {
     const echo = tool({ name: 'echo', description: 'echoes', input_schema: { type: 'object' }, handler: () => 'echoed' });
-    const model = scriptedProvider([toolCall('echo', {}), reply('done'), toolCall('echo', {}), reply('done')]);
-    const { client, prefix } = await engine('job-retention', [new Agent({ name: 'echoer', tools: [echo] })], model, { retention_seconds: 1 });
-    const jobKeys = (run_id: string) => redis.keys(`{${prefix}}:*:${run_id}.*`);
-    const first = await client.enqueue({ agent: 'echoer', input: 'one' });
-    expect((await client.wait(first.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
-    // Two provider jobs and one tool job, kept while younger than the retention period.
-    expect(await jobKeys(first.run_id)).toHaveLength(3);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
-    // BullMQ trims by age when later jobs of the same queues finish.
-    const second = await client.enqueue({ agent: 'echoer', input: 'two' });
-    expect((await client.wait(second.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
-    expect(await jobKeys(first.run_id)).toEqual([]);
-    expect(await jobKeys(second.run_id)).toHaveLength(3);
+    const model = scriptedProvider([toolCall('echo', {}), reply('done')]);
+    const { client, prefix } = await engine('job-retention', [new Agent({ name: 'echoer', tools: [echo] })], model);
+    const { run_id } = await client.enqueue({ agent: 'echoer', input: 'one' });
+    expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
+    // Two provider jobs and one tool job, and their entries in their queues' completed sets.
+    await until(async () => (await redis.keys(`{${prefix}}:*:${run_id}.*`)).length === 0);
+    for (const queue of ['agent-echoer', `tool-echo-${toolDefinitionHash(echo)}`]) expect(await redis.zrange(`{${prefix}}:${queue}:completed`, 0, -1)).toEqual([]);
   });
 
   it('refuses a worker whose tools share a name but not a definition', async () => {

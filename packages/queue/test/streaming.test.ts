@@ -3,7 +3,7 @@ import { openaiProvider } from '@arcflow/provider-openai';
 import { type ArcflowClient, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { type FakeOpenAIOptions, type FakeTurn, TEST_REDIS_URL, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { FAST, testResources } from './harness.ts';
+import { FAST, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
 
@@ -177,9 +177,15 @@ describe('the run stream, in Redis', () => {
     await client.wait(run_id);
     const record = keysFor(prefixes.at(-1)!).run(run_id);
     expect(record.stream.startsWith(record.record)).toBe(true);
-    const [recordTtl, streamTtl] = await Promise.all([redis.ttl(record.record), redis.ttl(record.stream)]);
+    // Compacted after the run's end (docs/decisions/0031-compaction.md), the stream is in the run's archive.
+    await until(async () => (await redis.hget(record.record, 'archived')) !== null);
+    expect(record.archive.startsWith(record.record)).toBe(true);
+    const [recordTtl, archiveTtl] = await Promise.all([redis.ttl(record.record), redis.ttl(record.archive)]);
     expect(recordTtl).toBeGreaterThan(0);
-    expect(Math.abs(streamTtl - recordTtl)).toBeLessThanOrEqual(1);
-    expect(await redis.xlen(record.stream)).toBe(2);
+    expect(Math.abs(archiveTtl - recordTtl)).toBeLessThanOrEqual(1);
+    expect(await redis.exists(record.stream)).toBe(0);
+    const chunks = [];
+    for await (const chunk of client.stream(run_id)) chunks.push(chunk);
+    expect(chunks.map((chunk) => chunk.type)).toEqual(['text', 'end']);
   });
 });

@@ -7,6 +7,7 @@ import { RunStore } from '../src/runs/run-store.ts';
 import { ThreadStore } from '../src/threads/thread-store.ts';
 import { stageThreadMessages, startNextOnThread } from '../src/threads/thread-run.ts';
 import { Dispatcher } from '../src/jobs/dispatcher.ts';
+import { decodeArchive } from '../src/records/archive.ts';
 import type { WorkerProcess } from '@arcflow/worker';
 import { fixtureWorkers, until } from './harness.ts';
 
@@ -131,12 +132,12 @@ describe('threads', () => {
     const runIds = await threads.runIds('user-42:chat');
     expect(runIds).toHaveLength(5);
     // The thread's messages are not copied into a run: its transcript list holds the instructions and its own messages only.
+    // Ended, the run is compacted (docs/decisions/0031-compaction.md): its keys are in its archive.
     const fifth = store.keys.run(runIds[4]!);
-    expect(JSON.parse((await reader().hget(fifth.state('s1'), 'json'))!)).toMatchObject({ v: 5, messages: 2, state: { earlier: { at: 1, count: 12 } } });
-    expect(await reader().lrange(fifth.transcript('s1'), 0, -1)).toEqual([
-      JSON.stringify({ role: 'system', content: 'Chat along.' }),
-      JSON.stringify({ role: 'user', content: 'bye' }),
-    ]);
+    await until(async () => (await reader().hget(fifth.record, 'archived')) !== null);
+    const archived = decodeArchive((await reader().getBuffer(fifth.archive))!);
+    expect(JSON.parse(archived.hash(':s1:state').json!)).toMatchObject({ v: 5, messages: 2, state: { earlier: { at: 1, count: 12 } } });
+    expect(archived.list(':s1:transcript')).toEqual([JSON.stringify({ role: 'system', content: 'Chat along.' }), JSON.stringify({ role: 'user', content: 'bye' })]);
     // The client's view: messages, runs in enqueue order, delete.
     const handle = client.thread('user-42:chat');
     expect(await handle.messages()).toEqual(expected);

@@ -96,11 +96,13 @@ describe('workflow runs on the queue engine', () => {
     const client = await serve(prefix, [workflow]);
     const { run_id } = await client.enqueue({ agent: 'retained', input: '{}', exec_config: { test: { steps: { second: { output: 'done' } } } } });
     expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
-    const keys = await redis.keys(`{${prefix}}:run:${run_id}*`);
-    expect(keys.length).toBeGreaterThanOrEqual(8);
-    expect(keys.some((key) => key.endsWith(':steps'))).toBe(true);
-    expect(keys.some((key) => key.endsWith(':outputs'))).toBe(true);
+    // Compacted after its end (docs/decisions/0031-compaction.md): its record and its archive, both expiring.
+    const record = `{${prefix}}:run:${run_id}`;
+    await until(async () => (await redis.hget(record, 'archived')) !== null);
+    const keys = await redis.keys(`${record}*`);
+    expect(keys.sort()).toEqual([record, `${record}:archive`]);
     for (const key of keys) expect(await redis.ttl(key)).toBeGreaterThan(0);
+    expect((await client.get(run_id))?.steps).toEqual({ first: { status: 'completed', output: 'echoed' }, second: { status: 'completed', output: 'done' } });
   });
 
   it("waits for approval inside a workflow's agent step, and shares the run's budget", async () => {

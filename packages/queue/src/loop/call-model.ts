@@ -126,6 +126,8 @@ export async function callAndRecord(
   if (ending) {
     recordRunEnded(recorded.ended, ending);
     await runEnded(store, run_id, deps, recorded.ended);
+    // The run's compaction removed its other finished jobs; this one, held now, goes when it completes.
+    job.opts.removeOnComplete = true;
   }
   return { response, decision, ended: ending !== undefined };
 }

@@ -86,7 +86,9 @@ export const RUN_COUNTS_SUFFIX = ':metrics:runs';
  * no message) each time events are appended, which event followers (`arcflow serve`) subscribe to,
  * and the run's stream (SPEC §12): `stream`, a Redis Stream of chunks whose entry ids are their
  * offsets (`0-<offset>`), and `stream-meta`, which attempt of each iteration it shows (see
- * `redis/lua/stream.lua`). The store's Lua scripts name them the
+ * `redis/lua/stream.lua`), and `archive`: an ended run's other keys folded into one value once it
+is compacted (`records/archive.ts`; `rootSpan` is only read, for runs of earlier versions: the
+claim is the record's `root_span` now). The store's Lua scripts name them the
  * same way from the record key (`redis/lua/prelude.lua`), so each is sent one key.
  */
 export const RUN_KEY_SUFFIX = Object.freeze({
@@ -102,6 +104,7 @@ export const RUN_KEY_SUFFIX = Object.freeze({
   toolResults: ':tool-results',
   stream: ':stream',
   streamMeta: ':stream-meta',
+  archive: ':archive',
 });
 
 /** A step's state key: `<record>:<step>:state`. */
@@ -159,6 +162,8 @@ export class RunKeys {
   readonly toolResults: string;
   /** The run's stream (SPEC §12): a Redis Stream, entry id `0-<offset>`, field `c` the chunk's JSON. */
   readonly stream: string;
+  /** An ended run's other keys, folded into one value (see `runs/archive.ts`). */
+  readonly archive: string;
 
   constructor(private readonly base: string) {
     this.record = base;
@@ -171,6 +176,7 @@ export class RunKeys {
     this.approvals = base + RUN_KEY_SUFFIX.approvals;
     this.toolResults = base + RUN_KEY_SUFFIX.toolResults;
     this.stream = base + RUN_KEY_SUFFIX.stream;
+    this.archive = base + RUN_KEY_SUFFIX.archive;
   }
 
   state(step_id: string): string {

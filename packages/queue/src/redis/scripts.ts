@@ -49,6 +49,8 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   'RUN_KEY_SUFFIX.toolResults': RUN_KEY_SUFFIX.toolResults,
   'RUN_KEY_SUFFIX.stream': RUN_KEY_SUFFIX.stream,
   'RUN_KEY_SUFFIX.streamMeta': RUN_KEY_SUFFIX.streamMeta,
+  'RUN_KEY_SUFFIX.archive': RUN_KEY_SUFFIX.archive,
+  'RUN_KEY_SUFFIX.rootSpan': RUN_KEY_SUFFIX.rootSpan,
   ACTIVE_RUNS_SUFFIX,
   RUNS_INDEX_SUFFIX,
   RUN_COUNTS_SUFFIX,

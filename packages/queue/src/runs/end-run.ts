@@ -32,9 +32,15 @@ export async function endRun(store: RunStore, run_id: string, ending: RunEnding,
   return outcome;
 }
 
-/** What follows the write that ended a run, in the process that made it. */
+/**
+ * What follows the write that ended a run, in the process that made it: its root span, then its
+ * compaction (docs/decisions/0031-compaction.md), then what its end hands on.
+ */
 export async function runEnded(store: RunStore, run_id: string, succession?: Succession, facts?: EndedRunFacts): Promise<void> {
   await emitRunSpanOnce(store, run_id);
+  // Compacting saves memory and changes nothing a reader sees: a run it fails on (Redis gone for a
+  // moment) stays whole in its running layout, and what its end hands on must not wait on it.
+  await store.compactRun(run_id).catch(() => false);
   if (!succession) return;
   await startNextOnThread(succession.threads, succession.queues, run_id);
   if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id, true);

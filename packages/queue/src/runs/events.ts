@@ -1,5 +1,7 @@
 import type { TraceEvent } from '@arcflow/core';
+import { readArchive } from '../records/archive.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
+import { RUN_KEY_SUFFIX } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 
 /** A run's event log: a list that only grows, an event's `seq` its place in it. */
@@ -15,7 +17,10 @@ export class RunEvents {
 
   /** Events from index `from` (0-based) on. */
   async events(run_id: string, from = 0): Promise<TraceEvent[]> {
-    const lines = await this.context.redis.lrange(this.context.keys.run(run_id).events, from, -1);
+    const { redis, keys } = this.context;
+    let lines = await redis.lrange(keys.run(run_id).events, from, -1);
+    // A run's log holds its RunEnqueued at least: none is a compacted run, or a run that is gone.
+    if (lines.length === 0) lines = ((await readArchive(redis, keys, run_id))?.list(RUN_KEY_SUFFIX.events) ?? []).slice(from);
     // An event's seq is its place in the log, which only grows; its run is the log's.
     return lines.map((line, index) => {
       const { kind, run_id: _stored, ...fields } = JSON.parse(line) as Record<string, unknown>;

@@ -8,13 +8,16 @@ import {
   type RunRecord,
   type RunState,
   type RunStatus,
+  TERMINAL_STATUSES,
   type ToolResultAnswer,
   stateAsChanges,
 } from '@arcflow/core';
 import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
+import { readArchive } from '../records/archive.ts';
 import { writeResponse } from '../records/formats.ts';
 import { writeInput } from '../records/input-format.ts';
+import { stateLogKey } from '../redis/keys.ts';
 import { readOutput } from '../records/output-format.ts';
 import { type RunSpec, SPEC_FIELDS, specFrom } from '../records/run-spec.ts';
 import type { PartitionMap } from '../redis/partition-map.ts';
@@ -113,8 +116,7 @@ export class RunRecords {
 
   /** True for the first caller only: that process emits the run's root span. Expires with the run. */
   async claimRootSpan(run_id: string): Promise<boolean> {
-    const { redis, keys, retentionSeconds } = this.context;
-    return (await redis.set(keys.run(run_id).rootSpan, '1', 'EX', retentionSeconds, 'NX')) === 'OK';
+    return (await this.context.scripts.claimRootSpan([this.context.keys.record(run_id)], [])) === 1;
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
@@ -143,7 +145,7 @@ export class RunRecords {
     const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
     const open = record.status === 'waiting' || record.status === 'running';
     const [pending_approvals, pending_tool_results] = open ? await Promise.all([this.parts.approvals.pending(run_id), this.parts.toolResults.pending(run_id)]) : [[], []];
-    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1');
+    const state = await this.runState(run_id, record.workflow ? RUN_STEP_ID : 's1', TERMINAL_STATUSES.has(record.status as RunStatus));
     return {
       run_id,
       status: record.status as RunStatus,
@@ -187,8 +189,11 @@ export class RunRecords {
    * for none. Undefined when the log cannot be read (another process wrote it): the record goes
    * on without it.
    */
-  private async runState(run_id: string, step_id: string): Promise<RunState | undefined> {
-    const lines = await this.context.redis.lrange(this.context.keys.run(run_id).stateLog(step_id), 0, -1);
+  private async runState(run_id: string, step_id: string, ended: boolean): Promise<RunState | undefined> {
+    const { redis, keys } = this.context;
+    let lines = await redis.lrange(keys.run(run_id).stateLog(step_id), 0, -1);
+    // None in an ended run: it may be compacted (even since its record was read), its log in its archive.
+    if (lines.length === 0 && ended) lines = [...((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? [])];
     try {
       return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
     } catch {

@@ -82,6 +82,9 @@ export class RunStore extends Store {
   finishRun(...args: Parameters<Runs['endings']['finishRun']>) {
     return this.runs.endings.finishRun(...args);
   }
+  compactRun(run_id: string) {
+    return this.runs.compaction.compact(run_id);
+  }
   loadStep(...args: Parameters<StepStore['loadStep']>) {
     return this.steps.loadStep(...args);
   }

@@ -7,4 +7,7 @@ export const RUN_SCRIPTS = {
   createRun: defineScript(HERE, 'createRun', 2),
   appendEvents: defineScript(HERE, 'appendEvents'),
   finishRun: defineScript(HERE, 'finishRun'),
+  dumpRun: defineScript(HERE, 'dumpRun'),
+  compactRun: defineScript(HERE, 'compactRun'),
+  claimRootSpan: defineScript(HERE, 'claimRootSpan'),
 } as const;

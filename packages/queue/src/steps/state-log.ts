@@ -1,6 +1,7 @@
 import { type RunState, type StateChange, applyStateChanges, readStateChanges, stateSize } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import type { Keys } from '../redis/keys.ts';
+import { readArchive } from '../records/archive.ts';
+import { type Keys, stateLogKey } from '../redis/keys.ts';
 import { StoredFormatError } from '../records/formats.ts';
 
 /** Steps whose state this worker keeps, at most. */
@@ -40,7 +41,7 @@ export class StateLogs {
     const cached = this.cache.get(key);
     if (cached?.count === count) return cached;
     const from = cached && cached.count < count ? cached.count : 0;
-    const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, count - 1);
+    const lines = await this.entries(run_id, step_id, from, count - 1);
     if (from + lines.length < count) throw new StoredFormatError(`state log of ${run_id}/${step_id}`, 'missing');
     const state = foldEntries(from > 0 ? cached!.state : {}, lines, from, `state log of ${run_id}/${step_id}`);
     const sized = { state, size: stateSize(state) };
@@ -49,14 +50,26 @@ export class StateLogs {
   }
 
   /** How many entries the step's state log holds. */
-  length(run_id: string, step_id: string): Promise<number> {
-    return this.redis.llen(this.keys.run(run_id).stateLog(step_id));
+  async length(run_id: string, step_id: string): Promise<number> {
+    const length = await this.redis.llen(this.keys.run(run_id).stateLog(step_id));
+    return length > 0 ? length : (await this.archived(run_id, step_id)).length;
   }
 
   /** The changes of the step's entries from `from` on, in order, as one list. */
   async changesSince(run_id: string, step_id: string, from: number): Promise<StateChange[]> {
-    const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, -1);
+    const lines = await this.entries(run_id, step_id, from, -1);
     return lines.flatMap((line, at) => parseEntry(line, `state log of ${run_id}/${step_id}[${from + at}]`));
+  }
+
+  /** Entries `from` to `to` (-1: the last) of a step's state log, from the run's archive once it is compacted. */
+  async entries(run_id: string, step_id: string, from: number, to: number): Promise<string[]> {
+    const lines = await this.redis.lrange(this.keys.run(run_id).stateLog(step_id), from, to);
+    if (lines.length > 0) return lines;
+    return (await this.archived(run_id, step_id)).slice(from, to === -1 ? undefined : to + 1);
+  }
+
+  private async archived(run_id: string, step_id: string): Promise<readonly string[]> {
+    return (await readArchive(this.redis, this.keys, run_id))?.list(stateLogKey('', step_id)) ?? [];
   }
 
   /** Notes the state after the step's first `count` entries (made here, by a save that stood). */

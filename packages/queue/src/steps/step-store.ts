@@ -1,11 +1,24 @@
-import { type CallPlace, type ChatMessage, FIRST_TRY, type RunSpent, type RunState, type StateChange, type StepState, type TryPosition } from '@arcflow/core';
+import {
+  type CallPlace,
+  type ChatMessage,
+  FIRST_TRY,
+  type RunSpent,
+  type RunState,
+  type RunStatus,
+  type StateChange,
+  type StepState,
+  TERMINAL_STATUSES,
+  type TryPosition,
+} from '@arcflow/core';
 import { wholeCount } from '../calls/waiting/child-store.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
+import { readArchive } from '../records/archive.ts';
 import { type RecordedResponse, StoredFormatError, readResponse, readState, readTryPosition, writeResponse, writeState } from '../records/formats.ts';
 import type { RoundCall } from '../records/round-call.ts';
 import { pairsToRecord } from '../records/round-call.ts';
 import { type RunSpec, specFrom } from '../records/run-spec.ts';
 import { type EndedRunFacts, type RunEnding, endedRunFacts, endingArgument } from '../runs/ending.ts';
+import { RUN_KEY_SUFFIX, roundKey, stateKey, stateLogKey, transcriptKey } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { StreamPart } from '../streams/stream-store.ts';
 import type { StateLogs } from './state-log.ts';
@@ -72,10 +85,11 @@ export class StepStore {
    * `iteration`, and the results and tool spans of round `iteration - 1`.
    */
   async loadStep(run_id: string, step_id: string, iteration: number): Promise<StepSnapshot> {
-    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position, copied] = (await this.context.scripts.loadStep(
-      [this.context.keys.record(run_id)],
-      [step_id, iteration, this.transcripts.cachedCount(run_id, step_id)],
-    )) as [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null, string | null];
+    const cached = this.transcripts.cachedCount(run_id, step_id);
+    let read = (await this.context.scripts.loadStep([this.context.keys.record(run_id)], [step_id, iteration, cached])) as LoadStepReply;
+    // An ended run with no state of this step may be compacted: the same read, from its archive.
+    if (read[1] === null && TERMINAL_STATUSES.has(read[0][0] as RunStatus)) read = (await this.archivedStep(run_id, step_id, iteration, cached, read)) ?? read;
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position, copied] = read;
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
@@ -99,14 +113,38 @@ export class StepStore {
     };
   }
 
+  /** What loadStep.lua reads, from a compacted run's archive (undefined when the run has none). */
+  private async archivedStep(run_id: string, step_id: string, n: number, cached: number, live: LoadStepReply): Promise<LoadStepReply | undefined> {
+    const archived = await readArchive(this.context.redis, this.context.keys, run_id);
+    if (!archived) return undefined;
+    const round = (kind: 'response' | 'results' | 'spans' | 'changes', iteration: number) => roundKey('', step_id, kind, iteration);
+    const previous = n > 1;
+    const transcript = archived.list(transcriptKey('', step_id));
+    const from = cached > 0 && transcript.length < cached ? 0 : cached;
+    return [
+      live[0],
+      archived.hash(stateKey('', step_id)).json ?? null,
+      previous ? archived.string(round('response', n - 1)) : null,
+      archived.string(round('response', n)),
+      previous ? [...archived.hashEntries(round('results', n - 1))] : [],
+      previous ? [...archived.hashEntries(round('spans', n - 1))] : [],
+      from,
+      transcript.slice(from),
+      previous ? [...archived.hashEntries(round('changes', n - 1))] : [],
+      archived.list(stateLogKey('', step_id)).length,
+      archived.hash(RUN_KEY_SUFFIX.pending)[`${step_id}|${n}|try`] ?? null,
+      live[11],
+    ];
+  }
+
   /**
    * How far a step's stored state has come: the iterations it has folded in (its next provider
    * call is the one after them) and how many state log entries make its run state; undefined when
    * the step has no state yet. What a fork checks its iteration against.
    */
   async progress(run_id: string, step_id: string): Promise<{ readonly iterations: number; readonly state_entries: number } | undefined> {
-    const json = await this.context.redis.hget(this.context.keys.run(run_id).state(step_id), 'json');
-    if (json === null) return undefined;
+    const json = await this.stateJson(run_id, step_id);
+    if (json === undefined) return undefined;
     const { state } = readState(json, `state of ${run_id}/${step_id}`);
     return { iterations: state.iterations, state_entries: state.state_entries ?? 0 };
   }
@@ -121,12 +159,17 @@ export class StepStore {
     const pipeline = this.context.redis.pipeline();
     for (let n = 1; n <= through; n += 1) pipeline.get(keys.response(step_id, n)).hgetall(keys.results(step_id, n)).hgetall(keys.changes(step_id, n));
     const replies = (await pipeline.exec()) ?? [];
+    // None of them live: the run may be compacted, its rounds in its archive.
+    const archived = replies[0]?.[1] === null ? await readArchive(this.context.redis, this.context.keys, run_id) : undefined;
     const rounds: RecordedRound[] = [];
     for (let n = 1; n <= through; n += 1) {
-      const [response, results, changes] = replies.slice((n - 1) * 3, n * 3).map(([error, value]) => {
-        if (error) throw error;
-        return value;
-      }) as [string | null, Record<string, string>, Record<string, string>];
+      const round = (kind: 'response' | 'results' | 'changes') => roundKey('', step_id, kind, n);
+      const [response, results, changes] = archived
+        ? [archived.string(round('response')), archived.hash(round('results')), archived.hash(round('changes'))]
+        : (replies.slice((n - 1) * 3, n * 3).map(([error, value]) => {
+            if (error) throw error;
+            return value;
+          }) as [string | null, Record<string, string>, Record<string, string>]);
       const what = `response ${n} of ${run_id}/${step_id}`;
       if (response === null) throw new StoredFormatError(what, 'missing');
       rounds.push({ iteration: n, recorded: readResponse(response, what), results, changes });
@@ -141,7 +184,7 @@ export class StepStore {
   async loadState(run_id: string, step_id: string): Promise<StepState | undefined> {
     const { redis } = this.context;
     const keys = this.context.keys.run(run_id);
-    const json = await redis.hget(keys.state(step_id), 'json');
+    const json = await this.stateJson(run_id, step_id);
     if (!json) return undefined;
     const stored = readState(json, `state of ${run_id}/${step_id}`);
     if (stored.kind === 'inline') return stored.state;
@@ -151,8 +194,16 @@ export class StepStore {
 
   /** A step's own conversation (`client.messages`): its messages but the thread's it began on; empty when it has no state yet. */
   async stepConversation(run_id: string, step_id: string): Promise<ChatMessage[]> {
-    const json = await this.context.redis.hget(this.context.keys.run(run_id).state(step_id), 'json');
+    const json = await this.stateJson(run_id, step_id);
     return json ? this.transcripts.conversation(run_id, step_id, readState(json, `state of ${run_id}/${step_id}`)) : [];
+  }
+
+  /** A step's stored state (its JSON), from the run's archive once it is compacted. */
+  private async stateJson(run_id: string, step_id: string): Promise<string | undefined> {
+    const { redis, keys } = this.context;
+    const json = await redis.hget(keys.run(run_id).state(step_id), 'json');
+    if (json) return json;
+    return (await readArchive(redis, keys, run_id))?.hash(stateKey('', step_id)).json;
   }
 
   /** The first messages of the thread a run began on (SPEC §11), read once per worker. */
@@ -237,10 +288,17 @@ export class StepStore {
   async toolCallIds(run_id: string, responses: readonly CallPlace[]): Promise<(string[] | undefined)[]> {
     if (responses.length === 0) return [];
     const keys = this.context.keys.run(run_id);
-    const stored = await this.context.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
+    let stored = await this.context.redis.mget(...responses.map(({ step_id, iteration }) => keys.response(step_id, iteration)));
+    if (stored.every((json) => json === null)) {
+      const archived = await readArchive(this.context.redis, this.context.keys, run_id);
+      if (archived) stored = responses.map(({ step_id, iteration }) => archived.string(roundKey('', step_id, 'response', iteration)));
+    }
     return stored.map((json) => (json === null ? undefined : readResponse(json, `a response of ${run_id}`).response.tool_calls.map((call) => call.id)));
   }
 }
+
+/** loadStep.lua's reply (see its header). */
+type LoadStepReply = [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null, string | null];
 
 /** Where a run's thread conversation is, from its record's fields; undefined for a run on no thread (or one that began on none). */
 function threadPlace(thread_id: string | null, origin: string | null, base: string | null): ThreadPlace | undefined {

@@ -1,6 +1,7 @@
 import type { ChatMessage, StepState } from '@arcflow/core';
 import type { Redis } from 'ioredis';
-import { type Keys, threadKeys } from '../redis/keys.ts';
+import { readArchive } from '../records/archive.ts';
+import { type Keys, threadKeys, transcriptKey } from '../redis/keys.ts';
 import { type StoredState, StoredFormatError, ownMessages, readMessage } from '../records/formats.ts';
 import { TranscriptCache } from './transcript-cache.ts';
 
@@ -64,7 +65,7 @@ export class Transcripts {
     if (stored.kind === 'inline') return [...ownMessages(stored.state)];
     if (stored.messages === 0) return [];
     const what = `transcript of ${run_id}/${step_id}`;
-    const lines = await this.redis.lrange(this.keys.run(run_id).transcript(step_id), 0, stored.messages - 1);
+    const lines = await this.lines(run_id, step_id, 0, stored.messages - 1);
     if (lines.length < stored.messages) throw new StoredFormatError(what, 'malformed');
     return lines.map((line, at) => readMessage(line, `${what}[${at}]`));
   }
@@ -72,8 +73,16 @@ export class Transcripts {
   /** A listed state with its messages, reading from Redis what this worker lacks of its list. */
   async load(run_id: string, step_id: string, stored: ListedState, thread: ThreadPlace | undefined): Promise<StepState> {
     const from = Math.min(this.cachedCount(run_id, step_id), stored.messages);
-    const tail = from < stored.messages ? await this.redis.lrange(this.keys.run(run_id).transcript(step_id), from, stored.messages - 1) : [];
+    const tail = from < stored.messages ? await this.lines(run_id, step_id, from, stored.messages - 1) : [];
     return this.withMessages(run_id, step_id, stored, from, tail, thread);
+  }
+
+  /** Messages `from` to `to` of a step's transcript list, from the run's archive once it is compacted. */
+  private async lines(run_id: string, step_id: string, from: number, to: number): Promise<string[]> {
+    const lines = await this.redis.lrange(this.keys.run(run_id).transcript(step_id), from, to);
+    if (lines.length > 0) return lines;
+    const archived = (await readArchive(this.redis, this.keys, run_id))?.list(transcriptKey('', step_id)) ?? [];
+    return archived.slice(from, to + 1);
   }
 
   /**

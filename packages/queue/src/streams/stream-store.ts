@@ -1,5 +1,7 @@
 import { type StreamChunk, readStreamChunk } from '@arcflow/core';
 import type { Redis } from 'ioredis';
+import { readArchive } from '../records/archive.ts';
+import { RUN_KEY_SUFFIX } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 
 /**
@@ -40,14 +42,20 @@ export class StreamStore {
 
   /** The chunks after offset `after`, at most {@link READ_COUNT} of them. */
   async read(run_id: string, after: number): Promise<StreamChunk[]> {
-    const entries = (await this.context.redis.xrange(this.context.keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
-    return chunksOf(entries, after);
+    const { redis, keys } = this.context;
+    const entries = (await redis.xrange(keys.run(run_id).stream, `(0-${after}`, '+', 'COUNT', READ_COUNT)) as RawEntries;
+    if (entries.length > 0) return chunksOf(entries, after);
+    // None after `after`: the stream has no more yet, or the run is compacted (its stream in its archive).
+    const archived = (await readArchive(redis, keys, run_id))?.stream(RUN_KEY_SUFFIX.stream) ?? [];
+    return chunksOf(archived.slice(after, after + READ_COUNT) as RawEntries, after);
   }
 
   /** The offset of the stream's last chunk; 0 when it has none. */
   async lastOffset(run_id: string): Promise<number> {
-    const entries = (await this.context.redis.xrevrange(this.context.keys.run(run_id).stream, '+', '-', 'COUNT', 1)) as RawEntries;
-    const id = entries[0]?.[0];
+    const { redis, keys } = this.context;
+    const entries = (await redis.xrevrange(keys.run(run_id).stream, '+', '-', 'COUNT', 1)) as RawEntries;
+    // None: the stream is empty, or the run is compacted (its stream in its archive).
+    const id = entries[0]?.[0] ?? (await readArchive(redis, keys, run_id))?.stream(RUN_KEY_SUFFIX.stream).at(-1)?.[0];
     if (id === undefined) return 0;
     const offset = ENTRY_ID.exec(id)?.[1];
     if (offset === undefined) throw new StreamEntryError(`stream entry ${id} is not a chunk this version of arcflow can read`);
@@ -60,7 +68,8 @@ export class StreamStore {
    */
   async follow(reader: Redis, run_id: string, after: number, blockMs: number): Promise<StreamChunk[]> {
     const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', blockMs, 'STREAMS', this.context.keys.run(run_id).stream, `0-${after}`)) as [string, RawEntries][] | null;
-    return chunksOf(reply?.[0]?.[1] ?? [], after);
+    // None came: the run may have been compacted while this read waited (its stream is in its archive now).
+    return reply ? chunksOf(reply[0]?.[1] ?? [], after) : this.read(run_id, after);
   }
 
   /**

@@ -1,6 +1,8 @@
 import type { EventDraft, GraphStep, RunError, StateChange, StepRecord, StepSkip, StepStatus } from '@arcflow/core';
 import { DEFAULT_MAX_STATE_BYTES, RUN_STEP_ID, applyStateChangesSized, stepFailedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLarge } from '@arcflow/core';
+import { readArchive } from '../records/archive.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
+import { RUN_KEY_SUFFIX, roundKey } from '../redis/keys.ts';
 import type { RunOutcome } from '../runs/ending.ts';
 import { type StateLogs, parseEntry } from '../steps/state-log.ts';
 import type { StoreContext } from '../store-context.ts';
@@ -106,30 +108,45 @@ export class WorkflowStore {
       this.context.redis.hmget(keys.results(step_id, 1), step_id, `${step_id}|error`),
       this.context.redis.hget(keys.changes(step_id, 1), step_id),
     ]);
-    if (content == null) return undefined;
+    if (content == null) {
+      // A compacted run's (it has ended): from its archive.
+      const archived = await readArchive(this.context.redis, this.context.keys, run_id);
+      const results = archived?.hash(roundKey('', step_id, 'results', 1));
+      const recorded = results?.[step_id];
+      if (recorded === undefined) return undefined;
+      const stored = archived!.hash(roundKey('', step_id, 'changes', 1))[step_id];
+      return { content: recorded, failure: results![`${step_id}|error`] ?? '', changes: stored ? parseEntry(stored, `state changes of step ${step_id} of ${run_id}`) : [] };
+    }
     return { content, failure: failure ?? '', changes: changes ? parseEntry(changes, `state changes of step ${step_id} of ${run_id}`) : [] };
   }
 
   async view(run_id: string): Promise<StepsView> {
-    return viewOf(flatten(await this.context.redis.hgetall(this.context.keys.run(run_id).steps)));
+    return viewOf(flatten(await this.hash(run_id, RUN_KEY_SUFFIX.steps)));
   }
 
   /** Outputs of the given steps (undefined where a step has none). */
   async outputs(run_id: string, step_ids: readonly string[]): Promise<Record<string, string | undefined>> {
     if (step_ids.length === 0) return {};
-    const values = await this.context.redis.hmget(this.context.keys.run(run_id).outputs, ...step_ids);
-    return Object.fromEntries(step_ids.map((id, index) => [id, values[index] ?? undefined]));
+    const outputs = await this.hash(run_id, RUN_KEY_SUFFIX.outputs);
+    return Object.fromEntries(step_ids.map((id) => [id, outputs[id]]));
   }
 
   async stepError(run_id: string, step_id: string): Promise<RunError | undefined> {
-    const json = await this.context.redis.hget(this.context.keys.run(run_id).outputs, `${step_id}|error`);
+    const json = (await this.hash(run_id, RUN_KEY_SUFFIX.outputs))[`${step_id}|error`];
     return json ? (JSON.parse(json) as RunError) : undefined;
+  }
+
+  /** One of the run's hashes (steps, outputs), from its archive once the run is compacted. */
+  private async hash(run_id: string, suffix: string): Promise<Record<string, string>> {
+    const { redis, keys } = this.context;
+    const fields = await redis.hgetall(keys.record(run_id) + suffix);
+    if (Object.keys(fields).length > 0) return fields;
+    return (await readArchive(redis, keys, run_id))?.hash(suffix) ?? fields;
   }
 
   /** Every step as a run record shows it. */
   async stepRecords(run_id: string): Promise<Record<string, StepRecord>> {
-    const keys = this.context.keys.run(run_id);
-    const [steps, outputs] = await Promise.all([this.context.redis.hgetall(keys.steps), this.context.redis.hgetall(keys.outputs)]);
+    const [steps, outputs] = await Promise.all([this.hash(run_id, RUN_KEY_SUFFIX.steps), this.hash(run_id, RUN_KEY_SUFFIX.outputs)]);
     const records: Record<string, StepRecord> = {};
     for (const [id, status] of Object.entries(steps)) {
       if (id.includes('|')) continue;

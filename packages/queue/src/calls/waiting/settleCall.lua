@@ -14,7 +14,8 @@
         ('' or the call's run-state changes, a JSON list)
   Returns {1, request, openInRound} when settled now; {0, resolution, request, status} when settled
   before (that settlement stands); {-1, request} when the run ended with the call still waiting;
-  {-2} when the call never waited for this in this run. Safe to run twice.
+  {-2} when the call never waited for this in this run. Safe to run twice. A compacted run's
+  waits are read from its record (keptWaitsField), as settled before or the run ended.
 ]]
 --- @include "prelude"
 --- @include "stream"
@@ -34,7 +35,15 @@ needText('changes', args.changes)
 
 local waits = waitsOf(kind)
 local status = redis.call('HGET', waits, id .. '|status')
-if not status then return {-2} end
+if not status then
+  -- A compacted run keeps its waits in its record (see compactRun): it has ended, so nothing is written.
+  local kept = redis.call('HGET', record, keptWaitsField(kind))
+  local archived = kept and cjson.decode(kept) or {}
+  status = archived[id .. '|status']
+  if not status then return {-2} end
+  if status ~= 'pending' then return {0, archived[id .. '|resolution'], archived[id], status} end
+  return {-1, archived[id]}
+end
 local request = redis.call('HGET', waits, id)
 if status ~= 'pending' then return {0, redis.call('HGET', waits, id .. '|resolution'), request, status} end
 local _, ended = runStatus()

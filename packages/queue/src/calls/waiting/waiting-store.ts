@@ -140,14 +140,24 @@ export class WaitingStore<Resolution> {
 
   /** A call's request, if it ever waited for this in this run. */
   async get(run_id: string, tool_call_id: string): Promise<StoredWait | undefined> {
-    const json = await this.context.redis.hget(this.hash(run_id), tool_call_id);
+    const json = (await this.context.redis.hget(this.hash(run_id), tool_call_id)) ?? (await this.kept(run_id))[tool_call_id];
     return json ? (JSON.parse(json) as StoredWait) : undefined;
   }
 
   /** How a call's wait stands (pending, or how it was settled), if it ever waited at this place. */
   async statusAt(run_id: string, tool_call_id: string, place: { step_id: string; iteration: number }): Promise<string | undefined> {
-    const [at, status] = await this.context.redis.hmget(this.hash(run_id), `${tool_call_id}|place`, `${tool_call_id}|status`);
+    let [at, status] = await this.context.redis.hmget(this.hash(run_id), `${tool_call_id}|place`, `${tool_call_id}|status`);
+    if (at === null) {
+      const kept = await this.kept(run_id);
+      [at, status] = [kept[`${tool_call_id}|place`] ?? null, kept[`${tool_call_id}|status`] ?? null];
+    }
     return at === `${place.step_id}|${place.iteration}` ? (status ?? undefined) : undefined;
+  }
+
+  /** The waits of this kind a compacted run keeps in its record (runs/compactRun.lua); empty for any other run. */
+  private async kept(run_id: string): Promise<Record<string, string>> {
+    const json = await this.context.redis.hget(this.context.keys.record(run_id), this.kind === 'approval' ? 'approvals' : 'tool_results');
+    return json ? (JSON.parse(json) as Record<string, string>) : {};
   }
 
   /** The run's calls waiting now, oldest request first. */

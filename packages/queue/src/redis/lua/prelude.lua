@@ -16,6 +16,11 @@ local function waitsOf(kind)
   if kind == 'approval' then return approvals end
   return record .. '{{RUN_KEY_SUFFIX.toolResults}}'
 end
+-- The record field an ended run's waits of a kind are kept in once it is compacted (runs/compactRun.lua), as a JSON map.
+local function keptWaitsField(kind)
+  if kind == 'approval' then return 'approvals' end
+  return 'tool_results'
+end
 -- The run's id, and the prefix's set of runs not ended yet, scored by when each last made
 -- progress (server time, ms): the watchdog looks there for runs that stopped moving. Read only
 -- by the scripts that need them (a pattern match costs about as much as a Redis call).

@@ -1,0 +1,56 @@
+import { ARCHIVE_FORMAT, encodeArchive } from '../records/archive.ts';
+import { JobId, QueueName } from '../redis/keys.ts';
+import type { StoreContext } from '../store-context.ts';
+
+/**
+ * Ended runs' compaction into their record and one archive (see `records/archive.ts`), made once,
+ * after the run's end, by the process whose write ended it. The run's finished BullMQ jobs go in
+ * the same step.
+ */
+export class RunCompaction {
+  constructor(private readonly context: StoreContext) {}
+
+  /**
+   * Compacts an ended run (dumpRun, then compactRun, which writes only if nothing changed between
+   * the two): true when this call compacted it. A process that dies between the two leaves the run
+   * as it was, whole and readable (its keys expire together, as before).
+   */
+  async compact(run_id: string): Promise<boolean> {
+    const { keys, scripts } = this.context;
+    const record = keys.record(run_id);
+    const [dumpedNow, size = 0, flat = [], agent = '', workflow = ''] = (await scripts.dumpRun([record], [])) as [number, number?, unknown[]?, string?, string?];
+    if (dumpedNow !== 1) return false;
+    // A workflow's provider jobs are in its steps' agents' queues: only an agent run's are named here.
+    const jobs = runJobs(keys.tagOf(run_id), run_id, workflow ? undefined : agent, flat);
+    const done = await scripts.compactRun([record], [encodeArchive(flat) as unknown as string, ARCHIVE_FORMAT, size, ...jobs]);
+    return done === 1;
+  }
+}
+
+const RESPONSE_KEY = /^:(.+):response:(\d+)$/;
+const ROUND_CALLS_FIELD = /^(.+)\|(\d+)\|calls$/;
+
+/**
+ * An agent run's BullMQ jobs in its own slot, as queue key and id pairs: a provider job per recorded
+ * response (given the agent, whose queue they are in), and a tool job per fanned-out call of each
+ * round. Read from the run's dumped keys (flat suffix, type, value triples).
+ */
+export function runJobs(tag: string, run_id: string, agent: string | undefined, flat: readonly unknown[]): string[] {
+  const jobs: string[] = [];
+  for (let at = 0; at < flat.length; at += 3) {
+    const [suffix, kind, value] = [flat[at] as string, flat[at + 1], flat[at + 2]];
+    const response = RESPONSE_KEY.exec(suffix);
+    if (response && kind === 'string' && agent) jobs.push(`${tag}:${QueueName.agent(agent)}`, JobId.provider(run_id, response[1]!, Number(response[2])));
+    if (suffix === ':pending' && kind === 'hash') {
+      const fields = value as string[];
+      for (let field = 0; field + 1 < fields.length; field += 2) {
+        const round = ROUND_CALLS_FIELD.exec(fields[field]!);
+        if (!round) continue;
+        for (const [tool_call_id, tool_name, definition_hash] of JSON.parse(fields[field + 1]!) as [string, string, string?][]) {
+          if (definition_hash) jobs.push(`${tag}:${QueueName.tool(tool_name, definition_hash)}`, JobId.tool(run_id, round[1]!, Number(round[2]), tool_call_id));
+        }
+      }
+    }
+  }
+  return jobs;
+}
