@@ -1,11 +1,7 @@
 import { tracingEnabled } from '@arcflow/telemetry/ids';
-import type { Redis } from 'ioredis';
-import { JobId } from '../redis/keys.ts';
 import type { CallQueues, Dispatcher } from '../jobs/dispatcher.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
-import { childRunId } from '@arcflow/core';
 import type { EndedRunFacts, RunEnded, RunEnding } from './ending.ts';
-import type { RoundCall } from '../records/round-call.ts';
 import type { RunStore } from './run-store.ts';
 import type { ThreadStore } from '../threads/thread-store.ts';
 import type { RunTrace } from '../tracing.ts';
