@@ -89,6 +89,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     agents: loaded.definitions,
     provider,
     providers,
+    ...(loaded.worker_options.tenant_weights ? { tenant_weights: loaded.worker_options.tenant_weights } : {}),
     roles,
     tools: options.tools,
     concurrency: options.concurrency ? { provider: options.concurrency, tools: options.concurrency } : undefined,

@@ -7,9 +7,11 @@ import { useTypeScriptLoader } from './typescript-loader.ts';
 export interface ModuleWorkerOptions {
   /** Named providers, for agents (and fallbacks) that name one with `provider`. */
   readonly providers?: Readonly<Record<string, ModelProvider>>;
+  /** Each tenant's share of the queues (SPEC §14). */
+  readonly tenant_weights?: Readonly<Record<string, number>>;
 }
 
-const WORKER_OPTIONS_KEYS = { providers: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
+const WORKER_OPTIONS_KEYS = { providers: true, tenant_weights: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
 
 export interface LoadedModule {
   readonly definitions: (Agent | Workflow)[];

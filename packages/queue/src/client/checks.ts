@@ -1,4 +1,4 @@
-import { type ApprovalAnswer, NamePattern, RequestError, answerProblem, checkExecConfig, checkOnBusy, checkRunInput, checkThreadId } from '@arcflow/core';
+import { type ApprovalAnswer, NamePattern, RequestError, TENANT_PATTERN, answerProblem, checkExecConfig, checkOnBusy, checkRunInput, checkThreadId } from '@arcflow/core';
 import type { EnqueueRequest } from './enqueue-request.ts';
 import { checkEnqueueOptions } from './enqueue-options.ts';
 
@@ -35,6 +35,12 @@ export function checkEnqueueRequest(request: EnqueueRequest): void {
   }
   if (request.enqueued_by !== undefined && (typeof request.enqueued_by !== 'string' || !ENQUEUED_BY.test(request.enqueued_by))) {
     throw new RequestError('invalid_request', `enqueued_by must be 1-200 characters, no control characters, got ${JSON.stringify(request.enqueued_by)?.slice(0, 60)}`);
+  }
+  if (request.tenant !== undefined && (typeof request.tenant !== 'string' || !TENANT_PATTERN.test(request.tenant))) {
+    throw new RequestError('invalid_request', `tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(request.tenant)?.slice(0, 140)}`);
+  }
+  if (request.priority !== undefined && (!Number.isInteger(request.priority) || request.priority < 1 || request.priority > 10)) {
+    throw new RequestError('invalid_request', `priority must be an integer from 1 (first) to 10, got ${JSON.stringify(request.priority)?.slice(0, 40)}`);
   }
 }
 

@@ -102,6 +102,8 @@ export class ClientJobs {
               definition_hash: registration.definition_hash ?? '',
               ...(request.stream !== undefined ? { stream: request.stream } : {}),
               ...(request.enqueued_by !== undefined ? { enqueued_by: request.enqueued_by } : {}),
+              ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
+              ...(request.priority !== undefined ? { priority: request.priority } : {}),
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
@@ -110,6 +112,8 @@ export class ClientJobs {
             request_hash,
           );
       const created = run_id === minted;
+      // Its first jobs take their place among the tenants without reading the record back.
+      if (created) this.queues.fair.remember(run_id, request);
       if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);

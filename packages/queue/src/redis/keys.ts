@@ -36,6 +36,8 @@ export interface Keys {
   readonly agentWorkers: (name: string) => string;
   /** The names of every agent registered under the prefix. */
   readonly agentNames: string;
+  /** The tenant settings the workers published (SPEC §14: weights), JSON. */
+  readonly tenancy: string;
   readonly workers: string;
   /** Which live worker holds which definition of a tool name: a ZSET of `<worker_id>|<definition_hash>`, scored by heartbeat. */
   readonly toolHolders: (tool_name: string) => string;
@@ -215,6 +217,7 @@ export function keysFor(prefix: string): Keys {
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
     agentNames: `${tag}:agents`,
+    tenancy: `${tag}:tenancy`,
     workers: `${tag}:workers`,
     toolHolders: (tool_name) => `${tag}:tool:${tool_name}:holders`,
     workerPartitions: (worker_id) => `${tag}:worker:${worker_id}:partitions`,
