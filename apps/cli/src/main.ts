@@ -10,11 +10,13 @@ const USAGE = `usage: arcflow <command> [options]
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N] [--metrics-port N]
                        --metrics-port: serve Prometheus metrics at GET /metrics on port N
   enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--state JSON]
-          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--stream] [--wait [--timeout-ms N]] [--json]
+          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--tenant T] [--priority P] [--stream] [--wait [--timeout-ms N]] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
                        --state: the run's initial state, a JSON object (default {}, or on a thread
                          the state its last completed run left)
                        --thread: run on the thread's conversation so far; append the run's messages to it
+                       --tenant: the tenant the run is for (jobs are shared fairly across tenants; default: default)
+                       --priority: 1 (first) to 10 within its tenant (default 5)
                        --stream: stream the model's text as it is written (read it with \`arcflow stream\`)
                        --wait: wait for the run to end and print it; --timeout-ms: how long at most (default 600000)
   get <run_id> [--json]   the run record, with its state
@@ -24,7 +26,7 @@ const USAGE = `usage: arcflow <command> [options]
   inspect <run_id> [--messages [--json]]   the run as a tree; --messages: its conversation (what its tools received and returned)
   cancel <run_id>
   approve <run_id> <tool_call_id> [--reject] [--reason TEXT] [--by NAME] [--json]
-  runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
+  runs [--status S] [--agent A] [--tenant T] [--limit N] [--cursor C] [--json]
   serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json), the web console (/) and /metrics
   token (--thread ID | --run ID) --actions read,send,cancel,respond [--agents A,B] [--subject S] [--tenant T] [--expires-in S]
                        prints an end user's token for one thread or run, signed with ARCFLOW_TOKEN_SECRET;
@@ -80,6 +82,7 @@ const OPTIONS = {
   agents: { type: 'string' },
   subject: { type: 'string' },
   tenant: { type: 'string' },
+  priority: { type: 'string' },
   'expires-in': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
