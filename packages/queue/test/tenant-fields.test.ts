@@ -43,7 +43,7 @@ describe('tenant and priority on a run', () => {
     await expect(client.list({ tenant: 'no spaces' })).rejects.toMatchObject({ code: 'invalid_request' });
   });
 
-  it('refuses a worker whose tenant_weights names a bad tenant or weight, naming it', async () => {
+  it('refuses a worker whose tenant_weights or tenant_limits has a bad tenant, key or value, naming it', async () => {
     const prefix = testPrefix('tenant-options');
     prefixes.push(prefix);
     const start = (tenant_weights: Record<string, unknown>) =>
@@ -58,5 +58,9 @@ describe('tenant and priority on a run', () => {
     await expect(start({ acme: 0 })).rejects.toThrow('tenant_weights.acme: expected a number from 0.001 to 1000, got 0');
     await expect(start({ acme: '2' })).rejects.toThrow('tenant_weights.acme: expected a number');
     await expect(start({ 'a b': 1 })).rejects.toThrow("tenant_weights: 'a b' is not a tenant name");
+    const limited = (tenant_limits: Record<string, unknown>) =>
+      startWorker({ agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, tenant_limits: tenant_limits as never });
+    await expect(limited({ '*': { max_active_run: 2 } })).rejects.toThrow("tenant_limits.*: unknown key 'max_active_run'");
+    await expect(limited({ acme: { runs_per_minute: 0 } })).rejects.toThrow('tenant_limits.acme.runs_per_minute: expected a whole number of at least 1, got 0');
   });
 });

@@ -21,8 +21,13 @@ const inputOf = (request: FakeRequest) => {
   return String(messages.find((message) => message.role === 'user')?.content ?? '');
 };
 
-async function setup(name: string, tenantOptions: object = {}) {
-  const fake = await startFakeOpenAI({ fallback: () => ({ type: 'text', content: 'ok' }) });
+async function setup(name: string, tenantOptions: object = {}, answerMs = 0) {
+  const fake = await startFakeOpenAI({
+    fallback: async () => {
+      if (answerMs > 0) await new Promise((resolve) => setTimeout(resolve, answerMs));
+      return { type: 'text', content: 'ok' };
+    },
+  });
   servers.push(fake);
   const workers = forTest(name);
   const env = { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'k', TENANT_OPTIONS: JSON.stringify(tenantOptions) };
@@ -102,6 +107,28 @@ describe('fair scheduling across tenants', () => {
     expect(Math.max(...positions)).toBeLessThan(11);
     expect((await client.get(urgent[0]!))?.priority).toBe(1);
     expect((await client.get(urgent[0]!))?.tenant).toBe('A');
+    await client.close();
+  }, 60_000);
+});
+
+describe("a tenant's limits", () => {
+  it('holds runs beyond max_active_runs queued, runs them as others end, and holds no other tenant back', async () => {
+    const { fake, client, start } = await setup('limit-active', { tenant_limits: { capped: { max_active_runs: 2 } } }, 300);
+    const capped = await flood(client, 'capped', 6);
+    const free = await flood(client, 'free', 2);
+    await start(8);
+    // While two capped runs are running, the other four wait queued.
+    await until(async () => (await Promise.all(capped.map((run_id) => client.get(run_id)))).filter((run) => run?.status === 'running').length === 2, 20_000);
+    const statuses = (await Promise.all(capped.map((run_id) => client.get(run_id)))).map((run) => run?.status);
+    expect(statuses.filter((status) => status === 'queued')).toHaveLength(4);
+    await Promise.all(free.map((run_id) => client.wait(run_id, { timeout_ms: 20_000 })));
+    await Promise.all(capped.map((run_id) => client.wait(run_id, { timeout_ms: 30_000 })));
+    // Never more than two of its calls at the provider at once: the calls overlap only in pairs.
+    const cappedCalls = fake.requests.filter((request) => inputOf(request).startsWith('capped-')).map((request) => request.received_at);
+    for (const [at, receivedAt] of cappedCalls.entries())
+      expect(cappedCalls.filter((other, i) => i !== at && Math.abs(other - receivedAt) < 250).length, 'overlapping calls').toBeLessThanOrEqual(1);
+    const freeFirst = Math.min(...fake.requests.filter((request) => inputOf(request).startsWith('free-')).map((request) => request.received_at));
+    expect(freeFirst).toBeLessThan(cappedCalls[2]!);
     await client.close();
   }, 60_000);
 });

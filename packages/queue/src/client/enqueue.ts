@@ -89,6 +89,8 @@ export class ClientJobs {
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
       const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
+      // A new run counts against its tenant's runs_per_minute (SPEC §14); a repeat of a key does not.
+      if (!earlier) await this.queues.limits.countEnqueue(request.tenant);
       const { run_id } = earlier
         ? { run_id: earlier }
         : await store.createRun(

@@ -3,6 +3,7 @@ import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, type Keys, QueueName } from '../redis/keys.ts';
 import { FairClock } from '../tenancy/fair-clock.ts';
+import { TenantLimits } from '../tenancy/limits.ts';
 import { TenantSettings } from '../tenancy/settings.ts';
 import {
   APPROVAL_TIMEOUT_JOB,
@@ -34,6 +35,8 @@ export class Dispatcher {
   readonly tenants: TenantSettings;
   /** Each queue's fair clock. */
   readonly fair: FairClock;
+  /** The tenants' limits (SPEC §14). */
+  readonly limits: TenantLimits;
 
   constructor(
     private readonly connection: Redis,
@@ -42,6 +45,7 @@ export class Dispatcher {
     FairClock.define(connection);
     this.tenants = new TenantSettings(connection, keys.tenancy);
     this.fair = new FairClock(connection, this.tenants, keys.record);
+    this.limits = new TenantLimits(connection, keys, this.tenants, this.fair);
   }
 
   /** Queue `name` under `tag` (the prefix's own by default). */

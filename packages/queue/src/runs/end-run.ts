@@ -36,6 +36,8 @@ export async function endRun(store: RunStore, run_id: string, ending: RunEnding,
 export async function runEnded(store: RunStore, run_id: string, succession?: Succession, facts?: EndedRunFacts): Promise<void> {
   await emitRunSpanOnce(store, run_id);
   if (!succession) return;
+  // Room for the tenant's next run (SPEC §14).
+  await succession.queues.limits.release(run_id);
   await startNextOnThread(succession.threads, succession.queues, run_id);
   if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id, true);
 }

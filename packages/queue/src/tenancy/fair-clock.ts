@@ -73,13 +73,18 @@ export class FairClock {
     return this.owners.get(run_id)!;
   }
 
-  /** Defines the script on a connection (once per connection). */
+  /** Defines the tenancy scripts on a connection (once per connection). */
   static define(redis: Redis): void {
     if ((redis as Partial<FairRedis>).arcflowFairPriority) return;
     redis.defineCommand('arcflowFairPriority', TENANCY_SCRIPTS.fairPriority);
+    redis.defineCommand('arcflowAdmitRun', TENANCY_SCRIPTS.admitRun);
+    redis.defineCommand('arcflowCountEnqueue', TENANCY_SCRIPTS.countEnqueue);
   }
 }
 
-interface FairRedis {
+/** The tenancy scripts, as `define` names them on a connection. */
+export interface FairRedis {
   arcflowFairPriority(clock: string, prioritized: string, tenant: string, level: number, stride: number, jobPrefix: string): Promise<number>;
+  arcflowAdmitRun(active: string, run_id: string, limit: number): Promise<number>;
+  arcflowCountEnqueue(counter: string, limit: number, ttlSeconds: number): Promise<number>;
 }

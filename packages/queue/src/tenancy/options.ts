@@ -4,7 +4,19 @@ import { ConfigError, TENANT_PATTERN } from '@arcflow/core';
 export interface TenantOptions {
   /** Each tenant's share of every queue, relative to the others' (default 1; `*` for every tenant not named). */
   readonly tenant_weights?: Readonly<Record<string, number>>;
+  /** Each tenant's limits (`*` for every tenant not named), enforced in Redis across workers. */
+  readonly tenant_limits?: Readonly<Record<string, TenantLimits>>;
 }
+
+/** A tenant's limits (SPEC §14). */
+export interface TenantLimits {
+  /** Runs of the tenant running at once; the rest wait `queued`. */
+  readonly max_active_runs?: number;
+  /** Enqueues of the tenant per minute; the rest are refused `tenant_rate_limited`. */
+  readonly runs_per_minute?: number;
+}
+
+const LIMIT_KEYS = ['max_active_runs', 'runs_per_minute'] as const;
 
 /** The weights a tenant may have: shares from 1/1000 to 1000 of a weight-1 tenant's. */
 const WEIGHT_RANGE = { min: 0.001, max: 1_000 } as const;
@@ -30,5 +42,18 @@ export function checkTenantOptions(options: TenantOptions): TenantOptions {
       }
     }
   }
-  return { ...(tenant_weights !== undefined ? { tenant_weights } : {}) };
+  const { tenant_limits } = options;
+  if (tenant_limits !== undefined) {
+    checkObject('tenant_limits', tenant_limits);
+    for (const [tenant, limits] of Object.entries(tenant_limits)) {
+      checkTenantKey('tenant_limits', tenant);
+      checkObject(`tenant_limits.${tenant}`, limits);
+      for (const [key, value] of Object.entries(limits)) {
+        if (!(LIMIT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`tenant_limits.${tenant}: unknown key '${key.slice(0, 60)}' (keys: ${LIMIT_KEYS.join(', ')})`);
+        if (!Number.isSafeInteger(value) || (value as number) < 1)
+          throw new ConfigError(`tenant_limits.${tenant}.${key}: expected a whole number of at least 1, got ${JSON.stringify(value)?.slice(0, 40)}`);
+      }
+    }
+  }
+  return { ...(tenant_weights !== undefined ? { tenant_weights } : {}), ...(tenant_limits !== undefined ? { tenant_limits } : {}) };
 }

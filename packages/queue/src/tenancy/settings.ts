@@ -1,12 +1,11 @@
 import type { Redis } from 'ioredis';
+import type { TenantLimits, TenantOptions } from './options.ts';
 
 /** How long a process uses the tenant settings it read before reading them again. */
 const SETTINGS_TTL_MS = 5_000;
 
 /** What the workers of a prefix say about tenants, stored under the prefix so every process (clients too) uses the same. */
-export interface StoredTenantSettings {
-  readonly tenant_weights?: Readonly<Record<string, number>>;
-}
+export type StoredTenantSettings = TenantOptions;
 
 /**
  * The tenant settings of a prefix (SPEC §14): written by each worker at start from its options
@@ -33,6 +32,12 @@ export class TenantSettings {
     const value = text ? (JSON.parse(text) as StoredTenantSettings) : {};
     this.cached = { at: Date.now(), value };
     return value;
+  }
+
+  /** A tenant's limits: its own, else `*`'s, else none. */
+  async limitsOf(tenant: string): Promise<TenantLimits> {
+    const limits = (await this.read()).tenant_limits ?? {};
+    return limits[tenant] ?? limits['*'] ?? {};
   }
 
   /** A tenant's weight: its own, else `*`'s, else 1. */
