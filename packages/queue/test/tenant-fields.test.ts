@@ -1,5 +1,6 @@
 import { Agent, silentLogger } from '@arcflow/core';
-import { createClient, startWorker } from '@arcflow/queue';
+import { createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Dispatcher } from '../src/jobs/dispatcher.ts';
 import { TEST_REDIS_URL, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { testResources } from './harness.ts';
@@ -7,7 +8,7 @@ import { testResources } from './harness.ts';
 // A run's tenant and priority (SPEC §14): checked at enqueue, kept on the record, listed by tenant;
 // a worker's tenant options are checked at start.
 
-const { prefixes, open } = testResources();
+const { prefixes, open, redis } = testResources();
 const agent = new Agent({ name: 'tenant_fields', instructions: 'x' });
 
 async function registered(name: string) {
@@ -62,5 +63,35 @@ describe('tenant and priority on a run', () => {
       startWorker({ agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, tenant_limits: tenant_limits as never });
     await expect(limited({ '*': { max_active_run: 2 } })).rejects.toThrow("tenant_limits.*: unknown key 'max_active_run'");
     await expect(limited({ acme: { runs_per_minute: 0 } })).rejects.toThrow('tenant_limits.acme.runs_per_minute: expected a whole number of at least 1, got 0');
+  });
+});
+
+describe("a queue's fair clock", () => {
+  it("moves every waiting job and stored tag down when virtual time passes half of BullMQ's range, keeping their order", async () => {
+    const prefix = testPrefix('fair-rebase');
+    prefixes.push(prefix);
+    const queues = new Dispatcher(redis, keysFor(prefix));
+    open.push(queues);
+    const queue = queues.get('rebase');
+    const add = async (run_id: string, tenant: string, priority?: number) => {
+      queues.fair.remember(run_id, { tenant, ...(priority ? { priority } : {}) });
+      await queue.add('job', {}, { jobId: run_id, priority: await queues.fair.priority(queue, run_id) });
+    };
+    // Virtual time far on: the next tags are at half of the range.
+    await redis.hset(queue.toKey('arcflow-fair'), 'v', '104856', 'top', '104856');
+    await add('run_a0', 'a');
+    await add('run_a1', 'a');
+    await add('run_a2', 'a');
+    await add('run_b1', 'b', 1);
+    await queue.remove('run_a0');
+    const before = await queue.getPrioritized();
+    expect(Math.min(...before.map((job) => job.priority))).toBeGreaterThan(1_000_000);
+    // The head's tag is past half the range: this add renormalises.
+    await add('run_c1', 'c');
+    const after = await queue.getPrioritized();
+    expect(after.map((job) => job.id)).toEqual([...before.map((job) => job.id), 'run_c1']);
+    expect(Math.max(...after.map((job) => job.priority))).toBeLessThan(100);
+    // The job hashes say the same, so a job moved back to waiting keeps its place.
+    expect(Number(await redis.hget(queue.toKey('run_a2'), 'priority'))).toBe(after.find((job) => job.id === 'run_a2')!.priority);
   });
 });

@@ -27,8 +27,13 @@ local SCORE = 0x100000000
 
 local function tagOfPriority(priority) return math.floor((priority - 1) / LEVELS) end
 
-local state = redis.call('HMGET', clock, 'v', 'top')
+-- One read of the clock: V, the top tag, and the tenant's last tag at each level.
+local fields = {'v', 'top'}
+for l = 1, LEVELS do fields[l + 2] = l .. '|' .. tenant end
+local state = redis.call('HMGET', clock, unpack(fields))
 local v, top = tonumber(state[1]) or 0, tonumber(state[2]) or 0
+local last = {}
+for l = 1, LEVELS do last[l] = tonumber(state[l + 2]) end
 local head = redis.call('ZRANGE', prioritized, 0, 0, 'WITHSCORES')
 if head[2] then
   v = tagOfPriority(math.floor(tonumber(head[2]) / SCORE))
@@ -49,25 +54,28 @@ if v > MAX_TAG / 2 then
     redis.call('ZADD', prioritized, moved * SCORE + counter, members[i])
     redis.call('HSET', jobPrefix .. members[i], 'priority', moved)
   end
-  local fields = redis.call('HGETALL', clock)
-  for i = 1, #fields, 2 do
-    local name = fields[i]
+  local stored = redis.call('HGETALL', clock)
+  for i = 1, #stored, 2 do
+    local name = stored[i]
     if name ~= 'v' and name ~= 'top' then
-      local tag = tonumber(fields[i + 1]) - shift
+      local tag = tonumber(stored[i + 1]) - shift
       -- A tag behind V no longer counts: its tenant starts at V.
       if tag <= v - shift then redis.call('HDEL', clock, name) else redis.call('HSET', clock, name, tostring(tag)) end
     end
   end
   v = v - shift
   top = math.max(v, top - shift)
+  for l = 1, LEVELS do
+    if last[l] then
+      last[l] = last[l] - shift
+      if last[l] <= v then last[l] = nil end
+    end
+  end
 end
 
-local names = {}
-for l = 1, LEVELS do names[l] = l .. '|' .. tenant end
-local last = redis.call('HMGET', clock, unpack(names))
 local start = v
 for l = 1, level do
-  local tag = tonumber(last[l])
+  local tag = last[l]
   if tag and tag > start then start = tag end
 end
 local tag = start + stride
@@ -76,7 +84,7 @@ local writes = {'v', tostring(v), 'top', tostring(top), level .. '|' .. tenant, 
 -- The tenant's lower levels pay for this job: their next jobs start a stride later (those queued
 -- already keep their places), so a tenant's share stays its weight's whatever the priorities.
 for l = level + 1, LEVELS do
-  local later = tonumber(last[l])
+  local later = last[l]
   if later and later >= tag then
     writes[#writes + 1] = l .. '|' .. tenant
     writes[#writes + 1] = tostring(later + stride)
