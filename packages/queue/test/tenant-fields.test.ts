@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Agent, silentLogger } from '@arcflow/core';
+import { ARCFLOW_BIN } from '@arcflow/worker';
 import { createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Dispatcher } from '../src/jobs/dispatcher.ts';
 import { TEST_REDIS_URL, scriptedProvider, testPrefix } from '@arcflow/testing';
@@ -43,6 +46,18 @@ describe('tenant and priority on a run', () => {
     }
     await expect(client.list({ tenant: 'no spaces' })).rejects.toMatchObject({ code: 'invalid_request' });
   });
+
+  it('takes --tenant and --priority on arcflow enqueue, and lists by --tenant on arcflow runs', async () => {
+    const { client, prefix } = await registered('tenant-cli');
+    const cli = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix } });
+    const run_id = (await cli('enqueue', agent.name, 'x', '--tenant', 'acme', '--priority', '2')).stdout.trim();
+    await client.enqueue({ agent: agent.name, input: 'y', tenant: 'other' });
+    expect(await client.get(run_id)).toMatchObject({ tenant: 'acme', priority: 2 });
+    const listed = JSON.parse((await cli('runs', '--tenant', 'acme', '--json')).stdout) as { runs: { run_id: string }[] };
+    expect(listed.runs.map((run) => run.run_id)).toEqual([run_id]);
+    await expect(cli('enqueue', agent.name, 'x', '--priority', 'high')).rejects.toMatchObject({ stderr: expect.stringContaining('--priority must be a whole number') });
+  }, 30_000);
 
   it('refuses a worker whose tenant_weights or tenant_limits has a bad tenant, key or value, naming it', async () => {
     const prefix = testPrefix('tenant-options');
