@@ -1,4 +1,6 @@
 import type { TraceEvent } from '@arcflow/core';
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 
 /** The most a slow client may make `serve` hold for it (SPEC §19): past it, the client is disconnected. */
@@ -57,6 +59,11 @@ export interface EventStream {
  * waits is not idle.
  */
 export function openEventStream(reply: FastifyReply, heartbeatMs: number, headers: Readonly<Record<string, string>> = {}, maxHeldBytes = MAX_HELD_BYTES): EventStream {
+  return new SseStream(openHead(reply, headers), heartbeatMs, maxHeldBytes);
+}
+
+/** Takes the reply over and sends its head with the first bytes: from here, what is written to the socket follows it. */
+function openHead(reply: FastifyReply, headers: Readonly<Record<string, string>>): ServerResponse {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -68,85 +75,111 @@ export function openEventStream(reply: FastifyReply, heartbeatMs: number, header
     'x-accel-buffering': 'no',
     ...headers,
   });
-  // Sends the head (with the first bytes): from here, what is written to the socket follows it.
   raw.write(': stream open\n\n');
-  const socket = raw.chunkedEncoding && raw.socket ? raw.socket : undefined;
+  return raw;
+}
+
+/** An event stream on a response whose head is sent (see {@link openEventStream}). */
+class SseStream implements EventStream {
+  private readonly socket: Socket | undefined;
   /** Where frames go: the socket, or the response when its body is not chunked. */
-  const sink: { write(bytes: Buffer): boolean; readonly writableLength: number } = socket ?? raw;
-  const bytesOf = socket ? (frame: SseFrame) => frame.chunk : (frame: SseFrame) => frame.bytes;
-  let waiting = false;
-  let queued: Buffer[] = [];
-  let queuedBytes = 0;
-  let drainWaiters: (() => void)[] = [];
-  let overflowed = false;
-  const released = () => {
-    const waiters = drainWaiters;
-    drainWaiters = [];
+  private readonly sink: { write(bytes: Buffer): boolean; readonly writableLength: number };
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly listeners: (() => void)[] = [];
+  private waiting = false;
+  private queued: Buffer[] = [];
+  private queuedBytes = 0;
+  private drainWaiters: (() => void)[] = [];
+  private disconnected = false;
+  private closed = false;
+
+  constructor(
+    private readonly raw: ServerResponse,
+    heartbeatMs: number,
+    private readonly maxHeldBytes: number,
+  ) {
+    this.socket = raw.chunkedEncoding && raw.socket ? raw.socket : undefined;
+    this.sink = this.socket ?? raw;
+    this.heartbeat = setInterval(() => {
+      if (!this.waiting) raw.write(': ping\n\n');
+    }, heartbeatMs);
+    raw.on('close', this.close);
+  }
+
+  send(events: readonly TraceEvent[]): void {
+    this.write(events.map((event) => `id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(event)}\n\n`).join(''));
+  }
+
+  write(frames: string): void {
+    this.writeFrame(new SseFrame(frames));
+  }
+
+  writeFrame(frame: SseFrame): void {
+    if (this.closed) return;
+    const bytes = this.socket ? frame.chunk : frame.bytes;
+    if (!this.waiting) {
+      this.put(bytes);
+      return;
+    }
+    this.queued.push(bytes);
+    this.queuedBytes += bytes.length;
+    if (this.sink.writableLength + this.queuedBytes > this.maxHeldBytes) this.overflow();
+  }
+
+  drained(): Promise<void> {
+    return this.waiting && !this.closed ? new Promise((resolve) => this.drainWaiters.push(resolve)) : Promise.resolve();
+  }
+
+  get overflowed(): boolean {
+    return this.disconnected;
+  }
+
+  end(): void {
+    if (this.closed) return;
+    const rest = this.queued;
+    this.close();
+    if (rest.length > 0) this.sink.write(Buffer.concat(rest));
+    this.raw.end();
+  }
+
+  onClose(listener: () => void): void {
+    if (this.closed) listener();
+    else this.listeners.push(listener);
+  }
+
+  private put(bytes: Buffer): void {
+    if (this.sink.write(bytes)) return;
+    this.waiting = true;
+    (this.socket ?? this.raw).once('drain', this.flush);
+  }
+
+  private readonly flush = (): void => {
+    this.waiting = false;
+    const bytes = this.queued.length === 1 ? this.queued[0]! : Buffer.concat(this.queued);
+    this.queued = [];
+    this.queuedBytes = 0;
+    if (bytes.length > 0 && !this.closed) this.put(bytes);
+    if (!this.waiting) this.released();
+  };
+
+  private overflow(): void {
+    this.disconnected = true;
+    this.close();
+    this.raw.destroy();
+  }
+
+  private released(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
     for (const wake of waiters) wake();
-  };
-  const put = (bytes: Buffer) => {
-    if (sink.write(bytes)) return;
-    waiting = true;
-    (socket ?? raw).once('drain', flush);
-  };
-  const flush = () => {
-    waiting = false;
-    const bytes = queued.length === 1 ? queued[0]! : Buffer.concat(queued);
-    queued = [];
-    queuedBytes = 0;
-    if (bytes.length > 0 && !closed) put(bytes);
-    if (!waiting) released();
-  };
-  const overflow = () => {
-    overflowed = true;
-    close();
-    raw.destroy();
-  };
-  const heartbeat = setInterval(() => {
-    if (!waiting) raw.write(': ping\n\n');
-  }, heartbeatMs);
-  const listeners: (() => void)[] = [];
-  let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(heartbeat);
-    queued = [];
-    released();
-    for (const listener of listeners) listener();
-  };
-  raw.on('close', close);
-  const writeFrame = (frame: SseFrame) => {
-    if (closed) return;
-    const bytes = bytesOf(frame);
-    if (!waiting) return put(bytes);
-    queued.push(bytes);
-    queuedBytes += bytes.length;
-    if (sink.writableLength + queuedBytes > maxHeldBytes) overflow();
-  };
-  const write = (frames: string) => writeFrame(new SseFrame(frames));
-  return {
-    send(events) {
-      write(events.map((event) => `id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(event)}\n\n`).join(''));
-    },
-    write,
-    writeFrame,
-    drained() {
-      return waiting && !closed ? new Promise((resolve) => drainWaiters.push(resolve)) : Promise.resolve();
-    },
-    get overflowed() {
-      return overflowed;
-    },
-    end() {
-      if (closed) return;
-      const rest = queued;
-      close();
-      if (rest.length > 0) sink.write(Buffer.concat(rest));
-      raw.end();
-    },
-    onClose(listener) {
-      if (closed) listener();
-      else listeners.push(listener);
-    },
+  }
+
+  private readonly close = (): void => {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    this.queued = [];
+    this.released();
+    for (const listener of this.listeners) listener();
   };
 }

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { HttpProblem } from '../problems.ts';
 import { RunIdParams, StreamQuery, problems } from '../schemas.ts';
-import { MAX_HELD_BYTES, SseFrame, openEventStream } from '../sse.ts';
+import { type EventStream, MAX_HELD_BYTES, SseFrame, openEventStream } from '../sse.ts';
 import type { StreamHub } from '../stream-hub.ts';
 import { UI_MESSAGE_STREAM_HEADERS, UiMessageTranslator, uiFrames, wantsUiMessageStream } from '../ui-message-stream.ts';
 
@@ -54,37 +54,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
       // An ended run with nothing after `after`: 204, which tells an EventSource to stop reconnecting.
       if (ended && (await hub.read(run_id, from)).length === 0) return reply.status(204).send(null);
       const sse = openEventStream(reply, heartbeat_ms, aiSdk ? UI_MESSAGE_STREAM_HEADERS : {});
-      const translator = aiSdk ? new UiMessageTranslator(run_id) : undefined;
-      let done = false;
-      /** A failed run's end waits for its error's text. */
-      let ending = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
-        if (translator) sse.write('data: [DONE]\n\n');
-        sse.end();
-      };
-      const deliver = (chunks: readonly StreamChunk[]) => {
-        for (const chunk of chunks) {
-          if (done || ending) return;
-          if (!translator) sse.writeFrame(sseFrame(chunk));
-          else if (chunk.type === 'end' && chunk.status === 'failed') {
-            // The failure's text is the run record's: read before the last frames.
-            ending = true;
-            void failureText(client, run_id)
-              .catch(() => undefined)
-              .then((text) => {
-                if (!done) sse.write(uiFrames(chunk.offset, translator.translate(chunk, text)));
-                finish();
-              });
-            return;
-          } else {
-            const frame = translator.frames(chunk);
-            if (chunk.offset > after && frame) sse.writeFrame(frame);
-          }
-          if (chunk.type === 'end') return finish();
-        }
-      };
+      const { deliver, finish } = relay(sse, client, run_id, aiSdk ? new UiMessageTranslator(run_id) : undefined, after);
       const stop = hub.follow(
         run_id,
         from,
@@ -107,6 +77,44 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
     },
   );
 };
+
+/**
+ * How a connection passes a run's chunks on: as SSE frames, or translated into the UI message
+ * stream (frames up to `after` are the reader's already), until the run's `end`.
+ */
+function relay(sse: EventStream, client: ArcflowClient, run_id: string, translator: UiMessageTranslator | undefined, after: number) {
+  let done = false;
+  /** A failed run's end waits for its error's text. */
+  let ending = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    if (translator) sse.write('data: [DONE]\n\n');
+    sse.end();
+  };
+  const deliver = (chunks: readonly StreamChunk[]) => {
+    for (const chunk of chunks) {
+      if (done || ending) return;
+      if (!translator) sse.writeFrame(sseFrame(chunk));
+      else if (chunk.type === 'end' && chunk.status === 'failed') {
+        // The failure's text is the run record's: read before the last frames.
+        ending = true;
+        void failureText(client, run_id)
+          .catch(() => undefined)
+          .then((text) => {
+            if (!done) sse.write(uiFrames(chunk.offset, translator.translate(chunk, text)));
+            finish();
+          });
+        return;
+      } else {
+        const frame = translator.frames(chunk);
+        if (chunk.offset > after && frame) sse.writeFrame(frame);
+      }
+      if (chunk.type === 'end') return finish();
+    }
+  };
+  return { deliver, finish };
+}
 
 /** A chunk as an SSE frame (`id:` offset, `event:` type, `data:` the chunk), made once for all the viewers a read's chunk goes to. */
 const frames = new WeakMap<StreamChunk, SseFrame>();

@@ -13,10 +13,12 @@ import {
   toolDefinitionHash,
   toolStartedEvent,
 } from '@arcflow/core';
+import type { Span } from '@opentelemetry/api';
 import { recordToolExecution } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall } from '../records/round-call.ts';
 import type { RunStore } from '../runs/run-store.ts';
+import type { SizedState } from '../steps/state-log.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
 import type { CancellationListener, WorkCancellation } from '../runs/cancel.ts';
 import type { ToolJobData } from '../jobs/jobs.ts';
@@ -109,7 +111,41 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   const cancel = cancellation.watch(run_id);
   const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
   const startedAt = performance.now();
-  const span = startChildSpan(SpanKind.INTERNAL, () => ({
+  const span = executeSpan(run_id, planned, place);
+  const handlerCall = handlerCallOf(run_id, planned, place, attempt, cancel, logger, state, round);
+  try {
+    // The handler runs inside the span, so spans it starts nest under `execute_tool`.
+    const outcome = await withActiveSpan(span, () => runHandler(planned.tool, handlerCall));
+    if (outcome.status === 'deferred' && attempt.fannedOut) {
+      // Its ToolCallStarted goes in before its ToolResultRequested; the caller parks the call, and this job ends.
+      await startedWrite?.now();
+      span.end();
+      return { retry: false, roundSettled: false, deferred: deferral(outcome, startedAt) };
+    }
+    logHandlerProblem(logger, run_id, planned, place, attempt, outcome);
+    // `last` counts handler failures only (BullMQ's attemptsMade, or the inline loop's count), so a
+    // delivery lost to a dead worker never uses up a retry.
+    if (!attempt.last && outcome.status === 'error') {
+      failSpan(span, 'tool_error');
+      recordToolExecution(planned.tool.name, (performance.now() - startedAt) / 1000, 'tool_error');
+      // The attempt leaves its `ToolCallStarted` in the log before the next one starts.
+      await startedWrite?.now();
+      return { retry: true, roundSettled: false };
+    }
+    const handled = { planned, place, outcome, duration_ms: Math.round(performance.now() - startedAt) };
+    const extra = { spanTraceparent: recordedTraceparent(span), started: startedWrite?.takeOver() ? started : undefined };
+    return await recordResult(store, run_id, call, handled, extra, span, state, round);
+  } finally {
+    if (span.isRecording()) span.end();
+    cancel.release();
+  }
+}
+
+type Deferred = Extract<HandlerOutcome, { status: 'deferred' }>;
+
+/** The `execute_tool` span of an attempt. */
+function executeSpan(run_id: string, planned: ExecuteCall, place: CallPlace): Span {
+  return startChildSpan(SpanKind.INTERNAL, () => ({
     name: SpanName.executeTool(planned.tool.name),
     attributes: {
       [Attr.operationName]: 'execute_tool',
@@ -123,7 +159,20 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
       [Attr.iteration]: place.iteration,
     },
   }));
-  const handlerCall = {
+}
+
+/** What the handler is given: the call, its cancel and logger, and the round's run state if any. */
+function handlerCallOf(
+  run_id: string,
+  planned: ExecuteCall,
+  place: CallPlace,
+  attempt: Attempt,
+  cancel: WorkCancellation,
+  logger: ToolLogger,
+  state: SizedState | undefined,
+  round: RoundState | undefined,
+) {
+  return {
     run_id,
     step_id: place.step_id,
     iteration: place.iteration,
@@ -135,70 +184,59 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
     ...(state ? { state: state.state, state_size: state.size } : {}),
     ...(round ? { max_state_bytes: round.max_state_bytes } : {}),
   };
-  try {
-    // The handler runs inside the span, so spans it starts nest under `execute_tool`.
-    const outcome = await withActiveSpan(span, () => runHandler(planned.tool, handlerCall));
-    if (outcome.status === 'deferred') {
-      if (attempt.fannedOut) {
-        // Its ToolCallStarted goes in before its ToolResultRequested; the caller parks the call, and this job ends.
-        await startedWrite?.now();
-        span.end();
-        return {
-          retry: false,
-          roundSettled: false,
-          deferred: {
-            timeout_ms: outcome.timeout_ms,
-            ...(outcome.changes ? { changes: outcome.changes } : {}),
-            started_at: Date.now() - Math.round(performance.now() - startedAt),
-          },
-        };
-      }
-      logger.error('a handler deferred in a call run inline by its provider job (legacy_eager): ctx.defer needs a tool job (llm_select)', {
-        run_id,
-        step_id: place.step_id,
-        iteration: place.iteration,
-        tool_call_id: planned.call.id,
-        tool: planned.tool.name,
-      });
-    }
-    if (outcome.status === 'error') {
-      logger.error('tool handler failed', {
-        run_id,
-        step_id: place.step_id,
-        iteration: place.iteration,
-        tool_call_id: planned.call.id,
-        tool: planned.tool.name,
-        attempt: attempt.number,
-        error: outcome.error,
-      });
-    }
-    // `last` counts handler failures only (BullMQ's attemptsMade, or the inline loop's count), so a
-    // delivery lost to a dead worker never uses up a retry.
-    if (!attempt.last && outcome.status === 'error') {
-      failSpan(span, 'tool_error');
-      recordToolExecution(planned.tool.name, (performance.now() - startedAt) / 1000, 'tool_error');
-      // The attempt leaves its `ToolCallStarted` in the log before the next one starts.
-      await startedWrite?.now();
-      return { retry: true, roundSettled: false };
-    }
-    const duration_ms = Math.round(performance.now() - startedAt);
-    const limit = {
-      base: state?.state ?? NO_STATE,
-      base_size: state?.size ?? NO_STATE_SIZE,
-      max_state_bytes: round?.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES,
-      tooLarge: () => settleExecution(planned, place, STATE_TOO_LARGE, duration_ms),
-    };
-    const extra = { spanTraceparent: recordedTraceparent(span), started: startedWrite?.takeOver() ? started : undefined };
-    const { recorded, settled } = await recordWithinStateLimit(store, run_id, call, settleExecution(planned, place, outcome, duration_ms), extra, limit);
-    recordToolExecution(planned.tool.name, duration_ms / 1000, settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : undefined);
-    if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
-    else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
-    span.end();
-    return { retry: false, roundSettled: recorded?.openInRound === 0 };
-  } finally {
-    if (span.isRecording()) span.end();
-    cancel.release();
+}
+
+/** The wait a deferred call asks for, with the wall-clock time its handler started. */
+function deferral(outcome: Deferred, startedAt: number): NonNullable<AttemptOutcome['deferred']> {
+  return {
+    timeout_ms: outcome.timeout_ms,
+    ...(outcome.changes ? { changes: outcome.changes } : {}),
+    started_at: Date.now() - Math.round(performance.now() - startedAt),
+  };
+}
+
+/** Logs a handler that failed, or one that deferred in a call run inline (where it cannot wait). */
+function logHandlerProblem(logger: ToolLogger, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt, outcome: HandlerOutcome): void {
+  const where = { run_id, step_id: place.step_id, iteration: place.iteration, tool_call_id: planned.call.id, tool: planned.tool.name };
+  if (outcome.status === 'deferred') {
+    logger.error('a handler deferred in a call run inline by its provider job (legacy_eager): ctx.defer needs a tool job (llm_select)', where);
   }
+  if (outcome.status === 'error') {
+    logger.error('tool handler failed', { ...where, attempt: attempt.number, error: outcome.error });
+  }
+}
+
+interface HandlerResult {
+  readonly planned: ExecuteCall;
+  readonly place: CallPlace;
+  readonly outcome: HandlerOutcome;
+  readonly duration_ms: number;
+}
+
+/** Records the attempt's result within the run's state limit, with its metric and span, once. */
+async function recordResult(
+  store: RunStore,
+  run_id: string,
+  call: RoundCall,
+  handled: HandlerResult,
+  extra: Parameters<typeof recordWithinStateLimit>[4],
+  span: Span,
+  state: SizedState | undefined,
+  round: RoundState | undefined,
+): Promise<AttemptOutcome> {
+  const { planned, place, outcome, duration_ms } = handled;
+  const limit = {
+    base: state?.state ?? NO_STATE,
+    base_size: state?.size ?? NO_STATE_SIZE,
+    max_state_bytes: round?.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES,
+    tooLarge: () => settleExecution(planned, place, STATE_TOO_LARGE, duration_ms),
+  };
+  const { recorded, settled } = await recordWithinStateLimit(store, run_id, call, settleExecution(planned, place, outcome, duration_ms), extra, limit);
+  recordToolExecution(planned.tool.name, duration_ms / 1000, settled.terminal.kind === 'ToolCallFailed' ? settled.terminal.error_code : undefined);
+  if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
+  else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
+  span.end();
+  return { retry: false, roundSettled: recorded?.openInRound === 0 };
 }
 
 /**

@@ -1,4 +1,15 @@
-import { DEFAULT_MAX_STATE_BYTES, type ToolDefinition, childRunId, ToolResultText, lostCall, plannedCallEvents, toolDefinitionHash, unrepresentableArguments } from '@arcflow/core';
+import {
+  type CallPlace,
+  DEFAULT_MAX_STATE_BYTES,
+  type ExecuteCall,
+  type ToolDefinition,
+  childRunId,
+  ToolResultText,
+  lostCall,
+  plannedCallEvents,
+  toolDefinitionHash,
+  unrepresentableArguments,
+} from '@arcflow/core';
 import { childOf } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import { type ToolJobData, attemptsOf, joinJobData, malformedJobData } from '../jobs/jobs.ts';
@@ -36,40 +47,15 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       deps.logger.error('tool job refused: its data is malformed', { job_id: job.id, problem: malformed });
       return 'refused';
     }
-    const tool = deps.tools.get(data.tool_name);
-    if (!tool) throw new Error(`this worker does not serve tool '${data.tool_name}'`);
-    // Queues are per definition, so this holds for every job the engine added: a handler of another definition never runs a call.
-    if (toolDefinitionHash(tool) !== data.definition_hash) {
-      throw new Error(`this worker holds another definition of tool '${data.tool_name}' (${toolDefinitionHash(tool)}, the call was planned with ${data.definition_hash})`);
-    }
+    const tool = servedTool(deps, data);
     const planned = callFromJob(data, tool);
     const place = { step_id: data.step_id, iteration: data.iteration };
     // What runs is what a schema checked, whoever added the job.
     const violation = argumentViolation(tool, data.args);
     if (violation !== undefined) {
-      deps.logger.error('tool job refused: its arguments fail the schema', {
-        run_id: data.run_id,
-        step_id: data.step_id,
-        iteration: data.iteration,
-        tool_call_id: data.tool_call_id,
-        tool: tool.name,
-      });
-      const rejected = {
-        ...planned,
-        action: 'reject' as const,
-        content: ToolResultText.invalidArguments(violation),
-        reason: { type: 'invalid_arguments' as const, tool, violation, input_size_bytes: data.input_size_bytes },
-      };
-      const [started, terminal] = plannedCallEvents(rejected, place);
-      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), {
-        content: rejected.content,
-        terminal: terminal!,
-        started: { event: started!, ts: Date.now() },
-      });
-      if (recorded?.openInRound === 0) await joinRound(deps, data);
+      await refuseArguments(deps, data, planned, place, violation);
       return 'refused';
     }
-    const attempts = attemptsOf(job);
     // attemptsStarted counts every delivery, so a call re-run after a crash shows a higher attempt.
     const attempt = Math.max(job.attemptsStarted, job.attemptsMade + 1);
     if (childOf(tool)) {
@@ -85,36 +71,83 @@ export function toolJobProcessor(deps: ToolJobDeps) {
       await settleFailedToolJob(deps, job, true);
       return 'lost';
     }
-    const grace = watchGrace(job, attempt, deps.logger);
-    let outcome: AttemptOutcome;
-    try {
-      outcome = await attemptToolCall(
-        deps,
-        data.run_id,
-        planned,
-        place,
-        { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
-        { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
-      );
-    } finally {
-      await grace.end();
-    }
-    if (outcome.deferred && data.workflow) {
-      // A workflow's tool step has no round to wait in: the deferral fails it, as in runLocal.
-      deps.logger.error('a workflow tool step deferred: a tool step cannot wait for a result from outside', { run_id: data.run_id, step_id: data.step_id, tool: data.tool_name });
-      const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), lostCall(planned, place));
-      if (recorded?.openInRound === 0) await joinRound(deps, data);
-      return 'recorded';
-    }
-    if (outcome.deferred) {
-      await deferCall(deps, planned, place, data, outcome.deferred);
-      return 'deferred';
-    }
-    const { retry, roundSettled } = outcome;
-    if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
-    if (roundSettled) await joinRound(deps, data);
-    return 'recorded';
+    const outcome = await attemptJobCall(deps, job, planned, place, attempt);
+    return await afterAttempt(deps, data, planned, place, outcome);
   };
+}
+
+/** The tool a job names, as this worker serves it: the definition the call was planned with, or the job fails. */
+function servedTool(deps: ToolJobDeps, data: ToolJobData): ToolDefinition {
+  const tool = deps.tools.get(data.tool_name);
+  if (!tool) throw new Error(`this worker does not serve tool '${data.tool_name}'`);
+  // Queues are per definition, so this holds for every job the engine added: a handler of another definition never runs a call.
+  if (toolDefinitionHash(tool) !== data.definition_hash) {
+    throw new Error(`this worker holds another definition of tool '${data.tool_name}' (${toolDefinitionHash(tool)}, the call was planned with ${data.definition_hash})`);
+  }
+  return tool;
+}
+
+/** A job whose arguments fail the schema: its call is recorded as rejected, and its handler never runs. */
+async function refuseArguments(deps: ToolJobDeps, data: ToolJobData, planned: ExecuteCall, place: CallPlace, violation: string): Promise<void> {
+  const tool = planned.tool;
+  deps.logger.error('tool job refused: its arguments fail the schema', {
+    run_id: data.run_id,
+    step_id: data.step_id,
+    iteration: data.iteration,
+    tool_call_id: data.tool_call_id,
+    tool: tool.name,
+  });
+  const rejected = {
+    ...planned,
+    action: 'reject' as const,
+    content: ToolResultText.invalidArguments(violation),
+    reason: { type: 'invalid_arguments' as const, tool, violation, input_size_bytes: data.input_size_bytes },
+  };
+  const [started, terminal] = plannedCallEvents(rejected, place);
+  const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), {
+    content: rejected.content,
+    terminal: terminal!,
+    started: { event: started!, ts: Date.now() },
+  });
+  if (recorded?.openInRound === 0) await joinRound(deps, data);
+}
+
+/** The job's attempt at its call, watched for the grace after which a lost delivery counts against it. */
+async function attemptJobCall(deps: ToolJobDeps, job: Job<ToolJobData>, planned: ExecuteCall, place: CallPlace, attempt: number): Promise<AttemptOutcome> {
+  const data = job.data;
+  const attempts = attemptsOf(job);
+  const grace = watchGrace(job, attempt, deps.logger);
+  try {
+    return await attemptToolCall(
+      deps,
+      data.run_id,
+      planned,
+      place,
+      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
+      { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
+    );
+  } finally {
+    await grace.end();
+  }
+}
+
+/** What the job does once its attempt is over: park a deferred call, throw for a retry, or join a settled round. */
+async function afterAttempt(deps: ToolJobDeps, data: ToolJobData, planned: ExecuteCall, place: CallPlace, outcome: AttemptOutcome): Promise<string> {
+  if (outcome.deferred && data.workflow) {
+    // A workflow's tool step has no round to wait in: the deferral fails it, as in runLocal.
+    deps.logger.error('a workflow tool step deferred: a tool step cannot wait for a result from outside', { run_id: data.run_id, step_id: data.step_id, tool: data.tool_name });
+    const recorded = await deps.store.recordToolResult(data.run_id, roundCall(planned, place, true, data.waits === true), lostCall(planned, place));
+    if (recorded?.openInRound === 0) await joinRound(deps, data);
+    return 'recorded';
+  }
+  if (outcome.deferred) {
+    await deferCall(deps, planned, place, data, outcome.deferred);
+    return 'deferred';
+  }
+  const { retry, roundSettled } = outcome;
+  if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
+  if (roundSettled) await joinRound(deps, data);
+  return 'recorded';
 }
 
 /**
