@@ -22,6 +22,7 @@ import { streamCostRows } from './stream-costs.ts';
 import { finishedRunMemory } from './finished-runs.ts';
 import { viewersRows } from './viewers.ts';
 import { waitingWatchdogRow } from './waiting.ts';
+import { fairJobCost, floodWaits } from './tenants.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -63,6 +64,27 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 const CAPPED_HEAP_MIB = 1024;
 
 try {
+  if (wanted('tenants')) {
+    progress('fair scheduling across tenants');
+    const cost = await fairJobCost(prefix('tenant-cost'));
+    rows.push({
+      measure: 'Redis CPU per job (add, take, complete), fair vs single queue',
+      arcflow: `${cost.fair.toFixed(0)} µs (${cost.commands.fair.toFixed(0)} cmds)`,
+      baseline: `${cost.plain.toFixed(0)} µs (${cost.commands.plain.toFixed(0)} cmds)`,
+      ratio: `${(cost.fair / cost.plain).toFixed(2)}x`,
+      target: 'info (a tool call costs more than its job: <= 1.1x per call)',
+      verdict: '-',
+    });
+    const waits = await floodWaits(prefix('tenant-flood'));
+    rows.push({
+      measure: "light tenants' wait p99 under a 10,000-run flood",
+      arcflow: `${ms(waits.fair.p99)} (p50 ${ms(waits.fair.p50)})`,
+      baseline: `${ms(waits.plain.p99)} (p50 ${ms(waits.plain.p50)})`,
+      ratio: `${(waits.fair.p99 / waits.plain.p99).toFixed(3)}x`,
+      target: '<< single queue',
+      verdict: verdict(waits.fair.p99 < waits.plain.p99 / 10),
+    });
+  }
   if (wanted('overhead')) {
     progress('per-iteration overhead');
     const raw = p50(await rawFlowIteration(prefix('raw-flow')));

@@ -10,11 +10,13 @@ const USAGE = `usage: arcflow <command> [options]
   worker --module <file.ts|file.js> [--roles provider,tools] [--tools a,b] [--concurrency N] [--metrics-port N]
                        --metrics-port: serve Prometheus metrics at GET /metrics on port N
   enqueue <agent> (<input> | --input-json JSON) [--config JSON] [--exec-config JSON] [--state JSON]
-          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--stream] [--wait [--timeout-ms N]] [--json]
+          [--idempotency-key K] [--thread ID [--on-busy queue|steer|reject]] [--tenant T] [--priority P] [--stream] [--wait [--timeout-ms N]] [--json]
                        --input-json: the input as a JSON list of chat messages ({ role, content })
                        --state: the run's initial state, a JSON object (default {}, or on a thread
                          the state its last completed run left)
                        --thread: run on the thread's conversation so far; append the run's messages to it
+                       --tenant: the tenant the run is for (jobs are shared fairly across tenants; default: default)
+                       --priority: 1 (first) to 10 within its tenant (default 5)
                        --stream: stream the model's text as it is written (read it with \`arcflow stream\`)
                        --wait: wait for the run to end and print it; --timeout-ms: how long at most (default 600000)
   get <run_id> [--json]   the run record, with its state
@@ -27,7 +29,7 @@ const USAGE = `usage: arcflow <command> [options]
   tool-result <run_id> <tool_call_id> (--output JSON | --error TEXT) [--json]
                        answer a call waiting for its result from outside (a browser tool, a deferred handler):
                          --output completes it with a JSON value, --error fails it with the text
-  runs [--status S] [--agent A] [--limit N] [--cursor C] [--json]
+  runs [--status S] [--agent A] [--tenant T] [--limit N] [--cursor C] [--json]
   runs retry|cancel --status S [--agent A] [--tenant T] [--since ISO] [--dry-run] [--json]
                        retries (a fork from the failed iteration) or cancels every matching run; safe to repeat:
                        a run is retried once, an ended run is not cancelled; --dry-run: say what it would do
@@ -91,6 +93,7 @@ const OPTIONS = {
   agents: { type: 'string' },
   subject: { type: 'string' },
   tenant: { type: 'string' },
+  priority: { type: 'string' },
   'expires-in': { type: 'string' },
   'from-iteration': { type: 'string' },
   step: { type: 'string' },

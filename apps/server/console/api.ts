@@ -31,6 +31,9 @@ export interface Run {
   thread_id?: string;
   /** Who enqueued it: `token:<subject>` for a run an end user's token enqueued (SPEC §19). */
   enqueued_by?: string;
+  /** The tenant it was enqueued for, and its priority within the tenant (SPEC §14), when given. */
+  tenant?: string;
+  priority?: number;
   steered_into?: string;
   /** A child run's parent run, and the parent's call that started it (SPEC §13). */
   parent_run_id?: string;

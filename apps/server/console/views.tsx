@@ -34,9 +34,10 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
 export function RunsList({ me }: { me?: Me }) {
   const [status, setStatus] = useState('');
   const [agent, setAgent] = useState('');
+  const [tenant, setTenant] = useState('');
   const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 10_000, []);
-  const query = new URLSearchParams({ limit: '50', ...(status ? { status } : {}), ...(agent ? { agent } : {}) });
-  const runs = usePolled(() => api<{ runs: Run[] }>(`/v1/runs?${query}`), 1_000, [status, agent]);
+  const query = new URLSearchParams({ limit: '50', ...(status ? { status } : {}), ...(agent ? { agent } : {}), ...(tenant ? { tenant } : {}) });
+  const runs = usePolled(() => api<{ runs: Run[] }>(`/v1/runs?${query}`), 1_000, [status, agent, tenant]);
   return (
     <div class="card">
       <h2>Runs</h2>
@@ -53,6 +54,7 @@ export function RunsList({ me }: { me?: Me }) {
             <option value={each.name}>{each.name}</option>
           ))}
         </select>
+        <input aria-label="tenant" placeholder="any tenant" value={tenant} onInput={(event) => setTenant((event.target as HTMLInputElement).value.trim())} />
       </div>
       {me && mayBulk(me) && <BulkActions status={status} agent={agent} />}
       {runs.error && <p class="error">{runs.error}</p>}
@@ -62,7 +64,7 @@ export function RunsList({ me }: { me?: Me }) {
   );
 }
 
-/** Runs, a row each: id (and the run it was steered into), status, agent or workflow, start, duration, tokens. */
+/** Runs, a row each: id (and the run it was steered into), status, agent or workflow, tenant, start, duration, tokens. */
 export function RunsTable({ runs }: { runs: readonly Run[] }) {
   return (
     <table>
@@ -71,6 +73,7 @@ export function RunsTable({ runs }: { runs: readonly Run[] }) {
           <th>run</th>
           <th>status</th>
           <th>agent</th>
+          <th class="hide-narrow">tenant</th>
           <th class="hide-narrow">created</th>
           <th>duration</th>
           <th class="hide-narrow">tokens</th>
@@ -87,6 +90,7 @@ export function RunsTable({ runs }: { runs: readonly Run[] }) {
               <Badge status={run.status} />
             </td>
             <td>{run.workflow ? `${run.workflow} (workflow)` : run.agent}</td>
+            <td class="hide-narrow tenant">{run.tenant ?? 'default'}</td>
             <td class="hide-narrow">{time(run.created_at)}</td>
             <td>{duration(run)}</td>
             <td class="hide-narrow">{run.usage.total}</td>

@@ -36,6 +36,7 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   not_waiting: 409,
   thread_busy: 409,
   idempotency_conflict: 409,
+  tenant_rate_limited: 429,
 };
 
 const TITLES: Readonly<Record<number, string>> = {

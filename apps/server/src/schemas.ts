@@ -1,5 +1,5 @@
 import { Type } from '@fastify/type-provider-typebox';
-import { THREAD_ID_PATTERN } from '@arcflow/core';
+import { TENANT_PATTERN, THREAD_ID_PATTERN } from '@arcflow/core';
 
 /** The request and response shapes of the API: validation and the OpenAPI document both come from these. */
 
@@ -67,6 +67,8 @@ export const RunRecord = Type.Object(
     trace_id: Type.Optional(Type.String({ description: "the run's OpenTelemetry trace id" })),
     thread_id: Type.Optional(Type.String({ description: 'the thread the run is on' })),
     enqueued_by: Type.Optional(Type.String({ description: "who enqueued it, when known: token:<subject> for a run enqueued with an end user's token" })),
+    tenant: Type.Optional(Type.String({ description: 'the tenant it was enqueued for (a run with none is the default tenant’s)' })),
+    priority: Type.Optional(Type.Integer({ description: 'its priority within its tenant, when one was given: 1 (first) to 10' })),
     parent_run_id: Type.Optional(Type.String({ description: 'a child run (SPEC §13): the run whose agent tool call started it' })),
     parent_tool_call_id: Type.Optional(Type.String({ description: "a child run: the parent's call that started it" })),
     steered_into: Type.Optional(Type.String({ description: 'on_busy: steer — the active run of the thread its input was given to' })),
@@ -143,6 +145,13 @@ export const EnqueueBody = Type.Object(
           "stream the model's text as it is written (default: as the agent is defined, else false); a run that does not stream gives each iteration's text whole on its stream",
       }),
     ),
+    tenant: Type.Optional(
+      Type.String({
+        pattern: TENANT_PATTERN.source,
+        description: "the tenant the run is for: each tenant gets its share of the workers (default: the tenant 'default'); a token naming a tenant sets it",
+      }),
+    ),
+    priority: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, description: 'the run’s priority within its tenant: 1 (first) to 10 (default 5)' })),
   },
   { additionalProperties: false },
 );
@@ -189,6 +198,7 @@ export const ListQuery = Type.Object(
   {
     status: Type.Optional(Type.String()),
     agent: Type.Optional(Type.String()),
+    tenant: Type.Optional(Type.String()),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
     cursor: Type.Optional(Type.String()),
   },

@@ -1,4 +1,4 @@
-import { ConfigError, tokenKeys } from '@arcflow/core';
+import { ConfigError, RequestError, tokenKeys } from '@arcflow/core';
 import {
   type ArcflowClient,
   CONNECTION_DEFAULTS,
@@ -166,6 +166,8 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     // Redis away is a condition, not a bug: one line, no stack.
     if (body.code === 'redis_unavailable') request.log.warn({ code: body.code, detail: body.detail }, 'request failed');
     else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A tenant over its runs_per_minute (SPEC §14): when to ask again.
+    if (error instanceof RequestError && error.retry_after_seconds !== undefined) reply.header('retry-after', String(error.retry_after_seconds));
     sendProblem(reply, body);
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));

@@ -44,7 +44,7 @@ async function signIn(page: Page): Promise<void> {
 }
 
 /** Enqueues a run over the API, from outside the browser; its id. */
-async function enqueue(body: { agent: string; input: string; thread_id?: string; state?: Record<string, unknown> }): Promise<string> {
+async function enqueue(body: { agent: string; input: string; thread_id?: string; state?: Record<string, unknown>; tenant?: string }): Promise<string> {
   const response = await fetch(`${serve.url}/v1/runs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
@@ -104,6 +104,20 @@ describe('the web console, in a real Chromium', () => {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
     expect(violations).toEqual([]);
+    await page.close();
+  });
+
+  it("shows each run's tenant and lists one tenant's runs when asked (SPEC §14)", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(serve.url);
+    await signIn(page);
+    const acme = await enqueue({ agent: 'api_agent', input: 'wait=1 for acme', tenant: 'acme' });
+    const other = await enqueue({ agent: 'api_agent', input: 'wait=1 for no tenant' });
+    await page.locator(`tr[data-run="${acme}"] td.tenant`, { hasText: 'acme' }).waitFor();
+    await page.locator(`tr[data-run="${other}"] td.tenant`, { hasText: 'default' }).waitFor();
+    await page.fill('input[aria-label=tenant]', 'acme');
+    await page.locator(`tr[data-run="${other}"]`).waitFor({ state: 'detached' });
+    expect(await page.locator(`tr[data-run="${acme}"]`).count()).toBe(1);
     await page.close();
   });
 

@@ -147,6 +147,14 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
       ...forbidden,
       body: { detail: "this token enqueues for tenant 'acme' only" },
     });
+    // Its tenant is the tenant of every run it enqueues (SPEC §19, §14), named in the body or not.
+    for (const body of [
+      { agent: 'api_agent', input: 'wait=1 tenanted' },
+      { agent: 'api_agent', input: 'wait=1 named', tenant: 'acme' },
+    ]) {
+      const tenantRun = (await post('/v1/runs', { token: tenanted }, body)).body.run_id as string;
+      expect((await get(`/v1/runs/${tenantRun}`, { key: 'read' })).body).toMatchObject({ tenant: 'acme' });
+    }
     // Actions it does not name.
     const reader = { token: await createToken({ secret: NEW, thread_id: mine, actions: ['read'] }) };
     const own = (await post('/v1/runs', bearer, { agent: 'api_agent', input: 'wait=1 own' })).body.run_id as string;

@@ -89,6 +89,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     agents: loaded.definitions,
     provider,
     providers,
+    ...(loaded.worker_options.tenant_weights ? { tenant_weights: loaded.worker_options.tenant_weights } : {}),
+    ...(loaded.worker_options.tenant_limits ? { tenant_limits: loaded.worker_options.tenant_limits } : {}),
     roles,
     tools: options.tools,
     concurrency: options.concurrency ? { provider: options.concurrency, tools: options.concurrency } : undefined,

@@ -7,9 +7,13 @@ import { useTypeScriptLoader } from './typescript-loader.ts';
 export interface ModuleWorkerOptions {
   /** Named providers, for agents (and fallbacks) that name one with `provider`. */
   readonly providers?: Readonly<Record<string, ModelProvider>>;
+  /** Each tenant's share of the queues (SPEC §14). */
+  readonly tenant_weights?: Readonly<Record<string, number>>;
+  /** Each tenant's limits (SPEC §14). */
+  readonly tenant_limits?: Readonly<Record<string, { max_active_runs?: number; runs_per_minute?: number }>>;
 }
 
-const WORKER_OPTIONS_KEYS = { providers: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
+const WORKER_OPTIONS_KEYS = { providers: true, tenant_weights: true, tenant_limits: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
 
 export interface LoadedModule {
   readonly definitions: (Agent | Workflow)[];

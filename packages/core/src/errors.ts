@@ -68,6 +68,8 @@ export class RequestError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** When asking again may succeed, in whole seconds (a rate limit: HTTP `Retry-After`). */
+    readonly retry_after_seconds?: number,
   ) {
     super(message);
   }

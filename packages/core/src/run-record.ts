@@ -41,6 +41,10 @@ export interface RunRecord {
   readonly thread_id?: string;
   /** Who enqueued the run, when the enqueue said: `token:<subject>` for a run enqueued with an end user's token (SPEC §19). */
   readonly enqueued_by?: string;
+  /** The tenant the run was enqueued for (SPEC §14), when one was named; a run without is the `default` tenant's. */
+  readonly tenant?: string;
+  /** The run's priority within its tenant (SPEC §14), 1 (first) … 10, when one was given (default 5). */
+  readonly priority?: number;
   /** A run enqueued with `on_busy: steer`: the run its input was given to (it ended at once, completed). */
   readonly steered_into?: string;
   /** A run that took the input steered into a run that ended without it reaching the thread: the steering runs. */

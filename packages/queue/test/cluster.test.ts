@@ -249,7 +249,7 @@ describe('the watchdog on a Redis Cluster', () => {
     let toolWorker: Awaited<ReturnType<typeof startWorker>> | undefined;
     try {
       expect(run_id).toMatch(/^run_p\d+_/);
-      await until(async () => (await toolQueue.getJobState(toolJobId)) === 'waiting', 10_000);
+      await until(async () => (await toolQueue.getJobState(toolJobId)) === 'prioritized', 10_000);
       await toolQueue.remove(toolJobId);
       toolWorker = await startWorker({ ...common, roles: ['tools'] });
       const run = await client.wait(run_id, { timeout_ms: 15_000 });

@@ -279,7 +279,8 @@ describe('queue engine', () => {
     const queue = new Queue(QueueName.tool('single', toolDefinitionHash(single.tool)), { connection: redis, prefix: keysFor(prefix).tag });
     open.push(queue);
     const waitingJob = JobId.tool(run_id, 's1', 1, executions[0] === 'a' ? 'b' : 'a');
-    expect(await queue.getJobState(waitingJob)).toBe('waiting');
+    // Queued behind its tenant's turn: every job carries the priority fair scheduling gave it (SPEC §14).
+    expect(await queue.getJobState(waitingJob)).toBe('prioritized');
     expect(await client.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
     expect(await queue.getJob(waitingJob)).toBeUndefined();
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -557,7 +557,7 @@ describe('threads', () => {
       await startNextOnThread(threads, queues, 'run_delayfirst');
       const queue = queues.forRun(job.queue, 'run_delaynext');
       const first = (await queue.getJob(JobId.provider('run_delaynext', 's1', 1)))!;
-      expect(await first.getState()).toBe('waiting');
+      expect(await first.getState()).toBe('prioritized');
       // Its call waits out its provider's pause: the job is delayed, as a worker delays it.
       await first.remove();
       await queue.add('provider', first.data, { ...first.opts, jobId: first.id!, delay: 60_000 });

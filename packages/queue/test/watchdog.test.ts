@@ -31,7 +31,7 @@ async function runWithOpenRound(name: string, watchdog_ms = 600_000) {
   const providerQueue = new Queue(QueueName.agent('watched'), { connection: redis, prefix: tag });
   open.push(toolQueue, providerQueue);
   const toolJobId = JobId.tool(run_id, 's1', 1, 'c1');
-  await until(async () => (await toolQueue.getJobState(toolJobId)) === 'waiting');
+  await until(async () => (await toolQueue.getJobState(toolJobId)) === 'prioritized');
   return { prefix, logger, client, run_id, toolQueue, providerQueue, toolJobId, provider, providerWorker };
 }
 
@@ -84,7 +84,7 @@ describe('the watchdog', () => {
     const watchdog = standaloneWatchdog(prefix);
     const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
     expect(await watchdog.dog.check(run_id, nowMs)).toBe('moving');
-    expect(await toolQueue.getJobState(toolJobId)).toBe('waiting');
+    expect(await toolQueue.getJobState(toolJobId)).toBe('prioritized');
   });
 
   it('fails a run it cannot move with `stalled` after its repairs, closing its open call once', async () => {
@@ -145,7 +145,7 @@ describe('the watchdog', () => {
     const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
     for (let scan = 0; scan < 5; scan++) expect(await watchdog.dog.check(second.run_id, nowMs)).toBe('moving');
     expect(await watchdog.dog.check(first.run_id, nowMs)).toBe('failed');
-    expect(await providerQueue.getJobState(secondJob)).toBe('waiting');
+    expect(await providerQueue.getJobState(secondJob)).toBe('prioritized');
   });
 
   it("re-adds a provider job with the attempts of the run's own model_fallbacks, as its enqueue gave it", async () => {
@@ -183,7 +183,7 @@ describe('the watchdog', () => {
     expect(await providerQueue.getJobState(secondJob)).toBe('unknown');
     const { nowMs } = await watchdog.store.watchdog.staleRuns(0, 10);
     expect(await watchdog.dog.check(second.run_id, nowMs)).toBe('repaired');
-    expect(await providerQueue.getJobState(secondJob)).toBe('waiting');
+    expect(await providerQueue.getJobState(secondJob)).toBe('prioritized');
   });
 });
 

@@ -57,6 +57,9 @@ export interface EnqueueFlags {
   'on-busy'?: string;
   /** The run streams the model's text as it is written (SPEC §12). */
   stream?: boolean;
+  /** The tenant the run is for, and its priority within the tenant (SPEC §14). */
+  tenant?: string;
+  priority?: string;
   wait?: boolean;
   json?: boolean;
   'timeout-ms'?: string;
@@ -75,6 +78,9 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
     throw new RequestError('invalid_request', '--on-busy needs --thread: it says what a run does when its thread already has one queued or running');
   }
   const timeoutMs = wholeMilliseconds('--timeout-ms', flags['timeout-ms']);
+  // Its range is checked by the client; here only that it is a number.
+  if (flags.priority !== undefined && !/^\d+$/.test(flags.priority))
+    throw new RequestError('invalid_request', `--priority must be a whole number from 1 to 10, got ${JSON.stringify(flags.priority)}`);
   return withClient(async (client) => {
     const { run_id } = await client.enqueue({
       agent,
@@ -88,6 +94,8 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
       ...(flags.thread !== undefined ? { thread_id: flags.thread } : {}),
       ...(flags['on-busy'] !== undefined ? { on_busy: flags['on-busy'] as OnBusy } : {}),
       ...(flags.stream ? { stream: true } : {}),
+      ...(flags.tenant !== undefined ? { tenant: flags.tenant } : {}),
+      ...(flags.priority !== undefined ? { priority: Number(flags.priority) } : {}),
     });
     if (!flags.wait) {
       console.log(flags.json ? JSON.stringify({ run_id }) : run_id);
@@ -194,6 +202,7 @@ export async function approveCommand(run_id: string, tool_call_id: string, flags
 export interface RunsFlags {
   status?: string;
   agent?: string;
+  tenant?: string;
   limit?: string;
   cursor?: string;
   json?: boolean;
@@ -204,14 +213,22 @@ export async function runsCommand(flags: RunsFlags): Promise<number> {
   return withClient(async (client) => {
     const limit = flags.limit === undefined ? undefined : Number(flags.limit);
     if (flags.limit !== undefined && !/^\d+$/.test(flags.limit)) throw new RequestError('invalid_request', `--limit must be a whole number, got ${JSON.stringify(flags.limit)}`);
-    const page = await client.list({ status: flags.status as never, agent: flags.agent, limit, cursor: flags.cursor });
+    const page = await client.list({
+      status: flags.status as never,
+      agent: flags.agent,
+      ...(flags.tenant !== undefined ? { tenant: flags.tenant } : {}),
+      limit,
+      cursor: flags.cursor,
+    });
     if (flags.json) {
       console.log(JSON.stringify(page));
       return 0;
     }
     console.log(formatRunList(page.runs));
     if (page.next_cursor)
-      console.log(`more: arcflow runs --cursor ${page.next_cursor}${flags.status ? ` --status ${flags.status}` : ''}${flags.agent ? ` --agent ${flags.agent}` : ''}`);
+      console.log(
+        `more: arcflow runs --cursor ${page.next_cursor}${flags.status ? ` --status ${flags.status}` : ''}${flags.agent ? ` --agent ${flags.agent}` : ''}${flags.tenant ? ` --tenant ${flags.tenant}` : ''}`,
+      );
     return 0;
   });
 }

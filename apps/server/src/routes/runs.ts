@@ -50,6 +50,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
         state: request.body.state as Readonly<Record<string, unknown>> | undefined,
         // A token's run says whose it is (SPEC §19); the token's other checks were made before the schema's.
         ...(request.grant ? { enqueued_by: enqueuedBy(request.grant) } : {}),
+        // A token that names a tenant makes every run it enqueues that tenant's (a body naming another was refused 403).
+        ...(request.grant?.tenant !== undefined ? { tenant: request.grant.tenant } : {}),
       });
       return reply.status(created ? 201 : 200).send({ run_id });
     },

@@ -13,6 +13,8 @@ const ENQUEUE_OPTIONS = {
   state: true,
   stream: true,
   enqueued_by: true,
+  tenant: true,
+  priority: true,
 } as const satisfies Record<keyof EnqueueRequest | 'stream', true>;
 
 /**

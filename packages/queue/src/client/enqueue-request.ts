@@ -32,4 +32,8 @@ export interface EnqueueRequest {
    * `token:<subject>` for a run enqueued with an end user's token (SPEC §19).
    */
   enqueued_by?: string;
+  /** The tenant the run is for (SPEC §14): `[A-Za-z0-9_.:-]{1,128}`; without it the run is the `default` tenant's. */
+  tenant?: string;
+  /** The run's priority within its tenant (SPEC §14): an integer 1 (first) … 10; default 5. */
+  priority?: number;
 }

@@ -95,6 +95,8 @@ export class ClientJobs {
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
       const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
+      // A new run counts against its tenant's runs_per_minute (SPEC §14); a repeat of a key does not.
+      if (!earlier) await this.queues.limits.countEnqueue(request.tenant);
       const { run_id } = earlier
         ? { run_id: earlier }
         : await store.createRun(
@@ -108,6 +110,8 @@ export class ClientJobs {
               definition_hash: registration.definition_hash ?? '',
               ...(request.stream !== undefined ? { stream: request.stream } : {}),
               ...(request.enqueued_by !== undefined ? { enqueued_by: request.enqueued_by } : {}),
+              ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
+              ...(request.priority !== undefined ? { priority: request.priority } : {}),
             },
             request.idempotency_key,
             graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
@@ -123,6 +127,8 @@ export class ClientJobs {
             fork?.copy,
           );
       const created = run_id === minted;
+      // Its first jobs take their place among the tenants without reading the record back.
+      if (created) this.queues.fair.remember(run_id, request);
       if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
       // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
       const spec = created ? undefined : await store.getSpec(run_id);

@@ -1,5 +1,6 @@
 import { clusterNodes } from '../redis/connect.ts';
 import { MAX_PARTITIONS } from '../redis/partition-map.ts';
+import { type TenantOptions, checkTenantOptions } from '../tenancy/options.ts';
 import { type Agent, ConfigError, type ModelProvider, type ToolLogger, type Workflow, stderrLogger } from '@arcflow/core';
 
 /** Connection settings shared by the client and the workers. */
@@ -14,7 +15,7 @@ export interface ConnectionOptions {
 
 export type WorkerRole = 'provider' | 'tools';
 
-export interface WorkerOptions extends ConnectionOptions {
+export interface WorkerOptions extends ConnectionOptions, TenantOptions {
   /** This worker's id in the registry and its log (default: a new `worker_…` id). */
   worker_id?: string;
   /** The agents (and workflows' agents) this worker serves. */
@@ -139,6 +140,8 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     // Undefined: each call's provider's own default model (see requestFor).
     default_model: options.default_model,
     logger: options.logger ?? stderrLogger('arcflow.worker'),
+    // Checked here, at start: a bad weight is refused naming it (SPEC §14).
+    tenancy: checkTenantOptions(options),
   };
   for (const key of [
     'provider_concurrency',

@@ -1,6 +1,10 @@
 import { type ToolDefinition, toolDefinitionHash } from '@arcflow/core';
-import { type ConnectionOptions as BullConnection, type Job, type JobsOptions, Queue } from 'bullmq';
+import { type Job, type JobsOptions, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { JobId, type Keys, QueueName } from '../redis/keys.ts';
+import { FairClock } from '../tenancy/fair-clock.ts';
+import { TenantLimits } from '../tenancy/limits.ts';
+import { TenantSettings } from '../tenancy/settings.ts';
 import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, type ToolJobData, providerJobOptions, WAIT_TIMEOUT_JOB, type WaitTimeoutData, toolJobOptions } from './jobs.ts';
 
 /**
@@ -11,14 +15,29 @@ import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, type ToolJobData, 
  * once. Each method issues its commands as soon as it is called, so the adds a caller starts in one
  * tick go out in one socket write. A job a worker holds is delayed by the worker itself
  * (`Job.moveToDelayed` needs the worker's lock token): that is not an add.
+ *
+ * Every provider and tool job is added with a BullMQ priority from its run's tenant's virtual time
+ * (`FairClock`, SPEC §14): BullMQ then takes the tenants' jobs in turn, weighted, and a run's
+ * priority orders its tenant's jobs.
  */
 export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
+  /** The tenant settings the workers published (weights). */
+  readonly tenants: TenantSettings;
+  /** Each queue's fair clock. */
+  readonly fair: FairClock;
+  /** The tenants' limits (SPEC §14). */
+  readonly limits: TenantLimits;
 
   constructor(
-    private readonly connection: BullConnection,
+    private readonly connection: Redis,
     readonly keys: Keys,
-  ) {}
+  ) {
+    FairClock.define(connection);
+    this.tenants = new TenantSettings(connection, keys.tenancy);
+    this.fair = new FairClock(connection, this.tenants, keys.record);
+    this.limits = new TenantLimits(connection, keys, this.tenants, this.fair);
+  }
 
   /** Queue `name` under `tag` (the prefix's own by default). */
   get(name: string, tag: string = this.keys.tag): Queue {
@@ -70,20 +89,21 @@ export class Dispatcher {
    * call in one tick: cheaper than `addBulk`'s MULTI, and atomicity is not needed, since a
    * re-delivered provider job re-adds only what is missing.
    */
-  addToolJob(tool: ToolDefinition, data: ToolJobData, backoffMs: number): Promise<Job> {
+  async addToolJob(tool: ToolDefinition, data: ToolJobData, backoffMs: number): Promise<Job> {
     const queue = this.toolQueue(tool.name, toolDefinitionHash(tool), tool.concurrency !== undefined, data.run_id);
-    return queue.add(tool.name, data, toolJobOptions(data, tool, backoffMs));
+    return queue.add(tool.name, data, { ...toolJobOptions(data, tool, backoffMs), priority: await this.fair.priority(queue, data.run_id) });
   }
 
   /** The tool job of a call that waited, as stored with its approval request (its options included). */
-  addApprovedToolJob(request: {
+  async addApprovedToolJob(request: {
     readonly tool_name: string;
     readonly tool_job: ToolJobData;
     readonly tool_job_options: JobsOptions;
     readonly tool_capped?: boolean;
   }): Promise<Job> {
     const queue = this.toolQueue(request.tool_name, request.tool_job.definition_hash, request.tool_capped === true, request.tool_job.run_id);
-    return queue.add(request.tool_name, request.tool_job, request.tool_job_options);
+    // Its place among the tenants is taken now, when it can run, not when it began to wait.
+    return queue.add(request.tool_name, request.tool_job, { ...request.tool_job_options, priority: await this.fair.priority(queue, request.tool_job.run_id) });
   }
 
   /** A waiting call's timeout: a delayed job on the run's provider queue, of a deterministic id, due in `delay` ms. */
@@ -121,10 +141,9 @@ export class Dispatcher {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
   }
 
-  private addProviderJob(target: JoinTarget, data: ProviderJobData): Promise<void> {
-    return this.forRun(target.queue, data.run_id)
-      .add(PROVIDER_JOB, data, providerJobOptions(data, target.attempts))
-      .then(() => undefined);
+  private async addProviderJob(target: JoinTarget, data: ProviderJobData): Promise<void> {
+    const queue = this.forRun(target.queue, data.run_id);
+    await queue.add(PROVIDER_JOB, data, { ...providerJobOptions(data, target.attempts), priority: await this.fair.priority(queue, data.run_id) });
   }
 
   private toolQueue(tool_name: string, definition_hash: string, capped: boolean, run_id: string): Queue {

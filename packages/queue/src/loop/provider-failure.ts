@@ -93,6 +93,14 @@ export async function pastPause(deps: FailureDeps, job: Job<ProviderJobData>, to
   return position;
 }
 
+/** How long a run's first job waits before it asks its tenant for room again (with jitter, so waiting runs do not ask at once). */
+const ADMISSION_RETRY_MS = 200;
+
+/** Delays a run's first job: its tenant is at its max_active_runs (SPEC §14). */
+export function waitForAdmission(job: Job<ProviderJobData>, token: string | undefined): Promise<never> {
+  return delayUntil(job, token, ADMISSION_RETRY_MS + Math.floor(Math.random() * ADMISSION_RETRY_MS));
+}
+
 /** Delays the job `ms` from now without spending an attempt (BullMQ's DelayedError). */
 async function delayUntil(job: Job<ProviderJobData>, token: string | undefined, ms: number): Promise<never> {
   await job.moveToDelayed(Date.now() + ms, token);

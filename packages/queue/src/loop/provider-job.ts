@@ -8,6 +8,7 @@ import { commit, readyState } from './ready-state.ts';
 import { callAndRecord, prepareCall, requestSent } from './call-model.ts';
 import { act, replayCopied } from './act.ts';
 import { endOnGivenOutput, endStep, failedWith, givenOutput } from './end-step.ts';
+import { waitForAdmission } from './provider-failure.ts';
 
 export type { ProviderJobDeps } from './step-context.ts';
 
@@ -29,6 +30,8 @@ export class ProviderJobProcessor {
   async process(job: Job<ProviderJobData>, span: Span, token?: string): Promise<string> {
     const { deps } = this;
     const { run_id, step_id } = job.data;
+    // A run's first job starts it only once its tenant has room (SPEC §14 max_active_runs); else it waits, queued.
+    if (job.data.iteration === 1 && !(await deps.queues.limits.admit(run_id))) return waitForAdmission(job, token);
     const snapshot = await loadStep(deps, job, token);
     if (typeof snapshot === 'string') return snapshot;
     // The join: this job gathers round n-1, so it links to that round's tool spans.

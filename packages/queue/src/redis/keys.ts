@@ -36,6 +36,12 @@ export interface Keys {
   readonly agentWorkers: (name: string) => string;
   /** The names of every agent registered under the prefix. */
   readonly agentNames: string;
+  /** The tenant settings the workers published (SPEC §14: weights, limits), JSON. */
+  readonly tenancy: string;
+  /** A tenant's admitted runs not known to have ended (a set of run ids; SPEC §14 `max_active_runs`). */
+  readonly tenantActive: (tenant: string) => string;
+  /** A tenant's enqueues in one minute (epoch minutes; SPEC §14 `runs_per_minute`). */
+  readonly tenantMinute: (tenant: string, minute: number) => string;
   readonly workers: string;
   /** Which live worker holds which definition of a tool name: a ZSET of `<worker_id>|<definition_hash>`, scored by heartbeat. */
   readonly toolHolders: (tool_name: string) => string;
@@ -225,6 +231,9 @@ export function keysFor(prefix: string): Keys {
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
     agentNames: `${tag}:agents`,
+    tenancy: `${tag}:tenancy`,
+    tenantActive: (tenant) => `${tag}:tenant-active:${tenant}`,
+    tenantMinute: (tenant, minute) => `${tag}:tenant-minute:${minute}:${tenant}`,
     workers: `${tag}:workers`,
     toolHolders: (tool_name) => `${tag}:tool:${tool_name}:holders`,
     workerPartitions: (worker_id) => `${tag}:worker:${worker_id}:partitions`,

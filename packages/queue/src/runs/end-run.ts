@@ -38,6 +38,8 @@ export async function runEnded(store: RunStore, run_id: string, succession?: Suc
   // moment) stays whole in its running layout, and what its end hands on must not wait on it.
   await store.compactRun(run_id).catch(() => false);
   if (!succession) return;
+  // Room for the tenant's next run (SPEC §14).
+  await succession.queues.limits.release(run_id);
   await startNextOnThread(succession.threads, succession.queues, run_id);
   if (facts?.parent_run_id) await settleParentOf(store, succession.queues, run_id, true);
 }

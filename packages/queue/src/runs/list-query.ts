@@ -1,4 +1,4 @@
-import { NamePattern, RequestError, type RunRecord } from '@arcflow/core';
+import { NamePattern, RequestError, type RunRecord, TENANT_PATTERN } from '@arcflow/core';
 
 /** Runs a listing returns when it is not told how many. */
 export const LIST_LIMIT_DEFAULT = 50;
@@ -7,6 +7,8 @@ export const LIST_LIMIT_DEFAULT = 50;
 export interface ListQuery {
   status?: RunRecord['status'];
   agent?: string;
+  /** Only the runs of this tenant (SPEC §14; `default`: the runs enqueued with none). */
+  tenant?: string;
   /** At most this many runs (1–1000, default 50). */
   limit?: number;
   /** `next_cursor` of the page before. */
@@ -17,8 +19,8 @@ const RUN_STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'waiting
 const LIST_CURSOR = /^\d{1,16}:[A-Za-z0-9_-]{1,100}$/;
 
 /** A listing's query checked and resolved, or a clear error naming what is wrong. */
-export function checkListQuery(query: ListQuery = {}): { status?: RunRecord['status']; agent?: string; limit: number; cursor?: string } {
-  const { status, agent, cursor } = query;
+export function checkListQuery(query: ListQuery = {}): { status?: RunRecord['status']; agent?: string; tenant?: string; limit: number; cursor?: string } {
+  const { status, agent, tenant, cursor } = query;
   const limit = query.limit ?? LIST_LIMIT_DEFAULT;
   if (status !== undefined && !RUN_STATUSES.has(status)) {
     throw new RequestError('invalid_request', `status must be one of ${[...RUN_STATUSES].join(', ')}, got ${JSON.stringify(status)?.slice(0, 60)}`);
@@ -26,7 +28,10 @@ export function checkListQuery(query: ListQuery = {}): { status?: RunRecord['sta
   if (agent !== undefined && (typeof agent !== 'string' || !NamePattern.agent.test(agent))) {
     throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(agent)?.slice(0, 120)}`);
   }
+  if (tenant !== undefined && (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant))) {
+    throw new RequestError('invalid_request', `tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(tenant)?.slice(0, 140)}`);
+  }
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new RequestError('invalid_request', `limit must be an integer from 1 to 1000, got ${JSON.stringify(limit)}`);
   if (cursor !== undefined && (typeof cursor !== 'string' || !LIST_CURSOR.test(cursor))) throw new RequestError('invalid_request', 'cursor is not one a listing returned');
-  return { status, agent, limit, cursor };
+  return { status, agent, ...(tenant !== undefined ? { tenant } : {}), limit, cursor };
 }

@@ -6,6 +6,7 @@ import type { StoreContext } from '../store-context.ts';
 export interface RunListQuery {
   readonly status?: RunStatus;
   readonly agent?: string;
+  readonly tenant?: string;
   readonly limit: number;
   readonly cursor?: string;
 }
@@ -20,7 +21,7 @@ export class RunListing {
 
   /**
    * Runs newest first (by creation time, then id), from the listing index: every run, or one
-   * agent's; with `status`, only those in it. `cursor` continues a listing after the run it names.
+   * agent's; with `status`, only those in it, and with `tenant`, only that tenant's. `cursor` continues a listing after the run it names.
    * Index entries whose record retention has removed are dropped as they are met.
    */
   async listRuns(query: RunListQuery): Promise<{ runs: RunRecord[]; next_cursor?: string }> {
@@ -47,6 +48,8 @@ export class RunListing {
           continue;
         }
         if (query.status !== undefined && record.status !== query.status) continue;
+        // A run enqueued with no tenant is the `default` tenant's (SPEC §14).
+        if (query.tenant !== undefined && (record.tenant ?? 'default') !== query.tenant) continue;
         runs.push(record);
         if (runs.length === query.limit) return { runs, next_cursor: after };
       }

@@ -68,7 +68,7 @@ export class RunRecords {
    * run's id. A child run (SPEC §13) is created with its `lineage`.
    */
   async createRun(
-    spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage; readonly enqueued_by?: string },
+    spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage; readonly enqueued_by?: string; readonly tenant?: string; readonly priority?: number },
     idempotency_key: string | undefined,
     enqueued: EventDraft,
     steps?: InitialSteps,
@@ -89,6 +89,8 @@ export class RunRecords {
       definition_hash: spec.definition_hash,
       ...(spec.stream !== undefined ? { stream: spec.stream ? '1' : '0' } : {}),
       ...(spec.enqueued_by !== undefined ? { enqueued_by: spec.enqueued_by } : {}),
+      ...(spec.tenant !== undefined ? { tenant: spec.tenant } : {}),
+      ...(spec.priority !== undefined ? { priority: String(spec.priority) } : {}),
       created_at: String(now),
       usage_input: '0',
       usage_output: '0',
@@ -162,6 +164,8 @@ export class RunRecords {
       ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
       ...(record.enqueued_by ? { enqueued_by: record.enqueued_by } : {}),
+      ...(record.tenant ? { tenant: record.tenant } : {}),
+      ...(record.priority ? { priority: Number(record.priority) } : {}),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),

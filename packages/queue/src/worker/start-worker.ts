@@ -88,6 +88,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
   const queues = new Dispatcher(connection, store.keys);
+  // What every process of the prefix schedules tenants by (SPEC §14), the clients' adds included.
+  await queues.tenants.publish(options.tenancy);
   const threads = new ThreadStore(connection, store.keys, options.prefix, store.partitions);
   const scheduler = new WorkflowScheduler({ store, queues, redis: connection, logger: options.logger });
   const serving: Serving = {

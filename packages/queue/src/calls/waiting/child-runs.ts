@@ -113,6 +113,8 @@ async function createChild(
       trace,
       definition_hash: agent.definition_hash,
       ...(data.stream !== undefined ? { stream: data.stream } : {}),
+      // A child run is its parent's tenant's, at its parent's priority (SPEC §14).
+      ...(await deps.queues.fair.inherited(data.run_id)),
       lineage: { parent: { job, started_at: child.started_at, max_result_bytes: planned.tool.max_result_bytes }, depth: child.depth },
     },
     undefined,

@@ -1,0 +1,107 @@
+// Fair scheduling across tenants (SPEC §14, ADR 0029): what it costs Redis per job, and what it
+// buys light tenants when one tenant floods a queue. Both against the single first-come queue in
+// the same run: the same BullMQ jobs added without a priority.
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { keysFor } from '@arcflow/queue';
+import { Dispatcher } from '../packages/queue/src/jobs/dispatcher.ts';
+import { REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
+
+const COST_JOBS = 2_000;
+const COST_TRIALS = 5;
+const FLOOD_RUNS = 10_000;
+const LIGHT_TENANTS = 20;
+
+/** Adds `count` jobs for `tenants` tenants in turn, fairly (a priority from the queue's fair clock) or not, and waits until a worker has done them. */
+async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, count: number, tenants: number, trial: number): Promise<void> {
+  const done = new Promise<void>((resolve) => {
+    let left = count;
+    const onDone = () => {
+      left -= 1;
+      if (left === 0) resolve();
+    };
+    doneHooks.push(onDone);
+  });
+  await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const run_id = `run_t${trial}_${i}`;
+      dispatcher?.fair.remember(run_id, { tenant: `t${i % tenants}` });
+      const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : undefined;
+      await queue.add('job', { i }, { jobId: `${run_id}`, ...(priority ? { priority } : {}) });
+    }),
+  );
+  await done;
+  doneHooks.length = 0;
+}
+const doneHooks: (() => void)[] = [];
+
+/**
+ * Redis CPU per job: BullMQ jobs added, taken and completed by a no-op worker, one tenant in ten
+ * at a time, with fair priorities against without; alternating trials, medians.
+ */
+export async function fairJobCost(prefix: string): Promise<{ fair: number; plain: number; commands: { fair: number; plain: number } }> {
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const dispatcher = new Dispatcher(connection, keysFor(prefix));
+  const arms = {
+    plain: { queue: dispatcher.get('plain'), fair: undefined, cpu: [] as number[], commands: [] as number[] },
+    fair: { queue: dispatcher.get('fair'), fair: dispatcher, cpu: [] as number[], commands: [] as number[] },
+  };
+  const workers = Object.values(arms).map(
+    ({ queue }) => new Worker(queue.name, async () => doneHooks[0]?.(), { connection, prefix: keysFor(prefix).tag, concurrency: 32, removeOnComplete: { count: 0 } }),
+  );
+  try {
+    for (let trial = 0; trial < COST_TRIALS + 1; trial += 1) {
+      for (const [name, arm] of Object.entries(arms)) {
+        const measured = await cpuPer(connection, [], COST_JOBS, () => addAndDrain(arm.fair, arm.queue, COST_JOBS, 10, trial * 10 + (name === 'fair' ? 1 : 0)));
+        if (trial === 0) continue;
+        arm.cpu.push(measured.cpu.redis * 1000);
+        arm.commands.push(measured.commands.all);
+      }
+    }
+  } finally {
+    await Promise.all(workers.map((worker) => worker.close()));
+    await dispatcher.close();
+    await connection.quit();
+  }
+  const median = (values: number[]) => percentile(values, 50);
+  return { fair: median(arms.fair.cpu), plain: median(arms.plain.cpu), commands: { fair: median(arms.fair.commands), plain: median(arms.plain.commands) } };
+}
+
+/**
+ * Light tenants' wait under a flood: one tenant's FLOOD_RUNS jobs queued, then LIGHT_TENANTS
+ * tenants add one job each, 20 ms apart, while 16 slots take jobs of 2 ms; each light job's wait
+ * (from its add to its start), with fair priorities and without. Returns the p50 and p99 of each.
+ */
+export async function floodWaits(prefix: string): Promise<{ fair: { p50: number; p99: number }; plain: { p50: number; p99: number } }> {
+  const result = { fair: { p50: 0, p99: 0 }, plain: { p50: 0, p99: 0 } };
+  for (const arm of ['plain', 'fair'] as const) {
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const dispatcher = new Dispatcher(connection, keysFor(`${prefix}-${arm}`));
+    const queue = dispatcher.get('flood');
+    const add = async (run_id: string, tenant: string) => {
+      if (arm === 'fair') dispatcher.fair.remember(run_id, { tenant });
+      const priority = arm === 'fair' ? await dispatcher.fair.priority(queue, run_id) : undefined;
+      await queue.add('job', { tenant }, { jobId: run_id, ...(priority ? { priority } : {}) });
+    };
+    for (let from = 0; from < FLOOD_RUNS; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => add(`run_flood_${from + i}`, 'flood')));
+    const waits: number[] = [];
+    const worker = new Worker(
+      queue.name,
+      async (job) => {
+        if (job.data.tenant !== 'flood') waits.push(Date.now() - job.timestamp);
+        await sleep(2);
+      },
+      { connection: connection.duplicate(), prefix: keysFor(`${prefix}-${arm}`).tag, concurrency: 16, removeOnComplete: { count: 0 } },
+    );
+    for (let light = 0; light < LIGHT_TENANTS; light += 1) {
+      await add(`run_light_${light}`, `light${light}`);
+      await sleep(20);
+    }
+    while (waits.length < LIGHT_TENANTS) await sleep(20);
+    await worker.close();
+    await dispatcher.close();
+    await connection.quit();
+    result[arm] = { p50: percentile(waits, 50), p99: percentile(waits, 99) };
+  }
+  return result;
+}

@@ -1,0 +1,59 @@
+import { ConfigError, TENANT_PATTERN } from '@arcflow/core';
+
+/** The tenant options of a worker (SPEC §14), as given. */
+export interface TenantOptions {
+  /** Each tenant's share of every queue, relative to the others' (default 1; `*` for every tenant not named). */
+  readonly tenant_weights?: Readonly<Record<string, number>>;
+  /** Each tenant's limits (`*` for every tenant not named), enforced in Redis across workers. */
+  readonly tenant_limits?: Readonly<Record<string, TenantLimits>>;
+}
+
+/** A tenant's limits (SPEC §14). */
+export interface TenantLimits {
+  /** Runs of the tenant running at once; the rest wait `queued`. */
+  readonly max_active_runs?: number;
+  /** Enqueues of the tenant per minute; the rest are refused `tenant_rate_limited`. */
+  readonly runs_per_minute?: number;
+}
+
+const LIMIT_KEYS = ['max_active_runs', 'runs_per_minute'] as const;
+
+/** The weights a tenant may have: shares from 1/1000 to 1000 of a weight-1 tenant's. */
+const WEIGHT_RANGE = { min: 0.001, max: 1_000 } as const;
+
+/** A tenant name, or `*` (every tenant not named). */
+function checkTenantKey(option: string, key: string): void {
+  if (key !== '*' && !TENANT_PATTERN.test(key)) throw new ConfigError(`${option}: '${key.slice(0, 140)}' is not a tenant name (${TENANT_PATTERN}) or '*'`);
+}
+
+function checkObject(option: string, value: unknown): asserts value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${option} must be an object keyed by tenant`);
+}
+
+/** The tenant options checked at start: an unknown tenant name or a bad value is refused, naming it. */
+export function checkTenantOptions(options: TenantOptions): TenantOptions {
+  const { tenant_weights } = options;
+  if (tenant_weights !== undefined) {
+    checkObject('tenant_weights', tenant_weights);
+    for (const [tenant, weight] of Object.entries(tenant_weights)) {
+      checkTenantKey('tenant_weights', tenant);
+      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight < WEIGHT_RANGE.min || weight > WEIGHT_RANGE.max) {
+        throw new ConfigError(`tenant_weights.${tenant}: expected a number from ${WEIGHT_RANGE.min} to ${WEIGHT_RANGE.max}, got ${JSON.stringify(weight)?.slice(0, 40)}`);
+      }
+    }
+  }
+  const { tenant_limits } = options;
+  if (tenant_limits !== undefined) {
+    checkObject('tenant_limits', tenant_limits);
+    for (const [tenant, limits] of Object.entries(tenant_limits)) {
+      checkTenantKey('tenant_limits', tenant);
+      checkObject(`tenant_limits.${tenant}`, limits);
+      for (const [key, value] of Object.entries(limits)) {
+        if (!(LIMIT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`tenant_limits.${tenant}: unknown key '${key.slice(0, 60)}' (keys: ${LIMIT_KEYS.join(', ')})`);
+        if (!Number.isSafeInteger(value) || (value as number) < 1)
+          throw new ConfigError(`tenant_limits.${tenant}.${key}: expected a whole number of at least 1, got ${JSON.stringify(value)?.slice(0, 40)}`);
+      }
+    }
+  }
+  return { ...(tenant_weights !== undefined ? { tenant_weights } : {}), ...(tenant_limits !== undefined ? { tenant_limits } : {}) };
+}

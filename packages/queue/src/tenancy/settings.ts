@@ -1,0 +1,48 @@
+import type { Redis } from 'ioredis';
+import type { TenantLimits, TenantOptions } from './options.ts';
+
+/** How long a process uses the tenant settings it read before reading them again. */
+const SETTINGS_TTL_MS = 5_000;
+
+/** What the workers of a prefix say about tenants, stored under the prefix so every process (clients too) uses the same. */
+export type StoredTenantSettings = TenantOptions;
+
+/**
+ * The tenant settings of a prefix (SPEC §14): written by each worker at start from its options
+ * (workers of one prefix should agree), read by every process that adds jobs, clients included,
+ * and read again after {@link SETTINGS_TTL_MS}.
+ */
+export class TenantSettings {
+  private cached: { readonly at: number; readonly value: StoredTenantSettings } | undefined;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly key: string,
+  ) {}
+
+  /** Stores a worker's settings (its options, as given). */
+  async publish(value: StoredTenantSettings): Promise<void> {
+    await this.redis.set(this.key, JSON.stringify(value));
+    this.cached = { at: Date.now(), value };
+  }
+
+  async read(): Promise<StoredTenantSettings> {
+    if (this.cached && Date.now() - this.cached.at < SETTINGS_TTL_MS) return this.cached.value;
+    const text = await this.redis.get(this.key);
+    const value = text ? (JSON.parse(text) as StoredTenantSettings) : {};
+    this.cached = { at: Date.now(), value };
+    return value;
+  }
+
+  /** A tenant's limits: its own, else `*`'s, else none. */
+  async limitsOf(tenant: string): Promise<TenantLimits> {
+    const limits = (await this.read()).tenant_limits ?? {};
+    return limits[tenant] ?? limits['*'] ?? {};
+  }
+
+  /** A tenant's weight: its own, else `*`'s, else 1. */
+  async weightOf(tenant: string): Promise<number> {
+    const weights = (await this.read()).tenant_weights ?? {};
+    return weights[tenant] ?? weights['*'] ?? 1;
+  }
+}

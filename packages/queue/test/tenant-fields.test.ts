@@ -1,0 +1,112 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Agent, silentLogger } from '@arcflow/core';
+import { ARCFLOW_BIN } from '@arcflow/worker';
+import { createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Dispatcher } from '../src/jobs/dispatcher.ts';
+import { TEST_REDIS_URL, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { describe, expect, it } from 'vitest';
+import { testResources } from './harness.ts';
+
+// A run's tenant and priority (SPEC §14): checked at enqueue, kept on the record, listed by tenant;
+// a worker's tenant options are checked at start.
+
+const { prefixes, open, redis } = testResources();
+const agent = new Agent({ name: 'tenant_fields', instructions: 'x' });
+
+async function registered(name: string) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  // Registers the agent, then goes: the runs below wait in their queue.
+  await (await startWorker({ agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger })).close();
+  const client = createClient({ redis: TEST_REDIS_URL, prefix });
+  open.push(client);
+  return { client, prefix };
+}
+
+describe('tenant and priority on a run', () => {
+  it('keeps them on the record, lists by tenant (no tenant: default), and refuses bad ones naming the field', async () => {
+    const { client } = await registered('tenant-fields');
+    const acme = await client.enqueue({ agent: agent.name, input: 'a', tenant: 'acme.eu:team-1', priority: 1 });
+    const plain = await client.enqueue({ agent: agent.name, input: 'b' });
+    expect(await client.get(acme.run_id)).toMatchObject({ tenant: 'acme.eu:team-1', priority: 1 });
+    const record = await client.get(plain.run_id);
+    expect(record?.tenant).toBeUndefined();
+    expect(record?.priority).toBeUndefined();
+    expect((await client.list({ tenant: 'acme.eu:team-1' })).runs.map((run) => run.run_id)).toEqual([acme.run_id]);
+    expect((await client.list({ tenant: 'default' })).runs.map((run) => run.run_id)).toEqual([plain.run_id]);
+    for (const [request, message] of [
+      [{ tenant: 'a b' }, /^tenant must match/],
+      [{ tenant: 'x'.repeat(129) }, /^tenant must match/],
+      [{ priority: 0 }, /^priority must be an integer from 1/],
+      [{ priority: 11 }, /^priority must be an integer from 1/],
+      [{ priority: 2.5 }, /^priority must be an integer from 1/],
+    ] as const) {
+      await expect(client.enqueue({ agent: agent.name, input: 'c', ...request })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(message) });
+    }
+    await expect(client.list({ tenant: 'no spaces' })).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('takes --tenant and --priority on arcflow enqueue, and lists by --tenant on arcflow runs', async () => {
+    const { client, prefix } = await registered('tenant-cli');
+    const cli = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [ARCFLOW_BIN, ...args], { env: { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix } });
+    const run_id = (await cli('enqueue', agent.name, 'x', '--tenant', 'acme', '--priority', '2')).stdout.trim();
+    await client.enqueue({ agent: agent.name, input: 'y', tenant: 'other' });
+    expect(await client.get(run_id)).toMatchObject({ tenant: 'acme', priority: 2 });
+    const listed = JSON.parse((await cli('runs', '--tenant', 'acme', '--json')).stdout) as { runs: { run_id: string }[] };
+    expect(listed.runs.map((run) => run.run_id)).toEqual([run_id]);
+    await expect(cli('enqueue', agent.name, 'x', '--priority', 'high')).rejects.toMatchObject({ stderr: expect.stringContaining('--priority must be a whole number') });
+  }, 30_000);
+
+  it('refuses a worker whose tenant_weights or tenant_limits has a bad tenant, key or value, naming it', async () => {
+    const prefix = testPrefix('tenant-options');
+    prefixes.push(prefix);
+    const start = (tenant_weights: Record<string, unknown>) =>
+      startWorker({
+        agents: [agent],
+        provider: scriptedProvider([]),
+        redis: TEST_REDIS_URL,
+        prefix,
+        logger: silentLogger,
+        tenant_weights: tenant_weights as Record<string, number>,
+      });
+    await expect(start({ acme: 0 })).rejects.toThrow('tenant_weights.acme: expected a number from 0.001 to 1000, got 0');
+    await expect(start({ acme: '2' })).rejects.toThrow('tenant_weights.acme: expected a number');
+    await expect(start({ 'a b': 1 })).rejects.toThrow("tenant_weights: 'a b' is not a tenant name");
+    const limited = (tenant_limits: Record<string, unknown>) =>
+      startWorker({ agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, tenant_limits: tenant_limits as never });
+    await expect(limited({ '*': { max_active_run: 2 } })).rejects.toThrow("tenant_limits.*: unknown key 'max_active_run'");
+    await expect(limited({ acme: { runs_per_minute: 0 } })).rejects.toThrow('tenant_limits.acme.runs_per_minute: expected a whole number of at least 1, got 0');
+  });
+});
+
+describe("a queue's fair clock", () => {
+  it("moves every waiting job and stored tag down when virtual time passes half of BullMQ's range, keeping their order", async () => {
+    const prefix = testPrefix('fair-rebase');
+    prefixes.push(prefix);
+    const queues = new Dispatcher(redis, keysFor(prefix));
+    open.push(queues);
+    const queue = queues.get('rebase');
+    const add = async (run_id: string, tenant: string, priority?: number) => {
+      queues.fair.remember(run_id, { tenant, ...(priority ? { priority } : {}) });
+      await queue.add('job', {}, { jobId: run_id, priority: await queues.fair.priority(queue, run_id) });
+    };
+    // Virtual time far on: the next tags are at half of the range.
+    await redis.hset(queue.toKey('arcflow-fair'), 'v', '104856', 'top', '104856');
+    await add('run_a0', 'a');
+    await add('run_a1', 'a');
+    await add('run_a2', 'a');
+    await add('run_b1', 'b', 1);
+    await queue.remove('run_a0');
+    const before = await queue.getPrioritized();
+    expect(Math.min(...before.map((job) => job.priority))).toBeGreaterThan(1_000_000);
+    // The head's tag is past half the range: this add renormalises.
+    await add('run_c1', 'c');
+    const after = await queue.getPrioritized();
+    expect(after.map((job) => job.id)).toEqual([...before.map((job) => job.id), 'run_c1']);
+    expect(Math.max(...after.map((job) => job.priority))).toBeLessThan(100);
+    // The job hashes say the same, so a job moved back to waiting keeps its place.
+    expect(Number(await redis.hget(queue.toKey('run_a2'), 'priority'))).toBe(after.find((job) => job.id === 'run_a2')!.priority);
+  });
+});
