@@ -1,7 +1,7 @@
 // Fair scheduling across tenants (SPEC §14, ADR 0029): what it costs Redis per job, and what it
 // buys light tenants when one tenant floods a queue. Both against the single first-come queue in
 // the same run: the same BullMQ jobs added without a priority.
-import { Queue, Worker } from 'bullmq';
+import { type Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { keysFor } from '@arcflow/queue';
 import { Dispatcher } from '../packages/queue/src/jobs/dispatcher.ts';
