@@ -81,9 +81,9 @@ function openHead(reply: FastifyReply, headers: Readonly<Record<string, string>>
 
 /** An event stream on a response whose head is sent (see {@link openEventStream}). */
 class SseStream implements EventStream {
-  private readonly socket: Socket | undefined;
-  /** Where frames go: the socket, or the response when its body is not chunked. */
-  private readonly sink: { write(bytes: Buffer): boolean; readonly writableLength: number };
+  private socket: Socket | undefined;
+  /** Where frames go: the socket once the head is in it, else the response (always when its body is not chunked). */
+  private sink: { write(bytes: Buffer): boolean; readonly writableLength: number };
   private readonly heartbeat: NodeJS.Timeout;
   private readonly listeners: (() => void)[] = [];
   private waiting = false;
@@ -98,8 +98,10 @@ class SseStream implements EventStream {
     heartbeatMs: number,
     private readonly maxHeldBytes: number,
   ) {
-    this.socket = raw.chunkedEncoding && raw.socket ? raw.socket : undefined;
-    this.sink = this.socket ?? raw;
+    this.sink = raw;
+    // The head and the opening comment may still sit in the response's own buffer (Node 24 hands
+    // it to the socket on the next tick): frames go through the response until that has happened.
+    if (raw.chunkedEncoding) setImmediate(this.toSocket);
     this.heartbeat = setInterval(() => {
       if (!this.waiting) raw.write(': ping\n\n');
     }, heartbeatMs);
@@ -152,6 +154,14 @@ class SseStream implements EventStream {
     this.waiting = true;
     (this.socket ?? this.raw).once('drain', this.flush);
   }
+
+  /** Writes straight to the socket from here, if the response left nothing of its own to send first. */
+  private readonly toSocket = (): void => {
+    const socket = this.raw.socket;
+    if (this.closed || this.waiting || !socket || this.raw.writableLength > 0) return;
+    this.socket = socket;
+    this.sink = socket;
+  };
 
   private readonly flush = (): void => {
     this.waiting = false;

@@ -58,7 +58,7 @@ describe('tool()', () => {
 
   it('names no option when nothing is close', () => {
     expect(refusal(() => tool(untyped({ name: 'get_weather', description: '', input_schema, handler, cache: true })))).toBe(
-      "unknown option 'cache' in tool 'get_weather' (allowed: name, description, input_schema, timeout_ms, concurrency, retries, max_result_bytes, needs_approval, approval_timeout_ms, handler)",
+      "unknown option 'cache' in tool 'get_weather' (allowed: name, description, input_schema, timeout_ms, concurrency, retries, max_result_bytes, needs_approval, approval_timeout_ms, output_schema, result_timeout_ms, handler)",
     );
   });
 });

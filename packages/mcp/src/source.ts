@@ -59,7 +59,8 @@ async function openSource(config: CheckedConfig, session: ToolSourceSession): Pr
   const tools: ToolDefinition[] = [];
   for (const { server_name, name } of selected) {
     const listedTool = byServerName.get(server_name) as ListedTool;
-    const options = config.perTool.get(server_name) ?? config.defaults;
+    // The options as resolved, less what only a resolved definition carries (its compiled output check).
+    const { checkOutput: _compiled, ...options } = config.perTool.get(server_name) ?? config.defaults;
     const description = typeof listedTool.description === 'string' ? listedTool.description.slice(0, MAX_DESCRIPTION) : '';
     const schemaProblem = uncompilable(name, listedTool.inputSchema);
     if (schemaProblem) {
