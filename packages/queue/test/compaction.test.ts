@@ -2,7 +2,7 @@ import { Agent, type ModelProvider, ProviderFailure, type StreamChunk, silentLog
 import { type ArcflowClient, RunStore, createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { decodeArchive } from '../src/records/archive.ts';
+import { writeTheOldWay } from './uncompact.ts';
 import { storeScripts } from '../src/scripts.ts';
 import { collect, fixtureWorkers, testResources, until } from './harness.ts';
 
@@ -73,27 +73,6 @@ async function readings(client: ArcflowClient, store: RunStore, run_id: string) 
   };
 }
 
-/** Writes a compacted run's keys back the way the version before compaction kept them (and drops its archive). */
-async function writeTheOldWay(record: string): Promise<void> {
-  const archive = decodeArchive((await redis.getBuffer(`${record}:archive`))!);
-  const keys = (archive as unknown as { keys: Record<string, { t: string; v: unknown }> }).keys;
-  const index = `${record}:keys`;
-  const ttl = await redis.ttl(record);
-  for (const [suffix, { t, v }] of Object.entries(keys)) {
-    const key = record + suffix;
-    if (t === 'string') await redis.set(key, v as string);
-    if (t === 'list') await redis.rpush(key, ...(v as string[]));
-    if (t === 'hash') await redis.hset(key, ...(v as string[]));
-    if (t === 'stream') for (const [id, fields] of v as [string, string[]][]) await redis.xadd(key, id, ...fields);
-    await redis.expire(key, ttl);
-    await redis.sadd(index, key);
-  }
-  await redis.sadd(index, record, index);
-  await redis.expire(index, ttl);
-  await redis.hdel(record, 'archived');
-  await redis.del(`${record}:archive`);
-}
-
 describe('an ended run compacted into its record and one archive', () => {
   it('reads the same through every path compacted as written the old way, keeps 3 keys that expire together, and compacts a run of the old layout', async () => {
     const { prefix, client, store, run_id, record } = await finishedRun('compact-read');
@@ -121,7 +100,7 @@ describe('an ended run compacted into its record and one archive', () => {
     expect(Math.max(...ttls) - Math.min(...ttls)).toBeLessThanOrEqual(2);
 
     // The version before compaction's layout reads the same, and compacts to what it was.
-    await writeTheOldWay(record);
+    await writeTheOldWay(redis, record);
     expect((await redis.keys(`${record}:*`)).length).toBeGreaterThan(8);
     const old = await readings(client, store, run_id);
     expect(old).toEqual(compacted);
@@ -138,7 +117,7 @@ describe('an ended run compacted into its record and one archive', () => {
 
   it('writes nothing when the run changed between its read and its compaction, nor for a run not ended', async () => {
     const { store, run_id, record } = await finishedRun('compact-guard');
-    await writeTheOldWay(record);
+    await writeTheOldWay(redis, record);
     const scripts = storeScripts(redis);
     const [dumped, size] = (await scripts.dumpRun([record], [])) as [number, number];
     expect(dumped).toBe(1);
@@ -199,7 +178,7 @@ describe('an ended run compacted into its record and one archive', () => {
     expect(compacted[0]).toMatchObject({ run: { status: 'completed', output: 'all echoed', forked_from: { run_id, step_id: 's1', iteration: 3 }, iterations: 1 }, live: 1 });
     expect(compacted[0]!.messages).toEqual((await client.messages(run_id)).messages);
     expect(compacted[1]).toMatchObject({ run: { status: 'completed', output: 'all echoed', forked_from: { iteration: 2 } }, live: 1 });
-    await writeTheOldWay(record);
+    await writeTheOldWay(redis, record);
     expect([await forkAt(3), await forkAt(2)]).toEqual(compacted);
   });
 

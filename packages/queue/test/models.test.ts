@@ -6,6 +6,7 @@ import { type FakeOpenAIOptions, type FakeOpenAIServer, TEST_REDIS_URL, assertEv
 import { describe, expect, it } from 'vitest';
 import { StoredFormatError, readResponse, writeResponse } from '../src/records/formats.ts';
 import { FAST, collect, testResources, until } from './harness.ts';
+import { uncompacted } from './uncompact.ts';
 
 // SPEC §16 through the BullMQ engine: model settings on the wire, named providers, fallbacks, and
 // a 429 that pauses only the provider that sent it. Real Redis, real BullMQ, fake OpenAI servers.
@@ -176,6 +177,7 @@ describe('fallbacks', () => {
       provider_attempts: 2,
     });
     const { record, events, run_id } = await run('careful');
+    await uncompacted(redis, prefix, run_id);
     expect(record).toMatchObject({ status: 'completed', output: 'from the backup' });
     expect(primary.requests).toHaveLength(2);
     expect(backup.requests.map((request) => request.body.model)).toEqual(['backup-model']);

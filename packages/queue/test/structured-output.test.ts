@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { StoredFormatError, readResponse, readState, writeResponse, writeState } from '../src/records/formats.ts';
 import { readOutput } from '../src/records/output-format.ts';
 import { FAST, testResources } from './harness.ts';
+import { uncompacted } from './uncompact.ts';
 
 const { prefixes, open, redis } = testResources();
 
@@ -24,6 +25,7 @@ describe('structured output in the store (SPEC §11)', () => {
     const { prefix, client } = await engine('output-stored', new Agent({ name: 'stored_output', output_schema: schema }), ['{"answer":7}', '{"answer":"seven"}']);
     const { run_id } = await client.enqueue({ agent: 'stored_output', input: 'go' });
     const run = await client.wait(run_id, { timeout_ms: 10_000 });
+    await uncompacted(redis, prefix, run_id);
     expect(run).toMatchObject({ status: 'completed', output: '{"answer":"seven"}', output_json: { answer: 'seven' }, iterations: 2 });
     const keys = keysFor(prefix).run(run_id);
     const [first, second] = (await redis.mget(keys.response('s1', 1), keys.response('s1', 2))).map((json) => JSON.parse(json!));

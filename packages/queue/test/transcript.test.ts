@@ -4,6 +4,7 @@ import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, testPre
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { FAST, collect, fixtureWorkers, testResources, until } from './harness.ts';
+import { uncompacted } from './uncompact.ts';
 
 const { prefixes, open, redis } = testResources();
 
@@ -94,6 +95,7 @@ describe('the append-only transcript (SPEC §11)', () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'read 40' });
+    await uncompacted(redis, prefix, run_id);
     const store = new RunStore(redis, prefix, 3600);
     const state = (await store.loadState(run_id, 's1'))!;
     expect(state.messages).toHaveLength(2 + 2 * 40);
@@ -120,6 +122,7 @@ describe('the append-only transcript (SPEC §11)', () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     expect(await client.wait(run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 'read 3' });
+    await uncompacted(redis, prefix, run_id);
     expect(provider.requests[0]?.messages[0]).toEqual(old.messages[0]);
     // Its next save moved the messages into the list (format 4 from there on).
     expect(JSON.parse((await redis.hget(keys.state('s1'), 'json'))!)).toMatchObject({ v: 4, messages: 2 + 2 * 3 });
