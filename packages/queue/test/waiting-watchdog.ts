@@ -69,7 +69,8 @@ export async function repairBesideWaiting(
     await cloneWaitingRun(redis, prefix, waitingRun.run_id, waiting - 1);
     const stuck = await client.enqueue({ agent: 'ww_agent', input: 'work' });
     const jobId = JobId.tool(stuck.run_id, 's1', 1, 'c_work');
-    while ((await toolQueue.getJobState(jobId)) !== 'waiting') await new Promise((resolve) => setTimeout(resolve, 10));
+    // Queued: 'prioritized' as every job carries its tenant's fair priority (SPEC §14).
+    while (!['waiting', 'prioritized'].includes(await toolQueue.getJobState(jobId))) await new Promise((resolve) => setTimeout(resolve, 10));
     await toolQueue.remove(jobId);
     const deletedAt = performance.now();
     await providerWorker.close();
