@@ -57,7 +57,7 @@ export class Store {
     const { approvals, toolResults } = this.calls;
     const records = new RunRecords(context, { workflows: this.workflows, approvals, toolResults, partitions: this.partitions });
     const listing = new RunListing(context, this.partitions, records);
-    this.runs = { records, listing, events: new RunEvents(context), endings: new RunEndings(context), compaction: new RunCompaction(context) };
+    this.runs = { records, listing, events: new RunEvents(context), endings: new RunEndings(context), compaction: new RunCompaction(context, listing) };
     this.steps = new StepStore(context, new Transcripts(redis, keys), stateLogs);
     this.threads = new ThreadStore(redis, keys, prefix, this.partitions, scripts);
     this.streams = new StreamStore(context);

@@ -1,6 +1,6 @@
 import { Agent, type ModelProvider, ProviderFailure, type StreamChunk, silentLogger, tool } from '@arcflow/core';
 import { type ArcflowClient, RunStore, createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertEventInvariants, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { writeTheOldWay } from './uncompact.ts';
 import { storeScripts } from '../src/scripts.ts';
@@ -8,6 +8,7 @@ import { collect, fixtureWorkers, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
 const { forTest } = fixtureWorkers(new URL('./fixtures/crash-agents.ts', import.meta.url).pathname);
+const dyingAtCompaction = fixtureWorkers(new URL('./fixtures/compaction-agents.ts', import.meta.url).pathname);
 
 const echo = tool({
   name: 'echo',
@@ -229,6 +230,72 @@ describe('an ended run compacted into its record and one archive', () => {
       // One its worker died before compacting: compacted now, it reads the same.
       expect(await store.compactRun(run_id)).toBe(true);
       expect(await readings(client, store, run_id)).toEqual(before);
+    }
+  });
+
+  it('compacts from another worker, once, a run whose worker was SIGKILLed between its end and its compaction; it reads complete before, during and after', async () => {
+    const workers = dyingAtCompaction.forTest('compact-sweep');
+    const dying = await workers.start({ env: { ARCFLOW_TEST_DIE_AT_COMPACTION: '1' } });
+    const client = createClient({ redis: workers.url, prefix: workers.prefix });
+    open.push(client);
+    const store = new RunStore(redis, workers.prefix, 7 * 24 * 3600);
+    const { run_id } = await client.enqueue({ agent: 'load_agent', input: 'one run' });
+    expect(await dying.exited).toBe('SIGKILL');
+    const record = store.keys.record(run_id);
+    const uncompacted = store.keys.uncompactedRunsIn(store.keys.tagOf(run_id));
+    expect(await store.status(run_id)).toBe('completed');
+    expect(await redis.hget(record, 'archived')).toBeNull();
+    const endedAtMs = Number(await redis.zscore(uncompacted, run_id));
+    expect(endedAtMs).toBeGreaterThan(0);
+    const before = await readings(client, store, run_id);
+    assertEventInvariants(before.events);
+    expect(before.events.at(-1)?.kind).toBe('RunCompleted');
+    expect(before.stream.at(-1)).toMatchObject({ type: 'end' });
+    expect(before.conversation.length).toBeGreaterThan(2);
+    // Two workers start: whichever sweeps first compacts it; the other finds nothing to do.
+    await Promise.all([workers.start(), workers.start()]);
+    const during: unknown[] = [];
+    await until(
+      async () => {
+        during.push({ run: await client.get(run_id), events: await collect(client, run_id), messages: await client.messages(run_id) });
+        return (await redis.hget(record, 'archived')) !== null;
+      },
+      40_000,
+      25,
+    );
+    const [seconds] = await redis.time();
+    expect(Number(seconds) * 1000 - endedAtMs).toBeLessThan(30_000);
+    for (const read of during) expect(read).toEqual({ run: before.run, events: before.events, messages: before.messages });
+    expect(await readings(client, store, run_id)).toEqual(before);
+    expect(await redis.zscore(uncompacted, run_id)).toBeNull();
+    expect(await Promise.all([store.runs.compaction.compaction(run_id), store.runs.compaction.compaction(run_id)])).toEqual(['nothing', 'nothing']);
+  });
+
+  it('logs a compaction that failed (run id and error, no content), and the sweep compacts the run later', async () => {
+    const prefix = testPrefix('compact-failed');
+    prefixes.push(prefix);
+    const logger = capturingLogger();
+    const compactRun = RunStore.prototype.compactRun;
+    RunStore.prototype.compactRun = () => Promise.reject(Object.assign(new Error('LOADING Redis is loading the dataset in memory'), { code: 'LOADING' }));
+    try {
+      const provider = scriptedProvider([toolCalls([{ name: 'echo', args: { text: 'secret-a' }, id: 'c_a' }]), reply('secret answer')]);
+      open.push(await startWorker({ agents: [new Agent({ name: 'keeper', tools: [echo] })], provider, redis: TEST_REDIS_URL, prefix, logger }));
+      const client = createClient({ redis: TEST_REDIS_URL, prefix });
+      open.push(client);
+      const store = new RunStore(redis, prefix, 7 * 24 * 3600);
+      const { run_id } = await client.enqueue({ agent: 'keeper', input: 'echo the secret' });
+      expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+      await until(async () => logger.lines.some((line) => line.startsWith('compacting an ended run failed')));
+      const line = logger.lines.find((entry) => entry.startsWith('compacting an ended run failed'))!;
+      expect(line).toContain(run_id);
+      expect(line).toContain('"code":"LOADING"');
+      expect(line).not.toContain('secret');
+      const before = { run: await client.get(run_id), events: await collect(client, run_id), messages: await client.messages(run_id) };
+      expect(await redis.hget(store.keys.record(run_id), 'archived')).toBeNull();
+      await until(async () => (await redis.hget(store.keys.record(run_id), 'archived')) !== null, 30_000, 50);
+      expect({ run: await client.get(run_id), events: await collect(client, run_id), messages: await client.messages(run_id) }).toEqual(before);
+    } finally {
+      RunStore.prototype.compactRun = compactRun;
     }
   });
 });

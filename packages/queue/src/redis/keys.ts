@@ -30,6 +30,8 @@ export interface Keys {
   readonly partitionHistory: string;
   /** A partition's set of runs not ended (see ACTIVE_RUNS_SUFFIX). */
   readonly activeRunsIn: (tag: string) => string;
+  /** A partition's set of ended runs not compacted yet (see UNCOMPACTED_RUNS_SUFFIX). */
+  readonly uncompactedRunsIn: (tag: string) => string;
   /** A partition's listing indexes (see RUNS_INDEX_SUFFIX). */
   readonly runsIndexIn: (tag: string, agent?: string) => string;
   readonly agent: (name: string) => string;
@@ -49,6 +51,8 @@ export interface Keys {
   readonly workerPartitions: (worker_id: string) => string;
   /** Held by the one worker whose watchdog scans this round. */
   readonly watchdogLock: string;
+  /** Held by the worker sweeping uncompacted runs for one round (see `runs/compaction-sweep.ts`). */
+  readonly compactionSweepLock: string;
   readonly cancelChannel: string;
   /** A partition's channel of runs that ended (sharded pub/sub, in the partition's slot). */
   readonly finishedChannelIn: (tag: string) => string;
@@ -68,6 +72,13 @@ export interface Keys {
  * responses is recorded and remove it when it ends; the watchdog reads the oldest.
  */
 export const ACTIVE_RUNS_SUFFIX = ':active';
+
+/**
+ * `{prefix}:uncompacted`: ended runs not compacted yet, scored by when each ended (Redis server
+ * time, ms). The script that ends a run adds it and the one that compacts it removes it; a run
+ * whose ending process died in between is compacted by the sweep (`runs/compaction-sweep.ts`).
+ */
+export const UNCOMPACTED_RUNS_SUFFIX = ':uncompacted';
 
 /**
  * `{prefix}:runs` and `{prefix}:runs:agent:<name>`: every run created under the prefix (and each
@@ -227,6 +238,7 @@ export function keysFor(prefix: string): Keys {
     partitions: `${tag}:partitions`,
     partitionHistory: `${tag}:partitions:history`,
     activeRunsIn: (inTag) => `${inTag}${ACTIVE_RUNS_SUFFIX}`,
+    uncompactedRunsIn: (inTag) => `${inTag}${UNCOMPACTED_RUNS_SUFFIX}`,
     runsIndexIn: (inTag, agent) => (agent === undefined ? `${inTag}${RUNS_INDEX_SUFFIX}` : `${inTag}${RUNS_INDEX_SUFFIX}:agent:${agent}`),
     agent: (name) => `${tag}:agent:${name}`,
     agentWorkers: (name) => `${tag}:agent:${name}:workers`,
@@ -238,6 +250,7 @@ export function keysFor(prefix: string): Keys {
     toolHolders: (tool_name) => `${tag}:tool:${tool_name}:holders`,
     workerPartitions: (worker_id) => `${tag}:worker:${worker_id}:partitions`,
     watchdogLock: `${tag}:watchdog`,
+    compactionSweepLock: `${tag}:compaction-sweep`,
     cancelChannel: `${tag}:cancel`,
     finishedChannelIn: (inTag) => `${inTag}:finished`,
     providerPause: (provider_id) => `${tag}:provider-pause:${provider_id}`,

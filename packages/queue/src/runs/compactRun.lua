@@ -1,7 +1,8 @@
 --[[
   Folds an ended run into its record and one archive (see records/archive.ts), in one step: the
   archive is written, the record marked `archived` (its format), and every other key its index
-  lists under the record's name deleted, the index too. The waiting calls (SPEC §20) someone may
+  lists under the record's name deleted, the index too; the run leaves its partition's uncompacted
+  set (finish.lua adds it there). The waiting calls (SPEC §20) someone may
   still answer again are kept in the record: its `approvals` and `tool_results` fields (each
   hash as a JSON map, see keptWaitsField), which settleCall and the waiting store read for a
   compacted run. The archive expires with the record. The idempotency
@@ -41,6 +42,8 @@ for _, key in ipairs(redis.call('SMEMBERS', index)) do
   if key ~= archiveKey and string.sub(key, 1, #head) == head then redis.call('DEL', key) end
 end
 redis.call('DEL', index)
+local run_id, _, tag = runIdentity()
+redis.call('ZREM', tag .. '{{UNCOMPACTED_RUNS_SUFFIX}}', run_id)
 for i = 4, #ARGV - 1, 2 do
   local queue, id = ARGV[i], ARGV[i + 1]
   for _, set in ipairs({':completed', ':failed'}) do

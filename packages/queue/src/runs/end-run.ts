@@ -1,3 +1,4 @@
+import type { ToolLogger } from '@arcflow/core';
 import { tracingEnabled } from '@arcflow/telemetry/ids';
 import type { CallQueues, Dispatcher } from '../jobs/dispatcher.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
@@ -6,6 +7,7 @@ import type { RunStore } from './run-store.ts';
 import type { ThreadStore } from '../threads/thread-store.ts';
 import type { RunTrace } from '../tracing.ts';
 import { startNextOnThread } from '../threads/thread-run.ts';
+import { failureFields } from './compaction.ts';
 
 /**
  * What a run's end hands on: the next run of its thread (SPEC §11), whose first job starts now;
@@ -14,6 +16,8 @@ import { startNextOnThread } from '../threads/thread-run.ts';
 export interface Succession {
   readonly threads: ThreadStore;
   readonly queues: Dispatcher;
+  /** Told of a compaction that failed (the sweep compacts the run later). */
+  readonly logger?: ToolLogger;
 }
 
 /**
@@ -35,8 +39,10 @@ export async function endRun(store: RunStore, run_id: string, ending: RunEnding,
 export async function runEnded(store: RunStore, run_id: string, succession?: Succession, facts?: EndedRunFacts): Promise<void> {
   await emitRunSpanOnce(store, run_id);
   // Compacting saves memory and changes nothing a reader sees: a run it fails on (Redis gone for a
-  // moment) stays whole in its running layout, and what its end hands on must not wait on it.
-  await store.compactRun(run_id).catch(() => false);
+  // moment) stays whole in its running layout until the sweep compacts it, and what its end hands on must not wait on it.
+  await store
+    .compactRun(run_id)
+    .catch((error: unknown) => succession?.logger?.warn('compacting an ended run failed; the compaction sweep retries it', { run_id, ...failureFields(error) }));
   if (!succession) return;
   // Room for the tenant's next run (SPEC §14).
   await succession.queues.limits.release(run_id);

@@ -13,6 +13,7 @@ import { stopClosedWork } from '../runs/cancel.ts';
 import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
 import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
+import { CompactionSweep } from '../runs/compaction-sweep.ts';
 
 /** BullMQ states in which a job will still run: it can move its run. */
 const LIVE_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
@@ -52,18 +53,23 @@ export type WatchdogVerdict = 'ended' | 'moving' | 'repaired' | 'failed';
  * its open calls as `worker_lost`. A run waiting in its thread's line is left alone (the end of
  * the run before it starts it); the thread's active run that never started (the process that made
  * it active died first) is started like any run whose job is missing. Every worker runs one; a lock lets one of them scan at a time.
- * Each scan also trims the run listing indexes to the retention period.
+ * Each scan also trims the run listing indexes to the retention period. Beside the scan, it
+ * compacts ended runs whose ending process died before compacting them (`CompactionSweep`).
  */
 export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private readonly intervalMs: number;
+  /** Ended runs left uncompacted, on a shorter round of their own. */
+  private readonly compactions: CompactionSweep;
 
   constructor(private readonly deps: WatchdogDeps) {
     this.intervalMs = Math.max(100, Math.min(Math.floor(deps.watchdog_ms / 2), 30_000));
+    this.compactions = new CompactionSweep(deps);
   }
 
   start(): void {
+    this.compactions.start();
     this.timer = setInterval(() => {
       this.scanning ??= this.scanOnce()
         .catch((error: unknown) => this.deps.logger.warn('watchdog scan failed', { error }))
@@ -74,7 +80,7 @@ export class Watchdog {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.scanning;
+    await Promise.all([this.scanning, this.compactions.close()]);
   }
 
   /** One scan, if no other worker holds this round's lock. */

@@ -220,6 +220,8 @@ local function finish(ending)
   -- takes it out): its parent, waiting only for children, is not scanned, so a process that dies
   -- between this end and the settle leaves the watchdog the child to find.
   if redis.call('HEXISTS', record, 'parent_call') == 1 then redis.call('ZADD', active, 'XX', serverMs(), run_id) else redis.call('ZREM', active, run_id) end
+  -- Compacted next by the process that ended it, or else by the sweep (runs/compaction-sweep.ts).
+  redis.call('ZADD', tag .. '{{UNCOMPACTED_RUNS_SUFFIX}}', serverMs(), run_id)
   -- Waiting clients are told on the partition's channel (sharded: in this slot).
   redis.call('SPUBLISH', tag .. ':finished', run_id)
   return closed
