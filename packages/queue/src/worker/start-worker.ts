@@ -82,14 +82,16 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   // A run cancelled by a process that does not trace still gets its root span (from one worker).
   const listener = duplicateRedis(connection);
   listener.on('error', () => undefined); // reported once, by the main connection's watch
-  const cancellation = await CancellationListener.start(listener, store.keys.cancelChannel, (run_id) => {
-    emitRunSpanOnce(store, run_id).catch((error) => options.logger.warn('root span for a cancelled run failed', { run_id, error }));
-  });
+  const queues = new Dispatcher(connection, store.keys);
+  const [cancellation] = await Promise.all([
+    CancellationListener.start(listener, store.keys.cancelChannel, (run_id) => {
+      emitRunSpanOnce(store, run_id).catch((error) => options.logger.warn('root span for a cancelled run failed', { run_id, error }));
+    }),
+    // What every process of the prefix schedules tenants by (SPEC §14), the clients' adds included.
+    queues.tenants.publish(options.tenancy),
+  ]);
   const registry = new Registry(connection, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const runtime = { store, cancellation, logger: options.logger };
-  const queues = new Dispatcher(connection, store.keys);
-  // What every process of the prefix schedules tenants by (SPEC §14), the clients' adds included.
-  await queues.tenants.publish(options.tenancy);
   const threads = new ThreadStore(connection, store.keys, options.prefix, store.partitions);
   const scheduler = new WorkflowScheduler({ store, queues, redis: connection, logger: options.logger });
   const serving: Serving = {
@@ -122,16 +124,19 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const watchdog = new Watchdog({ store, redis: connection, queues, threads, registry, scheduler, logger: options.logger, worker_id: id, watchdog_ms: options.watchdog_ms });
   // The tool definitions this worker runs calls of, by name: other live workers holding another one are named at start.
   const heldTools = new Map([...tools.values()].map((tool) => [tool.name, toolDefinitionHash(tool)]));
-  await warnOfOtherDefinitions(registry, id, heldTools, options.logger);
-  await registry.announce(id, registrations, options.serve_partitions, heldTools);
+  const { workers } = partitions;
+  // One round trip: the other workers' definitions read, this one announced, each BullMQ Worker's connection ready.
+  await Promise.all([
+    warnOfOtherDefinitions(registry, id, heldTools, options.logger),
+    registry.announce(id, registrations, options.serve_partitions, heldTools),
+    ...workers.map((worker) => worker.waitUntilReady()),
+  ]);
   watchdog.start();
   const heartbeat = setInterval(() => {
     registry.announce(id, registrations, options.serve_partitions, heldTools).catch((error) => options.logger.warn('heartbeat failed', { error }));
     partitions.follow().catch((error) => options.logger.warn('reading the partition map failed', { error }));
   }, options.heartbeat_ms);
   heartbeat.unref();
-  const { workers } = partitions;
-  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   return {
     id,
     agents: [...agents.keys(), ...workflows.keys()],

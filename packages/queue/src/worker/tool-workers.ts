@@ -17,13 +17,14 @@ import type { Serving } from './partition-serving.ts';
  */
 export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, options: ResolvedWorkerOptions, prefixTag: string): Promise<void> {
   const process = toolJobProcessor(deps);
+  // Each tool queue's cap is written at once (one round trip for all of them, not one per tool).
+  const caps: Promise<unknown>[] = [];
   for (const tool of deps.tools.values()) {
     // An external tool's calls never run on a worker (SPEC §20): it has no queue to serve.
     if (tool.external) continue;
     const queueName = QueueName.tool(tool.name, toolDefinitionHash(tool));
     const queue = deps.queues.get(queueName);
-    if (tool.concurrency !== undefined) await queue.setGlobalConcurrency(tool.concurrency);
-    else await queue.removeGlobalConcurrency();
+    caps.push(tool.concurrency !== undefined ? queue.setGlobalConcurrency(tool.concurrency) : queue.removeGlobalConcurrency());
     serving.partitions.serve((tag) => {
       const capped = tool.concurrency !== undefined;
       if (capped && tag !== prefixTag) return;
@@ -41,4 +42,5 @@ export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, optio
       serving.partitions.add(worker);
     });
   }
+  await Promise.all(caps);
 }
