@@ -18,6 +18,14 @@ export const DEAD_WORKER_CHECK_MS = 250;
 export const RECONNECT_GRACE_MS = 5_000;
 
 /**
+ * At a start (or after a reconnect), how soon a reading follows one that did not count yet (this
+ * process's connections not up) and the first one that counted: the workers that died before this
+ * one started are confirmed, and their jobs released, about this long after its connections are up
+ * instead of two full check intervals.
+ */
+export const START_READING_MS = 60;
+
+/**
  * Makes a BullMQ Worker's connection and lock tokens name the arcflow worker that runs it: its
  * blocking connection is named `<tag>:<queue>:w:<owner>` (BullMQ's worker name), and each lock it
  * takes holds `<owner>/<index>:<n>` (BullMQ's token is `<Worker.id>:<n>`). Called in the tick the
@@ -71,6 +79,8 @@ export class DeadWorkers {
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
   private readings = 0;
+  /** Readings made sooner than the interval since the last start or reconnect (see `soon`). */
+  private early = 0;
   /** Owners seen alive, and how many readings in a row have missed each since. */
   private readonly seen = new Map<string, number>();
   private refused = false;
@@ -82,6 +92,7 @@ export class DeadWorkers {
     this.seen.clear();
     // Then as at a start: the second reading releases the locks of workers that died meanwhile.
     this.readings = 0;
+    this.early = 0;
   };
 
   constructor(private readonly deps: DeadWorkersDeps) {}
@@ -128,9 +139,10 @@ export class DeadWorkers {
         return this.onReconnect();
       }
     }
-    if (mine === 0) return;
+    if (mine === 0) return this.soon();
     const live = liveOwners(nodes.map(({ list }) => list));
     this.readings += 1;
+    if (this.readings === 1) this.soon();
     let due = this.readings === 2;
     // Owners missed once may be reconnecting: their locks are kept until a second reading misses them.
     const spared = new Set(live);
@@ -146,6 +158,13 @@ export class DeadWorkers {
     }
     for (const owner of live) this.seen.set(owner, 0);
     if (due) await this.release(spared);
+  }
+
+  /** The next reading shortly after this one, while starting (see START_READING_MS); at most 50 in a row (a process whose connections never show keeps the usual interval). */
+  private soon(): void {
+    if (this.readings > 1 || this.timer === undefined || this.early >= 50) return;
+    this.early += 1;
+    setTimeout(() => this.check(), START_READING_MS).unref();
   }
 
   /** Each node's `CLIENT LIST`: the one Redis's, or each master's of a cluster. */
