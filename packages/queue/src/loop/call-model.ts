@@ -13,7 +13,7 @@ import {
   responseEvents,
   testResponse,
 } from '@arcflow/core';
-import { recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
+import { metricsEnabled, recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { Job } from 'bullmq';
 import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
@@ -85,7 +85,9 @@ export async function callAndRecord(
   const { signal, release } = cancellation.signalFor(run_id);
   // Each delivery and retry is its own attempt on the run's stream (SPEC §12): a later one resets the iteration's text.
   const text = new CallStream(store.streams, { run_id, step_id, iteration, attempt: Math.max(1, job.attemptsStarted) });
-  const answer = await callModel(call, { run_id, step_id, iteration }, signal, runStreams(context.spec, context.agent) ? text.onText : undefined).finally(release);
+  // The run's tenant names its tokens in metrics (SPEC §18); the fair clock has read it already for this run's jobs.
+  const tenant = metricsEnabled() ? (await deps.queues.fair.ownerOf(run_id)).tenant : undefined;
+  const answer = await callModel(call, { run_id, step_id, iteration, tenant }, signal, runStreams(context.spec, context.agent) ? text.onText : undefined).finally(release);
   if ('thrown' in answer) {
     await text.abandon();
     await failStep(deps, context, await providerFailed(deps, job, token, call, answer.thrown));
@@ -141,7 +143,7 @@ export type ModelAnswer = { readonly response: ProviderResponse; readonly latenc
  */
 export async function callModel(
   call: PreparedCall,
-  place: { readonly run_id: string; readonly step_id: string; readonly iteration: number },
+  place: { readonly run_id: string; readonly step_id: string; readonly iteration: number; readonly tenant?: string | undefined },
   signal: AbortSignal,
   onText?: (delta: string) => void,
 ): Promise<ModelAnswer> {
@@ -180,7 +182,7 @@ export async function callModel(
       [Attr.finishReasons]: [response.finish_reason],
       ...(response.model ? { [Attr.responseModel]: response.model } : {}),
     });
-    recordProviderCall({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000, response.usage);
+    recordProviderCall({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000, response.usage, place.tenant);
     return { response, latency_ms: Math.round(performance.now() - started) };
   } catch (thrown) {
     failSpan(chat, asProviderFailure(thrown).error_code);

@@ -79,8 +79,10 @@ export const RUNS_INDEX_SUFFIX = ':runs';
 
 /**
  * `{prefix}:metrics:runs` (one per partition's tag): runs ended, counted by the script that ends
- * each run, in fields `agent|<name>|<status>` or `workflow|<name>|<status>`; what `arcflow serve`
- * reports as the deployment's `arcflow.runs` (SPEC §18). Never expires: it is a counter.
+ * each run, in fields `agent|<name>|<status>` or `workflow|<name>|<status>`, with `|<tenant>` after
+ * them for a run of a tenant other than `default`; what `arcflow serve` reports as the
+ * deployment's `arcflow.runs` (SPEC §18), the tenants no worker names summed as `_OTHER`. Never
+ * expires: it is a counter.
  */
 export const RUN_COUNTS_SUFFIX = ':metrics:runs';
 

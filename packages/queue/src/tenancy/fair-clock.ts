@@ -2,9 +2,9 @@ import type { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import { TENANCY_SCRIPTS } from './scripts.ts';
 import type { TenantSettings } from './settings.ts';
+import { DEFAULT_TENANT } from './options.ts';
 
-/** The tenant of a run that names none (SPEC §14). */
-export const DEFAULT_TENANT = 'default';
+export { DEFAULT_TENANT } from './options.ts';
 /** A run's priority when it names none: 5 of 1 (first) … 10. */
 export const DEFAULT_PRIORITY = 5;
 

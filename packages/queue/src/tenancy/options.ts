@@ -1,5 +1,8 @@
 import { ConfigError, TENANT_PATTERN } from '@arcflow/core';
 
+/** The tenant of a run that names none (SPEC §14). */
+export const DEFAULT_TENANT = 'default';
+
 /** The tenant options of a worker (SPEC §14), as given. */
 export interface TenantOptions {
   /** Each tenant's share of every queue, relative to the others' (default 1; `*` for every tenant not named). */
@@ -56,4 +59,19 @@ export function checkTenantOptions(options: TenantOptions): TenantOptions {
     }
   }
   return { ...(tenant_weights !== undefined ? { tenant_weights } : {}), ...(tenant_limits !== undefined ? { tenant_limits } : {}) };
+}
+
+/**
+ * The tenants the options name (SPEC §14), `default` among them: the keys, other than `*`, of
+ * every option named `tenant_*` whose value is an object keyed by tenant (weights, limits,
+ * budgets, and any such option added later). What metrics record a run's tenant by (SPEC §18):
+ * a tenant not named is `_OTHER`.
+ */
+export function namedTenants(options: TenantOptions): Set<string> {
+  const names = new Set<string>([DEFAULT_TENANT]);
+  for (const [option, value] of Object.entries(options)) {
+    if (!option.startsWith('tenant_') || value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+    for (const tenant of Object.keys(value)) if (tenant !== '*') names.add(tenant);
+  }
+  return names;
 }
