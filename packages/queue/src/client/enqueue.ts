@@ -167,6 +167,8 @@ export class ClientJobs {
         state: plan.state,
         ...(plan.stream !== undefined ? { stream: plan.stream } : {}),
         ...(plan.thread_id !== undefined ? { thread_id: plan.thread_id, on_busy: 'queue' as const } : {}),
+        ...(plan.tenant !== undefined ? { tenant: plan.tenant } : {}),
+        ...(plan.priority !== undefined ? { priority: plan.priority } : {}),
       },
       plan,
     );
