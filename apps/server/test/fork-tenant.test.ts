@@ -87,6 +87,10 @@ describe("fork, retry and bulk retry over HTTP keep a token's tenant", () => {
     expect(await until(secondRetry, 'completed')).toMatchObject({ tenant: 'acme-http' });
     expect((await record(secondRetry)).priority).toBeUndefined();
     expect((await record(other)).retried_by).toBeUndefined();
+    // Listed by tenant: the token's run, its fork and retries, and the key's run for the same tenant.
+    const listed = (await call('GET', '/v1/runs?tenant=acme-http&limit=50', KEYS.read)).body.runs.map((run: { run_id: string }) => run.run_id);
+    expect(listed.sort()).toEqual([source, second, forked.body.run_id, retried.body.run_id, secondRetry].sort());
+    expect((await call('GET', '/v1/runs?tenant=globex', KEYS.read)).body.runs.map((run: { run_id: string }) => run.run_id)).toEqual([other]);
     expect((await call('POST', '/v1/runs/bulk', KEYS.admin, { action: 'retry', filter: { status: 'failed', tenant: 'a b' } })).status).toBe(400);
   }, 60_000);
 });
