@@ -17,6 +17,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
 import { type Caller, KeyRing, authenticate } from './auth.ts';
 import { drainOversizeBody } from './body-limit.ts';
 import { EventHub } from './event-hub.ts';
@@ -58,6 +59,13 @@ export interface ArcflowServer {
   close(): Promise<void>;
 }
 
+/** The Redis connections a server holds: the client's, its own (named, so CLIENT LIST shows what serve holds) and the event subscriber. */
+interface ServerConnections {
+  readonly client: ArcflowClient;
+  readonly redis: Redis;
+  readonly subscriber: Redis;
+}
+
 /**
  * The HTTP API and console (SPEC §8) on Fastify: routes declared with TypeBox schemas, which
  * Fastify validates requests against and `@fastify/swagger` turns into the OpenAPI 3.1 document
@@ -67,50 +75,8 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const connection = resolveConnection({ ...(options.redis ? { redis: options.redis } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
   const keys = new KeyRing(options.keys ?? []);
   const tokens = options.token_secret === undefined ? undefined : await tokenKeys(options.token_secret);
-  const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
-  // Named, so that CLIENT LIST shows what serve holds: with the client's own, at most 4 (SPEC §19).
-  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false, connectionName: 'arcflow:serve' });
-  redis.on('error', () => undefined); // readyz reports it
-  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null, connectionName: 'arcflow:serve:events' });
-  subscriber.on('error', () => undefined);
-  // One node of a Redis Cluster named alone would fail every request: refused at start instead.
-  const refused = await redis.exists(keysFor(connection.prefix).partitions).then(
-    () => undefined,
-    (error: unknown) => redisRefusal(error, connection.redis),
-  );
-  if (refused) {
-    await client.close();
-    redis.disconnect();
-    subscriber.disconnect();
-    throw refused;
-  }
-  const app = Fastify({
-    logger:
-      options.log === false
-        ? false
-        : {
-            level: 'info',
-            redact: ['req.headers.authorization', 'req.headers.cookie'],
-            // The request as logged: its URL without a `?token=` value (a token is never logged).
-            serializers: {
-              req: (request) => ({
-                method: request.method,
-                url: withoutToken(request.url),
-                host: request.host,
-                remoteAddress: request.ip,
-                remotePort: request.socket?.remotePort,
-              }),
-            },
-          },
-    bodyLimit: BODY_LIMIT_BYTES,
-    // Event streams stay open until their run ends: closing the server closes them too.
-    forceCloseConnections: true,
-    // An unknown field is refused, not dropped: a typo in a request should not pass unnoticed.
-    ajv: { customOptions: { removeAdditional: false } },
-    // Errors the router meets before any route (a path segment too long, a malformed URL) answer as problems too.
-    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  const { client, redis, subscriber } = await openConnections(connection);
+  const app = createApp(options);
   const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
   const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
   const streams = new StreamHub(
@@ -125,52 +91,9 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     (error) => app.log.warn({ err: error }, 'stream hub read failed'),
   );
 
-  for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
-  // Before any route: each is documented with its 401 and 403, and ?token= where it takes one.
-  app.addHook('onRoute', documentTokenRoute);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'arcflow', version: '0.2.0', description: 'Enqueue, follow and cancel runs of arcflow agents and workflows.' },
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: "an ARCFLOW_API_KEYS secret, or an end user's token (POST /v1/tokens, SPEC §19)" },
-          token_query: { type: 'apiKey', in: 'query', name: 'token', description: "an end user's token in the URL, on the GET events and stream routes only (EventSource)" },
-        },
-      },
-      security: [{ bearer: [] }],
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
-  });
-  await app.register(cookie);
-  if (options.cors_origins && options.cors_origins.length > 0) await app.register(cors, { origin: [...options.cors_origins], credentials: false });
-
-  // Who is calling, before the rate limit (which counts per key or token) and the routes (which check scope).
-  app.addHook('onRequest', (request, reply) => authenticate(request, reply, { keys, tokens }));
-  // What a token may do, once the body is parsed and before any route's own checks (SPEC §19).
-  const threads = new RunThreads(store);
-  app.addHook('preValidation', async (request) => {
-    if (request.grant) await checkTokenRequest(request, request.grant, threads);
-  });
-  // An oversize body is read (within a bound) before its 413, so clients that send it all before reading get the answer.
-  app.addHook('preParsing', drainOversizeBody());
-  await app.register(rateLimit, {
-    max: options.rate_per_second ?? SERVER_DEFAULTS.rate_per_second,
-    timeWindow: 1_000,
-    keyGenerator: (request) => (request.caller ? `key:${request.caller.name}` : `ip:${request.ip}`),
-    errorResponseBuilder: (_request, context) => new HttpProblem(429, 'rate_limited', `more than ${context.max} requests per second; retry after ${context.after}`),
-  });
-
-  app.setErrorHandler((error, request, reply) => {
-    const body = problemFor(error);
-    // Redis away is a condition, not a bug: one line, no stack.
-    if (body.code === 'redis_unavailable') request.log.warn({ code: body.code, detail: body.detail }, 'request failed');
-    else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
-    // A tenant over its runs_per_minute (SPEC §14): when to ask again.
-    if (error instanceof RequestError && error.retry_after_seconds !== undefined) reply.header('retry-after', String(error.retry_after_seconds));
-    sendProblem(reply, body);
-  });
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
+  await registerDocumentation(app, options);
+  await guardRequests(app, options, { keys, tokens, store });
+  handleProblems(app);
 
   await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
@@ -200,6 +123,122 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
       return closing;
     },
   };
+}
+
+/** Opens the server's connections; one node of a Redis Cluster named alone would fail every request, so it is refused here (and they are closed). */
+async function openConnections(connection: { readonly redis: string; readonly prefix: string }): Promise<ServerConnections> {
+  const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
+  // Named, so that CLIENT LIST shows what serve holds: with the client's own, at most 4 (SPEC §19).
+  const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false, connectionName: 'arcflow:serve' });
+  redis.on('error', () => undefined); // readyz reports it
+  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null, connectionName: 'arcflow:serve:events' });
+  subscriber.on('error', () => undefined);
+  // One node of a Redis Cluster named alone would fail every request: refused at start instead.
+  const refused = await redis.exists(keysFor(connection.prefix).partitions).then(
+    () => undefined,
+    (error: unknown) => redisRefusal(error, connection.redis),
+  );
+  if (refused) {
+    await client.close();
+    redis.disconnect();
+    subscriber.disconnect();
+    throw refused;
+  }
+  return { client, redis, subscriber };
+}
+
+/** The Fastify instance: its logging (no credential in a line), body limit, validation and router errors as problems. */
+function createApp(options: ServerOptions) {
+  return Fastify({
+    logger:
+      options.log === false
+        ? false
+        : {
+            level: 'info',
+            redact: ['req.headers.authorization', 'req.headers.cookie'],
+            // The request as logged: its URL without a `?token=` value (a token is never logged).
+            serializers: {
+              req: (request) => ({
+                method: request.method,
+                url: withoutToken(request.url),
+                host: request.host,
+                remoteAddress: request.ip,
+                remotePort: request.socket?.remotePort,
+              }),
+            },
+          },
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Event streams stay open until their run ends: closing the server closes them too.
+    forceCloseConnections: true,
+    // An unknown field is refused, not dropped: a typo in a request should not pass unnoticed.
+    ajv: { customOptions: { removeAdditional: false } },
+    // Errors the router meets before any route (a path segment too long, a malformed URL) answer as problems too.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
+  }).withTypeProvider<TypeBoxTypeProvider>();
+}
+
+/** The app as `createApp` makes it. */
+type App = ReturnType<typeof createApp>;
+
+/** The shared schemas, the OpenAPI document's plugin, cookies and CORS (when origins are given). */
+async function registerDocumentation(app: App, options: ServerOptions): Promise<void> {
+  for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
+  // Before any route: each is documented with its 401 and 403, and ?token= where it takes one.
+  app.addHook('onRoute', documentTokenRoute);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'arcflow', version: '0.2.0', description: 'Enqueue, follow and cancel runs of arcflow agents and workflows.' },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: "an ARCFLOW_API_KEYS secret, or an end user's token (POST /v1/tokens, SPEC §19)" },
+          token_query: { type: 'apiKey', in: 'query', name: 'token', description: "an end user's token in the URL, on the GET events and stream routes only (EventSource)" },
+        },
+      },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
+  });
+  await app.register(cookie);
+  if (options.cors_origins && options.cors_origins.length > 0) await app.register(cors, { origin: [...options.cors_origins], credentials: false });
+}
+
+/** Who is calling and what a token may do, an oversize body's answer, and the rate limit per key or token. */
+async function guardRequests(
+  app: App,
+  options: ServerOptions,
+  { keys, tokens, store }: { readonly keys: KeyRing; readonly tokens: Awaited<ReturnType<typeof tokenKeys>> | undefined; readonly store: RunStore },
+): Promise<void> {
+  // Who is calling, before the rate limit (which counts per key or token) and the routes (which check scope).
+  app.addHook('onRequest', (request, reply) => authenticate(request, reply, { keys, tokens }));
+  // What a token may do, once the body is parsed and before any route's own checks (SPEC §19).
+  const threads = new RunThreads(store);
+  app.addHook('preValidation', async (request) => {
+    if (request.grant) await checkTokenRequest(request, request.grant, threads);
+  });
+  // An oversize body is read (within a bound) before its 413, so clients that send it all before reading get the answer.
+  app.addHook('preParsing', drainOversizeBody());
+  await app.register(rateLimit, {
+    max: options.rate_per_second ?? SERVER_DEFAULTS.rate_per_second,
+    timeWindow: 1_000,
+    keyGenerator: (request) => (request.caller ? `key:${request.caller.name}` : `ip:${request.ip}`),
+    errorResponseBuilder: (_request, context) => new HttpProblem(429, 'rate_limited', `more than ${context.max} requests per second; retry after ${context.after}`),
+  });
+}
+
+/** Every error and unknown route answers as a problem (RFC 9457); Redis away is logged as one line. */
+function handleProblems(app: App): void {
+  app.setErrorHandler((error, request, reply) => {
+    const body = problemFor(error);
+    // Redis away is a condition, not a bug: one line, no stack.
+    if (body.code === 'redis_unavailable') request.log.warn({ code: body.code, detail: body.detail }, 'request failed');
+    else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A tenant over its runs_per_minute (SPEC §14): when to ask again.
+    if (error instanceof RequestError && error.retry_after_seconds !== undefined) reply.header('retry-after', String(error.retry_after_seconds));
+    sendProblem(reply, body);
+  });
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
 }
 
 /**
