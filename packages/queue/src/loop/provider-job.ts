@@ -9,6 +9,7 @@ import { callAndRecord, prepareCall, requestSent } from './call-model.ts';
 import { act, replayCopied } from './act.ts';
 import { endOnGivenOutput, endStep, failedWith, givenOutput } from './end-step.ts';
 import { waitForAdmission } from './provider-failure.ts';
+import { reserveCall, settleRecorded } from './call-budget.ts';
 
 export type { ProviderJobDeps } from './step-context.ts';
 
@@ -50,6 +51,7 @@ export class ProviderJobProcessor {
     if (typeof ready === 'string') return ready;
     if (snapshot.response) {
       // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
+      await settleRecorded(deps, context, snapshot.response);
       const state = await commit(deps, context, ready, []);
       if (!state) return 'stale';
       // A round a fork copied (SPEC §15) has every result recorded: on to the next call, nothing run.
@@ -63,9 +65,15 @@ export class ProviderJobProcessor {
       if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, call.error));
       return call.error.error_code;
     }
+    // Its worst case is held against the run's and the tenant's budgets first: a call that does not fit is not made (SPEC §14).
+    const cost = await reserveCall(deps, context, call);
+    if ('error' in cost) {
+      if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, cost.error));
+      return cost.error.error_code;
+    }
     const state = await commit(deps, context, ready, [requestSent(context, call, job)]);
     if (!state) return 'stale';
-    const responded = await callAndRecord(deps, context, state, call, job, token);
+    const responded = await callAndRecord(deps, context, state, call, job, token, cost);
     if (!responded) return 'run-ended';
     return act(deps, withRoundState(context, state), state, responded);
   }
