@@ -1,5 +1,6 @@
 import { type CallCost, type ProviderResponse, type RunError, budgetRefusal, costMicros, priceOf, stepRunError } from '@arcflow/core';
 import type { RecordedResponse } from '../records/formats.ts';
+import type { CallPlace } from '../cost/cost-ledger.ts';
 import type { PreparedCall } from './model-router.ts';
 import type { ProviderJobDeps, StepContext } from './step-context.ts';
 
@@ -26,8 +27,8 @@ export async function settleCall(deps: ProviderJobDeps, context: StepContext, co
  * Settles the hold of a call whose answer an earlier delivery recorded (its worker may have died
  * before settling), at the price of the model that answered it. Settling twice changes nothing.
  */
-export async function settleRecorded(deps: ProviderJobDeps, context: StepContext, recorded: RecordedResponse): Promise<void> {
+export async function settleRecorded(deps: ProviderJobDeps, place: CallPlace, recorded: RecordedResponse): Promise<void> {
   const price = recorded.target ? priceOf(deps.options.pricing, recorded.target.model) : undefined;
   if (!price) return;
-  await deps.queues.cost.settle(context.data, costMicros(price, recorded.response.usage));
+  await deps.queues.cost.settle(place, costMicros(price, recorded.response.usage));
 }

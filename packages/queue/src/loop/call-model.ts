@@ -138,7 +138,7 @@ export async function callAndRecord(
   }
   // An earlier delivery's response stands: act on that one, as it was decided (its cost is the one settled).
   if (!recorded.recordedNow) {
-    await settleRecorded(deps, context, recorded.recorded);
+    await settleRecorded(deps, context.data, recorded.recorded);
     return { recorded: recorded.recorded };
   }
   await settleCall(deps, context, cost, response);

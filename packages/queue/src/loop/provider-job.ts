@@ -35,6 +35,8 @@ export class ProviderJobProcessor {
     if (job.data.iteration === 1 && !(await deps.queues.limits.admit(run_id))) return waitForAdmission(job, token);
     const snapshot = await loadStep(deps, job, token);
     if (typeof snapshot === 'string') return snapshot;
+    // A re-delivery of a call answered already: its hold is settled, whatever its worker did before dying (SPEC §14).
+    if (snapshot.response) await settleRecorded(deps, job.data, snapshot.response);
     // The join: this job gathers round n-1, so it links to that round's tool spans.
     linkSpans(span, Object.values(snapshot.previousSpans));
     const stopped = await runStopped(deps, run_id, snapshot);
@@ -51,7 +53,6 @@ export class ProviderJobProcessor {
     if (typeof ready === 'string') return ready;
     if (snapshot.response) {
       // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
-      await settleRecorded(deps, context, snapshot.response);
       const state = await commit(deps, context, ready, []);
       if (!state) return 'stale';
       // A round a fork copied (SPEC §15) has every result recorded: on to the next call, nothing run.
