@@ -84,6 +84,22 @@ describe('cost on events and records', () => {
     await until(async () => (await client.tenant('acme')).cost_usd_today === 0.012);
   });
 
+  it("gives a child run what its parent's max_cost_usd leaves: a child call whose worst case does not fit is refused", async () => {
+    const fake = await server(bossAndHelper);
+    const { client } = await engine('cost-child-cap', fake, { agents: [boss, helper], pricing: PRICING });
+    // The boss's calls each hold about $0.165 (16,384 output tokens at $10/Mtok); the helper's fallback would hold about $0.49.
+    const { run_id } = await client.enqueue({ agent: 'boss', input: 'go', config: { budget: { max_cost_usd: 0.17 } } });
+    const record = await client.wait(run_id, { timeout_ms: 20_000 });
+    const events = await collect(client, run_id);
+    const child = await client.get(ofKind(events, 'ToolCallStarted')[0]!.child_run_id!);
+    expect(child?.error?.error_code).toBe('budget_exceeded');
+    // What the parent's cap left after its first call ($0.003).
+    expect(child?.error?.message).toMatch(/the run's max_cost_usd is \$0\.167: .*the next call to 'fb-m' could cost up to/);
+    expect(ofKind(events, 'ToolCallFailed')[0]?.error_code).toBe('child_failed');
+    expect(fake.requests.filter((request) => modelOf(request) === 'fb-m')).toHaveLength(0);
+    expect(record.status).toBe('completed');
+  });
+
   it('reports the same costs from runLocal', async () => {
     const fake = await server(bossAndHelper);
     const provider = openaiProvider({ base_url: fake.url, api_key: 'k' });
