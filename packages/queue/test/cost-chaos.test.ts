@@ -86,4 +86,14 @@ describe('tenant budgets under worker kills', () => {
     expect(fake.requests.length - completed.length).toBeLessThanOrEqual(kills * CONCURRENCY);
     await client.close();
   }, 60_000);
+
+  it("stops a worker whose module's worker_options has a bad price or budget, naming it", async () => {
+    const workers = forTest('cost-bad-module');
+    const bad = (options: object) => workers.start({ env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'k', COST_OPTIONS: JSON.stringify(options) } });
+    await expect(bad({ pricing: { priced: { input_per_mtok: -1, output_per_mtok: 1 } } })).rejects.toThrow(/pricing\.priced\.input_per_mtok: expected a number from 0 to 1000000/);
+    await expect(bad({ tenant_budgets: { acme: { max_cost_usd_per_day: 'ten' } } })).rejects.toThrow(
+      /tenant_budgets\.acme\.max_cost_usd_per_day: expected a number of USD >= 0, got "ten"/,
+    );
+    await expect(bad({ pricing: {}, budgets: {} })).rejects.toThrow(/budgets/);
+  }, 60_000);
 });
