@@ -1,6 +1,6 @@
 import { RequestError, TENANT_PATTERN } from '@arcflow/core';
 import type { ClientContext } from './context.ts';
-import { utcDay } from '../cost/cost-ledger.ts';
+import { utcDay } from '../cost/day.ts';
 
 /** Where a tenant stands now (SPEC §14, `GET /v1/tenants/{tenant}`). */
 export interface TenantStanding {

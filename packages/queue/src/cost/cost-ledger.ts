@@ -17,6 +17,7 @@ import type { Keys } from '../redis/keys.ts';
 import { DEFAULT_TENANT, type FairClock } from '../tenancy/fair-clock.ts';
 import type { TenantSettings } from '../tenancy/settings.ts';
 import { COST_SCRIPTS } from './scripts.ts';
+import { utcDay } from './day.ts';
 
 /** How long a tenant's day of spend (and a run's holds) is kept after its last change: two days, so a day is read whole. */
 export const COST_KEY_TTL_SECONDS = 48 * 3600;
@@ -30,11 +31,6 @@ export interface CallPlace {
 
 /** What reserving a call's worst case gave: held (or nothing to hold: its model is not priced and no cost budget applies), or refused. */
 export type Reservation = { readonly cost: CallCost } | { readonly refused: string };
-
-/** A UTC day, `YYYY-MM-DD`. */
-export function utcDay(now: number): string {
-  return new Date(now).toISOString().slice(0, 10);
-}
 
 /**
  * A prefix's cost accounting (SPEC §14; docs/decisions/0033-cost-budgets.md): before a provider
