@@ -39,7 +39,8 @@ describe('tenant budgets under worker kills', () => {
     servers.push(fake);
     const workers = forTest('cost-chaos');
     const env = { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'k', COST_OPTIONS: JSON.stringify(OPTIONS), ARCFLOW_MAX_STALLED_COUNT: '20' };
-    const start = () => workers.start({ env, args: ['--concurrency', String(CONCURRENCY)] });
+    // Generous start times: worker processes start slowly on a loaded machine.
+    const start = () => workers.start({ env, args: ['--concurrency', String(CONCURRENCY)], readyTimeoutMs: 60_000 });
     const live = await Promise.all([start(), start(), start()]);
     const client = createClient({ redis: workers.url, prefix: workers.prefix });
     const runs = await Promise.all(Array.from({ length: RUNS }, (_, i) => client.enqueue({ agent: 'chat', input: `q${i}`, tenant: 'acme' })));
@@ -85,7 +86,7 @@ describe('tenant budgets under worker kills', () => {
     expect(fake.requests.length).toBeGreaterThan(completed.length);
     expect(fake.requests.length - completed.length).toBeLessThanOrEqual(kills * CONCURRENCY);
     await client.close();
-  }, 60_000);
+  }, 120_000);
 
   it("stops a worker whose module's worker_options has a bad price or budget, naming it", async () => {
     const workers = forTest('cost-bad-module');
