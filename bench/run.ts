@@ -23,6 +23,7 @@ import { finishedRunMemory } from './finished-runs.ts';
 import { viewersRows } from './viewers.ts';
 import { waitingWatchdogRow } from './waiting.ts';
 import { fairJobCost, floodWaits } from './tenants.ts';
+import { reservationCost } from './cost.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -83,6 +84,18 @@ try {
       ratio: `${(waits.fair.p99 / waits.plain.p99).toFixed(3)}x`,
       target: '<< single queue',
       verdict: verdict(waits.fair.p99 < waits.plain.p99 / 10),
+    });
+  }
+  if (wanted('cost')) {
+    progress('cost reservation per provider call');
+    const cost = await reservationCost(prefix('cost-reserve'));
+    rows.push({
+      measure: 'Redis CPU per one-call run, pricing + tenant_budgets vs none',
+      arcflow: `${cost.costed.cpu.toFixed(0)} µs (${cost.costed.commands.toFixed(1)} cmds)`,
+      baseline: `${cost.plain.cpu.toFixed(0)} µs (${cost.plain.commands.toFixed(1)} cmds)`,
+      ratio: `${(cost.costed.cpu / cost.plain.cpu).toFixed(2)}x`,
+      target: 'info (two scripts per priced call)',
+      verdict: '-',
     });
   }
   if (wanted('overhead')) {

@@ -32,6 +32,7 @@ import { runRoutes } from './routes/runs.ts';
 import { operateRoutes } from './routes/operate.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
+import { tenantRoutes } from './routes/tenants.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { toolResultRoutes } from './routes/tool-results.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
@@ -99,6 +100,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
   await app.register(operateRoutes, { client });
   await app.register(threadRoutes, { client });
+  await app.register(tenantRoutes, { client });
   await app.register(tokenRoutes, { tokens });
   await app.register(toolResultRoutes, { client });
   await app.register(registryRoutes, { client, redis });

@@ -55,6 +55,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     providers,
     ...(loaded.worker_options.tenant_weights ? { tenant_weights: loaded.worker_options.tenant_weights } : {}),
     ...(loaded.worker_options.tenant_limits ? { tenant_limits: loaded.worker_options.tenant_limits } : {}),
+    ...(loaded.worker_options.tenant_budgets ? { tenant_budgets: loaded.worker_options.tenant_budgets } : {}),
+    ...(loaded.worker_options.pricing ? { pricing: loaded.worker_options.pricing } : {}),
     roles,
     tools: options.tools,
     concurrency: options.concurrency ? { provider: options.concurrency, tools: options.concurrency } : undefined,

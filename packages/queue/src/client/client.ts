@@ -13,6 +13,7 @@ import type { ForkRequest } from '../runs/fork.ts';
 import { type AgentInfo, type QueueInfo, agentInfos } from './queue-infos.ts';
 import { type RunMessages, type ThreadHandle, runEvents, runMessages, runStream, threadHandle } from './read.ts';
 import { RunWaiter } from './wait.ts';
+import { type TenantStanding, tenantStanding } from './tenant-standing.ts';
 
 export type { ListQuery } from '../runs/list-query.ts';
 export type { ForkRequest } from '../runs/fork.ts';
@@ -22,6 +23,7 @@ export type { StreamOptions } from '../streams/follow.ts';
 export { CLIENT_DEFAULTS, type ClientOptions } from './context.ts';
 export type { AgentInfo, QueueInfo } from './queue-infos.ts';
 export type { RunMessages, ThreadHandle } from './read.ts';
+export type { TenantStanding } from './tenant-standing.ts';
 
 export interface ArcflowClient {
   enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }>;
@@ -70,6 +72,8 @@ export interface ArcflowClient {
   retry(run_id: string): Promise<{ run_id: string; thread_id?: string }>;
   /** Retries or cancels every run a filter matches (SPEC §15); safe to repeat, and `dry_run` changes nothing. */
   bulk(request: BulkRequest): Promise<BulkOutcome>;
+  /** Where a tenant stands (SPEC §14): its active and queued runs, and what its calls cost today (UTC). */
+  tenant(tenant: string): Promise<TenantStanding>;
   close(): Promise<void>;
 }
 
@@ -194,5 +198,6 @@ function runOperating(context: Context, jobs: Jobs): Omit<ArcflowClient, keyof R
         request,
       );
     },
+    tenant: async (tenant) => reach(() => tenantStanding(context, tenant)),
   };
 }

@@ -1,4 +1,7 @@
 import {
+  type CallCost,
+  costFields,
+  responseCost,
   type ModelSettings,
   type ProviderResponse,
   type ResponseDecision,
@@ -30,6 +33,7 @@ import type { PreparedCall } from './model-router.ts';
 import { pastPause, providerFailed } from './provider-failure.ts';
 import { fansOut } from './round.ts';
 import { endingFor, failStep } from './end-step.ts';
+import { settleCall, settleRecorded } from './call-budget.ts';
 import type { PendingState } from './ready-state.ts';
 import type { ProviderJobDeps, StepContext } from './step-context.ts';
 
@@ -79,6 +83,7 @@ export async function callAndRecord(
   call: PreparedCall,
   job: Job<ProviderJobData>,
   token: string | undefined,
+  cost: CallCost,
 ): Promise<Responded | undefined> {
   const { store, cancellation } = deps;
   const { run_id, step_id, iteration } = context.data;
@@ -90,11 +95,16 @@ export async function callAndRecord(
   const answer = await callModel(call, { run_id, step_id, iteration, tenant }, signal, runStreams(context.spec, context.agent) ? text.onText : undefined).finally(release);
   if ('thrown' in answer) {
     await text.abandon();
-    await failStep(deps, context, await providerFailed(deps, job, token, call, answer.thrown));
+    const failed = await providerFailed(deps, job, token, call, answer.thrown);
+    // The call has failed for good (a retry would have thrown DelayedError): its hold is released.
+    await settleCall(deps, context, cost, undefined);
+    await failStep(deps, context, failed);
     return undefined;
   }
   const { response } = answer;
-  const events = responseEvents(state, call.provider_id, call.request.model, response, answer.latency_ms);
+  // Priced at the model that answered (this try's: the agent's own or a fallback, SPEC §16).
+  const cost_micros = responseCost(cost.price, response);
+  const events = responseEvents(state, call.provider_id, call.request.model, response, answer.latency_ms, costFields(cost_micros, context.spent.cost_micros ?? 0));
   // Decided before recording, so the round of calls it fans out is opened in the same write.
   const decision = markApprovals(decideResponse(context.agent, state, context.settings, response, context.spent), { step_id, iteration }, run_id, deps.logger);
   const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
@@ -121,10 +131,19 @@ export async function callAndRecord(
       response.content ?? '',
       response.tool_calls.map((requested) => [requested.id, requested.function.name]),
     ),
+    cost_micros,
   );
-  if (!recorded) return undefined;
-  // An earlier delivery's response stands: act on that one, as it was decided.
-  if (!recorded.recordedNow) return { recorded: recorded.recorded };
+  if (!recorded) {
+    // The run ended meanwhile; the provider answered all the same, so its cost counts.
+    await settleCall(deps, context, cost, response);
+    return undefined;
+  }
+  // An earlier delivery's response stands: act on that one, as it was decided (its cost is the one settled).
+  if (!recorded.recordedNow) {
+    await settleRecorded(deps, context.data, recorded.recorded);
+    return { recorded: recorded.recorded };
+  }
+  await settleCall(deps, context, cost, response);
   if (ending) {
     recordRunEnded(recorded.ended, ending);
     await runEnded(store, run_id, deps, recorded.ended);

@@ -9,6 +9,14 @@ export interface TenantOptions {
   readonly tenant_weights?: Readonly<Record<string, number>>;
   /** Each tenant's limits (`*` for every tenant not named), enforced in Redis across workers. */
   readonly tenant_limits?: Readonly<Record<string, TenantLimits>>;
+  /** Each tenant's cost budget (`*` for every tenant not named), enforced in Redis across workers. */
+  readonly tenant_budgets?: Readonly<Record<string, TenantBudget>>;
+}
+
+/** A tenant's cost budget (SPEC §14). */
+export interface TenantBudget {
+  /** USD the tenant's provider calls may cost in one UTC day; a call whose worst case does not fit is refused `budget_exceeded`. */
+  readonly max_cost_usd_per_day?: number;
 }
 
 /** A tenant's limits (SPEC §14). */
@@ -58,7 +66,26 @@ export function checkTenantOptions(options: TenantOptions): TenantOptions {
       }
     }
   }
-  return { ...(tenant_weights !== undefined ? { tenant_weights } : {}), ...(tenant_limits !== undefined ? { tenant_limits } : {}) };
+  const { tenant_budgets } = options;
+  if (tenant_budgets !== undefined) checkTenantBudgets(tenant_budgets);
+  return {
+    ...(tenant_weights !== undefined ? { tenant_weights } : {}),
+    ...(tenant_limits !== undefined ? { tenant_limits } : {}),
+    ...(tenant_budgets !== undefined ? { tenant_budgets } : {}),
+  };
+}
+
+function checkTenantBudgets(tenant_budgets: unknown): void {
+  checkObject('tenant_budgets', tenant_budgets);
+  for (const [tenant, budget] of Object.entries(tenant_budgets)) {
+    checkTenantKey('tenant_budgets', tenant);
+    checkObject(`tenant_budgets.${tenant}`, budget);
+    for (const [key, value] of Object.entries(budget)) {
+      if (key !== 'max_cost_usd_per_day') throw new ConfigError(`tenant_budgets.${tenant}: unknown key '${key.slice(0, 60)}' (keys: max_cost_usd_per_day)`);
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+        throw new ConfigError(`tenant_budgets.${tenant}.${key}: expected a number of USD >= 0, got ${JSON.stringify(value)?.slice(0, 40)}`);
+    }
+  }
 }
 
 /**
