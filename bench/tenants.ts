@@ -12,7 +12,14 @@ const COST_TRIALS = 5;
 const FLOOD_RUNS = 10_000;
 const LIGHT_TENANTS = 20;
 
-/** Adds `count` jobs for `tenants` tenants in turn, fairly (a priority from the queue's fair clock) or not, and waits until a worker has done them. */
+/** Jobs added together, as a round of one run fans its tool calls out (throughput.ts's FAN). */
+const ROUND = 8;
+
+/**
+ * Adds `count` jobs in rounds of ROUND jobs of one tenant, `tenants` tenants in turn, fairly (a
+ * priority from the queue's fair clock, asked for in the round's tick as a provider job does) or
+ * not, and waits until a worker has done them.
+ */
 async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, count: number, tenants: number, trial: number): Promise<void> {
   const done = new Promise<void>((resolve) => {
     let left = count;
@@ -22,22 +29,24 @@ async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, cou
     };
     doneHooks.push(onDone);
   });
-  await Promise.all(
-    Array.from({ length: count }, async (_, i) => {
-      const run_id = `run_t${trial}_${i}`;
-      dispatcher?.fair.remember(run_id, { tenant: `t${i % tenants}` });
-      const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : undefined;
-      await queue.add('job', { i }, { jobId: `${run_id}`, ...(priority ? { priority } : {}) });
-    }),
-  );
+  for (let round = 0; round * ROUND < count; round += 1) {
+    const run_id = `run_t${trial}_${round}`;
+    dispatcher?.fair.remember(run_id, { tenant: `t${round % tenants}` });
+    await Promise.all(
+      Array.from({ length: Math.min(ROUND, count - round * ROUND) }, async (_, call) => {
+        const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : undefined;
+        await queue.add('job', { call }, { jobId: `${run_id}_${call}`, ...(priority ? { priority } : {}) });
+      }),
+    );
+  }
   await done;
   doneHooks.length = 0;
 }
 const doneHooks: (() => void)[] = [];
 
 /**
- * Redis CPU per job: BullMQ jobs added, taken and completed by a no-op worker, one tenant in ten
- * at a time, with fair priorities against without; alternating trials, medians.
+ * Redis CPU per job: BullMQ jobs added in rounds, taken and completed by a no-op worker, one
+ * tenant in ten a round, with fair priorities against without; alternating trials, medians.
  */
 export async function fairJobCost(prefix: string): Promise<{ fair: number; plain: number; commands: { fair: number; plain: number } }> {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
