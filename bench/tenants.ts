@@ -20,7 +20,7 @@ const ROUND = 8;
  * priority from the queue's fair clock, asked for in the round's tick as a provider job does) or
  * not, and waits until a worker has done them.
  */
-async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, count: number, tenants: number, trial: number): Promise<void> {
+async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, count: number, tenants: number, trial: number, fixed?: number): Promise<void> {
   const done = new Promise<void>((resolve) => {
     let left = count;
     const onDone = () => {
@@ -34,7 +34,7 @@ async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, cou
     dispatcher?.fair.remember(run_id, { tenant: `t${round % tenants}` });
     await Promise.all(
       Array.from({ length: Math.min(ROUND, count - round * ROUND) }, async (_, call) => {
-        const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : undefined;
+        const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : fixed;
         await queue.add('job', { call }, { jobId: `${run_id}_${call}`, ...(priority ? { priority } : {}) });
       }),
     );
@@ -46,14 +46,16 @@ const doneHooks: (() => void)[] = [];
 
 /**
  * Redis CPU per job: BullMQ jobs added in rounds, taken and completed by a no-op worker, one
- * tenant in ten a round, with fair priorities against without; alternating trials, medians.
+ * tenant in ten a round, with fair priorities against without, and with one fixed priority (BullMQ's
+ * prioritized path without the clock); alternating trials, medians.
  */
-export async function fairJobCost(prefix: string): Promise<{ fair: number; plain: number; commands: { fair: number; plain: number } }> {
+export async function fairJobCost(prefix: string): Promise<{ fair: number; plain: number; fixed: number; commands: { fair: number; plain: number; fixed: number } }> {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const dispatcher = new Dispatcher(connection, keysFor(prefix));
   const arms = {
     plain: { queue: dispatcher.get('plain'), fair: undefined, cpu: [] as number[], commands: [] as number[] },
     fair: { queue: dispatcher.get('fair'), fair: dispatcher, cpu: [] as number[], commands: [] as number[] },
+    fixed: { queue: dispatcher.get('fixed'), fair: undefined, cpu: [] as number[], commands: [] as number[] },
   };
   const workers = Object.values(arms).map(
     ({ queue }) => new Worker(queue.name, async () => doneHooks[0]?.(), { connection, prefix: keysFor(prefix).tag, concurrency: 32, removeOnComplete: { count: 0 } }),
@@ -61,7 +63,9 @@ export async function fairJobCost(prefix: string): Promise<{ fair: number; plain
   try {
     for (let trial = 0; trial < COST_TRIALS + 1; trial += 1) {
       for (const [name, arm] of Object.entries(arms)) {
-        const measured = await cpuPer(connection, [], COST_JOBS, () => addAndDrain(arm.fair, arm.queue, COST_JOBS, 10, trial * 10 + (name === 'fair' ? 1 : 0)));
+        const measured = await cpuPer(connection, [], COST_JOBS, () =>
+          addAndDrain(arm.fair, arm.queue, COST_JOBS, 10, trial * 10 + (name === 'fair' ? 1 : 0), name === 'fixed' ? 50 : undefined),
+        );
         if (trial === 0) continue;
         arm.cpu.push(measured.cpu.redis * 1000);
         arm.commands.push(measured.commands.all);
@@ -73,7 +77,12 @@ export async function fairJobCost(prefix: string): Promise<{ fair: number; plain
     await connection.quit();
   }
   const median = (values: number[]) => percentile(values, 50);
-  return { fair: median(arms.fair.cpu), plain: median(arms.plain.cpu), commands: { fair: median(arms.fair.commands), plain: median(arms.plain.commands) } };
+  return {
+    fair: median(arms.fair.cpu),
+    plain: median(arms.plain.cpu),
+    fixed: median(arms.fixed.cpu),
+    commands: { fair: median(arms.fair.commands), plain: median(arms.plain.commands), fixed: median(arms.fixed.commands) },
+  };
 }
 
 /**
