@@ -76,6 +76,14 @@ try {
       target: 'info (a tool call costs more than its job: <= 1.1x per call)',
       verdict: '-',
     });
+    rows.push({
+      measure: "  of which BullMQ's prioritized path (one fixed priority) vs single queue",
+      arcflow: `${cost.fixed.toFixed(0)} µs (${cost.commands.fixed.toFixed(0)} cmds)`,
+      baseline: `${cost.plain.toFixed(0)} µs (${cost.commands.plain.toFixed(0)} cmds)`,
+      ratio: `${(cost.fixed / cost.plain).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
     const waits = await floodWaits(prefix('tenant-flood'));
     rows.push({
       measure: "light tenants' wait p99 under a 10,000-run flood",

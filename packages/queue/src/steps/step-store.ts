@@ -41,6 +41,8 @@ export interface StepSnapshot {
   readonly stateEntries: number;
   /** A child run's parent (SPEC §13): a child whose parent has ended is cancelled. */
   readonly parent_run_id?: string;
+  /** Whether the run was enqueued on a thread (SPEC §11; its record's `thread_id`, set once at enqueue). */
+  readonly onThread: boolean;
   /** Where call `iteration` stands among its models: moved only by its failed provider calls (SPEC §16). */
   readonly position: TryPosition;
   /** How many of the step's first rounds a fork copied from its source run (SPEC §15): they are replayed, never called or executed. */
@@ -101,6 +103,7 @@ export class StepStore {
       // The run's own spend and its child runs' (SPEC §13): one budget.
       spent: spentOf(fields[8], fields[9], fields[13], fields[14], fields[17], fields[18]),
       ...(fields[15] ? { parent_run_id: fields[15] } : {}),
+      onThread: fields[10] != null,
       state,
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
