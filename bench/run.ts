@@ -23,6 +23,7 @@ import { finishedRunMemory } from './finished-runs.ts';
 import { viewersRows } from './viewers.ts';
 import { waitingWatchdogRow } from './waiting.ts';
 import { fairJobCost, floodWaits } from './tenants.ts';
+import { reservationCost } from './cost.ts';
 
 const only = new Set(process.argv.slice(2));
 const wanted = (section: string) => only.size === 0 || only.has(section);
@@ -75,6 +76,14 @@ try {
       target: 'info (a tool call costs more than its job: <= 1.1x per call)',
       verdict: '-',
     });
+    rows.push({
+      measure: "  of which BullMQ's prioritized path (one fixed priority) vs single queue",
+      arcflow: `${cost.fixed.toFixed(0)} µs (${cost.commands.fixed.toFixed(0)} cmds)`,
+      baseline: `${cost.plain.toFixed(0)} µs (${cost.commands.plain.toFixed(0)} cmds)`,
+      ratio: `${(cost.fixed / cost.plain).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
     const waits = await floodWaits(prefix('tenant-flood'));
     rows.push({
       measure: "light tenants' wait p99 under a 10,000-run flood",
@@ -83,6 +92,18 @@ try {
       ratio: `${(waits.fair.p99 / waits.plain.p99).toFixed(3)}x`,
       target: '<< single queue',
       verdict: verdict(waits.fair.p99 < waits.plain.p99 / 10),
+    });
+  }
+  if (wanted('cost')) {
+    progress('cost reservation per provider call');
+    const cost = await reservationCost(prefix('cost-reserve'));
+    rows.push({
+      measure: 'Redis CPU per one-call run, pricing + tenant_budgets vs none',
+      arcflow: `${cost.costed.cpu.toFixed(0)} µs (${cost.costed.commands.toFixed(1)} cmds)`,
+      baseline: `${cost.plain.cpu.toFixed(0)} µs (${cost.plain.commands.toFixed(1)} cmds)`,
+      ratio: `${(cost.costed.cpu / cost.plain.cpu).toFixed(2)}x`,
+      target: 'info (two scripts per priced call)',
+      verdict: '-',
     });
   }
   if (wanted('overhead')) {

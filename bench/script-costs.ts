@@ -12,6 +12,7 @@ import { spawnWorker } from '@arcflow/worker';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { SCRIPTS } from '../packages/queue/src/scripts.ts';
+import { TENANCY_SCRIPTS } from '../packages/queue/src/tenancy/scripts.ts';
 import { REDIS_URL } from './lib.ts';
 import { BENCH_AGENTS } from './processes.ts';
 import { FAN, RUNS, engineTrial } from './throughput.ts';
@@ -109,10 +110,10 @@ class PlainBullMQ {
   }
 }
 
-/** Script names by the SHA1 of their text: BullMQ's (from its package) and the run store's. */
+/** Script names by the SHA1 of their text: BullMQ's (from its package), the run store's and the tenancy scripts. */
 function scriptNames(): Map<string, string> {
   const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
-  const names = new Map(Object.entries(SCRIPTS).map(([name, script]) => [sha1(script.lua), `store ${name}`]));
+  const names = new Map(Object.entries({ ...SCRIPTS, ...TENANCY_SCRIPTS }).map(([name, script]) => [sha1(script.lua), `store ${name}`]));
   const require = createRequire(import.meta.url);
   const dir = require.resolve('bullmq').replace(/index\.js$/, 'scripts/');
   for (const file of readdirSync(dir).filter((name) => /-\d+\.js$/.test(name))) {

@@ -12,8 +12,15 @@ const COST_TRIALS = 5;
 const FLOOD_RUNS = 10_000;
 const LIGHT_TENANTS = 20;
 
-/** Adds `count` jobs for `tenants` tenants in turn, fairly (a priority from the queue's fair clock) or not, and waits until a worker has done them. */
-async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, count: number, tenants: number, trial: number): Promise<void> {
+/** Jobs added together, as a round of one run fans its tool calls out (throughput.ts's FAN). */
+const ROUND = 8;
+
+/**
+ * Adds `count` jobs in rounds of ROUND jobs of one tenant, `tenants` tenants in turn, fairly (a
+ * priority from the queue's fair clock, asked for in the round's tick as a provider job does) or
+ * not, and waits until a worker has done them.
+ */
+async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, count: number, tenants: number, trial: number, fixed?: number): Promise<void> {
   const done = new Promise<void>((resolve) => {
     let left = count;
     const onDone = () => {
@@ -22,29 +29,33 @@ async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, cou
     };
     doneHooks.push(onDone);
   });
-  await Promise.all(
-    Array.from({ length: count }, async (_, i) => {
-      const run_id = `run_t${trial}_${i}`;
-      dispatcher?.fair.remember(run_id, { tenant: `t${i % tenants}` });
-      const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : undefined;
-      await queue.add('job', { i }, { jobId: `${run_id}`, ...(priority ? { priority } : {}) });
-    }),
-  );
+  for (let round = 0; round * ROUND < count; round += 1) {
+    const run_id = `run_t${trial}_${round}`;
+    dispatcher?.fair.remember(run_id, { tenant: `t${round % tenants}` });
+    await Promise.all(
+      Array.from({ length: Math.min(ROUND, count - round * ROUND) }, async (_, call) => {
+        const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : fixed;
+        await queue.add('job', { call }, { jobId: `${run_id}_${call}`, ...(priority ? { priority } : {}) });
+      }),
+    );
+  }
   await done;
   doneHooks.length = 0;
 }
 const doneHooks: (() => void)[] = [];
 
 /**
- * Redis CPU per job: BullMQ jobs added, taken and completed by a no-op worker, one tenant in ten
- * at a time, with fair priorities against without; alternating trials, medians.
+ * Redis CPU per job: BullMQ jobs added in rounds, taken and completed by a no-op worker, one
+ * tenant in ten a round, with fair priorities against without, and with one fixed priority (BullMQ's
+ * prioritized path without the clock); alternating trials, medians.
  */
-export async function fairJobCost(prefix: string): Promise<{ fair: number; plain: number; commands: { fair: number; plain: number } }> {
+export async function fairJobCost(prefix: string): Promise<{ fair: number; plain: number; fixed: number; commands: { fair: number; plain: number; fixed: number } }> {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const dispatcher = new Dispatcher(connection, keysFor(prefix));
   const arms = {
     plain: { queue: dispatcher.get('plain'), fair: undefined, cpu: [] as number[], commands: [] as number[] },
     fair: { queue: dispatcher.get('fair'), fair: dispatcher, cpu: [] as number[], commands: [] as number[] },
+    fixed: { queue: dispatcher.get('fixed'), fair: undefined, cpu: [] as number[], commands: [] as number[] },
   };
   const workers = Object.values(arms).map(
     ({ queue }) => new Worker(queue.name, async () => doneHooks[0]?.(), { connection, prefix: keysFor(prefix).tag, concurrency: 32, removeOnComplete: { count: 0 } }),
@@ -52,7 +63,9 @@ export async function fairJobCost(prefix: string): Promise<{ fair: number; plain
   try {
     for (let trial = 0; trial < COST_TRIALS + 1; trial += 1) {
       for (const [name, arm] of Object.entries(arms)) {
-        const measured = await cpuPer(connection, [], COST_JOBS, () => addAndDrain(arm.fair, arm.queue, COST_JOBS, 10, trial * 10 + (name === 'fair' ? 1 : 0)));
+        const measured = await cpuPer(connection, [], COST_JOBS, () =>
+          addAndDrain(arm.fair, arm.queue, COST_JOBS, 10, trial * 10 + (name === 'fair' ? 1 : 0), name === 'fixed' ? 50 : undefined),
+        );
         if (trial === 0) continue;
         arm.cpu.push(measured.cpu.redis * 1000);
         arm.commands.push(measured.commands.all);
@@ -64,7 +77,12 @@ export async function fairJobCost(prefix: string): Promise<{ fair: number; plain
     await connection.quit();
   }
   const median = (values: number[]) => percentile(values, 50);
-  return { fair: median(arms.fair.cpu), plain: median(arms.plain.cpu), commands: { fair: median(arms.fair.commands), plain: median(arms.plain.commands) } };
+  return {
+    fair: median(arms.fair.cpu),
+    plain: median(arms.plain.cpu),
+    fixed: median(arms.fixed.cpu),
+    commands: { fair: median(arms.fair.commands), plain: median(arms.plain.commands), fixed: median(arms.fixed.commands) },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 // A/B throughput comparison of two worker setups, for changes too small for `npm run bench` to
 // show: the arms alternate trial by trial (the order flips every trial) after warm-up trials, each
 // with its own worker processes, client process and prefix. Prints each arm's median jobs/s, CPU
-// per run and Redis commands per run, and the median of the paired B/A ratios.
+// per run and Redis commands per run, and the medians of the paired B/A ratios (jobs/s, CPU, Redis CPU).
 //
 //   npx tsx bench/ab/ab.ts --a <arm> --b <arm> [--workers N] [--trials N] [--warmup N]
 //
@@ -93,9 +93,11 @@ for (const arm of arms) {
 const [a, b] = arms;
 const paired = a.rates.map((rate, trial) => b.rates[trial]! / rate);
 const cpuPaired = a.cpu.map((cpu, trial) => cpuTotal(b.cpu[trial]!) / cpuTotal(cpu));
+const redisPaired = a.cpu.map((cpu, trial) => b.cpu[trial]!.redis / cpu.redis);
 const percent = (ratio: number) => `${((ratio - 1) * 100).toFixed(1)}%`;
 console.log(`B/A jobs/s: median ${percent(median(paired))}  [${paired.map((ratio) => ((ratio - 1) * 100).toFixed(0)).join(' ')}]`);
 console.log(`B/A CPU per run: median ${percent(median(cpuPaired))}`);
+console.log(`B/A Redis CPU per run: median ${percent(median(redisPaired))}  [${redisPaired.map((ratio) => ((ratio - 1) * 100).toFixed(0)).join(' ')}]`);
 for (const arm of arms) {
   arm.child.send({ stop: true });
   await nextMessage(arm.child);

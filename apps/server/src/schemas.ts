@@ -60,7 +60,12 @@ export const RunRecord = Type.Object(
     output: Type.Optional(Type.String()),
     output_json: Type.Optional(Type.Unknown({ description: "the output parsed, when the run's agent had an output_schema" })),
     error: Type.Optional(Type.Ref('RunError')),
-    usage: Type.Ref('Tokens'),
+    usage: Type.Object({
+      input: Type.Integer(),
+      output: Type.Integer(),
+      total: Type.Integer(),
+      cost_usd: Type.Optional(Type.Number({ description: "what its calls of priced models cost, its child runs' included, in USD (SPEC §14)" })),
+    }),
     iterations: Type.Integer(),
     created_at: Type.Integer({ description: 'epoch ms' }),
     finished_at: Type.Optional(Type.Integer({ description: 'epoch ms' })),

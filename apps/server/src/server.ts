@@ -17,6 +17,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
 import { type Caller, KeyRing, authenticate } from './auth.ts';
 import { drainOversizeBody } from './body-limit.ts';
 import { EventHub } from './event-hub.ts';
@@ -31,6 +32,7 @@ import { runRoutes } from './routes/runs.ts';
 import { operateRoutes } from './routes/operate.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { threadRoutes } from './routes/threads.ts';
+import { tenantRoutes } from './routes/tenants.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { toolResultRoutes } from './routes/tool-results.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
@@ -58,6 +60,13 @@ export interface ArcflowServer {
   close(): Promise<void>;
 }
 
+/** The Redis connections a server holds: the client's, its own (named, so CLIENT LIST shows what serve holds) and the event subscriber. */
+interface ServerConnections {
+  readonly client: ArcflowClient;
+  readonly redis: Redis;
+  readonly subscriber: Redis;
+}
+
 /**
  * The HTTP API and console (SPEC §8) on Fastify: routes declared with TypeBox schemas, which
  * Fastify validates requests against and `@fastify/swagger` turns into the OpenAPI 3.1 document
@@ -67,6 +76,59 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const connection = resolveConnection({ ...(options.redis ? { redis: options.redis } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
   const keys = new KeyRing(options.keys ?? []);
   const tokens = options.token_secret === undefined ? undefined : await tokenKeys(options.token_secret);
+  const { client, redis, subscriber } = await openConnections(connection);
+  const app = createApp(options);
+  const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
+  const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
+  const streams = new StreamHub(
+    store,
+    redis,
+    // Opened when the first run's stream is followed; a blocking read holds it.
+    () => {
+      const reader = duplicateRedis(redis, { maxRetriesPerRequest: 1, connectionName: 'arcflow:serve:streams' });
+      reader.on('error', () => undefined);
+      return reader;
+    },
+    (error) => app.log.warn({ err: error }, 'stream hub read failed'),
+  );
+
+  await registerDocumentation(app, options);
+  await guardRequests(app, options, { keys, tokens, store });
+  handleProblems(app);
+
+  await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(operateRoutes, { client });
+  await app.register(threadRoutes, { client });
+  await app.register(tenantRoutes, { client });
+  await app.register(tokenRoutes, { tokens });
+  await app.register(toolResultRoutes, { client });
+  await app.register(registryRoutes, { client, redis });
+  await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
+  await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });
+  await app.register(overviewRoutes, { client, redis, key_prefix: connection.prefix, store: new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds) });
+  app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());
+
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    streams,
+    close: () => {
+      closing ??= (async () => {
+        await hub.close();
+        await streams.close();
+        await app.close();
+        await client.close();
+        await closeRedis(redis);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Opens the server's connections; one node of a Redis Cluster named alone would fail every request, so it is refused here (and they are closed). */
+async function openConnections(connection: { readonly redis: string; readonly prefix: string }): Promise<ServerConnections> {
   const client: ArcflowClient = createClient({ redis: connection.redis, prefix: connection.prefix });
   // Named, so that CLIENT LIST shows what serve holds: with the client's own, at most 4 (SPEC §19).
   const redis = connectRedis(connection.redis, { maxRetriesPerRequest: 1, lazyConnect: false, connectionName: 'arcflow:serve' });
@@ -84,7 +146,12 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     subscriber.disconnect();
     throw refused;
   }
-  const app = Fastify({
+  return { client, redis, subscriber };
+}
+
+/** The Fastify instance: its logging (no credential in a line), body limit, validation and router errors as problems. */
+function createApp(options: ServerOptions) {
+  return Fastify({
     logger:
       options.log === false
         ? false
@@ -111,20 +178,13 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
   }).withTypeProvider<TypeBoxTypeProvider>();
-  const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
-  const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
-  const streams = new StreamHub(
-    store,
-    redis,
-    // Opened when the first run's stream is followed; a blocking read holds it.
-    () => {
-      const reader = duplicateRedis(redis, { maxRetriesPerRequest: 1, connectionName: 'arcflow:serve:streams' });
-      reader.on('error', () => undefined);
-      return reader;
-    },
-    (error) => app.log.warn({ err: error }, 'stream hub read failed'),
-  );
+}
 
+/** The app as `createApp` makes it. */
+type App = ReturnType<typeof createApp>;
+
+/** The shared schemas, the OpenAPI document's plugin, cookies and CORS (when origins are given). */
+async function registerDocumentation(app: App, options: ServerOptions): Promise<void> {
   for (const schema of [Problem, Tokens, RunError, RunRecord, TraceEvent, StreamChunk]) app.addSchema(schema);
   // Before any route: each is documented with its 401 and 403, and ?token= where it takes one.
   app.addHook('onRoute', documentTokenRoute);
@@ -144,7 +204,14 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   });
   await app.register(cookie);
   if (options.cors_origins && options.cors_origins.length > 0) await app.register(cors, { origin: [...options.cors_origins], credentials: false });
+}
 
+/** Who is calling and what a token may do, an oversize body's answer, and the rate limit per key or token. */
+async function guardRequests(
+  app: App,
+  options: ServerOptions,
+  { keys, tokens, store }: { readonly keys: KeyRing; readonly tokens: Awaited<ReturnType<typeof tokenKeys>> | undefined; readonly store: RunStore },
+): Promise<void> {
   // Who is calling, before the rate limit (which counts per key or token) and the routes (which check scope).
   app.addHook('onRequest', (request, reply) => authenticate(request, reply, { keys, tokens }));
   // What a token may do, once the body is parsed and before any route's own checks (SPEC §19).
@@ -160,7 +227,10 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     keyGenerator: (request) => (request.caller ? `key:${request.caller.name}` : `ip:${request.ip}`),
     errorResponseBuilder: (_request, context) => new HttpProblem(429, 'rate_limited', `more than ${context.max} requests per second; retry after ${context.after}`),
   });
+}
 
+/** Every error and unknown route answers as a problem (RFC 9457); Redis away is logged as one line. */
+function handleProblems(app: App): void {
   app.setErrorHandler((error, request, reply) => {
     const body = problemFor(error);
     // Redis away is a condition, not a bug: one line, no stack.
@@ -171,35 +241,6 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
     sendProblem(reply, body);
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
-
-  await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
-  await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
-  await app.register(operateRoutes, { client });
-  await app.register(threadRoutes, { client });
-  await app.register(tokenRoutes, { tokens });
-  await app.register(toolResultRoutes, { client });
-  await app.register(registryRoutes, { client, redis });
-  await app.register(consoleRoutes, { keys, trace_url: options.trace_url });
-  await app.register(metricsRoutes, { redis: connection.redis, key_prefix: connection.prefix });
-  await app.register(overviewRoutes, { client, redis, key_prefix: connection.prefix, store: new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds) });
-  app.get('/openapi.json', { config: { scope: 'none' }, schema: { hide: true } }, async () => app.swagger());
-
-  let closing: Promise<void> | undefined;
-  return {
-    app,
-    hub,
-    streams,
-    close: () => {
-      closing ??= (async () => {
-        await hub.close();
-        await streams.close();
-        await app.close();
-        await client.close();
-        await closeRedis(redis);
-      })();
-      return closing;
-    },
-  };
 }
 
 /**

@@ -59,16 +59,28 @@ export interface EventStream {
  * waits is not idle.
  */
 export function openEventStream(reply: FastifyReply, heartbeatMs: number, headers: Readonly<Record<string, string>> = {}, maxHeldBytes = MAX_HELD_BYTES): EventStream {
-  return new SseStream(openHead(reply, headers), heartbeatMs, maxHeldBytes);
+  reply.hijack();
+  // Headers the app's hooks set on the reply (CORS), which a hijacked reply would not send.
+  return openResponseStream(reply.raw, heartbeatMs, { app: reply.getHeaders() as Record<string, string>, own: headers }, maxHeldBytes);
 }
 
-/** Takes the reply over and sends its head with the first bytes: from here, what is written to the socket follows it. */
-function openHead(reply: FastifyReply, headers: Readonly<Record<string, string>>): ServerResponse {
-  reply.hijack();
-  const raw = reply.raw;
+/**
+ * {@link openEventStream} on a plain Node response (a child process of `serve --processes`):
+ * `headers.app` are the app's (CORS), which the stream's own override, and `headers.own` override those.
+ */
+export function openResponseStream(
+  raw: ServerResponse,
+  heartbeatMs: number,
+  headers: { readonly app: Readonly<Record<string, string>>; readonly own: Readonly<Record<string, string>> },
+  maxHeldBytes = MAX_HELD_BYTES,
+): EventStream {
+  return new SseStream(openHead(raw, headers.app, headers.own), heartbeatMs, maxHeldBytes);
+}
+
+/** Sends the response's head with the first bytes: from here, what is written to the socket follows it. */
+function openHead(raw: ServerResponse, app: Readonly<Record<string, string>>, headers: Readonly<Record<string, string>>): ServerResponse {
   raw.writeHead(200, {
-    // Headers the app's hooks set on the reply (CORS), which a hijacked reply would not send.
-    ...(reply.getHeaders() as Record<string, string>),
+    ...app,
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',

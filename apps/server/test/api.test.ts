@@ -395,12 +395,13 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       '/v1/runs/{run_id}/retry',
       '/v1/runs/{run_id}/stream',
       '/v1/runs/{run_id}/tool-results/{tool_call_id}',
+      '/v1/tenants/{tenant}',
       '/v1/threads/{thread_id}',
       '/v1/tokens',
     ]);
     for (const [path, methods] of paths) {
       for (const [method, operation] of Object.entries(methods)) {
-        const url = path.replace('{run_id}', run.run_id).replace('{tool_call_id}', 'c_none').replace('{thread_id}', 'doc-thread');
+        const url = path.replace('{run_id}', run.run_id).replace('{tool_call_id}', 'c_none').replace('{thread_id}', 'doc-thread').replace('{tenant}', 'doc-tenant');
         const response = await call(url, {
           method: method.toUpperCase(),
           ...(method === 'post' && path === '/v1/runs' ? { body: JSON.stringify({ agent: 'api_agent', input: 'doc' }) } : {}),

@@ -167,7 +167,7 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
     expect((await get(`/v1/runs/${own}`, reader)).status).toBe(200);
     // Routes without a rule for tokens: listing runs (its thread's runs are on GET /v1/threads/{id}), the deployment, minting.
     expect(await get('/v1/runs', bearer)).toMatchObject({ ...forbidden, body: { detail: expect.stringContaining('GET /v1/threads/{thread_id}') } });
-    for (const path of ['/v1/agents', '/v1/queues', '/metrics', '/console/me']) expect(await get(path, bearer), path).toMatchObject(forbidden);
+    for (const path of ['/v1/agents', '/v1/queues', '/v1/tenants/acme', '/metrics', '/console/me']) expect(await get(path, bearer), path).toMatchObject(forbidden);
     expect(await json(await call(`/v1/threads/${mine}`, bearer, { method: 'DELETE' }))).toMatchObject(forbidden);
     expect(await post('/v1/tokens', bearer, { thread_id: mine, actions: ['read'] })).toMatchObject(forbidden);
     // ?token= only where an EventSource needs it.

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Workflow, checkKnownKeys, isPlainObject } from '@arcflow/core';
+import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Pricing, type Workflow, checkKnownKeys, isPlainObject } from '@arcflow/core';
 import { useTypeScriptLoader } from './typescript-loader.ts';
 
 /** What a module may pass to the engine as `export const worker_options = { … }` (SPEC §14, §16). */
@@ -11,9 +11,13 @@ export interface ModuleWorkerOptions {
   readonly tenant_weights?: Readonly<Record<string, number>>;
   /** Each tenant's limits (SPEC §14). */
   readonly tenant_limits?: Readonly<Record<string, { max_active_runs?: number; runs_per_minute?: number }>>;
+  /** Each model's price, USD per million tokens (SPEC §14). */
+  readonly pricing?: Pricing;
+  /** Each tenant's cost budget of a UTC day (SPEC §14). */
+  readonly tenant_budgets?: Readonly<Record<string, { max_cost_usd_per_day?: number }>>;
 }
 
-const WORKER_OPTIONS_KEYS = { providers: true, tenant_weights: true, tenant_limits: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
+const WORKER_OPTIONS_KEYS = { providers: true, tenant_weights: true, tenant_limits: true, pricing: true, tenant_budgets: true } as const satisfies KnownKeys<ModuleWorkerOptions>;
 
 export interface LoadedModule {
   readonly definitions: (Agent | Workflow)[];

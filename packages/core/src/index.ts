@@ -114,6 +114,8 @@ export { EVENT_FIELDS, applyTracePolicy } from './events/policy.ts';
 export * from './provider.ts';
 export * from './vocabulary/messages.ts';
 export * from './vocabulary/tokens.ts';
+export * from './cost/pricing.ts';
+export * from './cost/call-cost.ts';
 export type { JsonSchema } from './vocabulary/json-schema.ts';
 export { type StreamChunk, type StreamChunkType, readStreamChunk } from './streams/chunks.ts';
 export { type IterationText, StreamReassembler } from './streams/reassemble.ts';

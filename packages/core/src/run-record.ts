@@ -25,7 +25,8 @@ export interface RunRecord {
   /** `output` parsed, when the run's agent had an output schema (SPEC §11); absent otherwise. */
   readonly output_json?: unknown;
   readonly error?: RunError;
-  readonly usage: Tokens;
+  /** Its tokens; `cost_usd` (its child runs' included) once a call of a priced model was made (SPEC §14). */
+  readonly usage: Tokens & { readonly cost_usd?: number };
   /** Provider calls made by the run. */
   readonly iterations: number;
   readonly created_at: number;

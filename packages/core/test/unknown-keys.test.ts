@@ -122,7 +122,7 @@ describe('run configs', () => {
       "config has unknown key 'colour' (allowed: tool_execution, loop_detection, model, budget, model_settings, model_fallbacks, output_schema, output_retries)",
     );
     expect(refusal(() => checkRunConfig({ budget: { currency: 'EUR' } }))).toBe(
-      "config.budget has unknown key 'currency' (allowed: max_total_tokens, max_tool_calls, on_exceeded)",
+      "config.budget has unknown key 'currency' (allowed: max_total_tokens, max_tool_calls, max_cost_usd, on_exceeded)",
     );
   });
 

@@ -4,6 +4,7 @@ import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scripted
 import { describe, expect, it } from 'vitest';
 import { writeTheOldWay } from './uncompact.ts';
 import { storeScripts } from '../src/scripts.ts';
+import { runJobs } from '../src/runs/compaction.ts';
 import { collect, fixtureWorkers, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -131,6 +132,28 @@ describe('an ended run compacted into its record and one archive', () => {
     expect(await store.compactRun(run_id)).toBe(false);
     await redis.hset(record, 'status', 'completed');
     expect(await store.compactRun(run_id)).toBe(true);
+  });
+
+  it("removes the run's finished jobs from whichever finished set holds them, and leaves a job still held", async () => {
+    const { store, run_id, record } = await finishedRun('compact-jobs');
+    await writeTheOldWay(redis, record);
+    const [, , flat] = (await storeScripts(redis).dumpRun([record], [])) as [number, number, unknown[]];
+    const jobs = runJobs(store.keys.tagOf(run_id), run_id, 'keeper', flat);
+    // Three provider jobs and three tool jobs: the first of each kind failed, the last held, the rest completed.
+    expect(jobs.length).toBe(12);
+    const [queueOf, idOf] = [(at: number) => jobs[2 * at]!, (at: number) => jobs[2 * at + 1]!];
+    const place = (at: number) => (at === 0 || at === 3 ? 'failed' : at === 5 ? 'held' : 'completed');
+    for (let at = 0; at < 6; at += 1) {
+      await redis.hset(`${queueOf(at)}:${idOf(at)}`, 'name', 'job');
+      await redis.rpush(`${queueOf(at)}:${idOf(at)}:logs`, 'line');
+      if (place(at) !== 'held') await redis.zadd(`${queueOf(at)}:${place(at)}`, 1, idOf(at));
+    }
+    expect(await store.compactRun(run_id)).toBe(true);
+    for (let at = 0; at < 6; at += 1) {
+      expect(await redis.exists(`${queueOf(at)}:${idOf(at)}`, `${queueOf(at)}:${idOf(at)}:logs`)).toBe(place(at) === 'held' ? 2 : 0);
+      expect(await redis.zscore(`${queueOf(at)}:completed`, idOf(at))).toBeNull();
+      expect(await redis.zscore(`${queueOf(at)}:failed`, idOf(at))).toBeNull();
+    }
   });
 
   it('answers an approval and a result from outside again the same after its run is compacted (SPEC §20: the first answer)', async () => {

@@ -109,4 +109,48 @@ describe("a queue's fair clock", () => {
     // The job hashes say the same, so a job moved back to waiting keeps its place.
     expect(Number(await redis.hget(queue.toKey('run_a2'), 'priority'))).toBe(after.find((job) => job.id === 'run_a2')!.priority);
   });
+
+  it('gives the jobs asked for in one tick the priorities the same asks in turn give, in one script call per queue', async () => {
+    const prefix = testPrefix('fair-batch');
+    prefixes.push(prefix);
+    const queues = new Dispatcher(redis, keysFor(prefix));
+    open.push(queues);
+    // The same history on two queues: tenant b's priority 8 job ahead, then tenant a's jobs at
+    // levels 8 and 3 (a level 3 job moves the tenant's level 8 tag on), and tenant b again.
+    const asks: [string, string, number][] = [
+      ['b0', 'b', 8],
+      ['a0', 'a', 8],
+      ['a1', 'a', 8],
+      ['a2', 'a', 3],
+      ['a3', 'a', 3],
+      ['a4', 'a', 3],
+      ['a5', 'a', 8],
+      ['b1', 'b', 5],
+      ['b2', 'b', 5],
+    ];
+    for (const [run_id, tenant, priority] of asks) queues.fair.remember(run_id, { tenant, priority });
+    const inTurn = queues.get('in-turn');
+    const together = queues.get('together');
+    const oneByOne: number[] = [];
+    for (const [run_id] of asks) oneByOne.push(await queues.fair.priority(inTurn, run_id));
+    const calls: string[] = [];
+    const monitor = await redis.monitor();
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (String(args[0]).toLowerCase() === 'evalsha' && args.includes(together.toKey('arcflow-fair')))
+        calls.push(
+          args
+            .slice(6)
+            .filter((_, i) => i % 3 === 0)
+            .join(' '),
+        );
+    });
+    // b0 first and alone (a tick of its own), then the rest in one tick.
+    const first = await queues.fair.priority(together, 'b0');
+    const rest = await Promise.all(asks.slice(1).map(([run_id]) => queues.fair.priority(together, run_id)));
+    await redis.ping();
+    monitor.disconnect();
+    expect([first, ...rest]).toEqual(oneByOne);
+    // One call for b0, one for the rest, in the order asked.
+    expect(calls).toEqual(['b', 'a a a a a a b b']);
+  });
 });

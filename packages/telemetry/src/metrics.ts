@@ -95,6 +95,7 @@ export const MetricAttr = {
   queue: 'arcflow.queue',
   jobKind: 'arcflow.job.kind',
   jobState: 'arcflow.job.state',
+  tenant: 'arcflow.tenant',
 } as const;
 
 /** The states a queue's depth is reported in. */
@@ -114,5 +115,7 @@ export interface RunCountReading {
   readonly kind: 'agent' | 'workflow';
   readonly name: string;
   readonly status: string;
+  /** The runs' tenant, bounded: `default`, a tenant the workers' options name, or `_OTHER`. */
+  readonly tenant: string;
   readonly count: number;
 }

@@ -27,10 +27,16 @@ interface Slot {
   meter?: Meter;
   /** The model names the definitions and providers of this process name; others are recorded as `_OTHER`. */
   models?: Set<string>;
+  /** The tenants this process's options name (SPEC §14), `default` always among them; others are recorded as `_OTHER`. */
+  tenants?: Set<string>;
 }
 
 /** What a provider call's model is recorded as when no definition or provider names it (a model given per run). */
 export const OTHER_MODEL = '_OTHER';
+/** What a run's tenant is recorded as when no tenant option of the process names it. */
+export const OTHER_TENANT = '_OTHER';
+/** The tenant of a run that names none (SPEC §14), always recorded by its name. */
+const DEFAULT_TENANT = 'default';
 
 const KEY = Symbol.for('arcflow.telemetry.metrics');
 const slots = globalThis as Record<symbol, Slot>;
@@ -105,18 +111,53 @@ export function nameModels(models: Iterable<string>): void {
   for (const model of models) slot.models.add(model);
 }
 
-/** The series of a provider call (and of its tokens of one type), built the first time these values are seen. */
-function callSeries(table: SeriesTable, call: ProviderCallAttributes, tokenType = ''): Series {
+/**
+ * Adds tenant names the process's options name (SPEC §14): a run's tenant is recorded as it is
+ * when named (or `default`), else as `_OTHER`, so the tenants callers give add no series beyond
+ * those an operator named.
+ */
+export function nameTenants(tenants: Iterable<string>): void {
+  slot.tenants ??= new Set();
+  for (const tenant of tenants) slot.tenants.add(tenant);
+}
+
+/** A run's tenant as metrics record it: `default` (no tenant), a named tenant, or `_OTHER`. */
+export function tenantLabel(tenant: string | undefined): string {
+  if (tenant === undefined || tenant === DEFAULT_TENANT) return DEFAULT_TENANT;
+  return slot.tenants?.has(tenant) ? tenant : OTHER_TENANT;
+}
+
+/** A provider call's model as its metrics name it: as it is when named (or before any is named), else `_OTHER`. */
+function modelLabel(model: string): string {
+  return slot.models === undefined || slot.models.has(model) ? model : OTHER_MODEL;
+}
+
+/** The series of a provider call, built the first time these values are seen. */
+function callSeries(table: SeriesTable, call: ProviderCallAttributes): Series {
   const error = call.error_type ?? '';
-  const model = slot.models === undefined || slot.models.has(call.model) ? call.model : OTHER_MODEL;
+  const model = modelLabel(call.model);
   return (
-    table.find(call.provider, model, error, tokenType) ??
-    table.add(call.provider, model, error, tokenType, {
+    table.find(call.provider, model, error, '') ??
+    table.add(call.provider, model, error, '', {
       [MetricAttr.operationName]: 'chat',
       [MetricAttr.providerName]: call.provider,
       [MetricAttr.requestModel]: model,
       ...(call.error_type !== undefined ? { [MetricAttr.errorType]: call.error_type } : {}),
-      ...(tokenType !== '' ? { [MetricAttr.tokenType]: tokenType } : {}),
+    })
+  );
+}
+
+/** The series of a call's tokens of one type for one tenant (usage is reported by calls that answered: no `error.type`). */
+function tokenSeries(table: SeriesTable, call: ProviderCallAttributes, tokenType: 'input' | 'output', tenant: string): Series {
+  const model = modelLabel(call.model);
+  return (
+    table.find(call.provider, model, tokenType, tenant) ??
+    table.add(call.provider, model, tokenType, tenant, {
+      [MetricAttr.operationName]: 'chat',
+      [MetricAttr.providerName]: call.provider,
+      [MetricAttr.requestModel]: model,
+      [MetricAttr.tokenType]: tokenType,
+      [MetricAttr.tenant]: tenant,
     })
   );
 }
@@ -129,14 +170,15 @@ function namedSeries(table: SeriesTable, key: string, name: string, error_type: 
   );
 }
 
-/** One provider call: its duration, and its tokens by type when the provider reported usage. */
-export function recordProviderCall(call: ProviderCallAttributes, seconds: number, usage?: { readonly input: number; readonly output: number }): void {
+/** One provider call: its duration, and its tokens by type (and the run's tenant) when the provider reported usage. */
+export function recordProviderCall(call: ProviderCallAttributes, seconds: number, usage?: { readonly input: number; readonly output: number }, tenant?: string): void {
   const recorded = slot.recorded;
   if (!recorded) return;
   callSeries(recorded.operationDuration, call).record(seconds);
   if (!usage) return;
-  callSeries(recorded.tokenUsage, call, 'input').record(usage.input);
-  callSeries(recorded.tokenUsage, call, 'output').record(usage.output);
+  const label = tenantLabel(tenant);
+  tokenSeries(recorded.tokenUsage, call, 'input', label).record(usage.input);
+  tokenSeries(recorded.tokenUsage, call, 'output', label).record(usage.output);
 }
 
 /** A streamed provider call's time to its first chunk (SPEC §12), with the attributes of its duration. */
@@ -157,29 +199,35 @@ export function recordStep(agent: string, seconds: number, error_type?: string):
   if (recorded) namedSeries(recorded.stepDuration, MetricAttr.agentName, agent, error_type).record(seconds);
 }
 
-/** The series of a run's end: its agent (or workflow) and status. */
-function runSeries(table: SeriesTable, kind: 'agent' | 'workflow', name: string, status: string): Series {
+/** The series of a run's end: its agent (or workflow), status and tenant. */
+function runSeries(table: SeriesTable, kind: 'agent' | 'workflow', name: string, status: string, tenant: string): Series {
   return (
-    table.find(kind, name, status, '') ?? table.add(kind, name, status, '', { [kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: name, [MetricAttr.status]: status })
+    table.find(kind, name, status, tenant) ??
+    table.add(kind, name, status, tenant, { [kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: name, [MetricAttr.status]: status, [MetricAttr.tenant]: tenant })
   );
 }
 
 /** A run that ended (recorded once, by the process whose write ended it), and its time from enqueue to end. */
-export function recordRunEnd(run: { readonly agent: string; readonly workflow?: string | undefined; readonly status: string }, seconds: number): void {
+export function recordRunEnd(
+  run: { readonly agent: string; readonly workflow?: string | undefined; readonly status: string; readonly tenant?: string | undefined },
+  seconds: number,
+): void {
   const recorded = slot.recorded;
   if (!recorded) return;
   const kind = run.workflow === undefined ? 'agent' : 'workflow';
   const name = run.workflow ?? run.agent;
-  runSeries(recorded.runs, kind, name, run.status).add(1);
-  runSeries(recorded.runDuration, kind, name, run.status).record(seconds);
+  const tenant = tenantLabel(run.tenant);
+  runSeries(recorded.runs, kind, name, run.status, tenant).add(1);
+  runSeries(recorded.runDuration, kind, name, run.status, tenant).record(seconds);
 }
 
-/** A provider or tool job a worker took: how long it waited from when it could run to its start. */
-export function recordJobStart(queue: string, kind: 'provider' | 'tool', seconds: number): void {
+/** A provider or tool job a worker took: how long it waited from when it could run to its start, for its run's tenant. */
+export function recordJobStart(queue: string, kind: 'provider' | 'tool', seconds: number, tenant?: string): void {
   const recorded = slot.recorded;
   if (!recorded) return;
   const table = recorded.scheduleToStart;
-  (table.find(queue, kind, '', '') ?? table.add(queue, kind, '', '', { [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind })).record(seconds);
+  const label = tenantLabel(tenant);
+  (table.find(queue, kind, label, '') ?? table.add(queue, kind, label, '', { [MetricAttr.queue]: queue, [MetricAttr.jobKind]: kind, [MetricAttr.tenant]: label })).record(seconds);
 }
 
 /** What one collection reads from Redis: the queues, and (for `arcflow serve`) the runs ended in the deployment. */
@@ -216,7 +264,11 @@ export function observeReadings(meter: Meter, read: () => Promise<Readings>, opt
       }
       if (!runs) return;
       for (const count of readings.runs ?? []) {
-        result.observe(runs, count.count, { [count.kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: count.name, [MetricAttr.status]: count.status });
+        result.observe(runs, count.count, {
+          [count.kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: count.name,
+          [MetricAttr.status]: count.status,
+          [MetricAttr.tenant]: count.tenant,
+        });
       }
     },
     runs ? [depth, workers, runs] : [depth, workers],

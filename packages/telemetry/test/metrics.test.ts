@@ -132,6 +132,7 @@ describe('a worker with --metrics-port, after N runs of one tool round each', ()
       'arcflow_queue',
       'arcflow_job_kind',
       'arcflow_job_state',
+      'arcflow_tenant',
       'le',
     ]);
     const arcflow = samples.filter((sample) => sample.name.startsWith('gen_ai_') || sample.name.startsWith('arcflow_'));

@@ -18,44 +18,7 @@ export interface RunRoutesOptions {
 
 /** `/v1/runs`: enqueue, list, read, follow and cancel runs. */
 export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app, { client, hub, heartbeat_ms }) => {
-  app.post(
-    '/v1/runs',
-    {
-      config: { scope: 'write' },
-      // Before the schema: an unknown field is refused naming the nearest known one, not as "additional properties".
-      preValidation: async (request) => {
-        const body = request.body;
-        if (body !== null && typeof body === 'object' && !Array.isArray(body)) checkEnqueueOptions(body);
-      },
-      schema: {
-        summary: 'Enqueue a run of an agent or workflow',
-        body: EnqueueBody,
-        response: {
-          200: Type.Object({ run_id: Type.String() }, { description: 'an earlier run with this idempotency key' }),
-          201: Type.Object({ run_id: Type.String() }),
-          ...problems(400, 401, 403, 404, 409, 413, 429, 503),
-        },
-      },
-    },
-    async (request, reply) => {
-      const { exec_config } = request.body;
-      if (exec_config !== undefined && exec_config !== null && !allows(request.caller!, 'admin')) {
-        throw new HttpProblem(403, 'forbidden', "test mode (exec_config) needs a key with the 'admin' scope");
-      }
-      // The input's messages are checked by the client (SPEC §11), as for any caller; so is the
-      // state's size against the agent's max_state_bytes (SPEC §17), the schema having made it an object.
-      const { run_id, created } = await client.enqueue({
-        ...request.body,
-        input: request.body.input as RunInput,
-        state: request.body.state as Readonly<Record<string, unknown>> | undefined,
-        // A token's run says whose it is (SPEC §19); the token's other checks were made before the schema's.
-        ...(request.grant ? { enqueued_by: enqueuedBy(request.grant) } : {}),
-        // A token that names a tenant makes every run it enqueues that tenant's (a body naming another was refused 403).
-        ...(request.grant?.tenant !== undefined ? { tenant: request.grant.tenant } : {}),
-      });
-      return reply.status(created ? 201 : 200).send({ run_id });
-    },
-  );
+  enqueueRoute(app, client);
 
   app.get(
     '/v1/runs',
@@ -69,37 +32,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
     async (request) => existingRun(client, request.params.run_id),
   );
 
-  app.get(
-    '/v1/runs/:run_id/events',
-    {
-      config: { scope: 'read' },
-      schema: {
-        summary: "A run's trace events: a JSON array, or with Accept: text/event-stream a live stream (id: seq, event: kind) that resumes after Last-Event-ID",
-        params: RunIdParams,
-        headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })) }),
-        response: { 200: Type.Array(Type.Ref('TraceEvent')), ...problems(400, 401, 404, 429, 503) },
-      },
-    },
-    async (request, reply) => {
-      const { run_id } = request.params;
-      const run = await existingRun(client, run_id);
-      const after = Number(request.headers['last-event-id'] ?? 0);
-      if (!(request.headers.accept ?? '').includes('text/event-stream')) return readEvents(client, run_id, 0);
-      const stream = openEventStream(reply, heartbeat_ms);
-      if (TERMINAL_STATUSES.has(run.status)) {
-        // An ended run's log is complete: what is left after Last-Event-ID, then the end of the stream.
-        stream.send(await readEvents(client, run_id, after));
-        stream.end();
-        return reply;
-      }
-      const stop = hub.follow(run_id, after, (events) => {
-        stream.send(events);
-        if (endsRun(events)) stream.end();
-      });
-      stream.onClose(stop);
-      return reply;
-    },
-  );
+  eventsRoute(app, { client, hub, heartbeat_ms });
 
   app.get(
     '/v1/runs/:run_id/messages',
@@ -141,6 +74,86 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
     async (request) => client.cancel(request.params.run_id),
   );
 };
+
+/** The app a plugin of these routes is given. */
+type App = Parameters<FastifyPluginAsyncTypebox<RunRoutesOptions>>[0];
+
+/** `POST /v1/runs`: enqueue a run; with a token, the run is the token's (its subject, its tenant). */
+function enqueueRoute(app: App, client: ArcflowClient): void {
+  app.post(
+    '/v1/runs',
+    {
+      config: { scope: 'write' },
+      // Before the schema: an unknown field is refused naming the nearest known one, not as "additional properties".
+      preValidation: async (request) => {
+        const body = request.body;
+        if (body !== null && typeof body === 'object' && !Array.isArray(body)) checkEnqueueOptions(body);
+      },
+      schema: {
+        summary: 'Enqueue a run of an agent or workflow',
+        body: EnqueueBody,
+        response: {
+          200: Type.Object({ run_id: Type.String() }, { description: 'an earlier run with this idempotency key' }),
+          201: Type.Object({ run_id: Type.String() }),
+          ...problems(400, 401, 403, 404, 409, 413, 429, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { exec_config } = request.body;
+      if (exec_config !== undefined && exec_config !== null && !allows(request.caller!, 'admin')) {
+        throw new HttpProblem(403, 'forbidden', "test mode (exec_config) needs a key with the 'admin' scope");
+      }
+      // The input's messages are checked by the client (SPEC §11), as for any caller; so is the
+      // state's size against the agent's max_state_bytes (SPEC §17), the schema having made it an object.
+      const { run_id, created } = await client.enqueue({
+        ...request.body,
+        input: request.body.input as RunInput,
+        state: request.body.state as Readonly<Record<string, unknown>> | undefined,
+        // A token's run says whose it is (SPEC §19); the token's other checks were made before the schema's.
+        ...(request.grant ? { enqueued_by: enqueuedBy(request.grant) } : {}),
+        // A token that names a tenant makes every run it enqueues that tenant's (a body naming another was refused 403).
+        ...(request.grant?.tenant !== undefined ? { tenant: request.grant.tenant } : {}),
+      });
+      return reply.status(created ? 201 : 200).send({ run_id });
+    },
+  );
+}
+
+/** `GET /v1/runs/{run_id}/events`: the events as JSON, or live over SSE from Last-Event-ID. */
+function eventsRoute(app: App, { client, hub, heartbeat_ms }: RunRoutesOptions): void {
+  app.get(
+    '/v1/runs/:run_id/events',
+    {
+      config: { scope: 'read' },
+      schema: {
+        summary: "A run's trace events: a JSON array, or with Accept: text/event-stream a live stream (id: seq, event: kind) that resumes after Last-Event-ID",
+        params: RunIdParams,
+        headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })) }),
+        response: { 200: Type.Array(Type.Ref('TraceEvent')), ...problems(400, 401, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { run_id } = request.params;
+      const run = await existingRun(client, run_id);
+      const after = Number(request.headers['last-event-id'] ?? 0);
+      if (!(request.headers.accept ?? '').includes('text/event-stream')) return readEvents(client, run_id, 0);
+      const stream = openEventStream(reply, heartbeat_ms);
+      if (TERMINAL_STATUSES.has(run.status)) {
+        // An ended run's log is complete: what is left after Last-Event-ID, then the end of the stream.
+        stream.send(await readEvents(client, run_id, after));
+        stream.end();
+        return reply;
+      }
+      const stop = hub.follow(run_id, after, (events) => {
+        stream.send(events);
+        if (endsRun(events)) stream.end();
+      });
+      stream.onClose(stop);
+      return reply;
+    },
+  );
+}
 
 /** The run's events after seq `after`. */
 async function readEvents(client: ArcflowClient, run_id: string, after: number): Promise<TraceEvent[]> {

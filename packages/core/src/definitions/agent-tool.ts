@@ -5,7 +5,7 @@ import { NamePattern } from '../names.ts';
 import { type ToolDefinition, type ToolOptions, resolveToolOptions } from '../tools/define.ts';
 import { compileSchema } from '../tools/schema.ts';
 import type { JsonSchema } from '../vocabulary/json-schema.ts';
-import type { RunSpent } from '../vocabulary/tokens.ts';
+import { type RunSpent, microsOf, usdOf } from '../vocabulary/tokens.ts';
 import { Agent } from './agent.ts';
 import { type KnownKeys, checkKnownKeys } from './known-keys.ts';
 import type { BudgetConfig, ResolvedBudget } from './settings.ts';
@@ -133,7 +133,7 @@ export function childAgentsOf(agents: Iterable<Agent>): Agent[] {
 }
 
 /** A parent's budget caps, as a call's job carries them to the child it starts. */
-export type BudgetCaps = Pick<BudgetConfig, 'max_total_tokens' | 'max_tool_calls'>;
+export type BudgetCaps = Pick<BudgetConfig, 'max_total_tokens' | 'max_tool_calls' | 'max_cost_usd'>;
 
 /**
  * The budget a child run starts with (SPEC §10, §13): what its parent's caps leave after what
@@ -143,14 +143,21 @@ export type BudgetCaps = Pick<BudgetConfig, 'max_total_tokens' | 'max_tool_calls
  * together spend more than is left; their spend counts toward the parent's budget either way.
  */
 export function childBudget(parent: BudgetCaps | ResolvedBudget | undefined, spent: RunSpent, own: BudgetConfig | undefined): BudgetConfig | undefined {
-  if (!parent || (parent.max_total_tokens === undefined && parent.max_tool_calls === undefined)) return undefined;
+  if (!parent || (parent.max_total_tokens === undefined && parent.max_tool_calls === undefined && parent.max_cost_usd === undefined)) return undefined;
   const lower = (cap: number | undefined, used: number, mine: number | undefined) => {
     const left = cap === undefined ? undefined : Math.max(0, cap - used);
     return left === undefined ? mine : mine === undefined ? left : Math.min(left, mine);
   };
   const max_total_tokens = lower(parent.max_total_tokens, spent.tokens, own?.max_total_tokens);
   const max_tool_calls = lower(parent.max_tool_calls, spent.tool_calls, own?.max_tool_calls);
+  // Whole micro-dollars, so what is left is exact.
+  const max_cost_usd = lower(
+    parent.max_cost_usd === undefined ? undefined : microsOf(parent.max_cost_usd),
+    spent.cost_micros ?? 0,
+    own?.max_cost_usd === undefined ? undefined : microsOf(own.max_cost_usd),
+  );
   return {
+    ...(max_cost_usd !== undefined ? { max_cost_usd: usdOf(max_cost_usd) } : {}),
     ...(max_total_tokens !== undefined ? { max_total_tokens } : {}),
     ...(max_tool_calls !== undefined ? { max_tool_calls } : {}),
     ...(own?.on_exceeded ? { on_exceeded: own.on_exceeded } : {}),

@@ -29,10 +29,12 @@ const LOOP_DETECTION_KEYS = { window: true, threshold: true, action: true } as c
 export interface BudgetConfig {
   max_total_tokens?: number;
   max_tool_calls?: number;
+  /** USD the run may spend (SPEC §14): each provider call's worst case must fit before it is made. */
+  max_cost_usd?: number;
   on_exceeded?: 'fail' | 'final_answer';
 }
 
-const BUDGET_KEYS = { max_total_tokens: true, max_tool_calls: true, on_exceeded: true } as const satisfies KnownKeys<BudgetConfig>;
+const BUDGET_KEYS = { max_total_tokens: true, max_tool_calls: true, max_cost_usd: true, on_exceeded: true } as const satisfies KnownKeys<BudgetConfig>;
 
 /** The per-run configuration a client may pass; it overrides the agent's own, key by key. */
 export interface RunConfig {
@@ -65,6 +67,7 @@ export const RUN_CONFIG_KEYS = Object.freeze({
 export interface ResolvedBudget {
   readonly max_total_tokens: number | undefined;
   readonly max_tool_calls: number | undefined;
+  readonly max_cost_usd: number | undefined;
   readonly on_exceeded: 'fail' | 'final_answer';
 }
 
@@ -162,12 +165,16 @@ function resolveBudget(config: BudgetConfig, where: string): ResolvedBudget | un
     const value = config[key];
     if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) throw new ConfigError(`${where}.budget.${key} must be an integer >= 0, got ${JSON.stringify(value)}`);
   }
+  const { max_cost_usd } = config;
+  if (max_cost_usd !== undefined && (typeof max_cost_usd !== 'number' || !Number.isFinite(max_cost_usd) || max_cost_usd < 0)) {
+    throw new ConfigError(`${where}.budget.max_cost_usd must be a number >= 0 (USD), got ${JSON.stringify(max_cost_usd)}`);
+  }
   const on_exceeded = config.on_exceeded ?? 'fail';
   if (on_exceeded !== 'fail' && on_exceeded !== 'final_answer') {
     throw new ConfigError(`${where}.budget.on_exceeded must be 'fail' or 'final_answer', got ${JSON.stringify(on_exceeded)}`);
   }
-  if (config.max_total_tokens === undefined && config.max_tool_calls === undefined) return undefined;
-  return Object.freeze({ max_total_tokens: config.max_total_tokens, max_tool_calls: config.max_tool_calls, on_exceeded });
+  if (config.max_total_tokens === undefined && config.max_tool_calls === undefined && max_cost_usd === undefined) return undefined;
+  return Object.freeze({ max_total_tokens: config.max_total_tokens, max_tool_calls: config.max_tool_calls, max_cost_usd, on_exceeded });
 }
 
 function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, where: string): ResolvedLoopDetection | false {

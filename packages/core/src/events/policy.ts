@@ -12,7 +12,7 @@ export const EVENT_FIELDS: Readonly<Record<EventKind, readonly string[]>> = Obje
   AgentInvoked: ['agent_name', 'mode', 'max_iterations'],
   ProviderRequestSent: ['provider_id', 'model_id', 'prompt_size_bytes', 'tools_count'],
   ProviderResponseReceived: ['provider_id', 'model_id', 'tokens', 'latency_ms', 'finish_reason', 'tool_calls_count'],
-  TokensConsumed: ['tokens', 'cumulative'],
+  TokensConsumed: ['tokens', 'cumulative', 'cost_usd', 'cumulative_cost_usd'],
   ProviderRateLimited: ['provider_id', 'retry_after_seconds', 'attempt'],
   ProviderError: ['provider_id', 'model_id', 'error_code', 'status', 'retryable', 'attempt'],
   ToolCallStarted: [...TOOL, 'input_schema_hash', 'input_size_bytes', 'attempt', 'child_run_id'],

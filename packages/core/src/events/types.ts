@@ -65,6 +65,10 @@ export interface TokensConsumed extends InIteration {
   readonly kind: 'TokensConsumed';
   readonly tokens: Tokens;
   readonly cumulative: Tokens;
+  /** This call's cost in USD, when the model that answered is priced (SPEC §14). */
+  readonly cost_usd?: number;
+  /** The run's cost in USD with this call's, its child runs' included, when the model is priced. */
+  readonly cumulative_cost_usd?: number;
 }
 export interface ProviderRateLimited extends InIteration {
   readonly kind: 'ProviderRateLimited';

@@ -59,6 +59,11 @@ export function messagesByteSize(messages: readonly ChatMessage[]): number {
   return total;
 }
 
+/** A request's prompt size in bytes: its messages' and tools' JSON (what a worst case counts as input tokens). */
+export function promptBytes(request: Pick<ProviderRequest, 'messages' | 'tools'>): number {
+  return messagesByteSize(request.messages) + (request.tools.length > 0 ? byteSize(JSON.stringify(request.tools)) : 0);
+}
+
 /** `ProviderRequestSent` for a request, sized without recording its content. */
 export function requestSentEvent(step_id: string, iteration: number, provider_id: string, request: ProviderRequest): EventDraft {
   return {
@@ -73,7 +78,14 @@ export function requestSentEvent(step_id: string, iteration: number, provider_id
 }
 
 /** `ProviderResponseReceived` and `TokensConsumed` for a response. */
-export function responseEvents(state: StepState, provider_id: string, model_id: string, response: ProviderResponse, latency_ms: number): EventDraft[] {
+export function responseEvents(
+  state: StepState,
+  provider_id: string,
+  model_id: string,
+  response: ProviderResponse,
+  latency_ms: number,
+  cost?: { readonly cost_usd: number; readonly cumulative_cost_usd: number },
+): EventDraft[] {
   const place = { step_id: state.step_id, iteration: state.iterations + 1 };
   return [
     {
@@ -86,7 +98,7 @@ export function responseEvents(state: StepState, provider_id: string, model_id: 
       finish_reason: response.finish_reason,
       tool_calls_count: response.tool_calls.length,
     },
-    { kind: 'TokensConsumed', ...place, tokens: response.usage, cumulative: addTokens(state.usage, response.usage) },
+    { kind: 'TokensConsumed', ...place, tokens: response.usage, cumulative: addTokens(state.usage, response.usage), ...(cost ?? {}) },
   ];
 }
 

@@ -5,6 +5,7 @@ import type { ToolResultInput, ToolResultRequest } from '../loop/tool-results.ts
 import type { ModelProvider } from '../provider.ts';
 import type { RunRecord } from '../run-record.ts';
 import type { ToolLogger } from '../tools/define.ts';
+import type { Pricing } from '../cost/pricing.ts';
 
 /** How `runLocal` runs: its provider, test mode, per-run config, retries, approvals and callbacks. */
 export interface RunLocalOptions {
@@ -40,8 +41,17 @@ export interface RunLocalOptions {
    * `output_schema` refuses: the call goes on waiting). Without it, those calls fail `result_timeout` at once.
    */
   toolResult?: (request: ToolResultRequest) => ToolResultInput | Promise<ToolResultInput>;
+  /** Each model's price (SPEC §14), as the worker option: `TokensConsumed` and the record's `usage` then carry the cost, and `max_cost_usd` is checked before each call. */
+  pricing?: Pricing;
   /** The run's initial state (SPEC §17): a JSON object of at most the agent's `max_state_bytes`; default `{}`. */
   state?: Readonly<Record<string, unknown>>;
+}
+
+/** What a local run (with its children) has spent, for its budget and its parent's (SPEC §10, §13, §14); `cost_micros` once a priced call was made. */
+export interface LocalSpent {
+  tokens: number;
+  tool_calls: number;
+  cost_micros?: number;
 }
 
 /** A finished local run: the run record plus its trace events, in order. */

@@ -14,13 +14,14 @@ import { type ExecConfig, TEST_PROVIDER_ID, testResponse, testStepFor } from '..
 import { type CallPlace, plannedCallEvents } from '../loop/tool-events.ts';
 import { type ProviderResponse, asProviderFailure, failureLogFields } from '../provider.ts';
 import { ZERO_TOKENS } from '../vocabulary/tokens.ts';
+import { budgetRefusal, callCost, costFields, responseCost, runCostRefusal } from '../cost/call-cost.ts';
 import { FIRST_TRY, afterFailedTry } from '../loop/provider-tries.ts';
 import { modelTargets, providerFor, requestFor } from '../loop/model-targets.ts';
 import type { RunError, RunRecord } from '../run-record.ts';
 import { type RunState, type StateChange, applyStateChanges, stateSize } from '../state/run-state.ts';
 import { sleep } from './backoff.ts';
 import type { LocalEventLog } from './event-log.ts';
-import type { RunLocalOptions } from './local-options.ts';
+import type { LocalSpent, RunLocalOptions } from './local-options.ts';
 import type { LocalTools } from './local-tools.ts';
 
 export interface StepOutcome {
@@ -46,7 +47,7 @@ export class LocalStep {
     private readonly options: RunLocalOptions,
     private readonly tools: LocalTools,
     /** What the whole run has spent so far (shared by a workflow's steps), for the budget. */
-    private readonly spent: { tokens: number; tool_calls: number },
+    private readonly spent: LocalSpent,
     /** The run's state as the step starts (SPEC §17); its rounds' changes apply to the step's own copy. */
     private runState: RunState = {},
   ) {}
@@ -147,11 +148,21 @@ export class LocalStep {
       const provider = providers[position.entry];
       const provider_id = provider_ids[position.entry]!;
       const request = requestFor(base, targets[position.entry]!, options.default_model, provider);
+      // The call's worst case must fit the run's max_cost_usd before it is made (SPEC §14).
+      const cost = callCost(options.pricing, request);
+      const refused = runCostRefusal(settings, this.spent, cost);
+      if (refused) {
+        const { error_code, message } = budgetRefusal(step_id, refused);
+        return { error: stepRunError(error_code, message) };
+      }
       log.append(requestSentEvent(step_id, iteration, provider_id, request));
       const started = performance.now();
       try {
         const response = normalizeResponse(test ? testResponse(test, iteration) : await provider!.complete(request, { signal: options.signal }), iteration);
-        log.append(...responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started)));
+        // Priced at the model that answered: this entry's, a fallback's included (SPEC §16).
+        const spent = responseCost(cost.price, response);
+        log.append(...responseEvents(state, provider_id, request.model, response, Math.round(performance.now() - started), costFields(spent, this.spent.cost_micros ?? 0)));
+        if (spent !== undefined) this.spent.cost_micros = (this.spent.cost_micros ?? 0) + spent;
         return { response };
       } catch (thrown) {
         const failure = asProviderFailure(thrown);

@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChangesSized, checkInitialState, stateSize } from '../state/run-state.ts';
 import type { Workflow, WorkflowStep } from '../definitions/workflow.ts';
-import { type Tokens, ZERO_TOKENS } from '../vocabulary/tokens.ts';
+import { type Tokens, ZERO_TOKENS, usdOf } from '../vocabulary/tokens.ts';
 import { agentInvokedEvent, agentRespondedEvent, runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
 import type { ExecConfig } from '../loop/test-mode.ts';
 import { plannedCallEvents } from '../loop/tool-events.ts';
@@ -12,7 +12,7 @@ import { stepCompletedEvent, stepSkippedEvent, stepStartedEvent, stepStateTooLar
 import { LocalEventLog } from './event-log.ts';
 import { LocalStep, type StepOutcome } from './local-step.ts';
 import { type LocalChildren, LocalTools } from './local-tools.ts';
-import type { LocalRun, RunLocalOptions } from './local-options.ts';
+import type { LocalRun, LocalSpent, RunLocalOptions } from './local-options.ts';
 
 /** How one step of a local workflow run ended. */
 type Settled = { readonly status: 'completed'; readonly output: string } | { readonly status: 'failed'; readonly error: RunError } | { readonly status: 'cancelled' };
@@ -28,7 +28,7 @@ export async function runLocalWorkflow(
   run_id: string,
   options: RunLocalOptions,
   /** How the run's agent steps start child runs, given what the run has spent (their spend adds to it). */
-  childrenFor: (spent: { tokens: number; tool_calls: number }) => LocalChildren,
+  childrenFor: (spent: LocalSpent) => LocalChildren,
 ): Promise<LocalRun> {
   const config = checkWorkflowConfig(workflow.graph, options.config);
   const exec = checkWorkflowExecConfig(workflow.graph, options.exec_config);
@@ -48,7 +48,7 @@ export async function runLocalWorkflow(
     workflow: workflow.name,
     ...(output !== undefined ? { output } : {}),
     ...(error ? { error } : {}),
-    usage: run.usage,
+    usage: run.spent.cost_micros === undefined ? run.usage : { ...run.usage, cost_usd: usdOf(run.spent.cost_micros) },
     iterations: run.iterations,
     state: run.state,
     created_at,
@@ -64,7 +64,7 @@ class LocalWorkflowRun {
   iterations = 0;
   private firstFailed: string | undefined;
   /** What every step has spent so far: one budget for the whole run. */
-  private readonly spent = { tokens: 0, tool_calls: 0 };
+  readonly spent: LocalSpent = { tokens: 0, tool_calls: 0 };
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private readonly tools: LocalTools;
   private settle!: (end: WorkflowEnd | { status: 'cancelled' }) => void;
@@ -80,7 +80,7 @@ class LocalWorkflowRun {
     private readonly options: RunLocalOptions,
     /** The run's state (SPEC §17): a step starts from it as it stands, and its changes apply when it completes. */
     public state: RunState,
-    childrenFor: (spent: { tokens: number; tool_calls: number }) => LocalChildren,
+    childrenFor: (spent: LocalSpent) => LocalChildren,
   ) {
     this.tools = new LocalTools(log, options, childrenFor(this.spent));
     for (const step of workflow.steps) this.steps[step.id] = { status: 'pending' };

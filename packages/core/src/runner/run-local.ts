@@ -13,7 +13,9 @@ import { type LocalChildren, LocalTools } from './local-tools.ts';
 import { runLocalWorkflow } from './run-local-workflow.ts';
 import { openToolSources } from '../tools/open-sources.ts';
 import { silentLogger, stderrLogger } from '../logger.ts';
-import type { LocalRun, RunLocalOptions } from './local-options.ts';
+import type { LocalRun, LocalSpent, RunLocalOptions } from './local-options.ts';
+import { checkPricing } from '../cost/pricing.ts';
+import { usdOf } from '../vocabulary/tokens.ts';
 
 /**
  * Runs an agent (or a workflow) to its end in this process, with the semantics and events of the queue engine.
@@ -23,6 +25,7 @@ import type { LocalRun, RunLocalOptions } from './local-options.ts';
 export async function runLocal(definition: Agent | Workflow, input: RunInput, options: RunLocalOptions = {}): Promise<LocalRun> {
   // Checked as the client checks it (SPEC §11): a string, or messages each of the right shape and size.
   checkRunInput(input);
+  if (options.pricing !== undefined) checkPricing(options.pricing);
   const run_id = options.run_id ?? newRunId();
   if (!NamePattern.runId.test(run_id)) throw new RequestError('invalid_run_id', `run_id must match ${NamePattern.runId}, got ${JSON.stringify(run_id)}`);
   if (definition instanceof Workflow) {
@@ -33,11 +36,7 @@ export async function runLocal(definition: Agent | Workflow, input: RunInput, op
   return (await runAgent(definition, input, run_id, options, { depth: 0 })).run;
 }
 
-/** What a run (with its children) spent, for its budget and its parent's (SPEC §10, §13). */
-interface Spent {
-  tokens: number;
-  tool_calls: number;
-}
+type Spent = LocalSpent;
 
 const spentNothing = (): Spent => ({ tokens: 0, tool_calls: 0 });
 
@@ -81,7 +80,8 @@ function runAgent(definition: Agent, input: RunInput, run_id: string, options: R
       ...(outcome.output !== undefined && !cancelled ? { output: outcome.output } : {}),
       ...('output_json' in outcome && !cancelled ? { output_json: outcome.output_json } : {}),
       ...(outcome.error && !cancelled ? { error: outcome.error } : {}),
-      usage: outcome.usage,
+      // The cost is the run's with its children's (SPEC §14), once a priced call was made.
+      usage: spent.cost_micros === undefined ? outcome.usage : { ...outcome.usage, cost_usd: usdOf(spent.cost_micros) },
       iterations: outcome.iterations,
       state: outcome.state,
       created_at,
@@ -118,6 +118,7 @@ function localChildren(options: RunLocalOptions, depth: number, spent: Spent, pa
       );
       spent.tokens += child.spent.tokens;
       spent.tool_calls += child.spent.tool_calls;
+      if (child.spent.cost_micros !== undefined) spent.cost_micros = (spent.cost_micros ?? 0) + child.spent.cost_micros;
       return {
         status: child.run.status as 'completed' | 'failed' | 'cancelled',
         ...(child.run.output !== undefined ? { output: child.run.output } : {}),

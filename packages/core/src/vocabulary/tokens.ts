@@ -19,6 +19,18 @@ export function addTokens(a: Tokens, b: Tokens): Tokens {
 export interface RunSpent {
   readonly tokens: number;
   readonly tool_calls: number;
+  /** Its cost in whole micro-dollars (SPEC §14; absent: none counted). */
+  readonly cost_micros?: number;
 }
 
 export const NOTHING_SPENT: RunSpent = Object.freeze({ tokens: 0, tool_calls: 0 });
+
+/** Micro-dollars as dollars (a whole count of micro-dollars, so no drift accumulates). */
+export function usdOf(micros: number): number {
+  return micros / 1_000_000;
+}
+
+/** Dollars as whole micro-dollars, rounded down (a cap in micro-dollars never exceeds the one given). */
+export function microsOf(usd: number): number {
+  return Math.floor(usd * 1_000_000 + 1e-6);
+}

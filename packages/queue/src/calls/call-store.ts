@@ -1,4 +1,4 @@
-import type { CallPlace, EventDraft, TryPosition } from '@arcflow/core';
+import type { CallPlace, EventDraft, RunSpent, TryPosition } from '@arcflow/core';
 import type { PendingEvent } from '../records/event-codec.ts';
 import { writeTryPosition } from '../records/formats.ts';
 import { type CallStart, type RecordedResult, type RoundCall, type TimedEvent, type ToolResult, pairsToRecord } from '../records/round-call.ts';
@@ -78,7 +78,7 @@ export class CallStore {
         failureCode(result.terminal),
         call.round_waits ? '1' : '0',
         result.changes && result.changes.length > 0 ? JSON.stringify(result.changes) : '',
-        result.spend ? `${wholeCount(result.spend.tokens)} ${wholeCount(result.spend.tool_calls)}` : '',
+        result.spend ? spendArgument(result.spend) : '',
         String(seen),
       ],
     )) as [number, (string | string[])?, number?];
@@ -115,4 +115,10 @@ function failureCode(terminal: EventDraft): string {
     default:
       return 'invalid_arguments';
   }
+}
+
+/** A child's spend as recordToolResult.lua takes it: 'tokens tool_calls', then its cost in micro-dollars when it made priced calls (SPEC §14). */
+function spendArgument(spend: RunSpent): string {
+  const counts = `${wholeCount(spend.tokens)} ${wholeCount(spend.tool_calls)}`;
+  return spend.cost_micros === undefined ? counts : `${counts} ${wholeCount(spend.cost_micros)}`;
 }

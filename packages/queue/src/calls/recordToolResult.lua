@@ -14,7 +14,8 @@
   ARGV[11] changes (the completed call's run-state changes, a JSON list, SPEC §17; '' for none):
            kept in the round's `changes` hash with the result, in this same step, for the join
   ARGV[12] spend (a child run's call, SPEC §13: 'tokens tool_calls' the child and its own children
-           spent, added to the run's children_tokens and children_tool_calls for its budget; '' for none)
+           spent, added to the run's children_tokens and children_tool_calls for its budget, then
+           ' cost' in micro-dollars when they made priced calls (children_cost_micros, SPEC §14); '' for none)
   ARGV[13] seen (with changes: how many calls' changes of the round the caller found recorded when it
            checked that the state, with them and this call's, stays within max_state_bytes, SPEC §17)
   The call's `tool_result` chunk goes onto the run's stream (SPEC §12) when the result is recorded now.
@@ -52,10 +53,11 @@ if changes ~= '' then
   redis.call('SADD', index, changed)
 end
 if spend ~= '' then
-  local tokens, calls = string.match(spend, '^(%d+) (%d+)$')
-  if not tokens then refuse('spend must be two whole numbers') end
+  local tokens, calls, cost = string.match(spend, '^(%d+) (%d+)( ?%d*)$')
+  if not tokens then refuse('spend must be two or three whole numbers') end
   redis.call('HINCRBY', record, 'children_tokens', tokens)
   redis.call('HINCRBY', record, 'children_tool_calls', calls)
+  if cost ~= '' then redis.call('HINCRBY', record, 'children_cost_micros', tonumber(cost)) end
 end
 local open
 if fanned_out then

@@ -6,13 +6,14 @@ import { closeRedis } from '../redis/connection.ts';
 import { cancelRequested } from '../runs/cancel.ts';
 import { type ListQuery, checkListQuery } from '../runs/list-query.ts';
 import type { StreamOptions } from '../streams/follow.ts';
-import { type ClientOptions, openClient } from './context.ts';
+import { type ClientOptions, type OpenedClient, openClient } from './context.ts';
 import { checkApproval, checkEnqueueRequest, checkForkRequest, checkRunId, checkToolResult } from './checks.ts';
 import { type BulkOutcome, type BulkRequest, bulkAction, checkBulkRequest } from '../runs/bulk.ts';
 import type { ForkRequest } from '../runs/fork.ts';
 import { type AgentInfo, type QueueInfo, agentInfos } from './queue-infos.ts';
 import { type RunMessages, type ThreadHandle, runEvents, runMessages, runStream, threadHandle } from './read.ts';
 import { RunWaiter } from './wait.ts';
+import { type TenantStanding, tenantStanding } from './tenant-standing.ts';
 
 export type { ListQuery } from '../runs/list-query.ts';
 export type { ForkRequest } from '../runs/fork.ts';
@@ -22,6 +23,7 @@ export type { StreamOptions } from '../streams/follow.ts';
 export { CLIENT_DEFAULTS, type ClientOptions } from './context.ts';
 export type { AgentInfo, QueueInfo } from './queue-infos.ts';
 export type { RunMessages, ThreadHandle } from './read.ts';
+export type { TenantStanding } from './tenant-standing.ts';
 
 export interface ArcflowClient {
   enqueue(request: EnqueueRequest): Promise<{ run_id: string; created: boolean }>;
@@ -70,20 +72,38 @@ export interface ArcflowClient {
   retry(run_id: string): Promise<{ run_id: string; thread_id?: string }>;
   /** Retries or cancels every run a filter matches (SPEC §15); safe to repeat, and `dry_run` changes nothing. */
   bulk(request: BulkRequest): Promise<BulkOutcome>;
+  /** Where a tenant stands (SPEC §14): its active and queued runs, and what its calls cost today (UTC). */
+  tenant(tenant: string): Promise<TenantStanding>;
   close(): Promise<void>;
 }
 
 /** The client for backend services: enqueue runs, read them, wait for them, cancel them. */
 export function createClient(options: ClientOptions = {}): ArcflowClient {
   const context = openClient(options);
-  const { store, reach } = context;
   const waiter = new RunWaiter(context);
-  /**
-   * The queue operations (enqueue, queue depths, approvals, removing a cancelled call's job), with
-   * BullMQ behind them: imported on the first call that needs them, so reading runs never loads it.
-   */
+  const jobs = lazyJobs(context);
+  return {
+    ...runReading(context, waiter),
+    ...runOperating(context, jobs.get),
+    async close() {
+      // Queues opened by an earlier call (one still importing is waited for); a failed import opened none.
+      await jobs.close();
+      await waiter.close();
+      await closeRedis(context.redis);
+    },
+  };
+}
+
+type Context = OpenedClient;
+type Jobs = () => Promise<ClientJobs>;
+
+/**
+ * The queue operations (enqueue, queue depths, approvals, removing a cancelled call's job), with
+ * BullMQ behind them: imported on the first call that needs them, so reading runs never loads it.
+ */
+function lazyJobs(context: Context): { readonly get: Jobs; close(): Promise<void> } {
   let loadedJobs: Promise<ClientJobs> | undefined;
-  const jobs = (): Promise<ClientJobs> =>
+  const get = (): Promise<ClientJobs> =>
     (loadedJobs ??= import('./enqueue.ts').then(
       ({ ClientJobs }) => new ClientJobs(context),
       (error: unknown) => {
@@ -91,26 +111,19 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         throw error;
       },
     ));
-  /** Where a cancel's closed calls have their queued jobs removed; BullMQ loads only when there are some. */
-  const toolJobs: CallQueues = {
-    removeToolJob: async (call, run_id, job_id) => (await jobs()).removeToolJob(call, run_id, job_id),
-    join: async (target, data) => (await jobs()).join(target, data),
-  };
-  const cancelling = {
-    ...context,
-    queues: toolJobs,
-    workflowGraph: async (workflow: string) => (await context.lookup(workflow))?.workflow,
-    isThreadRun: (run_id: string) => context.threads.isThreadRun(run_id),
-    startNextOnThread: async (run_id: string) => (await jobs()).startNextOnThread(run_id),
-  };
-
   return {
-    enqueue: async (request) => {
-      checkEnqueueRequest(request);
-      return (await jobs()).enqueue(request);
+    get,
+    close: async () => {
+      if (loadedJobs) await (await loadedJobs.catch(() => undefined))?.close();
     },
+  };
+}
+
+/** What reads runs, threads and agents: none loads BullMQ. */
+function runReading(context: Context, waiter: RunWaiter): Pick<ArcflowClient, 'agents' | 'list' | 'get' | 'wait' | 'events' | 'stream' | 'messages' | 'thread'> {
+  const { store, reach } = context;
+  return {
     agents: () => agentInfos(context),
-    queues: async () => (await jobs()).queueInfos(),
     list: async (query) => {
       const checked = checkListQuery(query);
       return reach(() => store.listRuns(checked));
@@ -122,9 +135,39 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
     wait: async (run_id, waitOptions = {}) => waiter.wait(checkRunId(run_id), waitOptions),
     events: (run_id, eventOptions = {}) => runEvents(context, checkRunId(run_id), eventOptions),
     stream: (run_id, streamOptions = {}) => runStream(context, checkRunId(run_id), streamOptions),
+    messages: async (run_id) => runMessages(context, checkRunId(run_id)),
+    thread: (thread_id) => threadHandle(context, thread_id),
+  };
+}
+
+/** What a cancel needs: the store, and the queues its closed calls' jobs are removed from (BullMQ loads only when there are some). */
+function cancelling(context: Context, jobs: Jobs) {
+  const toolJobs: CallQueues = {
+    removeToolJob: async (call, run_id, job_id) => (await jobs()).removeToolJob(call, run_id, job_id),
+    join: async (target, data) => (await jobs()).join(target, data),
+  };
+  return {
+    ...context,
+    queues: toolJobs,
+    workflowGraph: async (workflow: string) => (await context.lookup(workflow))?.workflow,
+    isThreadRun: (run_id: string) => context.threads.isThreadRun(run_id),
+    startNextOnThread: async (run_id: string) => (await jobs()).startNextOnThread(run_id),
+  };
+}
+
+/** What changes runs: enqueue, cancel, answers to waiting calls, fork, retry and bulk actions; and the queues' depths. */
+function runOperating(context: Context, jobs: Jobs): Omit<ArcflowClient, keyof ReturnType<typeof runReading> | 'close'> {
+  const { store, reach } = context;
+  const cancelDeps = cancelling(context, jobs);
+  return {
+    enqueue: async (request) => {
+      checkEnqueueRequest(request);
+      return (await jobs()).enqueue(request);
+    },
+    queues: async () => (await jobs()).queueInfos(),
     cancel: async (run_id) => {
       checkRunId(run_id);
-      return reach(() => cancelRequested(cancelling, run_id));
+      return reach(() => cancelRequested(cancelDeps, run_id));
     },
     approve: async (run_id, tool_call_id, answer) => {
       checkApproval(run_id, tool_call_id, answer);
@@ -134,8 +177,6 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
       checkToolResult(run_id, tool_call_id, answer);
       return (await jobs()).submitToolResult(run_id, tool_call_id, answer);
     },
-    messages: async (run_id) => runMessages(context, checkRunId(run_id)),
-    thread: (thread_id) => threadHandle(context, thread_id),
     fork: async (run_id, request) => {
       checkForkRequest(run_id, request);
       const { created: _, ...forked } = await (await jobs()).fork(run_id, request);
@@ -152,16 +193,11 @@ export function createClient(options: ClientOptions = {}): ArcflowClient {
         {
           list: (query) => reach(() => store.listRuns(query)),
           retry: async (run_id) => (await (await jobs()).retry(run_id)).created,
-          cancel: async (run_id) => (await reach(() => cancelRequested(cancelling, run_id))).cancelled,
+          cancel: async (run_id) => (await reach(() => cancelRequested(cancelDeps, run_id))).cancelled,
         },
         request,
       );
     },
-    async close() {
-      // Queues opened by an earlier call (one still importing is waited for); a failed import opened none.
-      if (loadedJobs) await (await loadedJobs.catch(() => undefined))?.close();
-      await waiter.close();
-      await closeRedis(context.redis);
-    },
+    tenant: async (tenant) => reach(() => tenantStanding(context, tenant)),
   };
 }

@@ -32,7 +32,7 @@ import { unknownRun } from '../runs/unknown-run.ts';
 import { type ForkPlan, type ForkRequest, planFork, retryPoint } from '../runs/fork.ts';
 import { checkIdempotentRepeat, idempotentRequestHash } from './idempotency.ts';
 import { partitionOfKey, partitionedRunId } from '../redis/partitions.ts';
-import { registeredAttempts } from '../records/registry.ts';
+import { type AgentRegistration, registeredAttempts } from '../records/registry.ts';
 import type { InitialSteps } from '../runs/records.ts';
 import type { ThreadJobSpec } from '../threads/thread-store.ts';
 import { type RunTrace, firstJobCarrier, mintRunTrace } from '../tracing.ts';
@@ -60,95 +60,104 @@ export class ClientJobs {
    * checked by the client. A fork (SPEC §15) is created with what it copies, in its source's partition.
    */
   enqueue(request: EnqueueRequest, fork?: Pick<ForkPlan, 'copy' | 'partition'>): Promise<{ run_id: string; created: boolean }> {
-    const { store, registry, lookup, reach, prefix } = this.context;
+    const { store, reach } = this.context;
     // Minted once per call (in the partition the map says): every retry below creates this same run, or finds it created.
     let minted: string | undefined;
     // One trace per run, minted here; linked to the caller's active span (e.g. its HTTP request).
     const trace = mintRunTrace();
     return reach(async () => {
       minted ??= fork ? (fork.partition === undefined ? newRunId() : partitionedRunId(fork.partition)) : await this.mintRunId(request.idempotency_key, request.thread_id);
-      const registration = await lookup(request.agent);
-      if (!registration) {
-        const known = await registry.known();
-        const nearest = nearestName(request.agent, known);
-        throw new RequestError(
-          'unknown_agent',
-          `unknown agent '${request.agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
-        );
-      }
-      const graph = registration.workflow;
-      if (graph) {
-        if (request.thread_id !== undefined) throw new RequestError('invalid_request', `thread_id: '${request.agent}' is a workflow; threads are for agent runs`);
-        checkWorkflowInput(request.input, request.agent);
-        checkWorkflowConfig(graph, request.config);
-        checkWorkflowExecConfig(graph, request.exec_config);
-      } else {
-        // An agent has one step: a script for any other would never be used.
-        checkExecSteps(checkExecConfig(request.exec_config), ['s1'], `agent '${request.agent}'`);
-        const own = checkRunConfig(request.config);
-        // A forced tool must be one the agent has: the registration names its tools.
-        if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
-      }
+      const registration = await this.registered(request.agent);
+      const graph = checkAgainstRegistration(request, registration);
       const state = checkInitialState(request.state, registration.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES);
       // A workflow fork starts the steps it runs again whose dependencies it keeps (SPEC §15).
       const roots = fork?.copy.workflow?.start ?? (graph ? rootSteps(graph) : []);
       // A key first used when the partitions were fewer is found where it was used.
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
-      const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
       // A new run counts against its tenant's runs_per_minute (SPEC §14); a repeat of a key does not.
       if (!earlier) await this.queues.limits.countEnqueue(request.tenant);
-      const { run_id } = earlier
-        ? { run_id: earlier }
-        : await store.createRun(
-            {
-              run_id: minted,
-              agent: request.agent,
-              input: request.input,
-              config: request.config,
-              exec_config: request.exec_config,
-              trace,
-              definition_hash: registration.definition_hash ?? '',
-              ...(request.stream !== undefined ? { stream: request.stream } : {}),
-              ...(request.enqueued_by !== undefined ? { enqueued_by: request.enqueued_by } : {}),
-              ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
-              ...(request.priority !== undefined ? { priority: request.priority } : {}),
-            },
-            request.idempotency_key,
-            graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
-            graph
-              ? initialSteps(
-                  graph,
-                  roots,
-                  fork?.copy.workflow?.kept.map(([id]) => id),
-                )
-              : undefined,
-            state,
-            request_hash,
-            fork?.copy,
-          );
+      const run_id = earlier ?? (await this.createRun(minted, request, { registration, graph, roots, state, trace, fork }));
       const created = run_id === minted;
       // Its first jobs take their place among the tenants without reading the record back.
       if (created) this.queues.fair.remember(run_id, request);
       if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
-      // On a repeat too: a first enqueue that died between record and job is completed here (the job id dedupes).
-      const spec = created ? undefined : await store.getSpec(run_id);
-      if (created || spec?.status === 'queued') {
-        // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
-        const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
-        // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
-        const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request, target('s1'));
-        // Steered, or waiting in its thread's line: no job (the end of the run before it adds its first).
-        if (join === 'steered' || join === 'wait') return { run_id, created };
-        const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
-        if (graph) {
-          const steps = graph.steps.filter((step) => roots.includes(step.id));
-          await Promise.all(steps.map((step) => this.queues.startStep(target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
-        } else {
-          await this.queues.startStep(target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
-        }
-      }
+      await this.startRun(run_id, created, request, { registration, graph, roots, trace });
       return { run_id, created };
     });
+  }
+
+  /** An agent's (or workflow's) registration; `unknown_agent` naming the nearest known one when none has registered it. */
+  private async registered(agent: string): Promise<AgentRegistration> {
+    const { registry, lookup, prefix } = this.context;
+    const registration = await lookup(agent);
+    if (registration) return registration;
+    const known = await registry.known();
+    const nearest = nearestName(agent, known);
+    throw new RequestError(
+      'unknown_agent',
+      `unknown agent '${agent}'${nearest ? ` (did you mean '${nearest}'?)` : ''}: no worker has registered it under prefix '${prefix}' (known: ${known.length > 0 ? known.join(', ') : 'none'}; start a worker with \`arcflow worker --module <file>\`)`,
+    );
+  }
+
+  /** Creates the run's record (once per idempotency key: the run of an earlier use when it has one). */
+  private async createRun(
+    run_id: string,
+    request: EnqueueRequest,
+    plan: RunPlan & { readonly state: ReturnType<typeof checkInitialState>; readonly fork: Pick<ForkPlan, 'copy'> | undefined },
+  ): Promise<string> {
+    const { registration, graph, roots, state, trace, fork } = plan;
+    const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
+    const created = await this.context.store.createRun(
+      {
+        run_id,
+        agent: request.agent,
+        input: request.input,
+        config: request.config,
+        exec_config: request.exec_config,
+        trace,
+        definition_hash: registration.definition_hash ?? '',
+        ...(request.stream !== undefined ? { stream: request.stream } : {}),
+        ...(request.enqueued_by !== undefined ? { enqueued_by: request.enqueued_by } : {}),
+        ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
+        ...(request.priority !== undefined ? { priority: request.priority } : {}),
+      },
+      request.idempotency_key,
+      graph ? workflowEnqueuedEvent(graph) : { kind: 'RunEnqueued', step_id: 's1', agent: request.agent },
+      graph
+        ? initialSteps(
+            graph,
+            roots,
+            fork?.copy.workflow?.kept.map(([id]) => id),
+          )
+        : undefined,
+      state,
+      request_hash,
+      fork?.copy,
+    );
+    return created.run_id;
+  }
+
+  /**
+   * Adds a run's first jobs: on a repeat too, a first enqueue that died between record and job is
+   * completed here (the job id dedupes). A thread run joins its thread first (SPEC §11): steered,
+   * or waiting in its thread's line, it gets no job (the end of the run before it adds its first).
+   */
+  private async startRun(run_id: string, created: boolean, request: EnqueueRequest, plan: RunPlan): Promise<void> {
+    const { registration, graph, roots, trace } = plan;
+    const spec = created ? undefined : await this.context.store.getSpec(run_id);
+    if (!created && spec?.status !== 'queued') return;
+    // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
+    const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
+    // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
+    const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request, target('s1'));
+    if (join === 'steered' || join === 'wait') return;
+    const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
+    if (graph) {
+      const steps = graph.steps.filter((step) => roots.includes(step.id));
+      await Promise.all(steps.map((step) => this.queues.startStep(target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
+    } else {
+      await this.queues.startStep(target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
+    }
   }
 
   /**
@@ -167,6 +176,8 @@ export class ClientJobs {
         state: plan.state,
         ...(plan.stream !== undefined ? { stream: plan.stream } : {}),
         ...(plan.thread_id !== undefined ? { thread_id: plan.thread_id, on_busy: 'queue' as const } : {}),
+        ...(plan.tenant !== undefined ? { tenant: plan.tenant } : {}),
+        ...(plan.priority !== undefined ? { priority: plan.priority } : {}),
       },
       plan,
     );
@@ -270,6 +281,32 @@ export class ClientJobs {
     }
     return partitionedRunId(idempotency_key === undefined ? randomInt(count) : partitionOfKey(idempotency_key, count));
   }
+}
+
+/** What a run is created and started with: its registration, its workflow's graph (if one), the steps it starts with, its trace. */
+interface RunPlan {
+  readonly registration: AgentRegistration;
+  readonly graph: WorkflowGraph | undefined;
+  readonly roots: readonly string[];
+  readonly trace: RunTrace;
+}
+
+/** The request checked against what the worker registered: a workflow's input, config and test mode, or an agent's. Returns the workflow's graph, if any. */
+function checkAgainstRegistration(request: EnqueueRequest, registration: AgentRegistration): WorkflowGraph | undefined {
+  const graph = registration.workflow;
+  if (graph) {
+    if (request.thread_id !== undefined) throw new RequestError('invalid_request', `thread_id: '${request.agent}' is a workflow; threads are for agent runs`);
+    checkWorkflowInput(request.input, request.agent);
+    checkWorkflowConfig(graph, request.config);
+    checkWorkflowExecConfig(graph, request.exec_config);
+    return graph;
+  }
+  // An agent has one step: a script for any other would never be used.
+  checkExecSteps(checkExecConfig(request.exec_config), ['s1'], `agent '${request.agent}'`);
+  const own = checkRunConfig(request.config);
+  // A forced tool must be one the agent has: the registration names its tools.
+  if (own.model_settings) checkToolChoice(own.model_settings, registration.tools, 'config.model_settings');
+  return undefined;
 }
 
 /** A new workflow run's steps: its roots running (with their `StepStarted`), a fork's kept steps completed, the rest pending. */

@@ -1,7 +1,7 @@
 import { clusterNodes } from '../redis/connect.ts';
 import { MAX_PARTITIONS } from '../redis/partition-map.ts';
 import { type TenantOptions, checkTenantOptions } from '../tenancy/options.ts';
-import { type Agent, ConfigError, type ModelProvider, type ToolLogger, type Workflow, stderrLogger } from '@arcflow/core';
+import { type Agent, ConfigError, type ModelProvider, type Pricing, type ToolLogger, type Workflow, checkPricing, stderrLogger } from '@arcflow/core';
 
 /** Connection settings shared by the client and the workers. */
 export interface ConnectionOptions {
@@ -28,6 +28,8 @@ export interface WorkerOptions extends ConnectionOptions, TenantOptions {
    * start when a served agent names one it does not hold.
    */
   providers?: Readonly<Record<string, ModelProvider>>;
+  /** Each model's price in USD per million tokens (SPEC §14): calls of priced models report their cost and count against cost budgets. */
+  pricing?: Pricing;
   /** Which jobs this process takes (default both). */
   roles?: readonly WorkerRole[];
   /** Serve only these tools (default: every tool of the served agents). */
@@ -142,6 +144,8 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     logger: options.logger ?? stderrLogger('arcflow.worker'),
     // Checked here, at start: a bad weight is refused naming it (SPEC §14).
     tenancy: checkTenantOptions(options),
+    // Checked at start too: an unknown key or a bad price is refused naming it (SPEC §14).
+    pricing: options.pricing === undefined ? undefined : checkPricing(options.pricing),
   };
   for (const key of [
     'provider_concurrency',

@@ -5,6 +5,7 @@ import { JobId, type Keys, QueueName } from '../redis/keys.ts';
 import { FairClock } from '../tenancy/fair-clock.ts';
 import { TenantLimits } from '../tenancy/limits.ts';
 import { TenantSettings } from '../tenancy/settings.ts';
+import { CostLedger } from '../cost/cost-ledger.ts';
 import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, type ToolJobData, providerJobOptions, WAIT_TIMEOUT_JOB, type WaitTimeoutData, toolJobOptions } from './jobs.ts';
 
 /**
@@ -28,6 +29,8 @@ export class Dispatcher {
   readonly fair: FairClock;
   /** The tenants' limits (SPEC §14). */
   readonly limits: TenantLimits;
+  /** The cost of calls, held and settled against the runs' and tenants' budgets (SPEC §14). */
+  readonly cost: CostLedger;
 
   constructor(
     private readonly connection: Redis,
@@ -37,6 +40,7 @@ export class Dispatcher {
     this.tenants = new TenantSettings(connection, keys.tenancy);
     this.fair = new FairClock(connection, this.tenants, keys.record);
     this.limits = new TenantLimits(connection, keys, this.tenants, this.fair);
+    this.cost = new CostLedger(connection, keys, this.tenants, this.fair);
   }
 
   /** Queue `name` under `tag` (the prefix's own by default). */

@@ -150,10 +150,11 @@ export function malformedJobData(data: ToolJobData): string | undefined {
   return undefined;
 }
 
-/** Whether a job's `budget` is caps this engine writes: an object of whole numbers, each optional. */
+/** Whether a job's `budget` is caps this engine writes: an object of whole numbers (and a USD amount), each optional. */
 function budgetCaps(budget: unknown): boolean {
   if (budget === null || typeof budget !== 'object') return false;
-  const { max_total_tokens, max_tool_calls } = budget as BudgetCaps;
+  const { max_total_tokens, max_tool_calls, max_cost_usd } = budget as BudgetCaps;
   const whole = (value: unknown) => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0);
-  return whole(max_total_tokens) && whole(max_tool_calls);
+  const usd = max_cost_usd === undefined || (typeof max_cost_usd === 'number' && Number.isFinite(max_cost_usd) && max_cost_usd >= 0);
+  return whole(max_total_tokens) && whole(max_tool_calls) && usd;
 }

@@ -1,4 +1,7 @@
 import {
+  type CallCost,
+  costFields,
+  responseCost,
   type ModelSettings,
   type ProviderResponse,
   type ResponseDecision,
@@ -13,7 +16,7 @@ import {
   responseEvents,
   testResponse,
 } from '@arcflow/core';
-import { recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
+import { metricsEnabled, recordProviderCall, recordTimeToFirstChunk } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { Job } from 'bullmq';
 import { SpanKind, failSpan, startChildSpan } from '../tracing.ts';
@@ -30,6 +33,7 @@ import type { PreparedCall } from './model-router.ts';
 import { pastPause, providerFailed } from './provider-failure.ts';
 import { fansOut } from './round.ts';
 import { endingFor, failStep } from './end-step.ts';
+import { settleCall, settleRecorded } from './call-budget.ts';
 import type { PendingState } from './ready-state.ts';
 import type { ProviderJobDeps, StepContext } from './step-context.ts';
 
@@ -79,20 +83,28 @@ export async function callAndRecord(
   call: PreparedCall,
   job: Job<ProviderJobData>,
   token: string | undefined,
+  cost: CallCost,
 ): Promise<Responded | undefined> {
   const { store, cancellation } = deps;
   const { run_id, step_id, iteration } = context.data;
   const { signal, release } = cancellation.signalFor(run_id);
   // Each delivery and retry is its own attempt on the run's stream (SPEC §12): a later one resets the iteration's text.
   const text = new CallStream(store.streams, { run_id, step_id, iteration, attempt: Math.max(1, job.attemptsStarted) });
-  const answer = await callModel(call, { run_id, step_id, iteration }, signal, runStreams(context.spec, context.agent) ? text.onText : undefined).finally(release);
+  // The run's tenant names its tokens in metrics (SPEC §18); the fair clock has read it already for this run's jobs.
+  const tenant = metricsEnabled() ? (await deps.queues.fair.ownerOf(run_id)).tenant : undefined;
+  const answer = await callModel(call, { run_id, step_id, iteration, tenant }, signal, runStreams(context.spec, context.agent) ? text.onText : undefined).finally(release);
   if ('thrown' in answer) {
     await text.abandon();
-    await failStep(deps, context, await providerFailed(deps, job, token, call, answer.thrown));
+    const failed = await providerFailed(deps, job, token, call, answer.thrown);
+    // The call has failed for good (a retry would have thrown DelayedError): its hold is released.
+    await settleCall(deps, context, cost, undefined);
+    await failStep(deps, context, failed);
     return undefined;
   }
   const { response } = answer;
-  const events = responseEvents(state, call.provider_id, call.request.model, response, answer.latency_ms);
+  // Priced at the model that answered (this try's: the agent's own or a fallback, SPEC §16).
+  const cost_micros = responseCost(cost.price, response);
+  const events = responseEvents(state, call.provider_id, call.request.model, response, answer.latency_ms, costFields(cost_micros, context.spent.cost_micros ?? 0));
   // Decided before recording, so the round of calls it fans out is opened in the same write.
   const decision = markApprovals(decideResponse(context.agent, state, context.settings, response, context.spent), { step_id, iteration }, run_id, deps.logger);
   const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
@@ -119,10 +131,19 @@ export async function callAndRecord(
       response.content ?? '',
       response.tool_calls.map((requested) => [requested.id, requested.function.name]),
     ),
+    cost_micros,
   );
-  if (!recorded) return undefined;
-  // An earlier delivery's response stands: act on that one, as it was decided.
-  if (!recorded.recordedNow) return { recorded: recorded.recorded };
+  if (!recorded) {
+    // The run ended meanwhile; the provider answered all the same, so its cost counts.
+    await settleCall(deps, context, cost, response);
+    return undefined;
+  }
+  // An earlier delivery's response stands: act on that one, as it was decided (its cost is the one settled).
+  if (!recorded.recordedNow) {
+    await settleRecorded(deps, context.data, recorded.recorded);
+    return { recorded: recorded.recorded };
+  }
+  await settleCall(deps, context, cost, response);
   if (ending) {
     recordRunEnded(recorded.ended, ending);
     await runEnded(store, run_id, deps, recorded.ended);
@@ -141,7 +162,7 @@ export type ModelAnswer = { readonly response: ProviderResponse; readonly latenc
  */
 export async function callModel(
   call: PreparedCall,
-  place: { readonly run_id: string; readonly step_id: string; readonly iteration: number },
+  place: { readonly run_id: string; readonly step_id: string; readonly iteration: number; readonly tenant?: string | undefined },
   signal: AbortSignal,
   onText?: (delta: string) => void,
 ): Promise<ModelAnswer> {
@@ -180,7 +201,7 @@ export async function callModel(
       [Attr.finishReasons]: [response.finish_reason],
       ...(response.model ? { [Attr.responseModel]: response.model } : {}),
     });
-    recordProviderCall({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000, response.usage);
+    recordProviderCall({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000, response.usage, place.tenant);
     return { response, latency_ms: Math.round(performance.now() - started) };
   } catch (thrown) {
     failSpan(chat, asProviderFailure(thrown).error_code);

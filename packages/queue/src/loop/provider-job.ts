@@ -9,6 +9,7 @@ import { callAndRecord, prepareCall, requestSent } from './call-model.ts';
 import { act, replayCopied } from './act.ts';
 import { endOnGivenOutput, endStep, failedWith, givenOutput } from './end-step.ts';
 import { waitForAdmission } from './provider-failure.ts';
+import { reserveCall, settleRecorded } from './call-budget.ts';
 
 export type { ProviderJobDeps } from './step-context.ts';
 
@@ -34,6 +35,8 @@ export class ProviderJobProcessor {
     if (job.data.iteration === 1 && !(await deps.queues.limits.admit(run_id))) return waitForAdmission(job, token);
     const snapshot = await loadStep(deps, job, token);
     if (typeof snapshot === 'string') return snapshot;
+    // A re-delivery of a call answered already: its hold is settled, whatever its worker did before dying (SPEC §14).
+    if (snapshot.response) await settleRecorded(deps, job.data, snapshot.response);
     // The join: this job gathers round n-1, so it links to that round's tool spans.
     linkSpans(span, Object.values(snapshot.previousSpans));
     const stopped = await runStopped(deps, run_id, snapshot);
@@ -63,9 +66,15 @@ export class ProviderJobProcessor {
       if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, call.error));
       return call.error.error_code;
     }
+    // Its worst case is held against the run's and the tenant's budgets first: a call that does not fit is not made (SPEC §14).
+    const cost = await reserveCall(deps, context, call);
+    if ('error' in cost) {
+      if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, cost.error));
+      return cost.error.error_code;
+    }
     const state = await commit(deps, context, ready, [requestSent(context, call, job)]);
     if (!state) return 'stale';
-    const responded = await callAndRecord(deps, context, state, call, job, token);
+    const responded = await callAndRecord(deps, context, state, call, job, token, cost);
     if (!responded) return 'run-ended';
     return act(deps, withRoundState(context, state), state, responded);
   }

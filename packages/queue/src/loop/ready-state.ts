@@ -57,8 +57,8 @@ async function firstState(deps: ProviderJobDeps, context: StepContext, snapshot:
   const { spec, agent, data } = context;
   const input = context.workflow ? await workflowStepInput(deps, context) : spec.input;
   if (input === undefined) return 'step-done';
-  // A run on a thread starts on the thread's conversation so far (SPEC §11).
-  const thread = context.workflow ? undefined : await deps.threads.history(spec.run_id);
+  // A run on a thread starts on the thread's conversation so far (SPEC §11); one on none has no history to read.
+  const thread = context.workflow || !snapshot.onThread ? undefined : await deps.threads.history(spec.run_id);
   if (thread && 'waiting' in thread) return 'thread-waiting';
   const earlier = thread && thread.count > 0 ? await deps.store.threadMessages(spec.run_id, thread) : [];
   const invoked: PendingEvent = invokedEvent(context);

@@ -139,9 +139,15 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
 
 /** An agent tool's job's `budget`: the step's caps, when it has any (its child's budget comes from them). */
 function budgetField(settings: StepSettings): Pick<ToolJobData, 'budget'> {
-  const { max_total_tokens, max_tool_calls } = settings.budget ?? {};
-  if (max_total_tokens === undefined && max_tool_calls === undefined) return {};
-  return { budget: { ...(max_total_tokens !== undefined ? { max_total_tokens } : {}), ...(max_tool_calls !== undefined ? { max_tool_calls } : {}) } };
+  const { max_total_tokens, max_tool_calls, max_cost_usd } = settings.budget ?? {};
+  if (max_total_tokens === undefined && max_tool_calls === undefined && max_cost_usd === undefined) return {};
+  return {
+    budget: {
+      ...(max_total_tokens !== undefined ? { max_total_tokens } : {}),
+      ...(max_tool_calls !== undefined ? { max_tool_calls } : {}),
+      ...(max_cost_usd !== undefined ? { max_cost_usd } : {}),
+    },
+  };
 }
 
 /** A tool job's run-state fields (SPEC §17): present only when its run has a state, or a limit of its own. */

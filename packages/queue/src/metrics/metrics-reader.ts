@@ -5,6 +5,8 @@ import { connectRedis } from '../redis/connect.ts';
 import { Registry } from '../records/registry.ts';
 import { PartitionMap } from '../redis/partition-map.ts';
 import { WORKER_DEFAULTS } from '../config/options.ts';
+import { TenantSettings } from '../tenancy/settings.ts';
+import { namedTenants } from '../tenancy/options.ts';
 import { type CollectedReadings, type QueueLayout, collectReadings } from './queue-readings.ts';
 
 /** How long the deployment's queue names (read from the registry) are reused before they are read again. */
@@ -18,7 +20,7 @@ export interface MetricsReaderOptions {
   readonly prefix: string;
   /** The queues to read (a worker's own); without them, every queue registered under the prefix (`arcflow serve`). */
   readonly queues?: readonly string[];
-  /** Read the deployment's run counts too (`arcflow serve`). */
+  /** Read the deployment's run counts too (`arcflow serve`), by the tenants the workers published (the rest `_OTHER`). */
   readonly runs?: boolean;
 }
 
@@ -40,6 +42,7 @@ export function openMetricsReader(options: MetricsReaderOptions): MetricsReader 
   const keys = keysFor(options.prefix);
   const partitions = new PartitionMap(redis, keys, options.prefix);
   const registry = new Registry(redis, keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
+  const tenantSettings = new TenantSettings(redis, keys.tenancy);
   let names: { list: readonly string[]; at: number } | undefined = options.queues ? { list: options.queues, at: Number.POSITIVE_INFINITY } : undefined;
   const queueNames = async (): Promise<readonly string[]> => {
     if (names && Date.now() - names.at < NAMES_REREAD_MS) return names.list;
@@ -67,7 +70,9 @@ export function openMetricsReader(options: MetricsReaderOptions): MetricsReader 
   return {
     read: async () => {
       await connected();
-      return collectReadings(redis, await layout(), { runs: options.runs === true });
+      if (!options.runs) return collectReadings(redis, await layout());
+      const [queues, settings] = await Promise.all([layout(), tenantSettings.read()]);
+      return collectReadings(redis, queues, { runs: true, tenants: namedTenants(settings) });
     },
     close: () => closeRedis(redis),
   };

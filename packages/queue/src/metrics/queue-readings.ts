@@ -2,11 +2,22 @@ import type { QueueReading, RunCountReading } from '@arcflow/telemetry';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { RUN_COUNTS_SUFFIX } from '../redis/keys.ts';
 import { loadScript } from '../redis/scripts.ts';
+import { DEFAULT_TENANT } from '../tenancy/options.ts';
+
+/** What a run's tenant is counted as when no worker's tenant option names it (SPEC §18). */
+const OTHER_TENANT = '_OTHER';
 
 /** The queues a collection reads: their names, and the tags (partitions) each lives under. */
 export interface QueueLayout {
   readonly names: readonly string[];
   readonly tags: readonly string[];
+}
+
+/** Whether a collection reads the deployment's run counts, and the tenants it names (the rest are counted as `_OTHER`). */
+export interface RunCountOptions {
+  readonly runs?: boolean;
+  /** The tenants the workers' options name (`default` is always named). */
+  readonly tenants?: ReadonlySet<string>;
 }
 
 /** What one collection read. */
@@ -29,7 +40,7 @@ type DepthCommander = { queueDepths(numberOfKeys: number, ...keys: string[]): Pr
  * script may not span slots, each partition's script and each node's client list go out side by
  * side instead: one round trip per node, at the same time.
  */
-export async function collectReadings(redis: Redis, layout: QueueLayout, options: { readonly runs?: boolean } = {}): Promise<CollectedReadings> {
+export async function collectReadings(redis: Redis, layout: QueueLayout, options: RunCountOptions = {}): Promise<CollectedReadings> {
   ensureScript(redis);
   const groups = layout.tags.map((tag) => ({ tag, keys: layout.names.flatMap((name) => DEPTH_KEYS.map((kind) => `${tag}:${name}:${kind}`)) }));
   const isCluster = (redis as unknown as { isCluster?: boolean }).isCluster === true;
@@ -71,7 +82,7 @@ export async function collectReadings(redis: Redis, layout: QueueLayout, options
     }
     return reading;
   });
-  return options.runs ? { queues, runs: runCounts(runHashes) } : { queues };
+  return options.runs ? { queues, runs: runCounts(runHashes, options.tenants ?? new Set()) } : { queues };
 }
 
 function ensureScript(redis: Redis): void {
@@ -94,13 +105,22 @@ function workersByConnection(lists: readonly string[]): Map<string, number> {
   return counts;
 }
 
-/** The counter hashes' fields (`agent|<name>|<status>`), summed over partitions. */
-function runCounts(hashes: readonly Record<string, string>[]): RunCountReading[] {
-  const totals = new Map<string, number>();
-  for (const hash of hashes) for (const [field, count] of Object.entries(hash)) totals.set(field, (totals.get(field) ?? 0) + Number(count));
-  return [...totals].flatMap(([field, count]) => {
-    const [kind, name, status] = field.split('|');
-    if ((kind !== 'agent' && kind !== 'workflow') || !name || !status) return [];
-    return [{ kind, name, status, count }];
-  });
+/**
+ * The counter hashes' fields (`agent|<name>|<status>`, and `|<tenant>` for a tenant other than
+ * `default`), summed over partitions and over the tenants not in `tenants`, which are `_OTHER`.
+ */
+function runCounts(hashes: readonly Record<string, string>[], tenants: ReadonlySet<string>): RunCountReading[] {
+  const totals = new Map<string, RunCountReading & { count: number }>();
+  for (const hash of hashes) {
+    for (const [field, count] of Object.entries(hash)) {
+      const [kind, name, status, tenant = DEFAULT_TENANT] = field.split('|');
+      if ((kind !== 'agent' && kind !== 'workflow') || !name || !status) continue;
+      const label = tenant === DEFAULT_TENANT || tenants.has(tenant) ? tenant : OTHER_TENANT;
+      const key = `${kind}|${name}|${status}|${label}`;
+      const total = totals.get(key) ?? { kind, name, status, tenant: label, count: 0 };
+      total.count += Number(count);
+      totals.set(key, total);
+    }
+  }
+  return [...totals.values()];
 }

@@ -44,6 +44,10 @@ export interface Keys {
   readonly tenantActive: (tenant: string) => string;
   /** A tenant's enqueues in one minute (epoch minutes; SPEC §14 `runs_per_minute`). */
   readonly tenantMinute: (tenant: string, minute: number) => string;
+  /** A tenant's spend in one UTC day (`YYYY-MM-DD`; a hash of `spent` and `held` micro-dollars; SPEC §14 `tenant_budgets`). */
+  readonly tenantSpend: (tenant: string, day: string) => string;
+  /** A run's cost holds for its calls in flight (SPEC §14), under the prefix's tag beside its tenant's day, so one script holds both. */
+  readonly runCost: (run_id: string) => string;
   readonly workers: string;
   /** Which live worker holds which definition of a tool name: a ZSET of `<worker_id>|<definition_hash>`, scored by heartbeat. */
   readonly toolHolders: (tool_name: string) => string;
@@ -90,8 +94,10 @@ export const RUNS_INDEX_SUFFIX = ':runs';
 
 /**
  * `{prefix}:metrics:runs` (one per partition's tag): runs ended, counted by the script that ends
- * each run, in fields `agent|<name>|<status>` or `workflow|<name>|<status>`; what `arcflow serve`
- * reports as the deployment's `arcflow.runs` (SPEC §18). Never expires: it is a counter.
+ * each run, in fields `agent|<name>|<status>` or `workflow|<name>|<status>`, with `|<tenant>` after
+ * them for a run of a tenant other than `default`; what `arcflow serve` reports as the
+ * deployment's `arcflow.runs` (SPEC §18), the tenants no worker names summed as `_OTHER`. Never
+ * expires: it is a counter.
  */
 export const RUN_COUNTS_SUFFIX = ':metrics:runs';
 
@@ -246,6 +252,8 @@ export function keysFor(prefix: string): Keys {
     tenancy: `${tag}:tenancy`,
     tenantActive: (tenant) => `${tag}:tenant-active:${tenant}`,
     tenantMinute: (tenant, minute) => `${tag}:tenant-minute:${minute}:${tenant}`,
+    tenantSpend: (tenant, day) => `${tag}:tenant-spend:${day}:${tenant}`,
+    runCost: (run_id) => `${tag}:run-cost:${run_id}`,
     workers: `${tag}:workers`,
     toolHolders: (tool_name) => `${tag}:tool:${tool_name}:holders`,
     workerPartitions: (worker_id) => `${tag}:worker:${worker_id}:partitions`,

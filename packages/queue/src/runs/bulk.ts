@@ -1,4 +1,4 @@
-import { RequestError, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
+import { RequestError, type RunRecord, TENANT_PATTERN, TERMINAL_STATUSES } from '@arcflow/core';
 import { checkListQuery } from './list-query.ts';
 import { retriable } from './fork.ts';
 
@@ -19,12 +19,11 @@ export interface BulkOutcome {
 
 /** What a bulk action does to one run: true when it acted (a retry created now, a cancel that cancelled). */
 export interface BulkActions {
-  list(query: { status: RunRecord['status']; agent?: string; limit: number; cursor?: string }): Promise<{ runs: RunRecord[]; next_cursor?: string }>;
+  list(query: { status: RunRecord['status']; agent?: string; tenant?: string; limit: number; cursor?: string }): Promise<{ runs: RunRecord[]; next_cursor?: string }>;
   retry(run_id: string): Promise<boolean>;
   cancel(run_id: string): Promise<boolean>;
 }
 
-const TENANT = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** Runs read per page of the listing a bulk action walks. */
 const PAGE = 200;
 
@@ -36,8 +35,8 @@ export function checkBulkRequest(request: BulkRequest): BulkRequest & { readonly
   if (typeof filter !== 'object' || filter === null) throw new RequestError('invalid_request', 'filter must be an object with a status');
   if (filter.status === undefined) throw new RequestError('invalid_request', 'filter.status is required');
   checkListQuery({ status: filter.status, ...(filter.agent !== undefined ? { agent: filter.agent } : {}) });
-  if (filter.tenant !== undefined && (typeof filter.tenant !== 'string' || !TENANT.test(filter.tenant))) {
-    throw new RequestError('invalid_request', `filter.tenant must match ${TENANT}, got ${JSON.stringify(filter.tenant)?.slice(0, 60)}`);
+  if (filter.tenant !== undefined && (typeof filter.tenant !== 'string' || !TENANT_PATTERN.test(filter.tenant))) {
+    throw new RequestError('invalid_request', `filter.tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(filter.tenant)?.slice(0, 60)}`);
   }
   const since_ms = filter.since === undefined ? undefined : Date.parse(filter.since);
   if (since_ms !== undefined && (typeof filter.since !== 'string' || Number.isNaN(since_ms))) {
@@ -57,10 +56,15 @@ export async function bulkAction(actions: BulkActions, unchecked: BulkRequest): 
   const matched: RunRecord[] = [];
   let cursor: string | undefined;
   do {
-    const page = await actions.list({ status, ...(agent !== undefined ? { agent } : {}), limit: PAGE, ...(cursor !== undefined ? { cursor } : {}) });
+    // The listing keeps one tenant's runs (SPEC §14; `default`: the runs enqueued with none).
+    const page = await actions.list({
+      status,
+      ...(agent !== undefined ? { agent } : {}),
+      ...(tenant !== undefined ? { tenant } : {}),
+      limit: PAGE,
+      ...(cursor !== undefined ? { cursor } : {}),
+    });
     for (const run of page.runs) {
-      // The tenant a run was enqueued for (SPEC §14), when its record has one.
-      if (tenant !== undefined && (run as { tenant?: string }).tenant !== tenant) continue;
       if (request.since_ms !== undefined && run.created_at < request.since_ms) continue;
       matched.push(run);
     }

@@ -37,20 +37,56 @@ for _, kind in ipairs({'approval', 'result'}) do
   end
 end
 redis.call('HSET', record, unpack(fields))
+-- Every key to delete, in as few DELs as Lua's stack allows: the run's keys, its index, and the
+-- hashes and logs of its finished jobs.
+local doomed = {index}
 local head = record .. ':'
 for _, key in ipairs(redis.call('SMEMBERS', index)) do
-  if key ~= archiveKey and string.sub(key, 1, #head) == head then redis.call('DEL', key) end
+  if key ~= archiveKey and string.sub(key, 1, #head) == head then doomed[#doomed + 1] = key end
 end
-redis.call('DEL', index)
 local run_id, _, tag = runIdentity()
 redis.call('ZREM', tag .. '{{UNCOMPACTED_RUNS_SUFFIX}}', run_id)
-for i = 4, #ARGV - 1, 2 do
-  local queue, id = ARGV[i], ARGV[i + 1]
+-- The jobs by queue, in slices within Lua's limit on unpacked values: each finished set is asked
+-- once a slice which of the slice's jobs it holds; those are removed from it, with their keys.
+local SLICE = 500
+local function removeFinished(queue, ids)
+  local left = ids
   for _, set in ipairs({':completed', ':failed'}) do
-    if redis.call('ZREM', queue .. set, id) == 1 then
-      local job = queue .. ':' .. id
-      redis.call('DEL', job, job .. ':logs')
+    if #left == 0 then return end
+    local scores = redis.call('ZMSCORE', queue .. set, unpack(left))
+    local found, rest = {}, {}
+    for j, id in ipairs(left) do
+      if scores[j] then
+        found[#found + 1] = id
+        doomed[#doomed + 1] = queue .. ':' .. id
+        doomed[#doomed + 1] = queue .. ':' .. id .. ':logs'
+      else
+        rest[#rest + 1] = id
+      end
     end
+    if #found > 0 then redis.call('ZREM', queue .. set, unpack(found)) end
+    left = rest
   end
+end
+local byQueue, order = {}, {}
+for i = 4, #ARGV - 1, 2 do
+  local queue = ARGV[i]
+  local ids = byQueue[queue]
+  if not ids then
+    ids = {}
+    byQueue[queue] = ids
+    order[#order + 1] = queue
+  end
+  ids[#ids + 1] = ARGV[i + 1]
+  if #ids == SLICE then
+    removeFinished(queue, ids)
+    byQueue[queue] = {}
+  end
+end
+for _, queue in ipairs(order) do
+  if #byQueue[queue] > 0 then removeFinished(queue, byQueue[queue]) end
+end
+for first = 1, #doomed, SLICE do
+  redis.call('DEL', unpack(doomed, first, math.min(first + SLICE - 1, #doomed)))
 end
 return 1

@@ -33,22 +33,30 @@ export interface RunEnded {
 }
 
 /**
- * What a run's metrics name it by, read by the script that ended it: its agent (or workflow) and
- * when it was enqueued (ms); and its parent, for a child run, whose call its end settles (SPEC §13).
+ * What a run's metrics name it by, read by the script that ended it: its agent (or workflow), its
+ * tenant (absent: `default`) and when it was enqueued (ms); and its parent, for a child run,
+ * whose call its end settles (SPEC §13).
  */
 export interface EndedRunFacts {
   readonly agent: string;
   readonly workflow?: string;
+  readonly tenant?: string;
   readonly created_at: number;
   readonly parent_run_id?: string;
 }
 
-/** The scripts' `{created_at, agent, workflow, parent_run_id}` (see finish.lua's runFacts). */
+/** The scripts' `{created_at, agent, workflow, parent_run_id, tenant}` (see finish.lua's runFacts). */
 export function endedRunFacts(raw: unknown): EndedRunFacts | undefined {
   if (!Array.isArray(raw)) return undefined;
-  const [created_at, agent, workflow, parent_run_id] = raw as (string | null)[];
+  const [created_at, agent, workflow, parent_run_id, tenant] = raw as (string | null)[];
   if (!agent || !created_at) return undefined;
-  return { agent, ...(workflow ? { workflow } : {}), created_at: Number(created_at), ...(parent_run_id ? { parent_run_id } : {}) };
+  return {
+    agent,
+    ...(workflow ? { workflow } : {}),
+    ...(tenant ? { tenant } : {}),
+    created_at: Number(created_at),
+    ...(parent_run_id ? { parent_run_id } : {}),
+  };
 }
 
 export const CANCEL_CLOSING = Object.freeze({ content: ToolResultText.cancelled(), code: 'cancelled' });

@@ -35,6 +35,9 @@ export interface ForkPlan {
   readonly stream?: boolean;
   /** The new thread a fork of a thread run runs on (a branch of the source's thread). */
   readonly thread_id?: string;
+  /** The source's tenant and priority (SPEC §14): a fork is the same customer's work. */
+  readonly tenant?: string;
+  readonly priority?: number;
   readonly copy: ForkCopy;
   /** The partition the new run is minted in: the source's, so a retry marks its source in the same write. */
   readonly partition: number | undefined;
@@ -78,6 +81,7 @@ export async function planFork(deps: ForkDeps, run_id: string, request: ForkRequ
     state,
     ...(spec.stream !== undefined ? { stream: spec.stream } : {}),
     ...(thread ? { thread_id: thread.thread_id } : {}),
+    ...ownerOf(record),
     copy: {
       forked_from: { run_id, step_id, iteration: iteration! },
       rounds: folded.slice(0, iteration! - 1).map((round) => ({ ...round, step_id })),
@@ -137,6 +141,7 @@ async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec
     exec_config: request.exec_config !== undefined ? request.exec_config : (spec.exec_config ?? undefined),
     state: record.state ?? {},
     ...(spec.stream !== undefined ? { stream: spec.stream } : {}),
+    ...ownerOf(record),
     copy: {
       forked_from: { run_id, step_id: forkedStep, iteration: rerun.get(forkedStep)! },
       rounds,
@@ -146,6 +151,11 @@ async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec
     },
     partition: partitionOf(run_id),
   };
+}
+
+/** The tenant and priority a fork takes from its source's record, as given there. */
+function ownerOf(record: RunRecord): { tenant?: string; priority?: number } {
+  return { ...(record.tenant !== undefined ? { tenant: record.tenant } : {}), ...(record.priority !== undefined ? { priority: record.priority } : {}) };
 }
 
 /** The steps that depend on `step_id`, directly or not. */

@@ -11,6 +11,7 @@ import {
   TERMINAL_STATUSES,
   type ToolResultAnswer,
   stateAsChanges,
+  usdOf,
 } from '@arcflow/core';
 import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
@@ -155,7 +156,7 @@ export class RunRecords {
       ...(record.workflow ? { workflow: record.workflow, steps } : {}),
       ...readOutput(record.output, record.output_type),
       ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
-      usage: { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) },
+      usage: usageOf(record),
       iterations: Number(record.iterations ?? 0),
       created_at: Number(record.created_at),
       ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
@@ -246,4 +247,11 @@ function steeredFrom(text: string | undefined): { steered_from?: string[] } {
   } catch {
     return {};
   }
+}
+
+/** A record's usage: its tokens, and its cost with its child runs' once a priced call was made (SPEC §14). */
+function usageOf(record: Record<string, string>): RunRecord['usage'] {
+  const tokens = { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) };
+  if (record.usage_cost_micros === undefined && record.children_cost_micros === undefined) return tokens;
+  return { ...tokens, cost_usd: usdOf(Number(record.usage_cost_micros ?? 0) + Number(record.children_cost_micros ?? 0)) };
 }

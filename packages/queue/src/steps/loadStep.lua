@@ -7,7 +7,8 @@
   input_kind, usage_total, tool_calls: the two what the whole run has spent; thread_id,
   thread_origin, thread_base: the thread conversation the run began on; children_tokens,
   children_tool_calls: what its child runs spent, SPEC §13; parent_run_id: a child run's parent;
-  stream: '1' or '0' when the run was asked to stream or not to, SPEC §12), the step's
+  stream: '1' or '0' when the run was asked to stream or not to, SPEC §12; usage_cost_micros,
+  children_cost_micros: what its priced calls and its child runs' cost, SPEC §14), the step's
   state JSON, responses iteration - 1 and iteration, and round iteration - 1's results and span
   links as flat field/value lists; then where the transcript's tail begins (`cached`, or 0 when
   the list is shorter than that) and the messages from there on; then round iteration - 1's
@@ -23,7 +24,7 @@ local transcript = transcriptKey(step)
 local from = cached
 if from > 0 and redis.call('LLEN', transcript) < from then from = 0 end
 return {
-  redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind', 'usage_total', 'tool_calls', 'thread_id', 'thread_origin', 'thread_base', 'children_tokens', 'children_tool_calls', 'parent_run_id', 'stream'),
+  redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind', 'usage_total', 'tool_calls', 'thread_id', 'thread_origin', 'thread_base', 'children_tokens', 'children_tool_calls', 'parent_run_id', 'stream', 'usage_cost_micros', 'children_cost_micros'),
   redis.call('HGET', stateKey(step), 'json'),
   previous and redis.call('GET', roundKey(step, 'response', n - 1)),
   redis.call('GET', roundKey(step, 'response', n)),

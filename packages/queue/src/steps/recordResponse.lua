@@ -8,7 +8,8 @@
         events ({dedupeId, json} pairs), open_count, open_calls ('[[tool_call_id, tool_name, definition_hash], …]'
         or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
         ending (see finish; absent when the run goes on), stream (the response's part of the
-        run's stream, see streamResponse in includes/stream.lua; absent for none)
+        run's stream, see streamResponse in includes/stream.lua; absent for none), cost_micros (the
+        call's cost when its model is priced, SPEC §14: added to the record's usage_cost_micros; absent for none)
   Returns {1} when recorded now ({1, '', {created_at, agent, workflow}} when it ended the run too),
   {0, stored} when an earlier delivery recorded it, {-1} when the run has ended. Safe to run twice.
 ]]
@@ -30,6 +31,7 @@ needText('open_calls', args.open_calls)
 needWhole('tool_calls', args.tool_calls)
 if args.ending ~= nil then checkEnding(args.ending) end
 if args.stream ~= nil then checkStreamPart(args.stream) end
+if args.cost_micros ~= nil then needWhole('cost_micros', args.cost_micros) end
 
 local _, ended = runStatus()
 if ended then return {-1} end
@@ -41,6 +43,7 @@ redis.call('HINCRBY', record, 'usage_input', args.usage.input)
 redis.call('HINCRBY', record, 'usage_output', args.usage.output)
 redis.call('HINCRBY', record, 'usage_total', args.usage.total)
 redis.call('HINCRBY', record, 'iterations', 1)
+if args.cost_micros ~= nil then redis.call('HINCRBY', record, 'usage_cost_micros', args.cost_micros) end
 if args.tool_calls > 0 then redis.call('HINCRBY', record, 'tool_calls', args.tool_calls) end
 appendAll(args.events)
 local indexed = {response}

@@ -10,7 +10,7 @@ import {
   TERMINAL_STATUSES,
   type TryPosition,
 } from '@arcflow/core';
-import { wholeCount } from '../calls/waiting/child-store.ts';
+import { spentOf, wholeCount } from '../calls/waiting/child-store.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
 import { readArchive } from '../records/archive.ts';
 import { type RecordedResponse, StoredFormatError, readResponse, readState, readTryPosition, writeResponse, writeState } from '../records/formats.ts';
@@ -41,6 +41,8 @@ export interface StepSnapshot {
   readonly stateEntries: number;
   /** A child run's parent (SPEC §13): a child whose parent has ended is cancelled. */
   readonly parent_run_id?: string;
+  /** Whether the run was enqueued on a thread (SPEC §11; its record's `thread_id`, set once at enqueue). */
+  readonly onThread: boolean;
   /** Where call `iteration` stands among its models: moved only by its failed provider calls (SPEC §16). */
   readonly position: TryPosition;
   /** How many of the step's first rounds a fork copied from its source run (SPEC §15): they are replayed, never called or executed. */
@@ -99,8 +101,9 @@ export class StepStore {
     return {
       spec: specFrom(run_id, fields, fields[16] ?? null),
       // The run's own spend and its child runs' (SPEC §13): one budget.
-      spent: { tokens: wholeCount(fields[8]) + wholeCount(fields[13]), tool_calls: wholeCount(fields[9]) + wholeCount(fields[14]) },
+      spent: spentOf(fields[8], fields[9], fields[13], fields[14], fields[17], fields[18]),
       ...(fields[15] ? { parent_run_id: fields[15] } : {}),
+      onThread: fields[10] != null,
       state,
       previousResponse: previousResponse === null ? undefined : readResponse(previousResponse, `response ${iteration - 1} of ${where}`),
       response: response === null ? undefined : readResponse(response, `response ${iteration} of ${where}`),
@@ -260,6 +263,7 @@ export class StepStore {
     end?: RunEnding,
     executing = 0,
     stream?: StreamPart,
+    cost_micros?: number,
   ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
     const { response } = recorded;
     const [outcome, stored, facts] = (await this.context.scripts.recordResponse([this.context.keys.record(run_id)], {
@@ -274,6 +278,7 @@ export class StepStore {
       tool_calls: executing,
       ending: end ? endingArgument(this.context, end) : undefined,
       stream,
+      cost_micros,
     })) as [number, string?, unknown?];
     if (outcome === -1) return undefined;
     if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };

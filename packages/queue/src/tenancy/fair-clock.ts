@@ -1,10 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
+import { FairBatches, type FairBatchRedis } from './fair-batches.ts';
 import { TENANCY_SCRIPTS } from './scripts.ts';
 import type { TenantSettings } from './settings.ts';
+import { DEFAULT_TENANT } from './options.ts';
 
-/** The tenant of a run that names none (SPEC §14). */
-export const DEFAULT_TENANT = 'default';
+export { DEFAULT_TENANT } from './options.ts';
 /** A run's priority when it names none: 5 of 1 (first) … 10. */
 export const DEFAULT_PRIORITY = 5;
 
@@ -21,16 +22,20 @@ const REMEMBERED_RUNS = 20_000;
  * The fair clock of every queue this process adds provider and tool jobs to (SPEC §14; ADR 0029):
  * a job's BullMQ priority is its start tag in its tenant's virtual time, computed in Redis by
  * `fairPriority.lua` at the moment of the add, so BullMQ's own `ZPOPMIN` takes the tenants in turn.
- * A run's tenant and priority are read once from its record and remembered.
+ * The priorities asked for in one tick go to Redis together (`FairBatches`). A run's tenant and
+ * priority are read once from its record and remembered.
  */
 export class FairClock {
   private readonly owners = new Map<string, JobOwner>();
+  private readonly batches: FairBatches;
 
   constructor(
     private readonly redis: Redis,
     private readonly settings: TenantSettings,
     private readonly recordKey: (run_id: string) => string,
-  ) {}
+  ) {
+    this.batches = new FairBatches(redis);
+  }
 
   /** Notes a run's owner (at enqueue, when the process knows it), saving the record read. */
   remember(run_id: string, owner: { readonly tenant?: string | undefined; readonly priority?: number | undefined }): void {
@@ -56,15 +61,7 @@ export class FairClock {
   async priority(queue: Queue, run_id: string): Promise<number> {
     const owner = await this.ownerOf(run_id);
     const weight = await this.settings.weightOf(owner.tenant);
-    const priority = await (this.redis as unknown as FairRedis).arcflowFairPriority(
-      queue.toKey('arcflow-fair'),
-      queue.keys.prioritized!,
-      owner.tenant,
-      owner.priority,
-      1 / weight,
-      queue.toKey(''),
-    );
-    return Number(priority);
+    return this.batches.take(queue, owner.tenant, owner.priority, 1 / weight);
   }
 
   private async readOwner(run_id: string): Promise<JobOwner> {
@@ -83,8 +80,7 @@ export class FairClock {
 }
 
 /** The tenancy scripts, as `define` names them on a connection. */
-export interface FairRedis {
-  arcflowFairPriority(clock: string, prioritized: string, tenant: string, level: number, stride: number, jobPrefix: string): Promise<number>;
+export interface FairRedis extends FairBatchRedis {
   arcflowAdmitRun(active: string, run_id: string, limit: number): Promise<number>;
   arcflowCountEnqueue(counter: string, limit: number, ttlSeconds: number): Promise<number>;
 }

@@ -14,32 +14,40 @@
   moved down by V (renormalised), so the tags never leave the range; a tag beyond the range is held
   at its top.
 
+  One call gives the priorities of the jobs asked for together (a round's tool jobs, the runs a
+  client enqueues at once), in order: the same as one call per job in turn would give them, in one
+  read and one write of the clock.
+
   KEYS[1] the queue's fair clock (a hash: v, top, and <level>|<tenant> = the tenant's last tag)
   KEYS[2] BullMQ's prioritized set of the queue
-  ARGV[1] tenant   ARGV[2] level (1..10)   ARGV[3] stride (> 0)   ARGV[4] the queue's job key prefix
-  Returns the priority to add the job with (1 .. 2^21).
+  ARGV[1] the queue's job key prefix
+  ARGV[2..] each job as three arguments: tenant, level (1..10), stride (> 0); at most 1000 jobs
+  Returns the jobs' priorities to add them with, in order (each 1 .. 2^21).
 ]]
 local clock, prioritized = KEYS[1], KEYS[2]
-local tenant, level, stride, jobPrefix = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local jobPrefix = ARGV[1]
 local LEVELS = 10
 local MAX_TAG = math.floor((2097152 - LEVELS) / LEVELS)
 local SCORE = 0x100000000
+local jobs = (#ARGV - 1) / 3
+if jobs < 1 or jobs > 1000 or jobs ~= math.floor(jobs) then
+  return redis.error_reply('ERR arcflow: fairPriority takes a job prefix and 1 to 1000 (tenant, level, stride) triples')
+end
+for i = 2, #ARGV, 3 do
+  local level, stride = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if not level or level < 1 or level > LEVELS or level ~= math.floor(level) or not stride or stride <= 0 then
+    return redis.error_reply('ERR arcflow: fairPriority: a level must be a whole number from 1 to 10 and a stride above 0')
+  end
+end
 
 local function tagOfPriority(priority) return math.floor((priority - 1) / LEVELS) end
 
--- One read of the clock: V, the top tag, and the tenant's last tag at each level.
-local fields = {'v', 'top'}
-for l = 1, LEVELS do fields[l + 2] = l .. '|' .. tenant end
-local state = redis.call('HMGET', clock, unpack(fields))
+local state = redis.call('HMGET', clock, 'v', 'top')
 local v, top = tonumber(state[1]) or 0, tonumber(state[2]) or 0
-local last = {}
-for l = 1, LEVELS do last[l] = tonumber(state[l + 2]) end
+-- V is the head's tag while jobs wait (none of these is added before the call ends); else the top.
 local head = redis.call('ZRANGE', prioritized, 0, 0, 'WITHSCORES')
-if head[2] then
-  v = tagOfPriority(math.floor(tonumber(head[2]) / SCORE))
-else
-  v = math.max(v, top)
-end
+local headTag = head[2] and tagOfPriority(math.floor(tonumber(head[2]) / SCORE))
+if headTag then v = headTag else v = math.max(v, top) end
 
 -- Renormalise: every waiting job, and every stored tag, moves down by `shift`.
 if v > MAX_TAG / 2 then
@@ -64,31 +72,52 @@ if v > MAX_TAG / 2 then
     end
   end
   v = v - shift
+  if headTag then headTag = headTag - shift end
   top = math.max(v, top - shift)
-  for l = 1, LEVELS do
-    if last[l] then
-      last[l] = last[l] - shift
-      if last[l] <= v then last[l] = nil end
-    end
-  end
 end
 
-local start = v
-for l = 1, level do
-  local tag = last[l]
-  if tag and tag > start then start = tag end
+-- Each tenant's last tag at each level, read once (after any renormalisation), and what changed.
+local tenants, changed = {}, {}
+local function lastOf(tenant)
+  local last = tenants[tenant]
+  if last then return last end
+  local fields = {}
+  for l = 1, LEVELS do fields[l] = l .. '|' .. tenant end
+  local stored = redis.call('HMGET', clock, unpack(fields))
+  last = {}
+  for l = 1, LEVELS do last[l] = tonumber(stored[l]) end
+  tenants[tenant] = last
+  return last
 end
-local tag = start + stride
-if tag > top then top = tag end
-local writes = {'v', tostring(v), 'top', tostring(top), level .. '|' .. tenant, tostring(tag)}
--- The tenant's lower levels pay for this job: their next jobs start a stride later (those queued
--- already keep their places), so a tenant's share stays its weight's whatever the priorities.
-for l = level + 1, LEVELS do
-  local later = last[l]
-  if later and later >= tag then
-    writes[#writes + 1] = l .. '|' .. tenant
-    writes[#writes + 1] = tostring(later + stride)
+
+local priorities = {}
+for i = 2, #ARGV, 3 do
+  local tenant, level, stride = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local last = lastOf(tenant)
+  if not headTag then v = math.max(v, top) end
+  -- A job of level p starts at max(V, the tenant's last tag at levels 1..p).
+  local start = v
+  for l = 1, level do
+    if last[l] and last[l] > start then start = last[l] end
   end
+  local tag = start + stride
+  if tag > top then top = tag end
+  last[level] = tag
+  changed[level .. '|' .. tenant] = tag
+  -- The tenant's lower levels pay for this job: their next jobs start a stride later (those queued
+  -- already keep their places), so a tenant's share stays its weight's whatever the priorities.
+  for l = level + 1, LEVELS do
+    if last[l] and last[l] >= tag then
+      last[l] = last[l] + stride
+      changed[l .. '|' .. tenant] = last[l]
+    end
+  end
+  priorities[#priorities + 1] = math.min(math.floor(tag), MAX_TAG) * LEVELS + level
+end
+local writes = {'v', tostring(v), 'top', tostring(top)}
+for name, tag in pairs(changed) do
+  writes[#writes + 1] = name
+  writes[#writes + 1] = tostring(tag)
 end
 redis.call('HSET', clock, unpack(writes))
-return math.min(math.floor(tag), MAX_TAG) * LEVELS + level
+return priorities

@@ -1,11 +1,22 @@
 import { ConfigError, TENANT_PATTERN } from '@arcflow/core';
 
+/** The tenant of a run that names none (SPEC §14). */
+export const DEFAULT_TENANT = 'default';
+
 /** The tenant options of a worker (SPEC §14), as given. */
 export interface TenantOptions {
   /** Each tenant's share of every queue, relative to the others' (default 1; `*` for every tenant not named). */
   readonly tenant_weights?: Readonly<Record<string, number>>;
   /** Each tenant's limits (`*` for every tenant not named), enforced in Redis across workers. */
   readonly tenant_limits?: Readonly<Record<string, TenantLimits>>;
+  /** Each tenant's cost budget (`*` for every tenant not named), enforced in Redis across workers. */
+  readonly tenant_budgets?: Readonly<Record<string, TenantBudget>>;
+}
+
+/** A tenant's cost budget (SPEC §14). */
+export interface TenantBudget {
+  /** USD the tenant's provider calls may cost in one UTC day; a call whose worst case does not fit is refused `budget_exceeded`. */
+  readonly max_cost_usd_per_day?: number;
 }
 
 /** A tenant's limits (SPEC §14). */
@@ -55,5 +66,39 @@ export function checkTenantOptions(options: TenantOptions): TenantOptions {
       }
     }
   }
-  return { ...(tenant_weights !== undefined ? { tenant_weights } : {}), ...(tenant_limits !== undefined ? { tenant_limits } : {}) };
+  const { tenant_budgets } = options;
+  if (tenant_budgets !== undefined) checkTenantBudgets(tenant_budgets);
+  return {
+    ...(tenant_weights !== undefined ? { tenant_weights } : {}),
+    ...(tenant_limits !== undefined ? { tenant_limits } : {}),
+    ...(tenant_budgets !== undefined ? { tenant_budgets } : {}),
+  };
+}
+
+function checkTenantBudgets(tenant_budgets: unknown): void {
+  checkObject('tenant_budgets', tenant_budgets);
+  for (const [tenant, budget] of Object.entries(tenant_budgets)) {
+    checkTenantKey('tenant_budgets', tenant);
+    checkObject(`tenant_budgets.${tenant}`, budget);
+    for (const [key, value] of Object.entries(budget)) {
+      if (key !== 'max_cost_usd_per_day') throw new ConfigError(`tenant_budgets.${tenant}: unknown key '${key.slice(0, 60)}' (keys: max_cost_usd_per_day)`);
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+        throw new ConfigError(`tenant_budgets.${tenant}.${key}: expected a number of USD >= 0, got ${JSON.stringify(value)?.slice(0, 40)}`);
+    }
+  }
+}
+
+/**
+ * The tenants the options name (SPEC §14), `default` among them: the keys, other than `*`, of
+ * every option named `tenant_*` whose value is an object keyed by tenant (weights, limits,
+ * budgets, and any such option added later). What metrics record a run's tenant by (SPEC §18):
+ * a tenant not named is `_OTHER`.
+ */
+export function namedTenants(options: TenantOptions): Set<string> {
+  const names = new Set<string>([DEFAULT_TENANT]);
+  for (const [option, value] of Object.entries(options)) {
+    if (!option.startsWith('tenant_') || value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+    for (const tenant of Object.keys(value)) if (tenant !== '*') names.add(tenant);
+  }
+  return names;
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { TenantLimits, TenantOptions } from './options.ts';
+import type { TenantBudget, TenantLimits, TenantOptions } from './options.ts';
 
 /** How long a process uses the tenant settings it read before reading them again. */
 const SETTINGS_TTL_MS = 5_000;
@@ -38,6 +38,12 @@ export class TenantSettings {
   async limitsOf(tenant: string): Promise<TenantLimits> {
     const limits = (await this.read()).tenant_limits ?? {};
     return limits[tenant] ?? limits['*'] ?? {};
+  }
+
+  /** A tenant's cost budget: its own, else `*`'s, else none. */
+  async budgetOf(tenant: string): Promise<TenantBudget> {
+    const budgets = (await this.read()).tenant_budgets ?? {};
+    return budgets[tenant] ?? budgets['*'] ?? {};
   }
 
   /** A tenant's weight: its own, else `*`'s, else 1. */

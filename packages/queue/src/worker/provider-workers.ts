@@ -26,9 +26,10 @@ export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps
     if (job && isWaitTimeoutJob(job.name)) return;
     void failStepIfFinal(deps, job, error?.message);
   };
+  const tenantOf = (run_id: string) => deps.queues.fair.ownerOf(run_id);
   // A provider queue also holds the delayed jobs that time waiting calls out.
   const processJob = async (job: Job<ProviderJobData>, span: Span, token?: string) => {
-    if (!isWaitTimeoutJob(job.name)) return processor.process(recordJobTaken(job.queueName, 'provider', job), span, token);
+    if (!isWaitTimeoutJob(job.name)) return processor.process(recordJobTaken(job.queueName, 'provider', job, tenantOf), span, token);
     return timeOutWaitingCall({ store: deps.store, queues: deps.queues, logger: deps.logger }, job);
   };
   const registrations = new Map<string, AgentRegistration>();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { openToolSources, toolDefinitionHash } from '@arcflow/core';
-import { nameModels, recordThroughGlobalProvider } from '@arcflow/telemetry/metrics';
+import { nameModels, nameTenants, recordThroughGlobalProvider } from '@arcflow/telemetry/metrics';
 import { connectRedis, duplicateRedis } from '../redis/connect.ts';
 import { coalesceWrites } from '../redis/writes.ts';
 import { isConnectionError, watchConnection } from '../redis/connection.ts';
@@ -17,6 +17,7 @@ import { Watchdog } from '../watchdog/watchdog.ts';
 import { DeadWorkers } from '../watchdog/dead-workers.ts';
 import { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 import { definedModelNames } from '../metrics/model-names.ts';
+import { namedTenants } from '../tenancy/options.ts';
 import { collectDefinitions, collectTools, warnOfOtherDefinitions } from './definitions.ts';
 import { PartitionServing, type Serving } from './partition-serving.ts';
 import { serveProviderQueues } from './provider-workers.ts';
@@ -69,6 +70,8 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const models = options.roles.includes('provider') ? new ModelRouter(options, { agents, workflows }) : undefined;
   // Metrics name a provider call's model only when a definition or provider names it (a model given per run adds no series).
   if (models) nameModels(definedModelNames(agents.values(), workflows.values(), options));
+  // and a run's tenant only when a tenant option names it (SPEC §18): the rest are `_OTHER`.
+  nameTenants(namedTenants(options.tenancy));
   const tools = collectTools(agents, workflows, options.tools);
   const id = input.worker_id ?? newWorkerId();
   // One connection for BullMQ and the store; each tick's commands go out in one socket write

@@ -17,6 +17,7 @@ import type { Serving } from './partition-serving.ts';
  */
 export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, options: ResolvedWorkerOptions, prefixTag: string): Promise<void> {
   const process = toolJobProcessor(deps);
+  const tenantOf = (run_id: string) => deps.queues.fair.ownerOf(run_id);
   // Each tool queue's cap is written at once (one round trip for all of them, not one per tool).
   const caps: Promise<unknown>[] = [];
   for (const tool of deps.tools.values()) {
@@ -29,7 +30,7 @@ export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, optio
       const capped = tool.concurrency !== undefined;
       if (capped && tag !== prefixTag) return;
       const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
-      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job), () => process(job)), {
+      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job, tenantOf), () => process(job)), {
         ...serving.common,
         // The call's own budget counts losses past the grace (tool-losses.ts); BullMQ's limit caps quick ones too.
         maxStalledCount: options.max_stalled_count + QUICK_LOSSES,

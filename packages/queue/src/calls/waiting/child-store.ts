@@ -29,7 +29,19 @@ export interface EndedChild {
   readonly spend: RunSpent;
 }
 
-const ENDED_FIELDS = ['status', 'output', 'error', 'parent_call', 'usage_total', 'tool_calls', 'children_tokens', 'children_tool_calls', 'finished_at'] as const;
+const ENDED_FIELDS = [
+  'status',
+  'output',
+  'error',
+  'parent_call',
+  'usage_total',
+  'tool_calls',
+  'children_tokens',
+  'children_tool_calls',
+  'finished_at',
+  'usage_cost_micros',
+  'children_cost_micros',
+] as const;
 
 /** The records' fields that tie child runs to their parents' calls. */
 export class ChildStore {
@@ -55,18 +67,17 @@ export class ChildStore {
    * parent, and for one not found), and what it has spent, its children's spend included.
    */
   async standing(run_id: string): Promise<{ depth: number; spent: RunSpent }> {
-    const [depth, usage_total, tool_calls, children_tokens, children_tool_calls] = await this.context.redis.hmget(
+    const [depth, usage_total, tool_calls, children_tokens, children_tool_calls, usage_cost, children_cost] = await this.context.redis.hmget(
       this.context.keys.record(run_id),
       'depth',
       'usage_total',
       'tool_calls',
       'children_tokens',
       'children_tool_calls',
+      'usage_cost_micros',
+      'children_cost_micros',
     );
-    return {
-      depth: wholeCount(depth),
-      spent: { tokens: wholeCount(usage_total) + wholeCount(children_tokens), tool_calls: wholeCount(tool_calls) + wholeCount(children_tool_calls) },
-    };
+    return { depth: wholeCount(depth), spent: spentOf(usage_total, tool_calls, children_tokens, children_tool_calls, usage_cost, children_cost) };
   }
 
   /** A run's agent (or workflow) name, which names its provider queue; undefined when it does not exist. */
@@ -79,10 +90,8 @@ export class ChildStore {
    * has not ended, has no parent, or whose parent link another process wrote unreadable.
    */
   async ended(run_id: string): Promise<EndedChild | undefined> {
-    const [status, output, error, parent_call, usage_total, tool_calls, children_tokens, children_tool_calls, finished_at] = await this.context.redis.hmget(
-      this.context.keys.record(run_id),
-      ...ENDED_FIELDS,
-    );
+    const [status, output, error, parent_call, usage_total, tool_calls, children_tokens, children_tool_calls, finished_at, usage_cost, children_cost] =
+      await this.context.redis.hmget(this.context.keys.record(run_id), ...ENDED_FIELDS);
     if ((status !== 'completed' && status !== 'failed' && status !== 'cancelled') || !parent_call) return undefined;
     const parent = readParentCall(parent_call, run_id);
     if (!parent) return undefined;
@@ -91,7 +100,7 @@ export class ChildStore {
       parent,
       ending: { status, ...(output != null ? { output } : {}), ...(error_code ? { error_code } : {}) },
       finished_at: Number(finished_at) || Date.now(),
-      spend: { tokens: wholeCount(usage_total) + wholeCount(children_tokens), tool_calls: wholeCount(tool_calls) + wholeCount(children_tool_calls) },
+      spend: spentOf(usage_total, tool_calls, children_tokens, children_tool_calls, usage_cost, children_cost),
     };
   }
 }
@@ -103,6 +112,21 @@ function errorCodeOf(error: string | null | undefined): string {
   } catch {
     return 'failed';
   }
+}
+
+type Field = string | null | undefined;
+
+/**
+ * What a run has spent, from its record's counters: its own and its child runs' tokens and tool
+ * calls, and (once a priced call was made, SPEC §14) their cost in micro-dollars.
+ */
+export function spentOf(usage_total: Field, tool_calls: Field, children_tokens: Field, children_tool_calls: Field, usage_cost: Field, children_cost: Field): RunSpent {
+  const priced = usage_cost != null || children_cost != null;
+  return {
+    tokens: wholeCount(usage_total) + wholeCount(children_tokens),
+    tool_calls: wholeCount(tool_calls) + wholeCount(children_tool_calls),
+    ...(priced ? { cost_micros: wholeCount(usage_cost) + wholeCount(children_cost) } : {}),
+  };
 }
 
 /** A count as the scripts take and keep it: a whole number, 0 for anything else (another process may have written the field). */

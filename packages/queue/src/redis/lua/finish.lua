@@ -167,9 +167,10 @@ local function endOnThread(ending, run_id, tag)
 end
 
 -- What a run's metrics name it by, for the process that ended it (SPEC §18), and its parent run
--- if it is a child (SPEC §13), whose call its end settles: {created_at, agent, workflow, parent_run_id}.
+-- if it is a child (SPEC §13), whose call its end settles, and its tenant (SPEC §14):
+-- {created_at, agent, workflow, parent_run_id, tenant}.
 local function runFacts()
-  return redis.call('HMGET', record, 'created_at', 'agent', 'workflow', 'parent_run_id')
+  return redis.call('HMGET', record, 'created_at', 'agent', 'workflow', 'parent_run_id', 'tenant')
 end
 
 local function finish(ending)
@@ -211,10 +212,11 @@ local function finish(ending)
   -- The index lists itself (createRun puts it there), so this expires it too.
   for _, key in ipairs(redis.call('SMEMBERS', index)) do redis.call('EXPIRE', key, ending.retention_seconds) end
   local run_id, active, tag = runIdentity()
-  -- The deployment's runs ended, by agent (or workflow) and status, counted once here (SPEC §18).
-  local workflow = redis.call('HGET', record, 'workflow')
-  local counted = workflow and ('workflow|' .. workflow) or ('agent|' .. redis.call('HGET', record, 'agent'))
-  redis.call('HINCRBY', tag .. '{{RUN_COUNTS_SUFFIX}}', counted .. '|' .. ending.status, 1)
+  -- The deployment's runs ended, by agent (or workflow), status and tenant, counted once here (SPEC §18).
+  local named = redis.call('HMGET', record, 'workflow', 'agent', 'tenant')
+  local counted = named[1] and ('workflow|' .. named[1]) or ('agent|' .. named[2])
+  local tenant = (named[3] and named[3] ~= 'default') and ('|' .. named[3]) or ''
+  redis.call('HINCRBY', tag .. '{{RUN_COUNTS_SUFFIX}}', counted .. '|' .. ending.status .. tenant, 1)
   endOnThread(ending, run_id, tag)
   -- A child run (SPEC §13) stays in the scan until its parent's call is settled (settleParentCall
   -- takes it out): its parent, waiting only for children, is not scanned, so a process that dies
