@@ -1,6 +1,7 @@
 import { RequestError, TENANT_PATTERN } from '@arcflow/core';
 import type { ClientContext } from './context.ts';
-import { utcDay } from '../cost/day.ts';
+import { spentOnDay } from '../cost/day.ts';
+import { DEFAULT_TENANT } from '../tenancy/options.ts';
 
 /** Where a tenant stands now (SPEC §14, `GET /v1/tenants/{tenant}`). */
 export interface TenantStanding {
@@ -36,11 +37,10 @@ export async function tenantStanding(context: ClientContext, tenant: string, now
     for (const run_id of runs.slice(at, at + BATCH)) pipeline.hmget(keys.record(run_id), 'tenant', 'status');
     for (const [, fields] of (await pipeline.exec()) ?? []) {
       const [owner, status] = (fields ?? []) as (string | null)[];
-      if ((owner ?? 'default') !== tenant) continue;
+      if ((owner ?? DEFAULT_TENANT) !== tenant) continue;
       if (status === 'queued') queued_runs += 1;
       else if (status === 'running' || status === 'waiting') active_runs += 1;
     }
   }
-  const spent = await redis.hget(keys.tenantSpend(tenant, utcDay(now)), 'spent');
-  return { tenant, active_runs, queued_runs, cost_usd_today: Number(spent ?? 0) / 1_000_000 };
+  return { tenant, active_runs, queued_runs, cost_usd_today: await spentOnDay(redis, keys, tenant, now) };
 }

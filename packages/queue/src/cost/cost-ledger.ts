@@ -10,14 +10,13 @@ import {
   runCostCap,
   runCostRefusal,
   unpricedRefusal,
-  usdOf,
 } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { DEFAULT_TENANT, type FairClock } from '../tenancy/fair-clock.ts';
 import type { TenantSettings } from '../tenancy/settings.ts';
 import { COST_SCRIPTS } from './scripts.ts';
-import { utcDay } from './day.ts';
+import { spentOnDay, utcDay } from './day.ts';
 
 /** How long a tenant's day of spend (and a run's holds) is kept after its last change: two days, so a day is read whole. */
 export const COST_KEY_TTL_SECONDS = 48 * 3600;
@@ -94,7 +93,7 @@ export class CostLedger {
 
   /** What `tenant` has spent in the UTC day of `now` (settled calls), in USD. */
   async spentToday(tenant: string = DEFAULT_TENANT, now = Date.now()): Promise<number> {
-    return usdOf(Number((await this.redis.hget(this.keys.tenantSpend(tenant, utcDay(now)), 'spent')) ?? 0));
+    return spentOnDay(this.redis, this.keys, tenant, now);
   }
 }
 
