@@ -48,23 +48,28 @@ function defineCrashTests(targetName: string, redisUrl: () => string): void {
     });
 
     /**
-     * Runs `frail_agent` on one worker at a time (loss budget 1) and SIGKILLs the worker under each
-     * of the call's first `losses` deliveries, `afterMs` after its handler started; returns the run's events and executions.
+     * Runs `agent` (its slow step counted as `counted`) on one worker at a time (loss budget 1) and SIGKILLs the worker under each
+     * of the step's first `losses` deliveries, `afterMs` after its handler started; returns the run's events and executions.
      */
-    async function loseDeliveries(name: string, losses: number, afterMs: number): Promise<{ events: TraceEvent[]; executions: number }> {
+    async function loseDeliveries(
+      name: string,
+      losses: number,
+      afterMs: number,
+      { agent, counted } = { agent: 'frail_agent', counted: 'frail' },
+    ): Promise<{ events: TraceEvent[]; executions: number }> {
       const { start, counter, client } = setup(name);
       let worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
       try {
-        const { run_id } = await client.enqueue({ agent: 'frail_agent', input: 'go' });
+        const { run_id } = await client.enqueue({ agent, input: 'go' });
         for (let lost = 1; lost <= losses; lost += 1) {
-          await until(async () => (await counter('frail')) === lost, 30_000);
+          await until(async () => (await counter(counted)) === lost, 30_000);
           await new Promise((resolve) => setTimeout(resolve, afterMs));
           worker.kill('SIGKILL');
           await worker.exited;
           worker = await start({ ARCFLOW_MAX_STALLED_COUNT: '1' });
         }
         expect((await client.wait(run_id, { timeout_ms: 60_000 })).status).toBe('completed');
-        return { events: await collect(client, run_id), executions: await counter('frail') };
+        return { events: await collect(client, run_id), executions: await counter(counted) };
       } finally {
         worker.kill('SIGKILL');
         await client.close();
@@ -76,6 +81,13 @@ function defineCrashTests(targetName: string, redisUrl: () => string): void {
       const { events, executions } = await loseDeliveries('quick-losses', 3, 0);
       expect(events.find((event) => event.kind === 'ToolCallCompleted')).toMatchObject({ tool_name: 'frail' });
       expect(hasEvent(events, 'ToolCallFailed')).toBe(false);
+      expect(executions).toBe(4);
+    }, 120_000);
+
+    it('does not fail a model call whose workers are SIGKILLed under it more often than the loss budget: the fleet lost them', async () => {
+      const { events, executions } = await loseDeliveries('provider-losses', 3, 1_000, { agent: 'musing_agent', counted: 'muse' });
+      expect(events.find((event) => event.kind === 'RunCompleted')).toBeDefined();
+      expect(hasEvent(events, 'StepFailed')).toBe(false);
       expect(executions).toBe(4);
     }, 120_000);
 

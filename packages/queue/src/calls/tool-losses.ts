@@ -9,7 +9,7 @@ import type { Job } from 'bullmq';
  */
 export const LOSS_GRACE_MS = 1_000;
 
-/** Losses within the grace a call may take on top of its budget: BullMQ's stall limit for tool jobs is the budget plus these. */
+/** Losses within the grace a call may take on top of its budget: BullMQ's stall limit for every job is the budget plus these. */
 export const QUICK_LOSSES = 5;
 
 /** The job's progress field as this module keeps it: the attempts whose handler ran past the grace and has not ended. */

@@ -15,6 +15,7 @@ import { ModelRouter } from '../loop/model-router.ts';
 import { Dispatcher } from '../jobs/dispatcher.ts';
 import { Watchdog } from '../watchdog/watchdog.ts';
 import { DeadWorkers } from '../watchdog/dead-workers.ts';
+import { QUICK_LOSSES } from '../calls/tool-losses.ts';
 import { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 import { definedModelNames } from '../metrics/model-names.ts';
 import { namedTenants } from '../tenancy/options.ts';
@@ -104,7 +105,9 @@ async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
       name: id,
       lockDuration: options.lock_duration_ms,
       stalledInterval: options.stalled_interval_ms,
-      maxStalledCount: options.max_stalled_count,
+      // Losses the fleet's own crashes cause land on jobs that did nothing wrong: BullMQ's limit is the
+      // budget plus QUICK_LOSSES (a tool call's own budget counts only its slow losses, tool-losses.ts).
+      maxStalledCount: options.max_stalled_count + QUICK_LOSSES,
       ...finishedJobRetention(options.retention_seconds),
     },
     logWorkerError: (message, fields) => (error) => {

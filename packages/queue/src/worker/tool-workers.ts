@@ -6,7 +6,6 @@ import type { ToolJobData } from '../jobs/jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';
 import { type ToolJobDeps, toolJobProcessor } from '../calls/tool-job.ts';
-import { QUICK_LOSSES } from '../calls/tool-losses.ts';
 import { settleIfFinal } from './failed-jobs.ts';
 import type { Serving } from './partition-serving.ts';
 
@@ -32,8 +31,6 @@ export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, optio
       const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
       const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job, tenantOf), () => process(job)), {
         ...serving.common,
-        // The call's own budget counts losses past the grace (tool-losses.ts); BullMQ's limit caps quick ones too.
-        maxStalledCount: options.max_stalled_count + QUICK_LOSSES,
         prefix: tag,
         concurrency: capped ? budget : serving.partitions.share(budget),
       });
