@@ -162,6 +162,7 @@ export {
   TOKEN_ACTIONS,
   TOKEN_DEFAULTS,
   TENANT_PATTERN,
+  tenantNameProblem,
   type TokenAction,
   type TokenScope,
   type TokenOptions,

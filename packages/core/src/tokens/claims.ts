@@ -16,6 +16,12 @@ export const TOKEN_DEFAULTS = Object.freeze({ expires_in_s: 3_600, max_expires_i
 /** A tenant's name (SPEC §14). */
 export const TENANT_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 
+/** Why `value`, given as `field`, is not a tenant name: the message to refuse it with; undefined when it is one. */
+export function tenantNameProblem(field: string, value: unknown): string | undefined {
+  if (typeof value === 'string' && TENANT_PATTERN.test(value)) return undefined;
+  return `${field} must match ${TENANT_PATTERN}, got ${shown(value)}`;
+}
+
 /** The token's issuer and audience, and its header's `typ`: a JWT made for anything else is refused. */
 export const TOKEN_ISSUER = 'arcflow';
 export const TOKEN_AUDIENCE = 'arcflow-serve';
@@ -110,8 +116,8 @@ export function checkTokenScope(options: object, where = 'createToken'): TokenSc
       `${where}: subject must be a string of 1 to ${TOKEN_DEFAULTS.max_subject_length} characters, no control characters, got ${typeof subject === 'string' ? `${subject.length} characters` : shown(subject)}`,
     );
   }
-  if (tenant !== undefined && (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)))
-    throw new ConfigError(`${where}: tenant must match ${TENANT_PATTERN}, got ${shown(tenant)}`);
+  const tenantProblem = tenant === undefined ? undefined : tenantNameProblem('tenant', tenant);
+  if (tenantProblem) throw new ConfigError(`${where}: ${tenantProblem}`);
   const lifetime = expires_in_s ?? TOKEN_DEFAULTS.expires_in_s;
   if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > TOKEN_DEFAULTS.max_expires_in_s) {
     throw new ConfigError(`${where}: expires_in_s must be an integer from 1 to ${TOKEN_DEFAULTS.max_expires_in_s} (seconds), got ${shown(expires_in_s)}`);

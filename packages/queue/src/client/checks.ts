@@ -1,8 +1,8 @@
+import { checkTenantName } from '../tenancy/options.ts';
 import {
   type ApprovalAnswer,
   NamePattern,
   RequestError,
-  TENANT_PATTERN,
   type ToolResultInput,
   answerProblem,
   toolResultProblem,
@@ -49,9 +49,7 @@ export function checkEnqueueRequest(request: EnqueueRequest): void {
   if (request.enqueued_by !== undefined && (typeof request.enqueued_by !== 'string' || !ENQUEUED_BY.test(request.enqueued_by))) {
     throw new RequestError('invalid_request', `enqueued_by must be 1-200 characters, no control characters, got ${JSON.stringify(request.enqueued_by)?.slice(0, 60)}`);
   }
-  if (request.tenant !== undefined && (typeof request.tenant !== 'string' || !TENANT_PATTERN.test(request.tenant))) {
-    throw new RequestError('invalid_request', `tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(request.tenant)?.slice(0, 140)}`);
-  }
+  if (request.tenant !== undefined) checkTenantName('tenant', request.tenant);
   if (request.priority !== undefined && (!Number.isInteger(request.priority) || request.priority < 1 || request.priority > 10)) {
     throw new RequestError('invalid_request', `priority must be an integer from 1 (first) to 10, got ${JSON.stringify(request.priority)?.slice(0, 40)}`);
   }

@@ -1,4 +1,4 @@
-import { RequestError, TENANT_PATTERN } from '@arcflow/core';
+import { checkTenantName } from '../tenancy/options.ts';
 import type { ClientContext } from './context.ts';
 import { spentOnDay } from '../cost/day.ts';
 import { DEFAULT_TENANT } from '../tenancy/options.ts';
@@ -23,9 +23,7 @@ const BATCH = 500;
  * Reads every run not ended once: a request costs a read per active run of the prefix.
  */
 export async function tenantStanding(context: ClientContext, tenant: string, now = Date.now()): Promise<TenantStanding> {
-  if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) {
-    throw new RequestError('invalid_request', `tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(tenant)?.slice(0, 140)}`);
-  }
+  checkTenantName('tenant', tenant);
   const { redis, store } = context;
   const keys = store.keys;
   const tags = await store.tags();

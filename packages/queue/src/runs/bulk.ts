@@ -1,4 +1,5 @@
-import { RequestError, type RunRecord, TENANT_PATTERN, TERMINAL_STATUSES } from '@arcflow/core';
+import { checkTenantName } from '../tenancy/options.ts';
+import { RequestError, type RunRecord, TERMINAL_STATUSES } from '@arcflow/core';
 import { checkListQuery } from './list-query.ts';
 import { retriable } from './fork.ts';
 
@@ -35,9 +36,7 @@ export function checkBulkRequest(request: BulkRequest): BulkRequest & { readonly
   if (typeof filter !== 'object' || filter === null) throw new RequestError('invalid_request', 'filter must be an object with a status');
   if (filter.status === undefined) throw new RequestError('invalid_request', 'filter.status is required');
   checkListQuery({ status: filter.status, ...(filter.agent !== undefined ? { agent: filter.agent } : {}) });
-  if (filter.tenant !== undefined && (typeof filter.tenant !== 'string' || !TENANT_PATTERN.test(filter.tenant))) {
-    throw new RequestError('invalid_request', `filter.tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(filter.tenant)?.slice(0, 60)}`);
-  }
+  if (filter.tenant !== undefined) checkTenantName('filter.tenant', filter.tenant);
   const since_ms = filter.since === undefined ? undefined : Date.parse(filter.since);
   if (since_ms !== undefined && (typeof filter.since !== 'string' || Number.isNaN(since_ms))) {
     throw new RequestError('invalid_request', `filter.since must be an ISO 8601 time, got ${JSON.stringify(filter.since)?.slice(0, 60)}`);

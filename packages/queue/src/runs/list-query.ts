@@ -1,4 +1,5 @@
-import { NamePattern, RequestError, type RunRecord, TENANT_PATTERN } from '@arcflow/core';
+import { checkTenantName } from '../tenancy/options.ts';
+import { NamePattern, RequestError, type RunRecord } from '@arcflow/core';
 
 /** Runs a listing returns when it is not told how many. */
 export const LIST_LIMIT_DEFAULT = 50;
@@ -28,9 +29,7 @@ export function checkListQuery(query: ListQuery = {}): { status?: RunRecord['sta
   if (agent !== undefined && (typeof agent !== 'string' || !NamePattern.agent.test(agent))) {
     throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(agent)?.slice(0, 120)}`);
   }
-  if (tenant !== undefined && (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant))) {
-    throw new RequestError('invalid_request', `tenant must match ${TENANT_PATTERN}, got ${JSON.stringify(tenant)?.slice(0, 140)}`);
-  }
+  if (tenant !== undefined) checkTenantName('tenant', tenant);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new RequestError('invalid_request', `limit must be an integer from 1 to 1000, got ${JSON.stringify(limit)}`);
   if (cursor !== undefined && (typeof cursor !== 'string' || !LIST_CURSOR.test(cursor))) throw new RequestError('invalid_request', 'cursor is not one a listing returned');
   return { status, agent, ...(tenant !== undefined ? { tenant } : {}), limit, cursor };

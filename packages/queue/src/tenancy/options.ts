@@ -1,4 +1,4 @@
-import { ConfigError, TENANT_PATTERN } from '@arcflow/core';
+import { ConfigError, RequestError, TENANT_PATTERN, tenantNameProblem } from '@arcflow/core';
 
 /** The tenant of a run that names none (SPEC §14). */
 export const DEFAULT_TENANT = 'default';
@@ -25,6 +25,12 @@ export interface TenantLimits {
   readonly max_active_runs?: number;
   /** Enqueues of the tenant per minute; the rest are refused `tenant_rate_limited`. */
   readonly runs_per_minute?: number;
+}
+
+/** Refuses a request whose `field` is not a tenant name, naming the field (`invalid_request`). */
+export function checkTenantName(field: string, value: unknown): asserts value is string {
+  const problem = tenantNameProblem(field, value);
+  if (problem) throw new RequestError('invalid_request', problem);
 }
 
 const LIMIT_KEYS = ['max_active_runs', 'runs_per_minute'] as const;
