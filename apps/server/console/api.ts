@@ -68,6 +68,14 @@ export interface Event {
   iteration?: number;
   [field: string]: unknown;
 }
+/** Where a tenant stands (`GET /v1/tenants/{tenant}`, SPEC §14). */
+export interface TenantStanding {
+  tenant: string;
+  active_runs: number;
+  queued_runs: number;
+  cost_usd_today: number;
+}
+
 export interface AgentInfo {
   name: string;
   kind: 'agent' | 'workflow';

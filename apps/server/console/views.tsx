@@ -1,7 +1,7 @@
 // The console's pages: sign-in, runs, agents, queues.
 import { useState } from 'preact/hooks';
 import { BulkActions, mayBulk } from './actions.tsx';
-import { type AgentInfo, type Me, type QueueInfo, type Run, api } from './api.ts';
+import { type AgentInfo, type Me, type QueueInfo, type Run, type TenantStanding, api } from './api.ts';
 import { usePolled } from './hooks.ts';
 import { Badge, duration, time } from './ui.tsx';
 
@@ -56,11 +56,27 @@ export function RunsList({ me }: { me?: Me }) {
         </select>
         <input aria-label="tenant" placeholder="any tenant" value={tenant} onInput={(event) => setTenant((event.target as HTMLInputElement).value.trim())} />
       </div>
+      {TENANT_NAME.test(tenant) && <TenantLine tenant={tenant} />}
       {me && mayBulk(me) && <BulkActions status={status} agent={agent} />}
       {runs.error && <p class="error">{runs.error}</p>}
       <RunsTable runs={runs.value?.runs ?? []} />
       {runs.value && runs.value.runs.length === 0 && <p class="muted">No runs yet.</p>}
     </div>
+  );
+}
+
+/** The names `GET /v1/tenants/{tenant}` takes (SPEC §14). */
+const TENANT_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** The tenant the list is filtered to: its runs started and waiting to start, and its spend today (UTC). */
+function TenantLine({ tenant }: { tenant: string }) {
+  const standing = usePolled(() => api<TenantStanding>(`/v1/tenants/${encodeURIComponent(tenant)}`), 2_000, [tenant]);
+  if (!standing.value) return null;
+  const { active_runs, queued_runs, cost_usd_today } = standing.value;
+  return (
+    <p class="tenant-standing muted" data-tenant={tenant}>
+      {tenant}: {active_runs} active, {queued_runs} queued, ${cost_usd_today.toFixed(cost_usd_today < 1 ? 4 : 2)} spent today (UTC)
+    </p>
   );
 }
 

@@ -118,6 +118,11 @@ describe('the web console, in a real Chromium', () => {
     await page.fill('input[aria-label=tenant]', 'acme');
     await page.locator(`tr[data-run="${other}"]`).waitFor({ state: 'detached' });
     expect(await page.locator(`tr[data-run="${acme}"]`).count()).toBe(1);
+    // The tenant's standing above its runs: once its one run has ended, nothing active or queued (its model is not priced).
+    await page.locator(`tr[data-run="${acme}"] .badge`, { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await page.locator('.tenant-standing[data-tenant=acme]', { hasText: 'acme: 0 active, 0 queued, $0.0000 spent today (UTC)' }).waitFor();
+    await page.fill('input[aria-label=tenant]', 'not a tenant');
+    await page.locator('.tenant-standing').waitFor({ state: 'detached' });
     await page.close();
   });
 
