@@ -143,10 +143,42 @@ describe('fair places given by the store scripts', () => {
     expect(await store.startToolCall(run_id, calls[0]!, started, 'start|s1|1|c1|2')).toEqual({ status: 'recorded', openInRound: 0, places: settled!.places });
     expect(await clocks(prefix)).toEqual(before);
   });
+
+  it("places a run's first jobs in the write that creates it, and gives a resend of that write the same places", async () => {
+    const prefix = testPrefix('fair-create');
+    prefixes.push(prefix);
+    const queues = new Dispatcher(redis, keysFor(prefix));
+    open.push(queues);
+    const store = new RunStore(redis, prefix, 60);
+    const create = async (run_id: string, tenant: string, steps: string[]) => {
+      queues.fair.remember(run_id, { tenant });
+      const jobs = steps.map((step_id) => queues.providerJob({ queue: 'agent-a', attempts: 1 }, { run_id, step_id, iteration: 1 }));
+      const placing = await queues.placing(run_id, jobs);
+      const spec = { run_id, agent: 'a', input: 'hi', config: null, exec_config: null, trace: {}, definition_hash: '', tenant };
+      return () => store.createRun(spec, undefined, { kind: 'RunEnqueued', step_id: 's1', agent: 'a' }, undefined, undefined, undefined, undefined, placing);
+    };
+    const twin = queues.forRun('agent-a-asked', 'run_fc-1');
+    const first = await create('run_fc-1', 'a', ['s1']);
+    const second = await create('run_fc-2', 'a', ['s1', 's2']);
+    const third = await create('run_fc-3', 'b', ['s1']);
+    const made = [await first(), await second(), await third()];
+    const asked = [];
+    for (const [run_id, count] of [
+      ['run_fc-1', 1],
+      ['run_fc-2', 2],
+      ['run_fc-3', 1],
+    ] as const)
+      for (let i = 0; i < count; i += 1) asked.push(await queues.fair.priority(twin, run_id));
+    expect(made.flatMap((each) => [...each.places!.values()])).toEqual(asked);
+    const before = await clocks(prefix);
+    const resent = await second();
+    expect(resent).toEqual({ created: false, run_id: 'run_fc-2', places: made[1]!.places });
+    expect(await clocks(prefix)).toEqual(before);
+  });
 });
 
 describe('fair places on the engine', () => {
-  it("adds a round's tool jobs and its join with the places the store scripts gave, calling no queue clock of their own", async () => {
+  it("adds a run's first job, a round's tool jobs and its join with the places the store scripts gave, calling no queue clock of their own", async () => {
     const prefix = testPrefix('fair-engine');
     prefixes.push(prefix);
     const noop = tool({ name: 'noop', description: 'n', input_schema: { type: 'object' }, handler: async () => 'ok' });
@@ -167,8 +199,8 @@ describe('fair places on the engine', () => {
     expect((await client.wait(run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     await redis.ping();
     monitor.disconnect();
-    // The client's add of the first provider job asks the agent's clock; the round's three tool jobs and its join ask none.
-    expect(clockCalls).toEqual(['agent-fair_fan']);
+    // The first provider job (placed by createRun), the round's three tool jobs and its join ask no clock of their own.
+    expect(clockCalls).toEqual([]);
     // Each tag was taken once: tenant acme's last tag on the tool's clock is its third job's, on the agent's its second's.
     const toolClock = (await redis.keys(`{${prefix}}:tool-noop-*:arcflow-fair`))[0]!;
     expect(Number(await redis.hget(toolClock, '5|acme'))).toBe(3);

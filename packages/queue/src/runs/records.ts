@@ -27,6 +27,7 @@ import { foldEntries } from '../steps/state-log.ts';
 import type { RecordedRound } from '../steps/step-store.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
+import { type FairPlaces, type FairPlacing, readPlaces } from '../tenancy/fair-places.ts';
 
 /** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
 export interface InitialSteps {
@@ -66,7 +67,9 @@ export class RunRecords {
 
   /**
    * Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that
-   * run's id. A child run (SPEC §13) is created with its `lineage`.
+   * run's id. A child run (SPEC §13) is created with its `lineage`. `placing`: its first provider
+   * jobs, placed among the tenants in the same step (SPEC §14); their places come back as `places`
+   * (a resend gets those given before).
    */
   async createRun(
     spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage; readonly enqueued_by?: string; readonly tenant?: string; readonly priority?: number },
@@ -76,7 +79,8 @@ export class RunRecords {
     state?: RunState,
     request_hash?: string,
     fork?: ForkCopy,
-  ): Promise<{ created: boolean; run_id: string }> {
+    placing?: FairPlacing,
+  ): Promise<{ created: boolean; run_id: string; places?: FairPlaces }> {
     const { keys, scripts, codec } = this.context;
     const now = Date.now();
     const fields: Record<string, string> = {
@@ -105,7 +109,7 @@ export class RunRecords {
       ...(request_hash ? { request_hash } : {}),
       ...(fork ? forkFields(fork) : {}),
     };
-    const [created, run_id] = (await scripts.createRun([keys.record(spec.run_id), keys.idempotency(idempotency_key ?? spec.run_id, keys.tagOf(spec.run_id))], {
+    const [created, run_id, placed] = (await scripts.createRun([keys.record(spec.run_id), keys.idempotency(idempotency_key ?? spec.run_id, keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
       use_idempotency: idempotency_key !== undefined,
       fields,
@@ -113,8 +117,10 @@ export class RunRecords {
       ...(steps ? { steps: steps.statuses, started: codec.pairs(steps.started.map((event) => ({ event }))) } : {}),
       ...(state && Object.keys(state).length > 0 ? { state_entry: JSON.stringify(stateAsChanges(state)), state_step: steps ? RUN_STEP_ID : 's1' } : {}),
       ...(fork ? { fork: forkArgument(this.context, fork) } : {}),
-    })) as [number, string];
-    return { created: created === 1, run_id };
+      ...(placing ? { placing } : {}),
+    })) as [number, string, string?];
+    const places = readPlaces(placed);
+    return { created: created === 1, run_id, ...(places ? { places } : {}) };
   }
 
   /** True for the first caller only: that process emits the run's root span. Expires with the run. */
