@@ -6,7 +6,6 @@ import type { StoreContext } from '../store-context.ts';
 import type { ApprovalResolution, ToolResultAnswer } from '@arcflow/core';
 import type { WaitingStore } from './waiting/waiting-store.ts';
 import { type ChildStore, wholeCount } from './waiting/child-store.ts';
-import { readPlaces } from '../tenancy/fair-places.ts';
 
 /**
  * The calls of a round in Redis: a tool call's start and its result, each written once, a
@@ -33,21 +32,19 @@ export class CallStore {
    * recorded (then: how many calls of its round are still open) or the run has ended. One round trip.
    */
   async startToolCall(run_id: string, call: RoundCall, started: TimedEvent, once: string): Promise<CallStart> {
-    const [outcome, openInRound, joined] = (await this.context.scripts.startToolCall(
+    const [outcome, openInRound] = (await this.context.scripts.startToolCall(
       [this.context.keys.record(run_id)],
       [call.step_id, call.iteration, call.tool_call_id, once, this.context.codec.eventJson(started.event, started.ts)],
-    )) as [number, number?, string?];
+    )) as [number, number?];
     if (outcome === 1) return { status: 'run' };
-    const places = readPlaces(joined);
-    return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0, ...(places ? { places } : {}) } : { status: 'ended' };
+    return outcome === 0 ? { status: 'recorded', openInRound: openInRound ?? 0 } : { status: 'ended' };
   }
 
   /**
    * Records a call's result and its terminal event, once, closing the call if it was fanned out;
    * a `started` event not written yet goes in the same step, just before the terminal one.
    * Returns the content that stands and how many calls of its round are still open, or
-   * `undefined` when the run ended before anything was recorded. The write that settles the round
-   * places the call's `join` among the tenants (SPEC §14): its place comes back as `places`.
+   * `undefined` when the run ended before anything was recorded.
    */
   async recordToolResult(run_id: string, call: RoundCall, result: ToolResult): Promise<RecordedResult | undefined> {
     const recorded = await this.recordToolResultWithin(run_id, call, result, 0);
@@ -67,8 +64,7 @@ export class CallStore {
     seen: number,
   ): Promise<RecordedResult | { readonly unseen: Readonly<Record<string, string>> } | undefined> {
     const { codec } = this.context;
-    const { join } = call;
-    const [outcome, stored, openInRound, joined] = (await this.context.scripts.recordToolResult(
+    const [outcome, stored, openInRound] = (await this.context.scripts.recordToolResult(
       [this.context.keys.record(run_id)],
       [
         call.step_id,
@@ -84,13 +80,11 @@ export class CallStore {
         result.changes && result.changes.length > 0 ? JSON.stringify(result.changes) : '',
         result.spend ? spendArgument(result.spend) : '',
         String(seen),
-        ...(join ? [join.jobs[0]!, join.jobs[1]!, join.tenant, join.level, join.stride] : ['', '', '', '', '']),
       ],
-    )) as [number, (string | string[])?, number?, string?];
+    )) as [number, (string | string[])?, number?];
     if (outcome === -1) return undefined;
     if (outcome === -2) return { unseen: pairsToRecord(stored as string[]) };
-    const places = readPlaces(joined);
-    return { content: outcome === 0 ? (stored as string) : result.content, openInRound: openInRound ?? 0, recordedNow: outcome === 1, ...(places ? { places } : {}) };
+    return { content: outcome === 0 ? (stored as string) : result.content, openInRound: openInRound ?? 0, recordedNow: outcome === 1 };
   }
 
   /**

@@ -18,31 +18,18 @@
            ' cost' in micro-dollars when they made priced calls (children_cost_micros, SPEC §14); '' for none)
   ARGV[13] seen (with changes: how many calls' changes of the round the caller found recorded when it
            checked that the state, with them and this call's, stays within max_state_bytes, SPEC §17)
-  ARGV[14] join (the job id of the round's join, provider job n+1, for the write that settles the
-           round to place among the tenants: see fairPlace in redis/lua/fair.lua; '' for none)
-  ARGV[15] the join's queue key prefix   ARGV[16] tenant   ARGV[17] level   ARGV[18] stride
   The call's `tool_result` chunk goes onto the run's stream (SPEC §12) when the result is recorded now.
-  The write that settles a fanned-out round places its join (given one) and keeps its place as the
-  round's `|joined` field of the pending hash.
-  Returns {1, '', openInRound, joined} when recorded now, {0, stored, openInRound, joined} when
-  already recorded (joined: the join's place, `job id, priority` as JSON, when the round is settled
-  and its join was placed; else ''),
+  Returns {1, '', openInRound} when recorded now, {0, stored, openInRound} when already recorded,
   {-1} when the run ended first, {-2, changes} (the round's recorded changes, as field/value pairs)
   when calls of the round recorded changes the caller's check did not see: nothing is written, and
   the caller checks again with them. Safe to run twice.
 ]]
 --- @include "prelude"
 --- @include "stream"
---- @include "fair"
 local step_id, iteration, tool_call_id, content = ARGV[1], wholeArg('iteration', ARGV[2]), ARGV[3], ARGV[4]
 local fanned_out, terminal, span, started, failure = ARGV[5] == '1', ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local round_waits, changes, spend, seen = ARGV[10] == '1', ARGV[11], ARGV[12], ARGV[13]
-if #ARGV ~= 18 then refuse('recordToolResult takes 18 arguments') end
-local placing = ARGV[14] ~= '' and {tenant = ARGV[16], level = ARGV[17], stride = ARGV[18], jobs = {ARGV[14], ARGV[15]}} or nil
-if placing then
-  local refusal = fairPlacingRefusal(placing)
-  if refusal then refuse('recordToolResult: ' .. refusal) end
-end
+if #ARGV ~= 13 then refuse('recordToolResult takes 13 arguments') end
 if changes ~= '' then seen = wholeArg('seen', seen) end
 if tool_call_id == '' or terminal == '' then refuse('tool_call_id and terminal must not be empty') end
 
@@ -51,14 +38,11 @@ local round = roundField(step_id, iteration)
 local _, ended = runStatus()
 if ended then
   local existing = redis.call('HGET', results, tool_call_id)
-  if existing then return {0, existing, openInRound(round), ''} end
+  if existing then return {0, existing, openInRound(round)} end
   return {-1}
 end
 local stored = redis.call('HGET', results, tool_call_id)
-if stored then
-  local open = openInRound(round)
-  return {0, stored, open, open == 0 and redis.call('HGET', pending, round .. '|joined') or ''}
-end
+if stored then return {0, stored, openInRound(round)} end
 local changed = roundKey(step_id, 'changes', iteration)
 -- The limit holds whatever the parallelism: the caller's check saw every change recorded in the round.
 if changes ~= '' and redis.call('HLEN', changed) ~= seen then return {-2, redis.call('HGETALL', changed)} end
@@ -75,13 +59,9 @@ if spend ~= '' then
   redis.call('HINCRBY', record, 'children_tool_calls', calls)
   if cost ~= '' then redis.call('HINCRBY', record, 'children_cost_micros', tonumber(cost)) end
 end
-local open, joined = nil, ''
+local open
 if fanned_out then
   open = redis.call('HINCRBY', pending, round, -1)
-  if open == 0 and placing then
-    joined = fairPlace(placing)
-    redis.call('HSET', pending, round .. '|joined', joined)
-  end
   -- A child run's call no longer waits (parkChild counted it).
   local child = spend ~= '' and redis.call('HDEL', pending, round .. '|child|' .. tool_call_id) == 1
   if child then redis.call('HINCRBY', pending, round .. '|children', -1) end
@@ -96,4 +76,4 @@ if span ~= '' then redis.call('HSET', roundKey(step_id, 'spans', iteration), too
 if started ~= '' then redis.call('RPUSH', events, started, terminal) else redis.call('RPUSH', events, terminal) end
 tellFollowers()
 streamAdd({type = 'tool_result', step_id = step_id, iteration = iteration, tool_call_id = tool_call_id, status = failure == '' and 'completed' or 'failed'})
-return {1, '', open, joined}
+return {1, '', open}

@@ -17,7 +17,6 @@ import type { Span } from '@opentelemetry/api';
 import { recordToolExecution } from '@arcflow/telemetry/metrics';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall } from '../records/round-call.ts';
-import type { FairPlaces, FairPlacing } from '../tenancy/fair-places.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SizedState } from '../steps/state-log.ts';
 import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
@@ -69,8 +68,6 @@ export interface Attempt {
   readonly fannedOut: boolean;
   /** Calls of its round wait for approval (the tool job's `waits`). */
   readonly roundWaits?: boolean;
-  /** The round's join, for the write that settles the round to place among the tenants (SPEC §14). */
-  readonly join?: FairPlacing | undefined;
 }
 
 /** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
@@ -78,8 +75,6 @@ export interface AttemptOutcome {
   readonly retry: boolean;
   /** No call of the round is open any more (this one's result is recorded, by now or before). */
   readonly roundSettled: boolean;
-  /** With `roundSettled`: the place among the tenants the write that settled the round gave its join. */
-  readonly places?: FairPlaces | undefined;
   /** The handler returned `ctx.defer()` (SPEC §20): the call is to wait for its result, with the state changes it made. */
   readonly deferred?: { readonly timeout_ms: number; readonly changes?: readonly StateChange[]; readonly started_at: number };
 }
@@ -100,7 +95,7 @@ export interface AttemptOutcome {
  */
 export async function attemptToolCall(runtime: ToolRuntime, run_id: string, planned: ExecuteCall, place: CallPlace, attempt: Attempt, round?: RoundState): Promise<AttemptOutcome> {
   const { store, cancellation, logger } = runtime;
-  const call = { ...roundCall(planned, place, attempt.fannedOut, attempt.roundWaits === true), join: attempt.join };
+  const call = roundCall(planned, place, attempt.fannedOut, attempt.roundWaits === true);
   // Stamped now: a first delivery writes it after the handler has started.
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
   // Written at most once per attempt, even when a lost reply makes the client send the write again.
@@ -108,7 +103,7 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   if (!attempt.firstDelivery) {
     // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
     const start = await store.startToolCall(run_id, call, started, once);
-    if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0, places: start.places };
+    if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
     if (start.status === 'ended') return { retry: false, roundSettled: false };
   }
   // The run state the round began with (SPEC §17): read before the handler, whose `ctx.state` is synchronous.
@@ -241,7 +236,7 @@ async function recordResult(
   if (settled.terminal.kind === 'ToolCallFailed') failSpan(span, settled.terminal.error_code);
   else if (settled.terminal.kind === 'ToolCallCompleted') span.setAttribute(Attr.toolOutputBytes, settled.terminal.output_size_bytes);
   span.end();
-  return { retry: false, roundSettled: recorded?.openInRound === 0, places: recorded?.places };
+  return { retry: false, roundSettled: recorded?.openInRound === 0 };
 }
 
 /**

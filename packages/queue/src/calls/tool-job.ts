@@ -19,7 +19,6 @@ import { type AttemptOutcome, type ToolRuntime, attemptToolCall, callFromJob, ro
 import { countedLosses, watchGrace } from './tool-losses.ts';
 import { deferCall } from './waiting/tool-results.ts';
 import { toolStepEnding } from '../workflows/tool-step.ts';
-import type { FairPlaces, FairPlacing } from '../tenancy/fair-places.ts';
 import type { WorkflowDirectory, WorkflowScheduler } from '../workflows/workflow-scheduler.ts';
 
 export interface ToolJobDeps extends ToolRuntime, ChildRunDeps {
@@ -117,7 +116,6 @@ async function refuseArguments(deps: ToolJobDeps, data: ToolJobData, planned: Ex
 async function attemptJobCall(deps: ToolJobDeps, job: Job<ToolJobData>, planned: ExecuteCall, place: CallPlace, attempt: number): Promise<AttemptOutcome> {
   const data = job.data;
   const attempts = attemptsOf(job);
-  const join = await joinPlacing(deps, data);
   const grace = watchGrace(job, attempt, deps.logger);
   try {
     return await attemptToolCall(
@@ -125,7 +123,7 @@ async function attemptJobCall(deps: ToolJobDeps, job: Job<ToolJobData>, planned:
       data.run_id,
       planned,
       place,
-      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true, join },
+      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
       { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
     );
   } finally {
@@ -148,19 +146,8 @@ async function afterAttempt(deps: ToolJobDeps, data: ToolJobData, planned: Execu
   }
   const { retry, roundSettled } = outcome;
   if (retry) throw new Error(`tool '${data.tool_name}' failed; retrying`);
-  if (roundSettled) await joinRound(deps, data, outcome.places);
+  if (roundSettled) await joinRound(deps, data);
   return 'recorded';
-}
-
-/**
- * The round's join as the write that records this job's call takes it, to place it among the
- * tenants when that write settles the round (SPEC §14): not for a workflow's tool step (its own
- * join), nor when this process has not read the run's owner yet (the join then asks its queue's
- * clock when it is added, as every other job does).
- */
-function joinPlacing(deps: ToolJobDeps, data: ToolJobData): Promise<FairPlacing | undefined> | undefined {
-  if (data.workflow) return undefined;
-  return deps.queues.placing(data.run_id, [deps.queues.providerJob(data.join, joinJobData(data))], true);
 }
 
 /**
@@ -186,9 +173,9 @@ export async function settleFailedToolJob(deps: ToolJobDeps, job: Job<ToolJobDat
  * step is its own join: the step is settled here and the workflow moves on (its job 2 does it
  * instead if the workflow is not registered).
  */
-async function joinRound(deps: ToolJobDeps, data: ToolJobData, places?: FairPlaces): Promise<void> {
+async function joinRound(deps: ToolJobDeps, data: ToolJobData): Promise<void> {
   const run = data.workflow ? await deps.workflows.run(data.workflow, data.run_id, data.trace) : undefined;
-  if (!run) return deps.queues.join(data.join, joinJobData(data), places);
+  if (!run) return deps.queues.join(data.join, joinJobData(data));
   const result = await deps.store.workflows.toolStepResult(data.run_id, data.step_id);
   await deps.scheduler.settle(run, toolStepEnding(data.step_id, data.tool_name, result));
 }

@@ -23,8 +23,7 @@ import {
 } from '@arcflow/core';
 import { resolveApproval } from '../calls/waiting/approvals.ts';
 import { answerToolResult } from '../calls/waiting/tool-results.ts';
-import { Dispatcher, type QueuedJob, type ToolQueueOf } from '../jobs/dispatcher.ts';
-import type { FairPlaces } from '../tenancy/fair-places.ts';
+import { Dispatcher, type ToolQueueOf } from '../jobs/dispatcher.ts';
 import { stepCarrier } from '../workflows/workflow-scheduler.ts';
 import type { JoinTarget, ProviderJobData } from '../jobs/jobs.ts';
 import { startNextOnThread } from '../threads/thread-run.ts';
@@ -77,14 +76,12 @@ export class ClientJobs {
       const earlier = request.idempotency_key === undefined ? undefined : await store.findIdempotent(request.idempotency_key);
       // A new run counts against its tenant's runs_per_minute (SPEC §14); a repeat of a key does not.
       if (!earlier) await this.queues.limits.countEnqueue(request.tenant);
-      // Its first jobs take their place among the tenants without reading the record back: in the write that creates it.
-      this.queues.fair.remember(minted, request);
-      const plan = { registration, graph, roots, trace };
-      const made = earlier === undefined ? await this.createRun(minted, request, { ...plan, state, fork }) : undefined;
-      const run_id = earlier ?? made!.run_id;
+      const run_id = earlier ?? (await this.createRun(minted, request, { registration, graph, roots, state, trace, fork }));
       const created = run_id === minted;
+      // Its first jobs take their place among the tenants without reading the record back.
+      if (created) this.queues.fair.remember(run_id, request);
       if (!created && request.idempotency_key !== undefined) checkIdempotentRepeat(request.idempotency_key, run_id, await store.requestHash(run_id), request);
-      await this.startRun(run_id, created, request, plan, made?.places);
+      await this.startRun(run_id, created, request, { registration, graph, roots, trace });
       return { run_id, created };
     });
   }
@@ -107,7 +104,7 @@ export class ClientJobs {
     run_id: string,
     request: EnqueueRequest,
     plan: RunPlan & { readonly state: ReturnType<typeof checkInitialState>; readonly fork: Pick<ForkPlan, 'copy'> | undefined },
-  ): Promise<{ readonly run_id: string; readonly places?: FairPlaces | undefined }> {
+  ): Promise<string> {
     const { registration, graph, roots, state, trace, fork } = plan;
     const request_hash = request.idempotency_key === undefined ? undefined : idempotentRequestHash(request);
     const created = await this.context.store.createRun(
@@ -136,16 +133,8 @@ export class ClientJobs {
       state,
       request_hash,
       fork?.copy,
-      // A run on a thread may wait for its thread, or be steered: its first jobs ask their clocks if and when they are added.
-      request.thread_id === undefined ? await this.queues.placing(run_id, this.firstJobs(run_id, request, plan)) : undefined,
     );
-    return created;
-  }
-
-  /** A run's first provider jobs, as `startRun` adds them (the roots of a workflow, else step s1). */
-  private firstJobs(run_id: string, request: EnqueueRequest, plan: RunPlan): QueuedJob[] {
-    const steps = plan.graph ? plan.graph.steps.filter((step) => plan.roots.includes(step.id)).map((step) => step.id) : ['s1'];
-    return steps.map((step_id) => this.queues.providerJob(firstJobTarget(plan.registration, request, step_id), { run_id, step_id, iteration: 1 }));
+    return created.run_id;
   }
 
   /**
@@ -153,20 +142,21 @@ export class ClientJobs {
    * completed here (the job id dedupes). A thread run joins its thread first (SPEC §11): steered,
    * or waiting in its thread's line, it gets no job (the end of the run before it adds its first).
    */
-  private async startRun(run_id: string, created: boolean, request: EnqueueRequest, plan: RunPlan, places?: FairPlaces): Promise<void> {
+  private async startRun(run_id: string, created: boolean, request: EnqueueRequest, plan: RunPlan): Promise<void> {
     const { registration, graph, roots, trace } = plan;
     const spec = created ? undefined : await this.context.store.getSpec(run_id);
     if (!created && spec?.status !== 'queued') return;
-    const target = (step_id: string) => firstJobTarget(registration, request, step_id);
+    // Each model a step may call (its agent's and the fallbacks) gets the registered attempts.
+    const target = (step_id: string) => ({ queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) });
     // On its thread before any job: the thread's one active run decides whether it starts now (SPEC §11).
     const join = request.thread_id === undefined ? undefined : await this.joinThread(run_id, request, target('s1'));
     if (join === 'steered' || join === 'wait') return;
     const runTrace = spec?.trace.traceparent ? (spec.trace as RunTrace) : trace;
     if (graph) {
       const steps = graph.steps.filter((step) => roots.includes(step.id));
-      await Promise.all(steps.map((step) => this.queues.startStep(target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) }, places)));
+      await Promise.all(steps.map((step) => this.queues.startStep(target(step.id), { run_id, step_id: step.id, iteration: 1, trace: stepCarrier(runTrace, step) })));
     } else {
-      await this.queues.startStep(target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) }, places);
+      await this.queues.startStep(target('s1'), { run_id, step_id: 's1', iteration: 1, trace: firstJobCarrier(runTrace) });
     }
   }
 
@@ -299,11 +289,6 @@ interface RunPlan {
   readonly graph: WorkflowGraph | undefined;
   readonly roots: readonly string[];
   readonly trace: RunTrace;
-}
-
-/** Where a run's first provider job of a step goes: each model the step may call (its agent's and the fallbacks) gets the registered attempts. */
-function firstJobTarget(registration: AgentRegistration, request: EnqueueRequest, step_id: string): JoinTarget {
-  return { queue: registration.provider_queue, attempts: registeredAttempts(registration, step_id, request.config) };
 }
 
 /** The request checked against what the worker registered: a workflow's input, config and test mode, or an agent's. Returns the workflow's graph, if any. */

@@ -2,8 +2,7 @@ import { type ToolDefinition, toolDefinitionHash } from '@arcflow/core';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobId, type Keys, QueueName } from '../redis/keys.ts';
-import { FairClock, type JobOwner } from '../tenancy/fair-clock.ts';
-import type { FairPlaces, FairPlacing } from '../tenancy/fair-places.ts';
+import { FairClock } from '../tenancy/fair-clock.ts';
 import { TenantLimits } from '../tenancy/limits.ts';
 import { TenantSettings } from '../tenancy/settings.ts';
 import { CostLedger } from '../cost/cost-ledger.ts';
@@ -20,9 +19,7 @@ import { PROVIDER_JOB, type JoinTarget, type ProviderJobData, type ToolJobData, 
  *
  * Every provider and tool job is added with a BullMQ priority from its run's tenant's virtual time
  * (`FairClock`, SPEC §14): BullMQ then takes the tenants' jobs in turn, weighted, and a run's
- * priority orders its tenant's jobs. The jobs a store script decides (a round's tool jobs, its
- * join) take their priorities in that script (`placing`, then `places` given to the add); any
- * other job asks the queue's clock for its own, just before its add.
+ * priority orders its tenant's jobs.
  */
 export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
@@ -71,48 +68,16 @@ export class Dispatcher {
   }
 
   /** A step's first provider job: a new run's (or each root step's), a workflow step's, a child run's, a thread's next run's. */
-  startStep(target: JoinTarget, data: ProviderJobData, places?: FairPlaces): Promise<void> {
-    return this.addProviderJob(target, data, places);
+  startStep(target: JoinTarget, data: ProviderJobData): Promise<void> {
+    return this.addProviderJob(target, data);
   }
 
   /**
    * A round's join: provider job `n+1` in the run's partition. Every process that sees the round
    * settled (a tool job, a re-delivery of one, the provider job when nothing fanned out) may call this.
    */
-  join(target: JoinTarget, data: ProviderJobData, places?: FairPlaces): Promise<void> {
-    return this.addProviderJob(target, data, places);
-  }
-
-  /** A provider job as `placing` takes it: its id and its queue. */
-  providerJob(target: JoinTarget, data: Pick<ProviderJobData, 'run_id' | 'step_id' | 'iteration'>): QueuedJob {
-    return { id: JobId.provider(data.run_id, data.step_id, data.iteration), queue: this.forRun(target.queue, data.run_id) };
-  }
-
-  /** A tool job as `placing` takes it. */
-  toolJob(tool: ToolDefinition, data: Pick<ToolJobData, 'run_id' | 'step_id' | 'iteration' | 'tool_call_id'>): QueuedJob {
-    return {
-      id: JobId.tool(data.run_id, data.step_id, data.iteration, data.tool_call_id),
-      queue: this.toolQueue(tool.name, toolDefinitionHash(tool), tool.concurrency !== undefined, data.run_id),
-    };
-  }
-
-  /**
-   * What a store script of the run takes to place `jobs` among the tenants in its own call
-   * (SPEC §14; `fairPlace` in redis/lua/fair.lua): the jobs whose queue lives under the run's hash
-   * tag, so in its slot (a capped tool's queue, under the prefix's tag, is left to its add's own
-   * call unless the tags are one). Undefined when there is none, or when `known` is set and this
-   * process has not read the run's owner yet (reading it would cost the round trip saved).
-   */
-  async placing(run_id: string, jobs: readonly QueuedJob[], known = false): Promise<FairPlacing | undefined> {
-    const tag = this.keys.tagOf(run_id);
-    const placed = jobs.filter((job) => job.queue.opts.prefix === tag);
-    if (placed.length === 0) return undefined;
-    const owner: JobOwner | undefined = known ? this.fair.knownOwner(run_id) : await this.fair.ownerOf(run_id);
-    if (!owner) return undefined;
-    return this.fair.placing(
-      owner,
-      placed.flatMap((job) => [job.id, job.queue.toKey('')]),
-    );
+  join(target: JoinTarget, data: ProviderJobData): Promise<void> {
+    return this.addProviderJob(target, data);
   }
 
   /** The watchdog's repair: the provider job a quiet step needs, added again (its finished job of that id removed first). */
@@ -128,10 +93,9 @@ export class Dispatcher {
    * call in one tick: cheaper than `addBulk`'s MULTI, and atomicity is not needed, since a
    * re-delivered provider job re-adds only what is missing.
    */
-  async addToolJob(tool: ToolDefinition, data: ToolJobData, backoffMs: number, places?: FairPlaces): Promise<Job> {
+  async addToolJob(tool: ToolDefinition, data: ToolJobData, backoffMs: number): Promise<Job> {
     const queue = this.toolQueue(tool.name, toolDefinitionHash(tool), tool.concurrency !== undefined, data.run_id);
-    const options = toolJobOptions(data, tool, backoffMs);
-    return queue.add(tool.name, data, { ...options, priority: await this.priorityOf(queue, data.run_id, options.jobId, places) });
+    return queue.add(tool.name, data, { ...toolJobOptions(data, tool, backoffMs), priority: await this.fair.priority(queue, data.run_id) });
   }
 
   /** The tool job of a call that waited, as stored with its approval request (its options included). */
@@ -181,28 +145,15 @@ export class Dispatcher {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
   }
 
-  private async addProviderJob(target: JoinTarget, data: ProviderJobData, places?: FairPlaces): Promise<void> {
+  private async addProviderJob(target: JoinTarget, data: ProviderJobData): Promise<void> {
     const queue = this.forRun(target.queue, data.run_id);
-    const options = providerJobOptions(data, target.attempts);
-    await queue.add(PROVIDER_JOB, data, { ...options, priority: await this.priorityOf(queue, data.run_id, options.jobId, places) });
-  }
-
-  /** A job's priority: the place a store script gave it, else its queue clock's answer now. */
-  private priorityOf(queue: Queue, run_id: string, job_id: string | undefined, places: FairPlaces | undefined): number | Promise<number> {
-    const placed = job_id === undefined ? undefined : places?.get(job_id);
-    return placed ?? this.fair.priority(queue, run_id);
+    await queue.add(PROVIDER_JOB, data, { ...providerJobOptions(data, target.attempts), priority: await this.fair.priority(queue, data.run_id) });
   }
 
   private toolQueue(tool_name: string, definition_hash: string, capped: boolean, run_id: string): Queue {
     const name = QueueName.tool(tool_name, definition_hash);
     return capped ? this.get(name) : this.forRun(name, run_id);
   }
-}
-
-/** A job to be added, as `placing` takes it: its id and its queue. */
-export interface QueuedJob {
-  readonly id: string;
-  readonly queue: Queue;
 }
 
 /** What names a call's tool queue: the tool's name and the definition hash it was planned with (absent: the call was never fanned out). */

@@ -11,11 +11,9 @@ import type { ProviderJobDeps, StepContext } from './step-context.ts';
  * `step-done` when the response ended the run in the same write that recorded it.
  */
 export async function act(deps: ProviderJobDeps, context: StepContext, state: StepState, responded: Responded): Promise<'ok' | 'step-done'> {
-  // The jobs it adds take the places the response's recording gave them (SPEC §14).
-  const placed = responded.places ? { ...context, places: responded.places } : context;
-  if ('recorded' in responded) await actOnRecorded(deps, placed, state, responded.recorded);
+  if ('recorded' in responded) await actOnRecorded(deps, context, state, responded.recorded);
   else if (responded.ended) return 'step-done';
-  else await actOn(deps, placed, responded.decision);
+  else await actOn(deps, context, responded.decision);
   return 'ok';
 }
 

@@ -31,24 +31,18 @@ import { stageThreadMessages } from '../threads/thread-run.ts';
 import { roundCall } from '../calls/tool-execution.ts';
 import type { PreparedCall } from './model-router.ts';
 import { pastPause, providerFailed } from './provider-failure.ts';
-import { fansOut, nextJobs } from './round.ts';
-import type { FairPlaces } from '../tenancy/fair-places.ts';
+import { fansOut } from './round.ts';
 import { endingFor, failStep } from './end-step.ts';
 import { settleCall, settleRecorded } from './call-budget.ts';
 import type { PendingState } from './ready-state.ts';
 import type { ProviderJobDeps, StepContext } from './step-context.ts';
 
-/**
- * A response that stands for call `n` (its round was opened when it was recorded), with the places
- * among the tenants its recording gave the jobs decided on it (SPEC §14).
- */
+/** A response that stands for call `n` (its round was opened when it was recorded). */
 export type Responded =
   /** Recorded now, with the decision taken on it; `ended` when the run ended in the same write. */
-  (
-    | { readonly response: ProviderResponse; readonly decision: ResponseDecision; readonly ended: boolean }
-    /** An earlier delivery's response (and plan) stands. */
-    | { readonly recorded: RecordedResponse }
-  ) & { readonly places?: FairPlaces | undefined };
+  | { readonly response: ProviderResponse; readonly decision: ResponseDecision; readonly ended: boolean }
+  /** An earlier delivery's response (and plan) stands. */
+  | { readonly recorded: RecordedResponse };
 
 /**
  * The try of call `n` this delivery makes: the call's recorded position (moved only by failed
@@ -116,8 +110,6 @@ export async function callAndRecord(
   const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
   // A response that ends the run ends it in the same write.
   const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
-  // The jobs acting on it adds take their places among the tenants in the same write.
-  const placing = ending ? undefined : await deps.queues.placing(run_id, nextJobs(deps, context, decision));
   if (ending?.outcome.status === 'completed') await stageThreadMessages(deps.threads, deps.store, { run_id, step_id, agent: context.agent }, state, response);
   const recorded = await store.recordResponse(
     run_id,
@@ -140,7 +132,6 @@ export async function callAndRecord(
       response.tool_calls.map((requested) => [requested.id, requested.function.name]),
     ),
     cost_micros,
-    placing,
   );
   if (!recorded) {
     // The run ended meanwhile; the provider answered all the same, so its cost counts.
@@ -150,7 +141,7 @@ export async function callAndRecord(
   // An earlier delivery's response stands: act on that one, as it was decided (its cost is the one settled).
   if (!recorded.recordedNow) {
     await settleRecorded(deps, context.data, recorded.recorded);
-    return { recorded: recorded.recorded, places: recorded.places };
+    return { recorded: recorded.recorded };
   }
   await settleCall(deps, context, cost, response);
   if (ending) {
@@ -159,7 +150,7 @@ export async function callAndRecord(
     // The run's compaction removed its other finished jobs; this one, held now, goes when it completes.
     job.opts.removeOnComplete = true;
   }
-  return { response, decision, ended: ending !== undefined, places: recorded.places };
+  return { response, decision, ended: ending !== undefined };
 }
 
 /** A try's outcome: the response, normalised, with its latency; or what the provider threw. */

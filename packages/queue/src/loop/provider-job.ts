@@ -57,7 +57,7 @@ export class ProviderJobProcessor {
       if (!state) return 'stale';
       // A round a fork copied (SPEC §15) has every result recorded: on to the next call, nothing run.
       if (job.data.iteration <= snapshot.copiedRounds) return replayCopied(deps, withRoundState(context, state));
-      await act(deps, withRoundState(context, state), state, { recorded: snapshot.response, places: snapshot.places });
+      await act(deps, withRoundState(context, state), state, { recorded: snapshot.response });
       return 'ok';
     }
 

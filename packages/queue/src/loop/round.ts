@@ -1,4 +1,4 @@
-import type { Agent, CallPlace, ExecuteCall, PlannedCall, ResponseDecision, RunSpent, StepSettings, TestStep } from '@arcflow/core';
+import type { Agent, CallPlace, ExecuteCall, PlannedCall, RunSpent, StepSettings, TestStep } from '@arcflow/core';
 import { DEFAULT_MAX_STATE_BYTES, backoffMs, childOf, modelTargets, plannedCallEvents, toolDefinitionHash } from '@arcflow/core';
 import type { Span } from '@opentelemetry/api';
 import { childCarrier } from '../tracing.ts';
@@ -8,8 +8,7 @@ import { runStreams } from '../streams/run-streams.ts';
 import { requestApproval } from '../calls/waiting/approvals.ts';
 import { requestResult } from '../calls/waiting/tool-results.ts';
 import { type JoinTarget, type ProviderJobData, type ToolJobData, providerAttempts } from '../jobs/jobs.ts';
-import type { Dispatcher, QueuedJob } from '../jobs/dispatcher.ts';
-import type { FairPlaces } from '../tenancy/fair-places.ts';
+import type { Dispatcher } from '../jobs/dispatcher.ts';
 import type { RoundState } from './state-join.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';
 import { type ToolRuntime, attemptToolCall, roundCall } from '../calls/tool-execution.ts';
@@ -36,8 +35,6 @@ export interface StepContext {
   readonly spent: RunSpent;
   /** The run state the round this job opens starts from (SPEC §17); set once the step's state is ready. */
   readonly round?: RoundState;
-  /** The places among the tenants the recording of this job's response gave the jobs it adds (SPEC §14; see `nextJobs`). */
-  readonly places?: FairPlaces;
 }
 
 /** A call counted among its round's open calls: one that runs as its own tool job (not under legacy_eager), or waits outside any worker. */
@@ -72,47 +69,14 @@ export async function runRound(deps: RoundDeps, context: StepContext, calls: rea
     );
     await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
   }
-  const executable = executableCalls(calls);
+  const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
   if (context.settings.mode === 'legacy_eager') {
     for (const planned of executable) if (!waitsOutside(planned)) await runInline(deps, run_id, planned, place, context.round);
+    // Calls waiting for approval or a child run wait as in llm_select: the round joins once they are settled.
+    await enqueueNext(deps, context, executable.filter(waitsOutside));
+    return;
   }
-  await enqueueNext(deps, context, queuedCalls(context.settings, executable));
-}
-
-function executableCalls(calls: readonly PlannedCall[]): ExecuteCall[] {
-  return calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
-}
-
-/** The executable calls of a round that `enqueueNext` is given: all, or under legacy_eager those waiting for approval or a child run (they wait as in llm_select; the others run inline). */
-function queuedCalls(settings: StepSettings, executable: readonly ExecuteCall[]): readonly ExecuteCall[] {
-  return settings.mode === 'legacy_eager' ? executable.filter(waitsOutside) : executable;
-}
-
-/** A call of the round `enqueueNext` is given that runs as a tool job now (not one waiting for approval, nor an external tool's). */
-function addsToolJob(planned: ExecuteCall): boolean {
-  return !planned.approval && !planned.tool.external;
-}
-
-/**
- * The jobs that acting on a decision adds (`enqueueNext`), for the write that records the
- * response to place among the tenants (SPEC §14): the round's tool jobs, or its join when it
- * queues no call; none for a decision that ends the step.
- */
-export function nextJobs(deps: RoundDeps, context: StepContext, decision: ResponseDecision): QueuedJob[] {
-  const { queues } = deps;
-  const { run_id, step_id, iteration } = context.data;
-  if (decision.type === 'complete' || decision.type === 'fail') return [];
-  const calls = decision.type === 'tools' ? queuedCalls(context.settings, executableCalls(decision.calls)) : [];
-  if (calls.length === 0) return [queues.providerJob(joinTarget(deps, context), { run_id, step_id, iteration: iteration + 1 })];
-  return calls.filter(addsToolJob).map((planned) => queues.toolJob(planned.tool, { run_id, step_id, iteration, tool_call_id: planned.call.id }));
-}
-
-/** Where a step's provider jobs go: a workflow step's stay on the workflow's queue (only workers serving the workflow take them); each of the step's models gets the configured attempts (SPEC §16). */
-function joinTarget(deps: RoundDeps, context: StepContext): JoinTarget {
-  return {
-    queue: context.workflow?.queue.queue ?? QueueName.agent(context.agent.name),
-    attempts: providerAttempts(deps.options.provider_attempts, modelTargets(context.agent, context.settings).length),
-  };
+  await enqueueNext(deps, context, executable);
 }
 
 /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
@@ -133,9 +97,14 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
   const { options, queues } = deps;
   const { run_id, step_id, iteration } = context.data;
   const trace = childCarrier(context.data.trace, context.span);
-  const join = joinTarget(deps, context);
+  // A workflow step's jobs stay on the workflow's queue: only workers serving the workflow take them.
+  // Each of the step's models gets the configured attempts (SPEC §16).
+  const join: JoinTarget = {
+    queue: context.workflow?.queue.queue ?? QueueName.agent(context.agent.name),
+    attempts: providerAttempts(options.provider_attempts, modelTargets(context.agent, context.settings).length),
+  };
   if (calls.length === 0) {
-    await queues.join(join, { run_id, step_id, iteration: iteration + 1, trace }, context.places);
+    await queues.join(join, { run_id, step_id, iteration: iteration + 1, trace });
     return;
   }
   // One `add` per job, all in this tick (one socket write; see `Dispatcher.addToolJob`).
@@ -163,7 +132,7 @@ export async function enqueueNext(deps: RoundDeps, context: StepContext, calls: 
         return requestApproval({ store: deps.store, queues, tool_backoff_ms: options.tool_backoff_ms, logger: deps.logger }, planned, { step_id, iteration }, data);
       // An external tool's call is never executed: it waits for its result from outside (SPEC §20).
       if (planned.tool.external) return requestResult({ store: deps.store, queues }, planned, { step_id, iteration }, data);
-      return queues.addToolJob(planned.tool, data, options.tool_backoff_ms, context.places);
+      return queues.addToolJob(planned.tool, data, options.tool_backoff_ms);
     }),
   );
 }

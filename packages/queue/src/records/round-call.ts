@@ -1,5 +1,4 @@
 import type { EventDraft, RunSpent, StateChange } from '@arcflow/core';
-import type { FairPlaces, FairPlacing } from '../tenancy/fair-places.ts';
 
 /** A call of a round, as the store records it. */
 export interface RoundCall {
@@ -13,8 +12,6 @@ export interface RoundCall {
   readonly fanned_out: boolean;
   /** Calls of its round wait for approval (only then may its result leave the run waiting). */
   readonly round_waits?: boolean;
-  /** The round's join (one job), placed among the tenants by the write that settles the round (SPEC §14). */
-  readonly join?: FairPlacing | undefined;
 }
 
 /** An event with the time it happened, for an event written some time after (its `ts`). */
@@ -43,12 +40,10 @@ export interface RecordedResult {
   readonly openInRound: number;
   /** This write recorded it (not an earlier one). */
   readonly recordedNow: boolean;
-  /** The round is settled and its join was placed (by this write or the one that settled it): the join's place. */
-  readonly places?: FairPlaces;
 }
 
 /** Whether a tool job should run its call: yes, no (recorded already), or no (the run has ended). */
-export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status: 'recorded'; readonly openInRound: number; readonly places?: FairPlaces };
+export type CallStart = { readonly status: 'run' | 'ended' } | { readonly status: 'recorded'; readonly openInRound: number };
 
 /** A Lua script's flat `field, value, …` reply as a record. */
 export function pairsToRecord(flat: readonly string[]): Record<string, string> {

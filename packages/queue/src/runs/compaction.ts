@@ -47,7 +47,7 @@ export class RunCompaction {
     if (dumpedNow !== 1) return 'nothing';
     // A workflow's provider jobs are in its steps' agents' queues: only an agent run's are named here.
     const jobs = runJobs(keys.tagOf(run_id), run_id, workflow ? undefined : agent, flat);
-    const done = await scripts.compactRun([record], [encodeArchive(withoutPlaces(flat)) as unknown as string, ARCHIVE_FORMAT, size, ...jobs]);
+    const done = await scripts.compactRun([record], [encodeArchive(flat) as unknown as string, ARCHIVE_FORMAT, size, ...jobs]);
     return done === 1 ? 'compacted' : 'changed';
   }
 }
@@ -81,20 +81,6 @@ export function runJobs(tag: string, run_id: string, agent: string | undefined, 
     }
   }
   return jobs;
-}
-
-/** The pending hash's fields that hold the places its jobs were given among the tenants (`|placed`, `|joined`; see redis/lua/fair.lua). */
-const PLACES_FIELD = /\|(placed|joined)$/;
-
-/** The dumped keys without the places given the run's jobs: an ended run adds no job, so its archive does not keep them. */
-function withoutPlaces(flat: readonly unknown[]): unknown[] {
-  const kept = [...flat];
-  for (let at = 0; at < kept.length; at += 3) {
-    if (kept[at] !== ':pending' || kept[at + 1] !== 'hash') continue;
-    const fields = kept[at + 2] as string[];
-    kept[at + 2] = fields.filter((_, index) => !PLACES_FIELD.test(fields[index - (index % 2)]!));
-  }
-  return kept;
 }
 
 /** What a log line says of a failed compaction: the error's code and message, none of the run's content. */

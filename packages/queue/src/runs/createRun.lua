@@ -11,17 +11,13 @@
           recorded rounds it replays, results and changes as flat field/value lists), thread_id and
           thread_messages (a new thread, begun with these messages), retry_of (a retry: the source
           run's record key, in this run's slot, which gets retried_by once), outputs (a workflow fork:
-          the kept steps' outputs, as a flat field/value list; their status in steps is 'completed');
-          placing (the run's first provider jobs, to place among the tenants in this call: see
-          fairPlace in redis/lua/fair.lua; absent for none), kept as the pending hash's `started|placed`
-  Returns {1, run_id, placed} when created now (placed: the first jobs' places, `job id, priority,
-  …` as JSON, '' for none); {0, run_id, placed} when the run exists (a resend of this call: the
-  places given before); {0, run_id} when the idempotency key names an earlier run (that run's id),
-  or a retry's source has a retry already (that retry's id).
+          the kept steps' outputs, as a flat field/value list; their status in steps is 'completed')
+  Returns {1, run_id} when created now; {0, run_id} when the run exists (a resend of this call)
+  or the idempotency key names an earlier run (that run's id), or a retry's source has a retry
+  already (that retry's id).
   Safe to run twice.
 ]]
 --- @include "prelude"
---- @include "fair"
 local args = cmsgpack.unpack(ARGV[1])
 local run_id, active, tag = runIdentity()
 if run_id ~= args.run_id then refuse('createRun: the record key does not name run ' .. tostring(args.run_id)) end
@@ -58,13 +54,8 @@ if fork ~= nil then
   if fork.retry_of ~= nil then needText('fork.retry_of', fork.retry_of) end
   if fork.outputs ~= nil and type(fork.outputs) ~= 'table' then refuse('createRun: fork.outputs must be a list') end
 end
-if args.placing ~= nil then
-  local refusal = fairPlacingRefusal(args.placing)
-  if refusal then refuse('createRun: ' .. refusal) end
-end
 
-local PLACED = 'started|placed'
-if redis.call('EXISTS', record) == 1 then return {0, run_id, redis.call('HGET', pending, PLACED) or ''} end
+if redis.call('EXISTS', record) == 1 then return {0, run_id} end
 -- A run is retried once (SPEC §15): a retry of a run that has one answers with that one.
 if fork and fork.retry_of then
   local retry = redis.call('HGET', fork.retry_of, 'retried_by')
@@ -127,10 +118,4 @@ redis.call('ZADD', active, now, run_id)
 local created = tonumber(args.fields.created_at) or now
 redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}', created, run_id)
 redis.call('ZADD', tag .. '{{RUNS_INDEX_SUFFIX}}:agent:' .. args.fields.agent, created, run_id)
-local placed = ''
-if args.placing then
-  placed = fairPlace(args.placing)
-  redis.call('HSET', pending, PLACED, placed)
-  redis.call('SADD', index, pending)
-end
-return {1, run_id, placed}
+return {1, run_id}

@@ -27,7 +27,6 @@ import { foldEntries } from '../steps/state-log.ts';
 import type { RecordedRound } from '../steps/step-store.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
-import { type FairPlaces, type FairPlacing, readPlaces } from '../tenancy/fair-places.ts';
 
 /** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
 export interface InitialSteps {
@@ -67,9 +66,7 @@ export class RunRecords {
 
   /**
    * Creates a run with its `RunEnqueued` event; with an idempotency key already seen, returns that
-   * run's id. A child run (SPEC §13) is created with its `lineage`. `placing`: its first provider
-   * jobs, placed among the tenants in the same step (SPEC §14); their places come back as `places`
-   * (a resend gets those given before).
+   * run's id. A child run (SPEC §13) is created with its `lineage`.
    */
   async createRun(
     spec: Omit<RunSpec, 'status'> & { readonly lineage?: ChildLineage; readonly enqueued_by?: string; readonly tenant?: string; readonly priority?: number },
@@ -79,8 +76,7 @@ export class RunRecords {
     state?: RunState,
     request_hash?: string,
     fork?: ForkCopy,
-    placing?: FairPlacing,
-  ): Promise<{ created: boolean; run_id: string; places?: FairPlaces }> {
+  ): Promise<{ created: boolean; run_id: string }> {
     const { keys, scripts, codec } = this.context;
     const now = Date.now();
     const fields: Record<string, string> = {
@@ -109,7 +105,7 @@ export class RunRecords {
       ...(request_hash ? { request_hash } : {}),
       ...(fork ? forkFields(fork) : {}),
     };
-    const [created, run_id, placed] = (await scripts.createRun([keys.record(spec.run_id), keys.idempotency(idempotency_key ?? spec.run_id, keys.tagOf(spec.run_id))], {
+    const [created, run_id] = (await scripts.createRun([keys.record(spec.run_id), keys.idempotency(idempotency_key ?? spec.run_id, keys.tagOf(spec.run_id))], {
       run_id: spec.run_id,
       use_idempotency: idempotency_key !== undefined,
       fields,
@@ -117,10 +113,8 @@ export class RunRecords {
       ...(steps ? { steps: steps.statuses, started: codec.pairs(steps.started.map((event) => ({ event }))) } : {}),
       ...(state && Object.keys(state).length > 0 ? { state_entry: JSON.stringify(stateAsChanges(state)), state_step: steps ? RUN_STEP_ID : 's1' } : {}),
       ...(fork ? { fork: forkArgument(this.context, fork) } : {}),
-      ...(placing ? { placing } : {}),
-    })) as [number, string, string?];
-    const places = readPlaces(placed);
-    return { created: created === 1, run_id, ...(places ? { places } : {}) };
+    })) as [number, string];
+    return { created: created === 1, run_id };
   }
 
   /** True for the first caller only: that process emits the run's root span. Expires with the run. */

@@ -14,9 +14,7 @@
   the list is shorter than that) and the messages from there on; then round iteration - 1's
   run-state changes (SPEC §17), by call, how many entries the step's state log holds, and where
   call iteration stands among its models (`<entry>,<failures>,<waits>`; false before its first failed try);
-  then how many of the step's first rounds a fork copied (the record's `copied|<step>`; false for none);
-  then, when response iteration is recorded, the places recordResponse gave the jobs it decided
-  (its round's `|placed`, see redis/lua/fair.lua; false for none).
+  then how many of the step's first rounds a fork copied (the record's `copied|<step>`; false for none).
   Writes nothing.
 ]]
 --- @include "prelude"
@@ -25,12 +23,11 @@ local previous = n > 1
 local transcript = transcriptKey(step)
 local from = cached
 if from > 0 and redis.call('LLEN', transcript) < from then from = 0 end
-local response = redis.call('GET', roundKey(step, 'response', n))
 return {
   redis.call('HMGET', record, 'status', 'agent', 'input', 'config', 'exec_config', 'trace', 'definition_hash', 'input_kind', 'usage_total', 'tool_calls', 'thread_id', 'thread_origin', 'thread_base', 'children_tokens', 'children_tool_calls', 'parent_run_id', 'stream', 'usage_cost_micros', 'children_cost_micros'),
   redis.call('HGET', stateKey(step), 'json'),
   previous and redis.call('GET', roundKey(step, 'response', n - 1)),
-  response,
+  redis.call('GET', roundKey(step, 'response', n)),
   previous and redis.call('HGETALL', roundKey(step, 'results', n - 1)) or {},
   previous and redis.call('HGETALL', roundKey(step, 'spans', n - 1)) or {},
   from,
@@ -39,5 +36,4 @@ return {
   redis.call('LLEN', stateLogKey(step)),
   redis.call('HGET', pending, tryField(step, n)),
   redis.call('HGET', record, 'copied|' .. step),
-  response and redis.call('HGET', pending, roundField(step, n) .. '|placed'),
 }

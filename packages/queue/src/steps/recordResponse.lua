@@ -9,20 +9,14 @@
         or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
         ending (see finish; absent when the run goes on), stream (the response's part of the
         run's stream, see streamResponse in includes/stream.lua; absent for none), cost_micros (the
-        call's cost when its model is priced, SPEC §14: added to the record's usage_cost_micros; absent for none),
-        placing (the jobs the caller adds next, the round's tool jobs or its join, to place among
-        the tenants in this call: see fairPlace in redis/lua/fair.lua; absent for none, and
-        ignored with ending), kept as the round's `|placed` field of the pending hash
-  Returns {1, '', {}, placed} when recorded now (placed: the jobs' places, `job id, priority, …` as
-  JSON, '' for none; {1, '', {created_at, agent, workflow}} when it ended the run too),
-  {0, stored, {}, placed} when an earlier delivery recorded it (placed: the places it gave, '' for
-  none), {-1} when the run has ended. Safe to run twice.
+        call's cost when its model is priced, SPEC §14: added to the record's usage_cost_micros; absent for none)
+  Returns {1} when recorded now ({1, '', {created_at, agent, workflow}} when it ended the run too),
+  {0, stored} when an earlier delivery recorded it, {-1} when the run has ended. Safe to run twice.
 ]]
 --- @include "prelude"
 local args = cmsgpack.unpack(ARGV[1])
 --- @include "stream"
 --- @include "finish"
---- @include "fair"
 local step, n = args.step_id, args.iteration
 needText('step_id', step)
 needWhole('iteration', n)
@@ -38,17 +32,12 @@ needWhole('tool_calls', args.tool_calls)
 if args.ending ~= nil then checkEnding(args.ending) end
 if args.stream ~= nil then checkStreamPart(args.stream) end
 if args.cost_micros ~= nil then needWhole('cost_micros', args.cost_micros) end
-if args.placing ~= nil then
-  local refusal = fairPlacingRefusal(args.placing)
-  if refusal then refuse('recordResponse: ' .. refusal) end
-end
 
 local _, ended = runStatus()
 if ended then return {-1} end
 local response = roundKey(step, 'response', n)
-local round = roundField(step, n)
 local existing = redis.call('GET', response)
-if existing then return {0, existing, {}, redis.call('HGET', pending, round .. '|placed') or ''} end
+if existing then return {0, existing} end
 redis.call('SET', response, args.response)
 redis.call('HINCRBY', record, 'usage_input', args.usage.input)
 redis.call('HINCRBY', record, 'usage_output', args.usage.output)
@@ -59,13 +48,9 @@ if args.tool_calls > 0 then redis.call('HINCRBY', record, 'tool_calls', args.too
 appendAll(args.events)
 local indexed = {response}
 if args.has_calls then indexed[#indexed + 1] = roundKey(step, 'results', n); indexed[#indexed + 1] = roundKey(step, 'spans', n) end
-local placed = ''
-if args.placing and not args.ending then placed = fairPlace(args.placing) end
-if args.open_count > 0 or placed ~= '' then
-  local fields = {}
-  if args.open_count > 0 then fields = {round, args.open_count, round .. '|calls', args.open_calls} end
-  if placed ~= '' then fields[#fields + 1] = round .. '|placed'; fields[#fields + 1] = placed end
-  redis.call('HSET', pending, unpack(fields))
+if args.open_count > 0 then
+  local round = roundField(step, n)
+  redis.call('HSET', pending, round, args.open_count, round .. '|calls', args.open_calls)
   indexed[#indexed + 1] = pending
 end
 redis.call('SADD', index, unpack(indexed))
@@ -75,4 +60,4 @@ if args.ending then
   return {1, '', runFacts()}
 end
 touch()
-return {1, '', {}, placed}
+return {1}

@@ -22,7 +22,6 @@ import { RUN_KEY_SUFFIX, roundKey, stateKey, stateLogKey, transcriptKey } from '
 import type { StoreContext } from '../store-context.ts';
 import type { StreamPart } from '../streams/stream-store.ts';
 import type { StateLogs } from './state-log.ts';
-import { type FairPlaces, type FairPlacing, readPlaces } from '../tenancy/fair-places.ts';
 import type { ThreadPlace, Transcripts } from './transcripts.ts';
 
 /** What a provider job reads before it decides (see {@link StepStore.loadStep}). */
@@ -48,8 +47,6 @@ export interface StepSnapshot {
   readonly position: TryPosition;
   /** How many of the step's first rounds a fork copied from its source run (SPEC §15): they are replayed, never called or executed. */
   readonly copiedRounds: number;
-  /** With `response`: the places its recording gave the jobs decided on it (SPEC §14), for a re-delivery to add them with. */
-  readonly places?: FairPlaces;
 }
 
 /** One round of a step as recorded: its response (with the plan decided on it), its calls' results and their run-state changes. */
@@ -94,8 +91,7 @@ export class StepStore {
     let read = (await this.context.scripts.loadStep([this.context.keys.record(run_id)], [step_id, iteration, cached])) as LoadStepReply;
     // An ended run with no state of this step may be compacted: the same read, from its archive.
     if (read[1] === null && TERMINAL_STATUSES.has(read[0][0] as RunStatus)) read = (await this.archivedStep(run_id, step_id, iteration, cached, read)) ?? read;
-    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position, copied, placed] = read;
-    const places = readPlaces(placed);
+    const [fields, json, previousResponse, response, results, spans, from, tail, changes, stateEntries, position, copied] = read;
     const previousResults = pairsToRecord(results);
     const previousSpans = pairsToRecord(spans);
     const where = `${run_id}/${step_id}`;
@@ -117,7 +113,6 @@ export class StepStore {
       stateEntries,
       position: position === null ? FIRST_TRY : readTryPosition(position, `the try position of call ${iteration} of ${where}`),
       copiedRounds: wholeCount(copied ?? undefined),
-      ...(places ? { places } : {}),
     };
   }
 
@@ -142,7 +137,6 @@ export class StepStore {
       archived.list(stateLogKey('', step_id)).length,
       archived.hash(RUN_KEY_SUFFIX.pending)[`${step_id}|${n}|try`] ?? null,
       live[11],
-      null,
     ];
   }
 
@@ -258,8 +252,6 @@ export class StepStore {
    * in that step too. Returns the response that stands and whether this call recorded it (else an
    * earlier delivery's response stands and nothing was opened or ended), or `undefined` when
    * the run has ended. `stream`: the response's part of the run's stream, written with it.
-   * `placing`: the jobs the caller adds next, placed among the tenants in the same step (SPEC §14);
-   * their places come back as `places` (those an earlier delivery's recording gave, when it stands).
    */
   async recordResponse(
     run_id: string,
@@ -272,10 +264,9 @@ export class StepStore {
     executing = 0,
     stream?: StreamPart,
     cost_micros?: number,
-    placing?: FairPlacing,
-  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts; places?: FairPlaces } | undefined> {
+  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
     const { response } = recorded;
-    const [outcome, stored, facts, placed] = (await this.context.scripts.recordResponse([this.context.keys.record(run_id)], {
+    const [outcome, stored, facts] = (await this.context.scripts.recordResponse([this.context.keys.record(run_id)], {
       step_id,
       iteration,
       response: writeResponse(recorded),
@@ -288,13 +279,11 @@ export class StepStore {
       ending: end ? endingArgument(this.context, end) : undefined,
       stream,
       cost_micros,
-      placing,
-    })) as [number, string?, unknown?, string?];
+    })) as [number, string?, unknown?];
     if (outcome === -1) return undefined;
-    const places = readPlaces(placed);
-    if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false, ...(places ? { places } : {}) };
+    if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };
     const ended = endedRunFacts(facts);
-    return { recorded, recordedNow: true, ...(ended ? { ended } : {}), ...(places ? { places } : {}) };
+    return { recorded, recordedNow: true, ...(ended ? { ended } : {}) };
   }
 
   /**
@@ -314,21 +303,7 @@ export class StepStore {
 }
 
 /** loadStep.lua's reply (see its header). */
-type LoadStepReply = [
-  (string | null)[],
-  string | null,
-  string | null,
-  string | null,
-  string[],
-  string[],
-  number,
-  string[],
-  string[],
-  number,
-  string | null,
-  string | null,
-  string | null,
-];
+type LoadStepReply = [(string | null)[], string | null, string | null, string | null, string[], string[], number, string[], string[], number, string | null, string | null];
 
 /** Where a run's thread conversation is, from its record's fields; undefined for a run on no thread (or one that began on none). */
 function threadPlace(thread_id: string | null, origin: string | null, base: string | null): ThreadPlace | undefined {

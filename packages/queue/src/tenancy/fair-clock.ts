@@ -4,7 +4,6 @@ import { FairBatches, type FairBatchRedis } from './fair-batches.ts';
 import { TENANCY_SCRIPTS } from './scripts.ts';
 import type { TenantSettings } from './settings.ts';
 import { DEFAULT_TENANT } from './options.ts';
-import type { FairPlacing } from './fair-places.ts';
 
 export { DEFAULT_TENANT } from './options.ts';
 /** A run's priority when it names none: 5 of 1 (first) … 10. */
@@ -23,9 +22,8 @@ const REMEMBERED_RUNS = 20_000;
  * The fair clock of every queue this process adds provider and tool jobs to (SPEC §14; ADR 0029):
  * a job's BullMQ priority is its start tag in its tenant's virtual time, computed in Redis by
  * `fairPriority.lua` at the moment of the add, so BullMQ's own `ZPOPMIN` takes the tenants in turn.
- * The priorities asked for in one tick go to Redis together (`FairBatches`); the jobs a store
- * script decides are placed by that script instead (`placing`, see fair-places.ts). A run's tenant
- * and priority are read once from its record and remembered.
+ * The priorities asked for in one tick go to Redis together (`FairBatches`). A run's tenant and
+ * priority are read once from its record and remembered.
  */
 export class FairClock {
   private readonly owners = new Map<string, JobOwner>();
@@ -48,16 +46,6 @@ export class FairClock {
   /** A run's tenant and priority (a run that names none: `default`, 5). */
   async ownerOf(run_id: string): Promise<JobOwner> {
     return this.owners.get(run_id) ?? (await this.readOwner(run_id));
-  }
-
-  /** A run's owner if this process knows it already (no read). */
-  knownOwner(run_id: string): JobOwner | undefined {
-    return this.owners.get(run_id);
-  }
-
-  /** What a store script of the run takes to place `jobs` (id, then queue key prefix, each) among the tenants. */
-  async placing(owner: JobOwner, jobs: readonly string[]): Promise<FairPlacing> {
-    return { tenant: owner.tenant, level: owner.priority, stride: 1 / (await this.settings.weightOf(owner.tenant)), jobs };
   }
 
   /** The record fields a child run takes from its parent: the parent's tenant and priority, as the parent's record has them. */
