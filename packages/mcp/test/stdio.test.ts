@@ -72,12 +72,19 @@ describe('mcpTools over stdio (server-everything, in process)', () => {
 
   it('aborts the MCP request when the call times out', async () => {
     const slow = mcpTools({ server: 'slow', transport: everythingStdio, include: ['trigger-long-running-operation'], timeout_ms: 300 });
-    const model = scriptedProvider([toolCalls([{ name: 'slow_trigger-long-running-operation', args: { duration: 5, steps: 1 }, id: 'long' }]), reply('done')]);
-    const started = Date.now();
-    const run = await runLocal(new Agent({ name: 'mcp-timeout', tools: [slow] }), 'go', { provider: model, logger: false });
-    expect(run.status).toBe('completed');
-    expect(toolMessages(model, 1)).toEqual({ long: 'Error: tool timed out — try again or use a different approach' });
-    expect(Date.now() - started).toBeLessThan(4_000);
+    // An operation of 30 s: a run that waited for it (the request not aborted) would take that long.
+    const model = scriptedProvider([toolCalls([{ name: 'slow_trigger-long-running-operation', args: { duration: 30, steps: 1 }, id: 'long' }]), reply('done')]);
+    // The server started first, so that the time below is the run's alone, however slowly a loaded machine starts it.
+    const opened = await openToolSources([new Agent({ name: 'mcp-timeout', tools: [slow] })], { logger: capturingLogger() });
+    try {
+      const started = Date.now();
+      const run = await runLocal(opened.definitions[0] as Agent, 'go', { provider: model, logger: false });
+      expect(run.status).toBe('completed');
+      expect(toolMessages(model, 1)).toEqual({ long: 'Error: tool timed out — try again or use a different approach' });
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await opened.close();
+    }
   });
 
   it('asks for approval before a call with needs_approval runs; a rejected call gets the reason and the others run', async () => {
