@@ -84,7 +84,9 @@ describe('tenant budgets under worker kills', () => {
     expect(holds.map((hold, i) => [records[i]!.status, hold])).toEqual(records.map((record) => [record.status, record.status === 'completed' ? 's' : null]));
     // Calls in flight when their worker was killed were asked again (the provider saw them twice), answered once.
     expect(fake.requests.length).toBeGreaterThan(completed.length);
-    expect(fake.requests.length - completed.length).toBeLessThanOrEqual(kills * CONCURRENCY);
+    // At most the calls the killed workers held, and one worker's more: on a starved machine a live
+    // worker can miss renewing its locks, and BullMQ's stall check then hands its calls on as well.
+    expect(fake.requests.length - completed.length).toBeLessThanOrEqual((kills + 1) * CONCURRENCY);
     await client.close();
   }, 120_000);
 

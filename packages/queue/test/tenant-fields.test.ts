@@ -4,6 +4,7 @@ import { Agent, silentLogger } from '@arcflow/core';
 import { ARCFLOW_BIN } from '@arcflow/worker';
 import { createClient, keysFor, startWorker } from '@arcflow/queue';
 import { Dispatcher } from '../src/jobs/dispatcher.ts';
+import type { FairBatchRedis } from '../src/tenancy/fair-batches.ts';
 import { TEST_REDIS_URL, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { testResources } from './harness.ts';
@@ -133,22 +134,24 @@ describe("a queue's fair clock", () => {
     const together = queues.get('together');
     const oneByOne: number[] = [];
     for (const [run_id] of asks) oneByOne.push(await queues.fair.priority(inTurn, run_id));
+    // The clock calls this process sends, seen at the connection's defined command (MONITOR would
+    // also see every other test file's commands on the shared Redis).
     const calls: string[] = [];
-    const monitor = await redis.monitor();
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (String(args[0]).toLowerCase() === 'evalsha' && args.includes(together.toKey('arcflow-fair')))
-        calls.push(
-          args
-            .slice(6)
-            .filter((_, i) => i % 3 === 0)
-            .join(' '),
-        );
-    });
-    // b0 first and alone (a tick of its own), then the rest in one tick.
-    const first = await queues.fair.priority(together, 'b0');
-    const rest = await Promise.all(asks.slice(1).map(([run_id]) => queues.fair.priority(together, run_id)));
-    await redis.ping();
-    monitor.disconnect();
+    const connection = redis as unknown as FairBatchRedis;
+    const send = connection.arcflowFairPriority;
+    connection.arcflowFairPriority = (clock, prioritized, jobPrefix, ...jobs) => {
+      if (clock === together.toKey('arcflow-fair')) calls.push(jobs.filter((_, i) => i % 3 === 0).join(' '));
+      return send.call(redis, clock, prioritized, jobPrefix, ...jobs);
+    };
+    let first: number;
+    let rest: number[];
+    try {
+      // b0 first and alone (a tick of its own), then the rest in one tick.
+      first = await queues.fair.priority(together, 'b0');
+      rest = await Promise.all(asks.slice(1).map(([run_id]) => queues.fair.priority(together, run_id)));
+    } finally {
+      connection.arcflowFairPriority = send;
+    }
     expect([first, ...rest]).toEqual(oneByOne);
     // One call for b0, one for the rest, in the order asked.
     expect(calls).toEqual(['b', 'a a a a a a b b']);
