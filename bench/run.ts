@@ -392,7 +392,7 @@ try {
     for (const restart of [false, true]) {
       progress(`recovery of 64 runs in flight, ${restart ? 'both workers killed and restarted' : 'one of two workers killed'}`);
       const recovery = await recoveryAfterKill(prefix(restart ? 'recovery-both' : 'recovery-one'), 64, restart);
-      const from = restart ? 'ready' : 'kill';
+      const from = restart ? 'first ready' : 'kill';
       rows.push(
         {
           measure: `${restart ? 'both of 2 workers SIGKILLed, restarted' : '1 of 2 workers SIGKILLed'}, 64 runs: ${from} -> interrupted calls run again, p95 (${recovery.interrupted} calls)`,
