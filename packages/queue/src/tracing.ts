@@ -1,12 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Context, Link, Span, SpanContext, SpanKind as OtelSpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { tracingEnabled, withForcedIds } from '@arcflow/telemetry/ids';
+import { openTelemetryRegistered, tracingEnabled, withForcedIds } from '@arcflow/telemetry/ids';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { TraceCarrier } from './jobs/jobs.ts';
 
 // The OpenTelemetry API is loaded when a span is made, not with the engine: a process that does not
-// trace never loads it (one that does has loaded it already, with the SDK). CommonJS is what Node
+// trace never loads it (one that does has loaded it already, with the SDK), nor does one where
+// nothing registered OpenTelemetry globals (so no span can be active). CommonJS is what Node
 // resolves the package to, for `import` as for `require`, so this is the same module either way.
 const load = createRequire(import.meta.url);
 let api: typeof import('@opentelemetry/api') | undefined;
@@ -18,12 +19,6 @@ const otel = () => (api ??= load('@opentelemetry/api') as typeof import('@opente
  * child of the run's root and links to the span that enqueued it.
  */
 const tracer = () => otel().trace.getTracer('arcflow');
-
-/**
- * Where every copy of the OpenTelemetry API (1.x) keeps what was registered with it (a context
- * manager, a tracer provider): absent, nothing was, so no span can be active.
- */
-const OTEL_GLOBALS = Symbol.for('opentelemetry.js.api.1');
 
 /** The span kinds the engine's spans use, as the API numbers them. */
 export const SpanKind = { INTERNAL: 0 as OtelSpanKind.INTERNAL, CLIENT: 2 as OtelSpanKind.CLIENT, CONSUMER: 4 as OtelSpanKind.CONSUMER } as const;
@@ -63,7 +58,7 @@ export function parseTraceparent(value: string | undefined): SpanContext | undef
 
 /** Mints the run's trace at enqueue; links to the caller's active span (a backend's request). */
 export function mintRunTrace(): RunTrace {
-  const active = OTEL_GLOBALS in globalThis ? otel().trace.getActiveSpan()?.spanContext() : undefined;
+  const active = openTelemetryRegistered() ? otel().trace.getActiveSpan()?.spanContext() : undefined;
   // Trace id (16 bytes) and root span id (8 bytes) from one draw.
   const ids = randomBytes(24).toString('hex');
   const traceparent = `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;

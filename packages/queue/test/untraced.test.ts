@@ -1,6 +1,18 @@
-import { SpanKind as OtelSpanKind, type Span, SpanStatusCode, TraceFlags, isSpanContextValid } from '@opentelemetry/api';
+import {
+  type Context,
+  type ContextManager,
+  ROOT_CONTEXT,
+  SpanKind as OtelSpanKind,
+  type Span,
+  SpanStatusCode,
+  TraceFlags,
+  context,
+  isSpanContextValid,
+  trace,
+} from '@opentelemetry/api';
+import { openTelemetryRegistered } from '@arcflow/telemetry/ids';
 import { describe, expect, it } from 'vitest';
-import { SpanKind, failSpan, formatTraceparent, parseTraceparent, recordedTraceparent, startChildSpan, withActiveSpan } from '../src/tracing.ts';
+import { SpanKind, failSpan, formatTraceparent, mintRunTrace, parseTraceparent, recordedTraceparent, startChildSpan, withActiveSpan } from '../src/tracing.ts';
 
 // The engine's tracing reaches for the OpenTelemetry API only when it makes a span; these are what it
 // uses without the API, which must say what the API says.
@@ -34,5 +46,36 @@ describe('tracing without the OpenTelemetry API loaded', () => {
     expect(span.setAttribute('a', 1).addLinks([]).setStatus({ code: SpanStatusCode.ERROR })).toBe(span);
     expect(recordedTraceparent(span)).toBeUndefined();
     expect(withActiveSpan(span, () => 42)).toBe(42);
+  });
+
+  it("links a run to the caller's active span when the process registered OpenTelemetry of its own", () => {
+    expect(openTelemetryRegistered()).toBe(false);
+    expect(mintRunTrace().request).toBeUndefined();
+    // An application's own context manager (synchronous, enough here) and its request span.
+    let active: Context = ROOT_CONTEXT;
+    const manager: ContextManager = {
+      active: () => active,
+      with: (next, fn, thisArg, ...args) => {
+        const before = active;
+        active = next;
+        try {
+          return fn.call(thisArg, ...args);
+        } finally {
+          active = before;
+        }
+      },
+      bind: (_context, target) => target,
+      enable: () => manager,
+      disable: () => manager,
+    };
+    context.setGlobalContextManager(manager);
+    try {
+      expect(openTelemetryRegistered()).toBe(true);
+      const request = { traceId: 'c'.repeat(32), spanId: 'd'.repeat(16), traceFlags: TraceFlags.SAMPLED };
+      const minted = context.with(trace.setSpan(ROOT_CONTEXT, trace.wrapSpanContext(request)), () => mintRunTrace());
+      expect(minted.request).toBe(formatTraceparent(request));
+    } finally {
+      context.disable();
+    }
   });
 });
