@@ -28,6 +28,15 @@ function validatorFor(subject: string, declared: unknown): Ajv {
 }
 
 /**
+ * Loads ajv and makes the validator of schemas that declare no `$schema`, as the first such
+ * `tool()` would. For a process that must have its modules loaded before something else is
+ * registered: the worker, before the TypeScript loader every later import passes through.
+ */
+export function loadSchemaValidator(): void {
+  validatorFor('a schema', undefined);
+}
+
+/**
  * An ajv for one draft. ajv checks each schema it compiles against the draft's
  * meta-schema (`validateSchema`), and would first compile that meta-schema: 45–75 ms of a
  * worker's start for one tool. This one checks with the meta-schema's validator compiled ahead
