@@ -1,6 +1,6 @@
 // `npm run build`: every package built to its dist/ (TypeScript project references: JavaScript,
 // .d.ts and source maps), with what the built code reads at run time beside it: the store's Lua
-// scripts, the demo's example agent, the console's bundle, and the license (and, for `arcflow`, the README) each package ships. Each package's
+// scripts, the JSON Schema meta-schemas' validators, the demo's example agent, the console's bundle, and the license (and, for `arcflow`, the README) each package ships. Each package's
 // `prepack` runs this, so `npm pack` in any package packs built code.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync } from 'node:fs';
@@ -13,6 +13,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 // --force: dist/ may have been removed while the build info (beside it, outside what is packed) stayed.
 execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-b', '--force', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+// The validators of the JSON Schema meta-schemas, compiled ahead (scripts/meta-validators.ts), beside the code that loads them.
+cpSync(join(root, 'packages/core/src/tools/meta-validators'), join(root, 'packages/core/dist/tools/meta-validators'), { recursive: true });
 // The store's Lua scripts, each beside the module that runs it (and the shared includes in redis/lua/).
 cpSync(join(root, 'packages/queue/src'), join(root, 'packages/queue/dist'), { recursive: true, filter: (from) => !from.endsWith('.ts') });
 mkdirSync(join(root, 'apps/cli/examples'), { recursive: true });

@@ -222,7 +222,14 @@ describe('arcflow CLI', () => {
     expect(Date.now() - stopping).toBeLessThan(5_000);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(2);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED at 127.0.0.1:1)' });
+    // The worker's log line (pino, loaded at its first line): its level, message, id, pid and ISO time.
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 'warn',
+      message: 'waiting for Redis at redis://ops:***@127.0.0.1:1 (ECONNREFUSED at 127.0.0.1:1)',
+      worker_id: expect.stringMatching(/^worker_\w+$/),
+      pid: worker.pid,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
     expect(lines[1]).toMatch(/^arcflow worker worker_\w+: SIGTERM, draining in-flight jobs$/);
   });
 

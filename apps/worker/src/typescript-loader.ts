@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { loadSchemaValidator } from '@arcflow/core';
 
 /**
  * Set by whatever registered a TypeScript loader for the whole process already: the `arcflow`
@@ -20,7 +21,11 @@ let registering: Promise<void> | undefined;
 export function useTypeScriptLoader(modulePath: string): Promise<void> {
   if ((globalThis as Record<symbol, unknown>)[TYPESCRIPT_LOADER_REGISTERED]) return Promise.resolve();
   registering ??= preloadArcflow(modulePath)
-    .then(() => import('tsx/esm/api'))
+    .then(() => {
+      // ajv too (about 90 CommonJS modules), which the module's first tool() would load through the loader.
+      loadSchemaValidator();
+      return import('tsx/esm/api');
+    })
     .then(({ register }) => {
       register();
       (globalThis as Record<symbol, unknown>)[TYPESCRIPT_LOADER_REGISTERED] = true;

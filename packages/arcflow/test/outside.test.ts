@@ -234,7 +234,7 @@ describe('arcflow installed from its packages, outside the repository', () => {
     expect(version.stdout.trim()).toBe('0.2.0');
   });
 
-  it('loads only what a command uses: `get` no HTTP server, engine, BullMQ, ajv or tracing SDK; a worker no HTTP server, and no tracing SDK while tracing is off', async () => {
+  it('loads only what a command uses: `get` no HTTP server, engine, BullMQ, ajv or tracing SDK; a worker no HTTP server, no OpenTelemetry package while tracing is off, and no Prometheus exporter without a metrics port', async () => {
     const prefix = testPrefix('loads');
     prefixes.push(prefix);
     const out = join(project, 'loaded.txt');
@@ -249,22 +249,36 @@ describe('arcflow installed from its packages, outside the repository', () => {
     const loaded = () => readFileSync(out, 'utf8').split('\n');
     // The installed command itself, not through npx (whose own process would record its modules too).
     const bin = join(project, 'node_modules/arcflow/bin/arcflow.js');
-    const worker = spawn(process.execPath, [bin, 'worker', '--module', 'agents.ts'], { cwd: project, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    worker.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await new Promise<void>((resolveReady, reject) => {
-      worker.stdout!.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        if (/ ready: /.test(output)) resolveReady();
+    /** Starts a worker of the installed command, waits for its ready line, stops it and waits for its exit. */
+    const readyThenStopped = async (module: string, extraEnv: Record<string, string> = {}) => {
+      const worker = spawn(process.execPath, [bin, 'worker', '--module', module], {
+        cwd: project,
+        env: { ...process.env, ...env, ...extraEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-      worker.once('exit', (code) => reject(new Error(`worker exited (${code}):\n${output}`)));
-    });
-    const exited = new Promise((resolveExit) => worker.once('exit', resolveExit));
-    worker.kill('SIGTERM');
-    await exited;
+      let output = '';
+      worker.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      await new Promise<void>((resolveReady, reject) => {
+        worker.stdout!.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          if (/ ready: /.test(output)) resolveReady();
+        });
+        worker.once('exit', (code) => reject(new Error(`worker exited (${code}):\n${output}`)));
+      });
+      const exited = new Promise((resolveExit) => worker.once('exit', resolveExit));
+      worker.kill('SIGTERM');
+      await exited;
+    };
+    await readyThenStopped('agents.ts');
     const byWorker = loaded();
     expect(byWorker.some((url) => url.includes('/node_modules/bullmq/'))).toBe(true);
-    expect(byWorker.filter((url) => /\/node_modules\/(fastify|@fastify|@opentelemetry\/sdk-[a-z-]+|@arcflow\/server)\//.test(url))).toEqual([]);
+    expect(byWorker.filter((url) => /\/node_modules\/(fastify|@fastify|@opentelemetry\/[a-z-]+|@arcflow\/server)\//.test(url))).toEqual([]);
+    // Traces and metrics over OTLP (to a server that refuses them): their exporters, and no Prometheus exporter (no metrics port).
+    await readyThenStopped('agents.js', { OTEL_EXPORTER_OTLP_ENDPOINT: model.url });
+    const byTracingWorker = loaded();
+    expect(byTracingWorker.some((url) => url.includes('/node_modules/@opentelemetry/exporter-trace-otlp-http/'))).toBe(true);
+    expect(byTracingWorker.some((url) => url.includes('/node_modules/@opentelemetry/exporter-metrics-otlp-http/'))).toBe(true);
+    expect(byTracingWorker.filter((url) => url.includes('/node_modules/@opentelemetry/exporter-prometheus/'))).toEqual([]);
     const got = await run(process.execPath, [bin, 'get', 'run_not_there'], { cwd: project, env: { ...process.env, ...env } }).catch((error: { stderr: string }) => error);
     expect(got.stderr).toContain("unknown run 'run_not_there'");
     const byGet = loaded();

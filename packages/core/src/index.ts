@@ -13,7 +13,7 @@ export {
   MAX_TOOL_CALLS_PER_RESPONSE,
   MAX_RESPONSE_BYTES,
 } from './defaults.ts';
-export { compileSchema, describeViolations, UNDECLARED_PROPERTY } from './tools/schema.ts';
+export { compileSchema, describeViolations, loadSchemaValidator, UNDECLARED_PROPERTY } from './tools/schema.ts';
 export {
   tool,
   type ToolConfig,

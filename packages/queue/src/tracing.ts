@@ -1,28 +1,32 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  type Context,
-  INVALID_SPAN_CONTEXT,
-  type Link,
-  ROOT_CONTEXT,
-  type Span,
-  type SpanContext,
-  SpanKind,
-  SpanStatusCode,
-  TraceFlags,
-  context,
-  isSpanContextValid,
-  trace,
-} from '@opentelemetry/api';
-import { tracingEnabled, withForcedIds } from '@arcflow/telemetry/ids';
+import { createRequire } from 'node:module';
+import type { Context, Link, Span, SpanContext, SpanKind as OtelSpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { openTelemetryRegistered, tracingEnabled, withForcedIds } from '@arcflow/telemetry/ids';
 import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { TraceCarrier } from './jobs/jobs.ts';
+
+// The OpenTelemetry API is loaded when a span is made, not with the engine: a process that does not
+// trace never loads it (one that does has loaded it already, with the SDK), nor does one where
+// nothing registered OpenTelemetry globals (so no span can be active). CommonJS is what Node
+// resolves the package to, for `import` as for `require`, so this is the same module either way.
+const load = createRequire(import.meta.url);
+let api: typeof import('@opentelemetry/api') | undefined;
+const otel = () => (api ??= load('@opentelemetry/api') as typeof import('@opentelemetry/api'));
 
 /**
  * The engine's spans, on `@opentelemetry/api` only (no-ops unless the telemetry package started
  * the SDK). One trace per run: ids minted at enqueue travel in job data; every job span is a
  * child of the run's root and links to the span that enqueued it.
  */
-const tracer = () => trace.getTracer('arcflow');
+const tracer = () => otel().trace.getTracer('arcflow');
+
+/** The span kinds the engine's spans use, as the API numbers them. */
+export const SpanKind = { INTERNAL: 0 as OtelSpanKind.INTERNAL, CLIENT: 2 as OtelSpanKind.CLIENT, CONSUMER: 4 as OtelSpanKind.CONSUMER } as const;
+const STATUS_ERROR = 2 as SpanStatusCode.ERROR;
+/** The W3C trace flag that says the trace is sampled. */
+const SAMPLED = 1;
+const INVALID_TRACE_ID = '0'.repeat(32);
+const INVALID_SPAN_ID = '0'.repeat(16);
 
 /**
  * What the run record keeps: the run's root (`traceparent`) and the span enqueue was called in, if
@@ -35,7 +39,14 @@ export interface RunTrace {
 }
 
 export function formatTraceparent(spanContext: SpanContext): string {
-  return `00-${spanContext.traceId}-${spanContext.spanId}-0${spanContext.traceFlags & TraceFlags.SAMPLED}`;
+  return `00-${spanContext.traceId}-${spanContext.spanId}-0${spanContext.traceFlags & SAMPLED}`;
+}
+
+/** A span context with a trace id and a span id that are not all zeros (the API's `isSpanContextValid`). */
+function isSpanContextValid(spanContext: SpanContext): boolean {
+  return (
+    /^[0-9a-f]{32}$/i.test(spanContext.traceId) && spanContext.traceId !== INVALID_TRACE_ID && /^[0-9a-f]{16}$/i.test(spanContext.spanId) && spanContext.spanId !== INVALID_SPAN_ID
+  );
 }
 
 export function parseTraceparent(value: string | undefined): SpanContext | undefined {
@@ -47,7 +58,7 @@ export function parseTraceparent(value: string | undefined): SpanContext | undef
 
 /** Mints the run's trace at enqueue; links to the caller's active span (a backend's request). */
 export function mintRunTrace(): RunTrace {
-  const active = trace.getActiveSpan()?.spanContext();
+  const active = openTelemetryRegistered() ? otel().trace.getActiveSpan()?.spanContext() : undefined;
   // Trace id (16 bytes) and root span id (8 bytes) from one draw.
   const ids = randomBytes(24).toString('hex');
   const traceparent = `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;
@@ -62,7 +73,7 @@ export function mintChildTrace(parentRunTraceparent: string | undefined, callTra
   const parent = parseTraceparent(parentRunTraceparent);
   if (!parent || !callTraceparent) return mintRunTrace();
   const spanId = randomBytes(8).toString('hex');
-  return { traceparent: `00-${parent.traceId}-${spanId}-0${parent.traceFlags & TraceFlags.SAMPLED}`, parent: callTraceparent };
+  return { traceparent: `00-${parent.traceId}-${spanId}-0${parent.traceFlags & SAMPLED}`, parent: callTraceparent };
 }
 
 /** The first job's carrier: the run's root, created by the caller's request span if there was one. */
@@ -77,6 +88,7 @@ export function childCarrier(carrier: TraceCarrier, span: Span): TraceCarrier {
 }
 
 function runContext(carrier: TraceCarrier): Context {
+  const { ROOT_CONTEXT, trace } = otel();
   const root = parseTraceparent(carrier.traceparent);
   return root ? trace.setSpanContext(ROOT_CONTEXT, root) : ROOT_CONTEXT;
 }
@@ -116,6 +128,7 @@ export async function inJobSpan<T>(
     },
     parent,
   );
+  const { context, trace } = otel();
   try {
     return await context.with(trace.setSpan(parent, span), () => work(span));
   } catch (error) {
@@ -130,7 +143,7 @@ export async function inJobSpan<T>(
  * A child span of the active job span. Its name and attributes are built only when this process
  * traces: a tool call that is not traced should not pay for them.
  */
-export function startChildSpan(kind: SpanKind, describe: () => { name: string; attributes: Record<string, string | number> }): Span {
+export function startChildSpan(kind: OtelSpanKind, describe: () => { name: string; attributes: Record<string, string | number> }): Span {
   if (!tracingEnabled()) return UNTRACED;
   const { name, attributes } = describe();
   return tracer().startSpan(name, { kind, attributes });
@@ -138,15 +151,31 @@ export function startChildSpan(kind: SpanKind, describe: () => { name: string; a
 
 /** Runs `work` with `span` as the active span (spans it starts nest under it); untraced, just runs it. */
 export function withActiveSpan<T>(span: Span, work: () => T): T {
-  return span === UNTRACED ? work() : context.with(trace.setSpan(context.active(), span), work);
+  if (span === UNTRACED) return work();
+  const { context, trace } = otel();
+  return context.with(trace.setSpan(context.active(), span), work);
 }
 
-/** The span work gets when this process does not trace: records nothing, links nothing. */
-const UNTRACED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+const INVALID_SPAN_CONTEXT: SpanContext = { traceId: INVALID_TRACE_ID, spanId: INVALID_SPAN_ID, traceFlags: 0 };
+
+/** The span work gets when this process does not trace: records nothing, links nothing (the API's non-recording span, without loading the API). */
+const UNTRACED: Span = {
+  spanContext: () => INVALID_SPAN_CONTEXT,
+  setAttribute: () => UNTRACED,
+  setAttributes: () => UNTRACED,
+  addEvent: () => UNTRACED,
+  addLink: () => UNTRACED,
+  addLinks: () => UNTRACED,
+  setStatus: () => UNTRACED,
+  updateName: () => UNTRACED,
+  end: () => undefined,
+  isRecording: () => false,
+  recordException: () => undefined,
+};
 
 export function failSpan(span: Span, errorType: string): void {
   span.setAttribute(Attr.errorType, errorType);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
+  span.setStatus({ code: STATUS_ERROR, message: errorType });
 }
 
 /** The span's W3C traceparent, when it is recording (so links can point at it). */
@@ -174,6 +203,7 @@ export function emitRunSpan(
   const operation = run.workflow ? 'invoke_workflow' : 'invoke_agent';
   // A child run's root is a child of its parent's call span (SPEC §13); any other run's starts its trace.
   const parent = parseTraceparent(runTrace.parent);
+  const { ROOT_CONTEXT, trace } = otel();
   const span = withForcedIds(root.traceId, root.spanId, () =>
     tracer().startSpan(
       run.workflow ? SpanName.invokeWorkflow(run.workflow) : SpanName.invokeAgent(run.agent),
@@ -219,7 +249,7 @@ function derivedTraceparent(runTraceparent: string | undefined, key: string): st
   const root = parseTraceparent(runTraceparent);
   if (!root) return undefined;
   const spanId = createHash('sha256').update(`${root.spanId}/${key}`).digest('hex').slice(0, 16);
-  return `00-${root.traceId}-${spanId}-0${root.traceFlags & TraceFlags.SAMPLED}`;
+  return `00-${root.traceId}-${spanId}-0${root.traceFlags & SAMPLED}`;
 }
 
 /** Emits the `execute_tool {tool}` span of a call whose child run has ended (ids from {@link childCallTraceparent}), child of the run's root. */
@@ -262,11 +292,10 @@ function emitDerivedSpan(
   const own = parseTraceparent(ownTraceparent);
   const root = parseTraceparent(runTraceparent);
   if (!own || !root) return;
+  const { ROOT_CONTEXT, trace } = otel();
   const span = withForcedIds(own.traceId, own.spanId, () =>
     tracer().startSpan(name, { kind: SpanKind.INTERNAL, startTime, attributes: attributes() }, trace.setSpanContext(ROOT_CONTEXT, root)),
   );
   if (error_code) failSpan(span, error_code);
   span.end();
 }
-
-export { SpanKind };

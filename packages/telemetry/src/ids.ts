@@ -46,3 +46,17 @@ export function tracingEnabled(): boolean {
 export function setTracingEnabled(enabled: boolean): void {
   slot.enabled = enabled;
 }
+
+/**
+ * Where every copy of the OpenTelemetry API (1.x) keeps what was registered with it: a context
+ * manager, a tracer or meter provider, a propagator.
+ */
+const OPENTELEMETRY_GLOBALS = Symbol.for('opentelemetry.js.api.1');
+
+/**
+ * Whether anything in this process registered OpenTelemetry globals. When nothing did, no span is
+ * active and no meter provider is there, so the API need not be loaded to find out.
+ */
+export function openTelemetryRegistered(): boolean {
+  return OPENTELEMETRY_GLOBALS in globalThis;
+}

@@ -36,6 +36,6 @@ export async function startMetrics(options: MetricsOptions = {}): Promise<Proces
 
 /** `arcflow serve`'s metrics: the deployment's run counters and queue gauges, read by `read` at each scrape. */
 export async function startDeploymentMetrics(read: () => Promise<Readings>, serviceName?: string): Promise<ScrapedMetrics> {
-  const { startDeploymentMetricsSdk } = await import('./metrics-sdk.ts');
+  const { startDeploymentMetricsSdk } = await import('./deployment-metrics-sdk.ts');
   return startDeploymentMetricsSdk(read, serviceName);
 }

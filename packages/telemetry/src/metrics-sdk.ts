@@ -1,10 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { metrics } from '@opentelemetry/api';
-import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { AggregationTemporality, type IMetricReader, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { METER_NAME } from './metrics.ts';
 import type { MetricsOptions, ProcessMetrics, ScrapedMetrics } from './metrics-options.ts';
-import { type Readings, bindRecording, createRecordedMetrics, observeReadings } from './record-metrics.ts';
+import { bindRecording, createRecordedMetrics } from './record-metrics.ts';
 import { RecordedMetricsProducer } from './recorded-producer.ts';
 import { processResource } from './resource.ts';
 
@@ -14,15 +13,18 @@ import { processResource } from './resource.ts';
  * and a periodic OTLP/HTTP reader, as asked, each given what the engine's recording functions
  * (record-metrics.ts) aggregate in process through a producer of its own; and a meter provider,
  * made the global one unless the process has one, whose `arcflow` meter observes the queue gauges
- * at each collection. The
- * OTLP exporter's modules load only when OTLP is asked for.
+ * at each collection. Each exporter's modules load only when it is asked for (a worker that exports
+ * OTLP loads no Prometheus exporter, about a hundred modules).
  */
 export async function startMetricsSdk(options: MetricsOptions): Promise<ProcessMetrics> {
   const recorded = createRecordedMetrics();
   const readers: IMetricReader[] = [];
   // Prometheus reads cumulative counts (its exporter's only temporality).
   const prometheus = options.prometheus
-    ? new PrometheusExporter({ preventServerStart: true, metricProducers: [new RecordedMetricsProducer(recorded, () => AggregationTemporality.CUMULATIVE)] })
+    ? new (await import('@opentelemetry/exporter-prometheus')).PrometheusExporter({
+        preventServerStart: true,
+        metricProducers: [new RecordedMetricsProducer(recorded, () => AggregationTemporality.CUMULATIVE)],
+      })
     : undefined;
   if (prometheus) readers.push(prometheus);
   if (options.otlp) {
@@ -50,22 +52,5 @@ export async function startMetricsSdk(options: MetricsOptions): Promise<ProcessM
       await provider.shutdown();
       if (madeGlobal) metrics.disable();
     },
-  };
-}
-
-/**
- * `arcflow serve`'s metrics: the deployment's run counters and queue gauges, read from Redis at
- * each scrape by `read`. A meter provider of its own, not the global one: the server runs no jobs,
- * and a cancel it makes must not count as a run ended in this process beside the deployment's count.
- */
-export function startDeploymentMetricsSdk(read: () => Promise<Readings>, serviceName: string | undefined): ScrapedMetrics {
-  const prometheus = new PrometheusExporter({ preventServerStart: true });
-  const provider = new MeterProvider({ resource: processResource(serviceName, 'arcflow-server'), readers: [prometheus] });
-  observeReadings(provider.getMeter(METER_NAME), read, { runs: true });
-  // The exporter's own serializer settings (its defaults), so both endpoints name metrics alike.
-  const serializer = new PrometheusSerializer();
-  return {
-    text: async () => serializer.serialize((await prometheus.collect()).resourceMetrics),
-    shutdown: () => provider.shutdown(),
   };
 }

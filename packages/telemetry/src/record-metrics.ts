@@ -1,6 +1,7 @@
 import type { Meter } from '@opentelemetry/api';
 import { METER_NAME, Metric, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
 import { type RecordSink, type Series, SeriesTable } from './series.ts';
+import { openTelemetryRegistered } from './ids.ts';
 
 /*
  * Where the engine records metrics (SPEC §18), one function per recording point. With metrics
@@ -49,10 +50,12 @@ const slot: Slot = slots[KEY];
  * that provider's `arcflow` meter: each record goes to an instrument of it, which its readers
  * collect. Returns the function that stops it, or undefined when there is nothing to do (metrics
  * recorded already, or no provider registered). Never registers, replaces or shuts down a provider.
- * The OpenTelemetry API is loaded here, not with this module: a client that only reads runs never loads it.
+ * The OpenTelemetry API is loaded here, not with this module, and only when something registered
+ * OpenTelemetry globals: a client that only reads runs, or a worker of a process that uses no
+ * OpenTelemetry, never loads it.
  */
 export async function recordThroughGlobalProvider(): Promise<(() => void) | undefined> {
-  if (slot.recorded) return undefined;
+  if (slot.recorded || !openTelemetryRegistered()) return undefined;
   const { createNoopMeter, metrics } = await import('@opentelemetry/api');
   if (slot.recorded) return undefined;
   const meter = metrics.getMeter(METER_NAME);

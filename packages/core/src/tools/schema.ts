@@ -1,59 +1,58 @@
 import { createRequire } from 'node:module';
-import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
+import { DRAFTS, type Draft, newAjv } from './drafts.ts';
 import type { JsonSchema } from '../vocabulary/json-schema.ts';
 
 /** Checks arguments against a compiled schema: `undefined` when valid, else the violation text. */
 export type ArgumentCheck = (args: unknown) => string | undefined;
 
-// Strict about what a schema asks for: a keyword or `format` that cannot be enforced is a startup
-// error, never silently ignored. Union types, tuples and `required` of undeclared properties are
-// valid JSON Schema, so those strict checks stay off.
-const AJV_OPTIONS: Options = {
-  allErrors: true,
-  strict: true,
-  strictTypes: false,
-  strictTuples: false,
-  strictRequired: false,
-  allowUnionTypes: true,
-  // Two tools may carry schemas with the same `$id`; each is compiled on its own.
-  addUsedSchema: false,
-};
-
 // ajv is loaded when the first schema is compiled, not when core is imported: a process that
-// defines no tool (`arcflow get`, a backend that only enqueues) never pays its ~60 ms. ajv is
-// CommonJS, so a synchronous require keeps `tool()` synchronous; Node caches it after the first.
+// defines no tool (`arcflow get`, a backend that only enqueues) never pays its ~60 ms.
 const load = createRequire(import.meta.url);
-const ajvModule = () => load('ajv') as typeof import('ajv');
-const ajv2019Module = () => load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
-const ajv2020Module = () => load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
-const formatsModule = () => load('ajv-formats') as typeof import('ajv-formats');
-
-/**
- * The draft a schema declares with `$schema`, and the validator for it. Without `$schema`,
- * draft 2019-09, which also reads every draft-07 keyword (`dependencies`, `items` as a list).
- */
-const DRAFTS: Readonly<Record<string, () => Ajv>> = {
-  '': () => new (ajv2019Module().Ajv2019)(AJV_OPTIONS),
-  'http://json-schema.org/draft-07/schema': () => new (ajvModule().Ajv)(AJV_OPTIONS),
-  'https://json-schema.org/draft/2019-09/schema': () => new (ajv2019Module().Ajv2019)(AJV_OPTIONS),
-  'https://json-schema.org/draft/2020-12/schema': () => new (ajv2020Module().Ajv2020)(AJV_OPTIONS),
-};
 
 const validators = new Map<string, Ajv>();
 
 function validatorFor(subject: string, declared: unknown): Ajv {
-  const draft = typeof declared === 'string' ? declared.replace(/#$/, '') : declared === undefined ? '' : undefined;
-  const make = draft === undefined ? undefined : DRAFTS[draft];
-  if (draft === undefined || !make) {
+  const key = typeof declared === 'string' ? declared.replace(/#$/, '') : declared === undefined ? '' : undefined;
+  const draft = key === undefined ? undefined : DRAFTS[key];
+  if (key === undefined || !draft) {
     throw new ConfigError(`${subject} declares $schema ${JSON.stringify(declared)}, which arcflow cannot enforce; use draft-07, 2019-09 or 2020-12, or leave $schema out`);
   }
-  let ajv = validators.get(draft);
+  let ajv = validators.get(key);
   if (!ajv) {
-    ajv = make();
-    formatsModule().default(ajv);
-    validators.set(draft, ajv);
+    ajv = newValidator(draft);
+    validators.set(key, ajv);
   }
+  return ajv;
+}
+
+/**
+ * Loads ajv and makes the validator of schemas that declare no `$schema`, as the first such
+ * `tool()` would. For a process that must have its modules loaded before something else is
+ * registered: the worker, before the TypeScript loader every later import passes through.
+ */
+export function loadSchemaValidator(): void {
+  validatorFor('a schema', undefined);
+}
+
+/**
+ * An ajv for one draft. ajv checks each schema it compiles against the draft's
+ * meta-schema (`validateSchema`), and would first compile that meta-schema: 45–75 ms of a
+ * worker's start for one tool. This one checks with the meta-schema's validator compiled ahead
+ * (ajv's standalone code of the same meta-schema and options, `npm run meta-validators`), at the
+ * same point and with ajv's own message.
+ */
+export function newValidator(draft: Draft): Ajv {
+  const ajv = newAjv(draft);
+  const metaValidate = load(`./meta-validators/${draft.metaValidator}`) as ValidateFunction;
+  ajv.validateSchema = (schema, throwOrLogError) => {
+    if (typeof schema === 'boolean') return true;
+    const valid = metaValidate(schema) as boolean;
+    ajv.errors = metaValidate.errors;
+    if (!valid && throwOrLogError) throw new Error(`schema is invalid: ${ajv.errorsText(metaValidate.errors)}`);
+    return valid;
+  };
   return ajv;
 }
 
