@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { metrics } from '@opentelemetry/api';
 import { AggregationTemporality, type IMetricReader, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { METER_NAME } from './metrics.ts';
-import type { MetricsOptions, ProcessMetrics, ScrapedMetrics } from './metrics-options.ts';
+import type { MetricsOptions, ProcessMetrics } from './metrics-options.ts';
 import { bindRecording, createRecordedMetrics } from './record-metrics.ts';
 import { RecordedMetricsProducer } from './recorded-producer.ts';
 import { processResource } from './resource.ts';
