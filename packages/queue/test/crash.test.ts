@@ -84,12 +84,14 @@ function defineCrashTests(targetName: string, redisUrl: () => string): void {
       expect(executions).toBe(4);
     }, 120_000);
 
-    it('does not fail a model call whose workers are SIGKILLed under it more often than the loss budget: the fleet lost them', async () => {
-      const { events, executions } = await loseDeliveries('provider-losses', 3, 1_000, { agent: 'musing_agent', counted: 'muse' });
-      expect(events.find((event) => event.kind === 'RunCompleted')).toBeDefined();
-      expect(hasEvent(events, 'StepFailed')).toBe(false);
-      expect(executions).toBe(4);
-    }, 120_000);
+    // A job's stall limit is the same whatever the Redis: this one runs on one Redis only.
+    if (targetName === 'one Redis')
+      it('does not fail a model call whose workers are SIGKILLed under it more often than the loss budget: the fleet lost them', async () => {
+        const { events, executions } = await loseDeliveries('provider-losses', 2, 1_000, { agent: 'musing_agent', counted: 'muse' });
+        expect(events.find((event) => event.kind === 'RunCompleted')).toBeDefined();
+        expect(hasEvent(events, 'StepFailed')).toBe(false);
+        expect(executions).toBe(3);
+      }, 120_000);
 
     it('ends worker_lost a call whose workers die under it past its first second more often than its loss budget, without running it again', async () => {
       const { events, executions } = await loseDeliveries('counted-losses', 2, 1_500);
