@@ -1,15 +1,14 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import { build } from 'esbuild';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, spawnServe } from './harness.ts';
+import { type ServeProcess, launchChromium, spawnServe } from './harness.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const EXAMPLE = new URL('../../../examples/browser-tools/', import.meta.url).pathname;
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const KEY = 'page-write-0123456789';
@@ -38,13 +37,11 @@ async function servePage(): Promise<void> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
-  await servePage();
+  [browser] = await Promise.all([launchChromium(), servePage()]);
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
-  [serve, worker, browser] = await Promise.all([
+  [serve, worker] = await Promise.all([
     spawnServe({ ...env, ARCFLOW_API_KEYS: `web:${KEY}:write`, ARCFLOW_CORS_ORIGINS: siteUrl }),
     spawnWorker(join(EXAMPLE, 'agents.ts'), { env }),
-    chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
   ]);
 }, 90_000);
 afterAll(async () => {

@@ -9,7 +9,7 @@ let stack: StreamStack;
 let browser: Browser;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStreamStack('console-stream', `ops:${KEY}:admin`, 40), launchChromium()]);
+  [browser, stack] = await Promise.all([launchChromium(), startStreamStack('console-stream', `ops:${KEY}:admin`, 40)]);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

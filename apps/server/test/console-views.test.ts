@@ -18,10 +18,10 @@ let browser: Browser;
 
 beforeAll(async () => {
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
-  [serve, worker, browser] = await Promise.all([
+  [browser, serve, worker] = await Promise.all([
+    launchChromium(),
     spawnServe({ ...env, ARCFLOW_API_KEYS: `ops:${KEYS.admin}:admin,viewer:${KEYS.read}:read`, ARCFLOW_API_RATE: '1000' }),
     spawnWorker(FIXTURE, { env }),
-    launchChromium(),
   ]);
   mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);

@@ -19,7 +19,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   const env = { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix };
-  [serve, worker, childWorker, browser] = await Promise.all([
+  [browser, serve, worker, childWorker] = await Promise.all([
+    launchChromium(),
     spawnServe({
       ...env,
       ARCFLOW_API_KEYS: `ops:${KEY}:admin,viewer:${READ_KEY}:read`,
@@ -28,7 +29,6 @@ beforeAll(async () => {
     }),
     spawnWorker(FIXTURE, { env }),
     spawnWorker(CHILD_FIXTURE, { env }),
-    launchChromium(),
   ]);
   mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);

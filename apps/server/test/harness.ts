@@ -90,8 +90,12 @@ export async function readSse(response: Response, until: (message: SseMessage, a
 /** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** A real headless Chromium for the console's tests; a clear error when there is none. */
-export async function launchChromium(): Promise<Browser> {
+/**
+ * A real headless Chromium for the console's tests. Without one it throws at once, not in the
+ * promise: called first in a `Promise.all` of a suite's set-up, it stops the set-up before any
+ * process of the suite is started (and left running, since the suite's variables are never set).
+ */
+export function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }
