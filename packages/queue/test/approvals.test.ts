@@ -96,7 +96,8 @@ function defineApprovalTests(targetName: string, redisUrl: () => string): void {
       const { run_id } = await client.enqueue({ agent: 'clerk', input: 'three' });
       await waiting(run_id, 3);
       await client.approve(run_id, 'c_x3', { approved: true });
-      await until(async () => (await executions('refund')) === 1);
+      // Killed once x3's result is recorded (a kill between its handler's start and its record runs it again, as it should).
+      await until(async () => (await executions('refund')) === 1 && terminalsOf(await collect(client, run_id), 'c_x3').length === 1);
       workers[0]!.kill('SIGKILL');
       await workers[0]!.exited;
       await client.approve(run_id, 'c_x2', { approved: false, reason: 'no' });

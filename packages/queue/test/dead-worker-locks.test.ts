@@ -60,8 +60,10 @@ describe("a dead worker's locks", () => {
   it('takes no one for dead while its own connections come back', async () => {
     const { connection, take, dead, queue, close } = await setup('dead-locks-reconnect');
     try {
+      // Past its start: the start's release has come and gone (it puts back an owner dead before it), however slowly it came.
+      const before = await take('before/0:1');
       dead.start();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await until(async () => (await queue.getJobState(before.id!)) === 'waiting', 5_000);
       const ghost = await take('ghost/0:1');
       // Every connection of this process is cut: it reconnects, and so would the others.
       const admin = new Redis(TEST_REDIS_URL);
