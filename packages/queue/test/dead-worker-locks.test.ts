@@ -1,5 +1,5 @@
 import { silentLogger } from '@arcflow/core';
-import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, cleanupPrefix, startPrivateRedis, testPrefix } from '@arcflow/testing';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,10 +15,10 @@ afterAll(async () => {
   for (const prefix of prefixes) await cleanupPrefix(prefix);
 });
 
-async function setup(name: string) {
+async function setup(name: string, url = TEST_REDIS_URL) {
   const prefix = testPrefix(name);
   prefixes.push(prefix);
-  const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
   const queue = new Queue('q', { connection, prefix: `{${prefix}}` });
   // Named as a worker's are: its blocking connection says `…:w:me`. It takes jobs only when told to.
   const worker = new Worker('q', null, { connection, prefix: `{${prefix}}`, name: 'me', autorun: false, lockDuration: 60_000 });
@@ -34,7 +34,7 @@ async function setup(name: string) {
     await queue.close();
     connection.disconnect();
   };
-  return { connection, queue, take, dead, close };
+  return { prefix, connection, queue, take, dead, close };
 }
 
 describe("a dead worker's locks", () => {
@@ -80,4 +80,36 @@ describe("a dead worker's locks", () => {
       await close();
     }
   }, 20_000);
+
+  it('takes no one for dead while Redis has just started, even when it starts then: the others are reconnecting', async () => {
+    const redis = await startPrivateRedis({ durable: true });
+    // A live worker that reconnects slowly (a busy process): its connection is named as a worker's, and comes back 2.5 s after Redis.
+    let ghostConnection: Redis | undefined;
+    try {
+      const { prefix, queue, take, dead, close } = await setup('dead-locks-restart', redis.url);
+      try {
+        ghostConnection = new Redis(redis.url, { connectionName: `{${prefix}}:cQ==:w:ghost`, retryStrategy: () => 2_500 });
+        ghostConnection.on('error', () => undefined);
+        await until(async () => ghostConnection!.status === 'ready', 5_000);
+        const ghost = await take('ghost/0:1');
+        const gone = await take('gone/0:2');
+        await redis.kill();
+        await redis.start();
+        const startedAt = Date.now();
+        // This process's connections are back first; then its detector starts, as a new worker's does.
+        await until(async () => (await queue.getJobState(ghost.id!)) === 'active', 5_000);
+        dead.start();
+        await until(async () => (await queue.getJobState(gone.id!)) === 'waiting', RECONNECT_GRACE_MS + 5_000);
+        // The owner with no connection at all loses its job once the grace is over; the slow one, back by then, keeps its own.
+        expect(Date.now() - startedAt).toBeGreaterThanOrEqual(RECONNECT_GRACE_MS - 1_000);
+        expect(ghostConnection.status).toBe('ready');
+        expect(await queue.getJobState(ghost.id!)).toBe('active');
+      } finally {
+        ghostConnection?.disconnect();
+        await close();
+      }
+    } finally {
+      await redis.close();
+    }
+  }, 30_000);
 });

@@ -11,9 +11,10 @@ import type { Redis } from 'ioredis';
 export const DEAD_WORKER_CHECK_MS = 250;
 
 /**
- * After this process's own connection comes back (Redis restarted, or the network between), the
- * others reconnect at their own pace (ioredis backs off up to 2 s): no one is taken for dead until
- * this has passed and each has been seen again.
+ * After this process's own connection comes back (Redis restarted, or the network between), or
+ * while Redis has been up for less than this, the others reconnect at their own pace (ioredis
+ * backs off up to 2 s, and a busy process takes longer): no one is taken for dead until this has
+ * passed and each has been seen again.
  */
 export const RECONNECT_GRACE_MS = 5_000;
 
@@ -72,8 +73,8 @@ export interface DeadWorkersDeps {
  * frozen, or whose host vanished without closing its connections, keeps them open: its jobs come
  * back when their locks expire, as before. Where `CLIENT LIST` is refused (an ACL without
  * `@admin`), lock expiry is the only way back, and a warning says so once. When this process's own
- * connection drops, it takes no one for dead until the others have had time to reconnect
- * (`RECONNECT_GRACE_MS`) and have been seen again.
+ * connection drops, or Redis (any master) has been up for less than `RECONNECT_GRACE_MS`, it takes
+ * no one for dead until the others have had time to reconnect and have been seen again.
  */
 export class DeadWorkers {
   private timer: NodeJS.Timeout | undefined;
@@ -140,6 +141,15 @@ export class DeadWorkers {
       }
     }
     if (mine === 0) return this.soon();
+    // A Redis that has just started has every worker reconnecting at its own pace, not only this one:
+    // a worker starting then (or one whose own connection came back first) waits the grace out too.
+    if (this.readings === 0) {
+      const young = RECONNECT_GRACE_MS - (await this.upFor());
+      if (young > 0) {
+        this.quietUntil = Date.now() + young;
+        return;
+      }
+    }
     const live = liveOwners(nodes.map(({ list }) => list));
     this.readings += 1;
     if (this.readings === 1) this.soon();
@@ -169,9 +179,27 @@ export class DeadWorkers {
 
   /** Each node's `CLIENT LIST`: the one Redis's, or each master's of a cluster. */
   private clientLists(): Promise<{ node: string; list: string }[]> {
+    return Promise.all(this.nodes().map(async (node) => ({ node: `${node.options.host}:${node.options.port}`, list: (await node.client('LIST')) as string })));
+  }
+
+  /**
+   * How long the node that started last has been up, in ms, at least (`INFO server`'s whole
+   * seconds); unknown (INFO refused or unreadable) counts as long enough.
+   */
+  private async upFor(): Promise<number> {
+    const uptimes = await Promise.all(
+      this.nodes().map(async (node) => {
+        const info = await node.info('server').catch(() => '');
+        const seconds = /^uptime_in_seconds:(\d+)/m.exec(info)?.[1];
+        return seconds === undefined ? Number.POSITIVE_INFINITY : Number(seconds) * 1000;
+      }),
+    );
+    return Math.min(...uptimes);
+  }
+
+  private nodes(): Redis[] {
     const { redis } = this.deps;
-    const nodes = (redis as unknown as { isCluster?: boolean }).isCluster === true ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
-    return Promise.all(nodes.map(async (node) => ({ node: `${node.options.host}:${node.options.port}`, list: (await node.client('LIST')) as string })));
+    return (redis as unknown as { isCluster?: boolean }).isCluster === true ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
   }
 
   /** Releases, queue by queue, the locks of owners not in `live`, then runs the stall check where any was released. */
