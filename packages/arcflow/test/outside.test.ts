@@ -344,5 +344,5 @@ describe('arcflow installed from its packages, outside the repository', () => {
     } finally {
       worker.stop();
     }
-  });
+  }, 300_000);
 });
