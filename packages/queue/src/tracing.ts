@@ -52,8 +52,9 @@ function isSpanContextValid(spanContext: SpanContext): boolean {
 export function parseTraceparent(value: string | undefined): SpanContext | undefined {
   const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value ?? '');
   if (!match) return undefined;
-  const spanContext = { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true };
-  return isSpanContextValid(spanContext) ? spanContext : undefined;
+  // The pattern has checked the ids' form: what is left of validity is that neither is all zeros.
+  if (match[1] === INVALID_TRACE_ID || match[2] === INVALID_SPAN_ID) return undefined;
+  return { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true };
 }
 
 /** Mints the run's trace at enqueue; links to the caller's active span (a backend's request). */
@@ -98,7 +99,27 @@ const linkTo = (traceparent: string | undefined): Link[] => {
   return spanContext ? [{ context: spanContext }] : [];
 };
 
-/** Runs `work` inside a `process {queue}` CONSUMER span, child of the run's root. */
+/** The job a span stands for: its queue, id and deliveries so far, and the span that enqueued it. */
+export interface JobOrigin {
+  readonly queue: string;
+  readonly id?: string | undefined;
+  readonly attemptsStarted: number;
+  readonly from?: string | undefined;
+}
+
+/** The messaging attributes of a span that stands for a job. */
+function jobAttributes(origin: JobOrigin): Record<string, string | number> {
+  return {
+    [Attr.messagingSystem]: 'bullmq',
+    [Attr.messagingOperationName]: 'process',
+    [Attr.messagingOperationType]: 'process',
+    [Attr.messagingDestination]: origin.queue,
+    ...(origin.id ? { [Attr.messagingMessageId]: origin.id } : {}),
+    [Attr.jobAttempt]: Math.max(1, origin.attemptsStarted),
+  };
+}
+
+/** Runs `work` inside a `process {queue}` CONSUMER span, child of the run's root: a provider job's span. */
 export async function inJobSpan<T>(
   queue: string,
   job: { id?: string; attemptsStarted: number; data: { run_id: string; step_id: string; iteration: number; trace: TraceCarrier } },
@@ -115,15 +136,10 @@ export async function inJobSpan<T>(
       kind: SpanKind.CONSUMER,
       links: linkTo(carrier.from),
       attributes: {
-        [Attr.messagingSystem]: 'bullmq',
-        [Attr.messagingOperationName]: 'process',
-        [Attr.messagingOperationType]: 'process',
-        [Attr.messagingDestination]: queue,
-        ...(job.id ? { [Attr.messagingMessageId]: job.id } : {}),
+        ...jobAttributes({ queue, id: job.id, attemptsStarted: job.attemptsStarted }),
         [Attr.runId]: run_id,
         [Attr.stepId]: step_id,
         [Attr.iteration]: iteration,
-        [Attr.jobAttempt]: Math.max(1, job.attemptsStarted),
       },
     },
     parent,
@@ -140,13 +156,26 @@ export async function inJobSpan<T>(
 }
 
 /**
- * A child span of the active job span. Its name and attributes are built only when this process
- * traces: a tool call that is not traced should not pay for them.
+ * Runs `work` in the run's trace with no span of its own: a tool job, whose call's `execute_tool`
+ * span stands for the job (see {@link startChildSpan}'s `job`). Half the spans of a run of tool
+ * calls were these jobs' `process` spans, each with one child.
  */
-export function startChildSpan(kind: OtelSpanKind, describe: () => { name: string; attributes: Record<string, string | number> }): Span {
+export function inRunTrace<T>(carrier: TraceCarrier | undefined, work: () => Promise<T>): Promise<T> {
+  if (!tracingEnabled()) return work();
+  return otel().context.with(runContext(carrier ?? {}), work);
+}
+
+/**
+ * A child span of the active span (a job's, or the run's root). Its name and attributes are built
+ * only when this process traces: a tool call that is not traced should not pay for them. Given a
+ * `job`, the span stands for that job too: it carries the job's messaging attributes and links to
+ * the span that enqueued it.
+ */
+export function startChildSpan(kind: OtelSpanKind, describe: () => { name: string; attributes: Record<string, string | number> }, job?: JobOrigin): Span {
   if (!tracingEnabled()) return UNTRACED;
   const { name, attributes } = describe();
-  return tracer().startSpan(name, { kind, attributes });
+  if (!job) return tracer().startSpan(name, { kind, attributes });
+  return tracer().startSpan(name, { kind, attributes: { ...attributes, ...jobAttributes(job) }, links: linkTo(job.from) });
 }
 
 /** Runs `work` with `span` as the active span (spans it starts nest under it); untraced, just runs it. */

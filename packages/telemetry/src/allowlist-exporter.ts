@@ -31,16 +31,29 @@ export function filterAttributes(attributes: Attributes): Attributes {
   return kept;
 }
 
+/** The span as it may leave the process: a plain copy (the serializer reads each field once), with what the policy allows. */
 function sanitise(span: ReadableSpan): ReadableSpan {
   const attributes = filterAttributes(span.attributes);
   const links: Link[] = span.links.map((link) => ({ ...link, attributes: filterAttributes(link.attributes ?? {}) }));
   const status: SpanStatus = span.status.message && span.status.message !== attributes['error.type'] ? { code: span.status.code } : span.status;
-  const overrides: Record<PropertyKey, unknown> = { attributes, links, events: [], status };
-  return new Proxy(span, {
-    get(target, property) {
-      if (property in overrides) return overrides[property as string];
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  const spanContext = span.spanContext();
+  return {
+    name: span.name,
+    kind: span.kind,
+    spanContext: () => spanContext,
+    ...(span.parentSpanContext ? { parentSpanContext: span.parentSpanContext } : {}),
+    startTime: span.startTime,
+    endTime: span.endTime,
+    status,
+    attributes,
+    links,
+    events: [],
+    duration: span.duration,
+    ended: span.ended,
+    resource: span.resource,
+    instrumentationScope: span.instrumentationScope,
+    droppedAttributesCount: span.droppedAttributesCount,
+    droppedEventsCount: span.droppedEventsCount,
+    droppedLinksCount: span.droppedLinksCount,
+  };
 }

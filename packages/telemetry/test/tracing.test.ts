@@ -105,12 +105,26 @@ describe('one trace per run, across two worker processes', () => {
       'gen_ai.usage.input_tokens': 33,
     });
     expect(root!.links.map((link) => link.spanId)).toContain(requestSpanId);
-    const jobs = named('process ');
+    // A provider job is a `process` span; a tool job has none of its own: its call's `execute_tool` span stands for it.
+    const jobs = named('process ').filter((span) => span.attributes['arcflow.run_id'] === run_id);
     expect(jobs.every((span) => span.kind === CONSUMER && span.parentSpanId === rootSpanId)).toBe(true);
-    expect(jobs.filter((span) => span.name === 'process agent-traced_agent')).toHaveLength(3);
-    expect(jobs.filter((span) => /^process tool-probe-[0-9a-f]{16}$/.test(span.name))).toHaveLength(6);
+    expect(jobs.map((span) => span.name)).toEqual(Array(3).fill('process agent-traced_agent'));
     const jobIds = new Set(jobs.map((span) => span.spanId));
-    expect([...named('chat '), ...named('execute_tool ')].every((span) => jobIds.has(span.parentSpanId!))).toBe(true);
+    expect(named('chat ').every((span) => jobIds.has(span.parentSpanId!))).toBe(true);
+    const tools = named('execute_tool ').filter((span) => span.attributes['arcflow.run_id'] === run_id);
+    expect(tools).toHaveLength(6);
+    for (const tool of tools) {
+      expect(tool.parentSpanId).toBe(rootSpanId);
+      expect(tool.attributes).toMatchObject({ 'messaging.system': 'bullmq', 'messaging.operation.type': 'process', 'arcflow.job.attempt': 1 });
+      expect(tool.attributes['messaging.destination.name']).toMatch(/^tool-probe-[0-9a-f]{16}$/);
+      expect(tool.attributes['messaging.message.id']).toContain(`.i${tool.attributes['arcflow.iteration']}.${tool.attributes['gen_ai.tool.call.id']}`);
+      // It links to the provider job that fanned it out.
+      const fannedOutBy = jobs.find((job) => job.attributes['arcflow.iteration'] === tool.attributes['arcflow.iteration'])!;
+      expect(tool.links.map((link) => link.spanId)).toEqual([fannedOutBy.spanId]);
+    }
+    // The handler's own spans nest under its execute_tool span.
+    const toolIds = new Set(tools.map((span) => span.spanId));
+    expect(named('leaky op').every((span) => toolIds.has(span.parentSpanId!))).toBe(true);
   });
 
   it('records chat and execute_tool spans with the GenAI attributes', () => {

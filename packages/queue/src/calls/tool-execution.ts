@@ -19,7 +19,7 @@ import { Attr, SpanName } from '@arcflow/telemetry/semconv';
 import type { CallStart, RoundCall } from '../records/round-call.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SizedState } from '../steps/state-log.ts';
-import { SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
+import { type JobOrigin, SpanKind, failSpan, recordedTraceparent, startChildSpan, withActiveSpan } from '../tracing.ts';
 import type { CancellationListener, WorkCancellation } from '../runs/cancel.ts';
 import type { ToolJobData } from '../jobs/jobs.ts';
 import type { RoundState } from '../loop/state-join.ts';
@@ -68,6 +68,8 @@ export interface Attempt {
   readonly fannedOut: boolean;
   /** Calls of its round wait for approval (the tool job's `waits`). */
   readonly roundWaits?: boolean;
+  /** The tool job this attempt is a delivery of: the attempt's `execute_tool` span stands for it. */
+  readonly job?: JobOrigin;
 }
 
 /** What an attempt at a call leaves to do: another attempt, or the join when its round is settled. */
@@ -111,7 +113,7 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   const cancel = cancellation.watch(run_id);
   const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
   const startedAt = performance.now();
-  const span = executeSpan(run_id, planned, place);
+  const span = executeSpan(run_id, planned, place, attempt.job);
   const handlerCall = handlerCallOf(run_id, planned, place, attempt, cancel, logger, state, round);
   try {
     // The handler runs inside the span, so spans it starts nest under `execute_tool`.
@@ -143,22 +145,26 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
 
 type Deferred = Extract<HandlerOutcome, { status: 'deferred' }>;
 
-/** The `execute_tool` span of an attempt. */
-function executeSpan(run_id: string, planned: ExecuteCall, place: CallPlace): Span {
-  return startChildSpan(SpanKind.INTERNAL, () => ({
-    name: SpanName.executeTool(planned.tool.name),
-    attributes: {
-      [Attr.operationName]: 'execute_tool',
-      [Attr.toolName]: planned.tool.name,
-      [Attr.toolCallId]: planned.call.id,
-      [Attr.toolType]: 'function',
-      [Attr.toolSchemaHash]: planned.tool.input_schema_hash,
-      [Attr.toolInputBytes]: planned.input_size_bytes,
-      [Attr.runId]: run_id,
-      [Attr.stepId]: place.step_id,
-      [Attr.iteration]: place.iteration,
-    },
-  }));
+/** The `execute_tool` span of an attempt (and of its tool job, if it has one). */
+function executeSpan(run_id: string, planned: ExecuteCall, place: CallPlace, job: JobOrigin | undefined): Span {
+  return startChildSpan(
+    SpanKind.INTERNAL,
+    () => ({
+      name: SpanName.executeTool(planned.tool.name),
+      attributes: {
+        [Attr.operationName]: 'execute_tool',
+        [Attr.toolName]: planned.tool.name,
+        [Attr.toolCallId]: planned.call.id,
+        [Attr.toolType]: 'function',
+        [Attr.toolSchemaHash]: planned.tool.input_schema_hash,
+        [Attr.toolInputBytes]: planned.input_size_bytes,
+        [Attr.runId]: run_id,
+        [Attr.stepId]: place.step_id,
+        [Attr.iteration]: place.iteration,
+      },
+    }),
+    job,
+  );
 }
 
 /** What the handler is given: the call, its cancel and logger, and the round's run state if any. */

@@ -123,7 +123,14 @@ async function attemptJobCall(deps: ToolJobDeps, job: Job<ToolJobData>, planned:
       data.run_id,
       planned,
       place,
-      { number: attempt, last: job.attemptsMade + 1 >= attempts, firstDelivery: attempt === 1, fannedOut: true, roundWaits: data.waits === true },
+      {
+        number: attempt,
+        last: job.attemptsMade + 1 >= attempts,
+        firstDelivery: attempt === 1,
+        fannedOut: true,
+        roundWaits: data.waits === true,
+        job: { queue: job.queueName, id: job.id, attemptsStarted: job.attemptsStarted, from: data.trace.from },
+      },
       { entries: data.state_entries ?? 0, max_state_bytes: data.max_state_bytes ?? DEFAULT_MAX_STATE_BYTES, ...(data.state_step ? { log_step: data.state_step } : {}) },
     );
   } finally {

@@ -64,18 +64,10 @@ export async function settleParentOf(store: RunStore, queues: CallQueues, child_
  * a run cancelled by a backend without tracing still gets its root span from a worker.
  */
 export async function emitRunSpanOnce(store: RunStore, run_id: string): Promise<void> {
-  if (!tracingEnabled() || !(await store.claimRootSpan(run_id))) return;
-  const [run, spec] = await Promise.all([store.getRun(run_id), store.getSpec(run_id)]);
-  if (!run?.finished_at || !spec?.trace.traceparent) return;
+  if (!tracingEnabled()) return;
+  const facts = await store.claimRootSpan(run_id);
+  if (!facts?.trace.traceparent) return;
   // Imported here, not at the top: a client that cancels without tracing never loads the OpenTelemetry API.
   const { emitRunSpan } = await import('../tracing.ts');
-  emitRunSpan(spec.trace as RunTrace, {
-    run_id,
-    agent: spec.agent,
-    ...(run.workflow ? { workflow: run.workflow } : {}),
-    created_at: run.created_at,
-    status: run.status,
-    usage: run.usage,
-    error_code: run.error?.error_code,
-  });
+  emitRunSpan(facts.trace as RunTrace, facts);
 }

@@ -117,9 +117,14 @@ export class RunRecords {
     return { created: created === 1, run_id };
   }
 
-  /** True for the first caller only: that process emits the run's root span. Expires with the run. */
-  async claimRootSpan(run_id: string): Promise<boolean> {
-    return (await this.context.scripts.claimRootSpan([this.context.keys.record(run_id)], [])) === 1;
+  /**
+   * What an ended run's root span is made of, for the first caller only: that process emits it
+   * (the claim expires with the run). Undefined for every later caller, and for a run that has not
+   * ended or whose record is unreadable.
+   */
+  async claimRootSpan(run_id: string): Promise<RootSpanFacts | undefined> {
+    const reply = await this.context.scripts.claimRootSpan([this.context.keys.record(run_id)], []);
+    return Array.isArray(reply) ? rootSpanFacts(run_id, reply as (string | null)[]) : undefined;
   }
 
   async getSpec(run_id: string): Promise<RunSpec | undefined> {
@@ -250,6 +255,41 @@ function steeredFrom(text: string | undefined): { steered_from?: string[] } {
 }
 
 /** A record's usage: its tokens, and its cost with its child runs' once a priced call was made (SPEC §14). */
+/** What `emitRunSpan` needs of an ended run, from the fields `claimRootSpan.lua` reads. */
+export interface RootSpanFacts {
+  readonly trace: { readonly traceparent?: string; readonly request?: string; readonly parent?: string };
+  readonly run_id: string;
+  readonly agent: string;
+  readonly workflow?: string;
+  readonly created_at: number;
+  readonly status: string;
+  readonly usage: { readonly input: number; readonly output: number };
+  readonly error_code?: string;
+}
+
+function rootSpanFacts(run_id: string, fields: readonly (string | null)[]): RootSpanFacts | undefined {
+  const [trace, agent, workflow, created_at, status, usage_input, usage_output, error, finished_at] = fields;
+  if (!trace || !agent || !status || !finished_at) return undefined;
+  let parsedTrace: RootSpanFacts['trace'];
+  let error_code: unknown;
+  try {
+    parsedTrace = JSON.parse(trace) as RootSpanFacts['trace'];
+    error_code = error ? (JSON.parse(error) as { error_code?: unknown }).error_code : undefined;
+  } catch {
+    return undefined;
+  }
+  return {
+    trace: parsedTrace,
+    run_id,
+    agent,
+    ...(workflow ? { workflow } : {}),
+    created_at: Number(created_at),
+    status,
+    usage: { input: Number(usage_input ?? 0), output: Number(usage_output ?? 0) },
+    ...(typeof error_code === 'string' ? { error_code } : {}),
+  };
+}
+
 function usageOf(record: Record<string, string>): RunRecord['usage'] {
   const tokens = { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) };
   if (record.usage_cost_micros === undefined && record.children_cost_micros === undefined) return tokens;

@@ -3,7 +3,7 @@ import { Worker } from 'bullmq';
 import { QueueName } from '../redis/keys.ts';
 import { recordJobTaken } from '../metrics/job-start.ts';
 import type { ToolJobData } from '../jobs/jobs.ts';
-import { inJobSpan } from '../tracing.ts';
+import { inRunTrace } from '../tracing.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';
 import { type ToolJobDeps, toolJobProcessor } from '../calls/tool-job.ts';
 import { settleIfFinal } from './failed-jobs.ts';
@@ -29,7 +29,7 @@ export async function serveToolQueues(serving: Serving, deps: ToolJobDeps, optio
       const capped = tool.concurrency !== undefined;
       if (capped && tag !== prefixTag) return;
       const budget = Math.min(options.tools_concurrency, tool.concurrency ?? Number.POSITIVE_INFINITY);
-      const worker = new Worker<ToolJobData>(queueName, (job) => inJobSpan(queueName, recordJobTaken(queueName, 'tool', job, tenantOf), () => process(job)), {
+      const worker = new Worker<ToolJobData>(queueName, (job) => inRunTrace(job.data?.trace, () => process(recordJobTaken(queueName, 'tool', job, tenantOf))), {
         ...serving.common,
         prefix: tag,
         concurrency: capped ? budget : serving.partitions.share(budget),
