@@ -7,7 +7,8 @@
   size the index's member count (compactRun checks it is unchanged) and keys a flat list of
   suffix (the key's name after the record's), type, value: a string's value, a list's items, a
   hash's or a stream's entries as Redis gives them. A set (the dedupe ids) is left out: nothing is
-  appended to an ended run. Writes nothing.
+  appended to an ended run. So are the rounds' tool span ids (`:<step>:spans:<n>`): only a join
+  reads them, to link its span to its round's, and an ended run has no join to come. Writes nothing.
 ]]
 --- @include "prelude"
 local status, ended = runStatus()
@@ -17,7 +18,7 @@ local members = redis.call('SMEMBERS', index)
 local out = {}
 local head = record .. ':'
 for _, key in ipairs(members) do
-  if key ~= index and string.sub(key, 1, #head) == head then
+  if key ~= index and string.sub(key, 1, #head) == head and not string.find(key, ':spans:%d+$') then
     local kind = redis.call('TYPE', key).ok
     local value = nil
     if kind == 'string' then value = redis.call('GET', key)
