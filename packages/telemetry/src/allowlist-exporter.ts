@@ -25,7 +25,16 @@ export class AllowlistExporter implements SpanExporter {
   }
 }
 
+/** The attributes whose keys are allowlisted: the same object when all are (arcflow's own spans), else a copy with those. */
 export function filterAttributes(attributes: Attributes): Attributes {
+  let allAllowed = true;
+  for (const key in attributes) {
+    if (!ALLOWED_ATTRIBUTES.has(key)) {
+      allAllowed = false;
+      break;
+    }
+  }
+  if (allAllowed) return attributes;
   const kept: Attributes = {};
   for (const [key, value] of Object.entries(attributes)) if (ALLOWED_ATTRIBUTES.has(key)) kept[key] = value;
   return kept;
@@ -34,7 +43,7 @@ export function filterAttributes(attributes: Attributes): Attributes {
 /** The span as it may leave the process: a plain copy (the serializer reads each field once), with what the policy allows. */
 function sanitise(span: ReadableSpan): ReadableSpan {
   const attributes = filterAttributes(span.attributes);
-  const links: Link[] = span.links.map((link) => ({ ...link, attributes: filterAttributes(link.attributes ?? {}) }));
+  const links: Link[] = span.links.length === 0 ? span.links : span.links.map((link) => ({ ...link, attributes: filterAttributes(link.attributes ?? {}) }));
   const status: SpanStatus = span.status.message && span.status.message !== attributes['error.type'] ? { code: span.status.code } : span.status;
   const spanContext = span.spanContext();
   return {
