@@ -150,6 +150,8 @@ describe('the transcript across a crash', () => {
     const run = await client.wait(run_id, { timeout_ms: 60_000 });
     expect(run).toMatchObject({ status: 'completed', output: `read ${fixture.ROUNDS} pages` });
     assertEventInvariants(await collect(client, run_id));
+    // Its raw keys as they were while it ran (the worker that ended it compacts it).
+    await uncompacted(redis, prefix, run_id);
     const list = await redis.lrange(transcript, 0, -1);
     expect(list).toHaveLength(1 + 2 * fixture.ROUNDS);
     expect(new Set(list).size).toBe(list.length);
