@@ -185,3 +185,17 @@ export function fileCluster(): () => string {
   });
   return () => cluster!.url;
 }
+
+/**
+ * What BullMQ's event stream of `queue` says happened to one job (`added`, `active`, `completed`,
+ * …), in order. The stream keeps them after the job is gone: the compaction of a run that ended
+ * removes its finished jobs, so a test asks here rather than of the job.
+ */
+export async function jobEvents(redis: Redis, queue: { readonly keys: { readonly events?: string } }, jobId: string): Promise<string[]> {
+  const entries = await redis.xrange(queue.keys.events!, '-', '+');
+  return entries.flatMap(([, fields]) => {
+    const event = new Map<string, string>();
+    for (let at = 0; at + 1 < fields.length; at += 2) event.set(fields[at]!, fields[at + 1]!);
+    return event.get('jobId') === jobId ? [event.get('event')!] : [];
+  });
+}

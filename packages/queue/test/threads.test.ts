@@ -9,7 +9,7 @@ import { stageThreadMessages, startNextOnThread } from '../src/threads/thread-ru
 import { Dispatcher } from '../src/jobs/dispatcher.ts';
 import { decodeArchive } from '../src/records/archive.ts';
 import type { WorkerProcess } from '@arcflow/worker';
-import { fixtureWorkers, until } from './harness.ts';
+import { fixtureWorkers, jobEvents, until } from './harness.ts';
 
 // SPEC §11 "Threads", through `arcflow worker` processes and a fake OpenAI-compatible server:
 // each run of a thread runs on the thread's conversation so far, and a run that completes appends
@@ -336,8 +336,10 @@ describe('threads', () => {
       expect(await reader().lrange(threadKeys(store.keys.tag, 'line').waiting, 0, -1)).toEqual([waiting.run_id]);
       await reader().set(key('gate'), '1');
       expect(await client.wait(waiting.run_id, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', output: 're: next' });
-      // Its first job was added when its turn came, and delivered once.
-      expect((await firstJob(waiting.run_id))?.attemptsStarted).toBe(1);
+      // Its first job was added when its turn came, and delivered once: one `active` in its queue's
+      // event stream (the job itself, which ended the run, is removed when it completes).
+      const events = await jobEvents(reader(), queues.forRun(QueueName.agent('chat'), waiting.run_id), JobId.provider(waiting.run_id, 's1', 1));
+      expect(events.filter((event) => event === 'active')).toHaveLength(1);
       expect((await threads.messages('line')).map((message) => message.content)).toEqual(['gate', null, 'gate opened', 'after gate opened', 'next', 're: next']);
     } finally {
       await queues.close();
