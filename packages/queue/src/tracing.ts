@@ -157,8 +157,8 @@ export async function inJobSpan<T>(
 
 /**
  * Runs `work` in the run's trace with no span of its own: a tool job, whose call's `execute_tool`
- * span stands for the job (see {@link startChildSpan}'s `job`). Half the spans of a run of tool
- * calls were these jobs' `process` spans, each with one child.
+ * span stands for the job (see {@link startChildSpan}'s `job`). A `process` span of its own would
+ * have that one child, and double the spans of a run of tool calls.
  */
 export function inRunTrace<T>(carrier: TraceCarrier | undefined, work: () => Promise<T>): Promise<T> {
   if (!tracingEnabled()) return work();

@@ -254,7 +254,6 @@ function steeredFrom(text: string | undefined): { steered_from?: string[] } {
   }
 }
 
-/** A record's usage: its tokens, and its cost with its child runs' once a priced call was made (SPEC §14). */
 /** What `emitRunSpan` needs of an ended run, from the fields `claimRootSpan.lua` reads. */
 export interface RootSpanFacts {
   readonly trace: { readonly traceparent?: string; readonly request?: string; readonly parent?: string };
@@ -290,6 +289,7 @@ function rootSpanFacts(run_id: string, fields: readonly (string | null)[]): Root
   };
 }
 
+/** A record's usage: its tokens, and its cost with its child runs' once a priced call was made (SPEC §14). */
 function usageOf(record: Record<string, string>): RunRecord['usage'] {
   const tokens = { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) };
   if (record.usage_cost_micros === undefined && record.children_cost_micros === undefined) return tokens;

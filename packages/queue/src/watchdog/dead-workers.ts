@@ -197,6 +197,7 @@ export class DeadWorkers {
     return Math.min(...uptimes);
   }
 
+  /** The one Redis, or each master of a cluster. */
   private nodes(): Redis[] {
     const { redis } = this.deps;
     return (redis as unknown as { isCluster?: boolean }).isCluster === true ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
