@@ -40,11 +40,18 @@ export function filterAttributes(attributes: Attributes): Attributes {
   return kept;
 }
 
-/** The span as it may leave the process: a plain copy (the serializer reads each field once), with what the policy allows. */
+/**
+ * The span as it may leave the process: the span itself when the policy changes nothing in it
+ * (arcflow's own spans, as a rule), else a plain copy with what the policy allows.
+ */
 function sanitise(span: ReadableSpan): ReadableSpan {
   const attributes = filterAttributes(span.attributes);
-  const links: Link[] = span.links.length === 0 ? span.links : span.links.map((link) => ({ ...link, attributes: filterAttributes(link.attributes ?? {}) }));
-  const status: SpanStatus = span.status.message && span.status.message !== attributes['error.type'] ? { code: span.status.code } : span.status;
+  let linksAllowed = true;
+  for (const link of span.links) if (link.attributes && filterAttributes(link.attributes) !== link.attributes) linksAllowed = false;
+  const statusAllowed = !span.status.message || span.status.message === attributes['error.type'];
+  if (attributes === span.attributes && linksAllowed && statusAllowed && span.events.length === 0) return span;
+  const links: Link[] = linksAllowed ? span.links : span.links.map((link) => ({ ...link, attributes: filterAttributes(link.attributes ?? {}) }));
+  const status: SpanStatus = statusAllowed ? span.status : { code: span.status.code };
   const spanContext = span.spanContext();
   return {
     name: span.name,
