@@ -70,6 +70,15 @@ describe('createToken and verifyToken (SPEC §19)', () => {
         keys,
       ),
     ).toEqual({ ok: false, reason: 'expired' });
+    // Expired from `exp` on, with no grace: one second past it is expired, not accepted.
+    expect(
+      await verifyToken(
+        await signed({ thr: 'mine', act: ['read'] })
+          .setExpirationTime(now - 1)
+          .sign(key),
+        keys,
+      ),
+    ).toEqual({ ok: false, reason: 'expired' });
     // No expiry at all is refused (jose would accept it unless exp is required).
     expect(await verifyToken(await signed({ thr: 'mine', act: ['read'] }).sign(key), keys)).toEqual({ ok: false, reason: 'invalid' });
     // The right secret but another kind of JWT, or claims that are no scope.
@@ -88,6 +97,13 @@ describe('createToken and verifyToken (SPEC §19)', () => {
     const unsecured = new UnsecuredJWT({ thr: 'mine', act: ['read'] }).setIssuer('arcflow').setAudience('arcflow-serve').setJti('j').setIssuedAt().setExpirationTime('1h').encode();
     expect((await verifyToken(unsecured, keys)).ok).toBe(false);
     expect((await verifyToken('not.a.token', keys)).ok).toBe(false);
+  });
+
+  it('a token of expires_in_s: 1 is expired a second later (its exp, to the millisecond; no grace)', async () => {
+    const keys = await tokenKeys(SECRET);
+    const token = await createToken({ secret: SECRET, thread_id: 't', actions: ['read'], expires_in_s: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    expect(await verifyToken(token, keys)).toEqual({ ok: false, reason: 'expired' });
   });
 
   it('names the problem with bad options', async () => {

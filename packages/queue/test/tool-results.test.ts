@@ -110,7 +110,10 @@ describe('results from outside on the queue engine', () => {
     const first = await client.submitToolResult(run_id, 'call_loc', { output: { text: 'y'.repeat(200) } });
     expect(first).toEqual({ status: 'completed', answered_at: expect.any(Number) });
     expect(await client.submitToolResult(run_id, 'call_loc', { error: 'too late' })).toEqual(first);
+    // A second answer that the output_schema would refuse returns the first too: it changes nothing.
+    expect(await client.submitToolResult(run_id, 'call_loc', { output: { text: 5 } })).toEqual(first);
     const done = await client.wait(run_id, { timeout_ms: 10_000 });
+    expect(await client.submitToolResult(run_id, 'call_loc', { output: { text: 5 } })).toEqual(first);
     expect(done.status).toBe('completed');
     // An external tool's calls never run on a worker: no worker serves its queue.
     const toolQueue = new Queue(QueueName.tool('get_location', toolDefinitionHash(agent.tools[0]!)), { connection: redis, prefix: keysFor(prefix).tag });

@@ -22,7 +22,10 @@ export interface TokenKeys {
 /** Why a token was refused: it expired, or it is not one this server signed (tampered, another secret, not arcflow's). */
 export type TokenVerdict = { readonly ok: true; readonly grant: TokenGrant } | { readonly ok: false; readonly reason: 'expired' | 'invalid' };
 
-/** Seconds of clock difference allowed between the machine that made a token and the one that checks it. */
+/**
+ * Seconds a token's issue time may be ahead of the checking machine's clock (a backend whose clock
+ * runs ahead). Not applied to expiry: a token is expired from its `exp` on, to the millisecond.
+ */
 const CLOCK_TOLERANCE_S = 5;
 
 /** jose is loaded by the first token made or checked: a process that makes none never loads it. */
@@ -121,6 +124,7 @@ export async function verifyToken(token: string, keys: TokenKeys): Promise<Token
         maxTokenAge: TOKEN_DEFAULTS.max_expires_in_s,
       },
     );
+    if (typeof payload.exp === 'number' && payload.exp * 1000 <= Date.now()) return { ok: false, reason: 'expired' };
     const grant = grantOf(payload as Record<string, unknown>);
     return grant ? { ok: true, grant } : { ok: false, reason: 'invalid' };
   } catch (error) {

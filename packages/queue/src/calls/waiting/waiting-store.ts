@@ -144,6 +144,17 @@ export class WaitingStore<Resolution> {
     return json ? (JSON.parse(json) as StoredWait) : undefined;
   }
 
+  /** How a call's wait was settled and with what, once it is (undefined while it waits, or if it never did). */
+  async settled(run_id: string, tool_call_id: string): Promise<{ readonly decision: string; readonly resolution: Resolution } | undefined> {
+    let [status, resolution] = await this.context.redis.hmget(this.hash(run_id), `${tool_call_id}|status`, `${tool_call_id}|resolution`);
+    if (status === null) {
+      const kept = await this.kept(run_id);
+      [status, resolution] = [kept[`${tool_call_id}|status`] ?? null, kept[`${tool_call_id}|resolution`] ?? null];
+    }
+    if (!status || status === 'pending' || !resolution) return undefined;
+    return { decision: status, resolution: JSON.parse(resolution) as Resolution };
+  }
+
   /** How a call's wait stands (pending, or how it was settled), if it ever waited at this place. */
   async statusAt(run_id: string, tool_call_id: string, place: { step_id: string; iteration: number }): Promise<string | undefined> {
     let [at, status] = await this.context.redis.hmget(this.hash(run_id), `${tool_call_id}|place`, `${tool_call_id}|status`);
