@@ -93,8 +93,8 @@ describe("a queue's fair clock", () => {
       queues.fair.remember(run_id, { tenant, ...(priority ? { priority } : {}) });
       await queue.add('job', {}, { jobId: run_id, priority: await queues.fair.priority(queue, run_id) });
     };
-    // Virtual time far on: the next tags are at half of the range.
-    await redis.hset(queue.toKey('arcflow-fair'), 'v', '104856', 'top', '104856');
+    // Virtual time just under half the range; tenant b's last tag a step past it.
+    await redis.hset(queue.toKey('arcflow-fair'), 'v', '104857', 'top', '104857', '1|b', '104858');
     await add('run_a0', 'a');
     await add('run_a1', 'a');
     await add('run_a2', 'a');
@@ -105,7 +105,9 @@ describe("a queue's fair clock", () => {
     // The head's tag is past half the range: this add renormalises.
     await add('run_c1', 'c');
     const after = await queue.getPrioritized();
-    expect(after.map((job) => job.id)).toEqual([...before.map((job) => job.id), 'run_c1']);
+    expect(before.map((job) => job.id)).toEqual(['run_b1', 'run_a1', 'run_a2']);
+    // The waiting jobs keep their order; the newcomer c starts at the head's tag (b1's, a1's too): after those.
+    expect(after.map((job) => job.id)).toEqual(['run_b1', 'run_a1', 'run_c1', 'run_a2']);
     expect(Math.max(...after.map((job) => job.priority))).toBeLessThan(100);
     // The job hashes say the same, so a job moved back to waiting keeps its place.
     expect(Number(await redis.hget(queue.toKey('run_a2'), 'priority'))).toBe(after.find((job) => job.id === 'run_a2')!.priority);

@@ -76,6 +76,17 @@ describe('fair scheduling across tenants', () => {
     await client.close();
   }, 60_000);
 
+  it("takes a newcomer's first run right after the head of a flooding tenant's queue: one job per slot", async () => {
+    const { fake, client, start } = await setup('fair-newcomer');
+    await flood(client, 'A', 50);
+    const { run_id } = await client.enqueue({ agent: 'chat', input: 'B-0', tenant: 'B' });
+    await start(1);
+    await client.wait(run_id, { timeout_ms: 30_000 });
+    // One slot: A's head first, then B (a newcomer starts at the head's own tag), not A's second.
+    expect(fake.requests.map(inputOf).slice(0, 2)).toEqual(['A-0', 'B-0']);
+    await client.close();
+  }, 60_000);
+
   it('gives two flooding tenants with weights 2:1 two calls to one, within 10 %', async () => {
     const { fake, client, start } = await setup('fair-weights', { tenant_weights: { heavy: 2, light: 1 } });
     // Enqueued in turns of 100, as two tenants flooding at once would.

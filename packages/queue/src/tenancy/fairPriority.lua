@@ -1,13 +1,15 @@
 --[[
   A job's BullMQ priority from its tenant's virtual time: start-time fair queueing, one clock per
   queue (SPEC §14, docs/decisions/0029-fair-scheduling.md). BullMQ takes the job of the lowest
-  priority first; a priority here is `tag * 10 + level`, where `tag` is the job's start tag and
-  `level` the run's priority (1 first … 10), so ties between equal tags go to the higher priority.
+  priority first; a priority here is `floor(start) * 10 + level`, where `start` is the job's start
+  tag and `level` the run's priority (1 first … 10), so ties between equal tags go to the higher
+  priority, then to the job added first.
 
   The queue's virtual time V is the tag of the job at the head of BullMQ's prioritized set (the
   next to be taken), or, when nothing waits, the highest tag given so far. A tenant's job of level
-  p starts at max(V, the tenant's last tag at levels 1..p) and takes `stride` (1 / the tenant's
-  weight): a tenant that floods pushes only its own tags ahead; one that arrives starts at V. A
+  p starts at max(V, the tenant's last finish tag at levels 1..p) and finishes a `stride` (1 / the
+  tenant's weight) later: a tenant that floods pushes only its own tags ahead; one that arrives
+  starts at V, beside the head, so it waits for one job of each busy tenant at most. A
   job of level p also moves the tenant's lower levels' next start a stride on, when they are
   ahead of it: its jobs queued at those levels keep their tags and take turns with it.
   When V passes half of BullMQ's range (2^21), every waiting job's priority and every stored tag is
@@ -112,7 +114,9 @@ for i = 2, #ARGV, 3 do
       changed[l .. '|' .. tenant] = last[l]
     end
   end
-  priorities[#priorities + 1] = math.min(math.floor(tag), MAX_TAG) * LEVELS + level
+  -- Ordered by its start (true start-time fair queueing): a tag within a millionth of a whole
+  -- number is that number, so strides of 1/3 add up to 1 however the floats round.
+  priorities[#priorities + 1] = math.min(math.floor(start + 1e-6), MAX_TAG) * LEVELS + level
 end
 local writes = {'v', tostring(v), 'top', tostring(top)}
 for name, tag in pairs(changed) do
