@@ -37,6 +37,7 @@ import { tokenRoutes } from './routes/tokens.ts';
 import { toolResultRoutes } from './routes/tool-results.ts';
 import { Problem, RunError, RunRecord, StreamChunk, Tokens, TraceEvent } from './schemas.ts';
 import { RunThreads, checkTokenRequest, documentTokenRoute, withoutToken } from './tokens.ts';
+import { bodiesAsSent } from './validation.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -174,6 +175,7 @@ function createApp(options: ServerOptions) {
     forceCloseConnections: true,
     // An unknown field is refused, not dropped: a typo in a request should not pass unnoticed.
     ajv: { customOptions: { removeAdditional: false } },
+    schemaController: { compilersFactory: { buildValidator: bodiesAsSent() } },
     // Errors the router meets before any route (a path segment too long, a malformed URL) answer as problems too.
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),

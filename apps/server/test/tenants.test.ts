@@ -47,5 +47,9 @@ describe('tenants on the HTTP API', () => {
   it('refuses a bad tenant or priority in the body with 400', async () => {
     expect((await enqueue({ agent: 'tenant_http', input: 'x', tenant: 'has space' })).status).toBe(400);
     expect((await enqueue({ agent: 'tenant_http', input: 'x', priority: 11 })).status).toBe(400);
+    // A JSON body is taken as sent: a priority given as text is refused, not read as a number.
+    const text = await enqueue({ agent: 'tenant_http', input: 'x', priority: '3' });
+    expect(text.status).toBe(400);
+    expect(await text.json()).toMatchObject({ code: 'invalid_request', detail: expect.stringContaining('priority') });
   });
 });

@@ -73,6 +73,8 @@ describe('results from outside through worker processes and arcflow serve', () =
     });
     expect((await answer(first, 'c_pay', { output: 'x' }, READ)).status).toBe(403);
     expect((await answer(first, 'c_pay', { output: 'x', error: 'y' })).status).toBe(400);
+    // An error must be text as sent (a number is not turned into one).
+    expect(await answer(first, 'c_pay', { error: 5 })).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
     expect(await answer(first, 'c_other', { output: { receipt: 'r' } })).toMatchObject({ status: 409, body: { code: 'not_waiting' } });
     expect(await answer('run_AAAAAAAAAAAAAAAAAAAAAA', 'c_pay', { output: { receipt: 'r' } })).toMatchObject({ status: 404, body: { code: 'unknown_run' } });
     // An end user's token (SPEC §19) answers with `respond` for its own run only.
