@@ -245,7 +245,7 @@ export const StreamQuery = Type.Object({
 export const StreamChunk = Type.Object(
   {
     offset: Type.Integer({ minimum: 1 }),
-    type: Type.Union(['text', 'tool_call', 'tool_result', 'reset', 'end'].map((type) => Type.Literal(type))),
+    type: Type.Union(['text', 'tool_call', 'tool_result', 'tool_input', 'tool_approval', 'reset', 'end'].map((type) => Type.Literal(type))),
     step_id: Type.Optional(Type.String()),
     iteration: Type.Optional(Type.Integer()),
     attempt: Type.Optional(Type.Integer()),
@@ -253,6 +253,7 @@ export const StreamChunk = Type.Object(
     tool_call_id: Type.Optional(Type.String()),
     tool_name: Type.Optional(Type.String()),
     status: Type.Optional(Type.String()),
+    input: Type.Optional(Type.Unknown({ description: "tool_input: the call's arguments (an external tool's only, SPEC §20)" })),
   },
   { $id: 'StreamChunk', description: "a chunk of a run's stream (SPEC §12); an SSE message's data:", ...open },
 );

@@ -376,6 +376,10 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     // The run state (SPEC §17): given at enqueue, returned in the record, both JSON objects.
     expect(document.paths['/v1/runs'].post.requestBody.content['application/json'].schema.properties.state).toMatchObject({ type: 'object' });
     expect(document.components.schemas.RunRecord.properties.state).toMatchObject({ type: 'object' });
+    // Every chunk type a run's stream can hold (SPEC §12, §20), with an external call's input.
+    const chunkTypes = (document.components.schemas.StreamChunk.properties.type.anyOf as { const?: string; enum?: string[] }[]).map((each) => each.const ?? each.enum?.[0]);
+    expect(chunkTypes.sort()).toEqual(['end', 'reset', 'text', 'tool_approval', 'tool_call', 'tool_input', 'tool_result']);
+    expect(document.components.schemas.StreamChunk.properties).toHaveProperty('input');
     const { body: run } = await enqueue({ agent: 'api_agent', input: 'wait=1 doc' });
     const paths = Object.entries(document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>);
     expect(paths.map(([path]) => path).sort()).toEqual([
