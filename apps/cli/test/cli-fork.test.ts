@@ -39,6 +39,13 @@ describe('fork and bulk actions from the CLI (SPEC §15)', () => {
     const json = await arcflow('fork', source.run_id, '--from-iteration', '1', '--json');
     expect(Object.keys(JSON.parse(json.stdout))).toEqual(['run_id']);
 
+    // A thread's run forks onto a new thread: standard output is still the run id alone.
+    const onThread = JSON.parse((await arcflow('enqueue', 'state_agent', 'Rome', '--thread', `${prefix}-th`, '--wait', '--json')).stdout);
+    const threadFork = await arcflow('fork', onThread.run_id, '--from-iteration', '1');
+    expect(threadFork.code).toBe(0);
+    expect(threadFork.stdout).toMatch(/^run_[\w-]+\n$/);
+    expect(threadFork.stderr).toMatch(/^the fork is on a new thread: \S+\n$/);
+
     const bad = await arcflow('fork', source.run_id, '--from-iteration', '3');
     expect(bad.code).toBe(1);
     expect(bad.stderr).toBe(`arcflow: from.iteration: expected an integer from 1 to 2 (the last iteration of ${source.run_id}/s1), got 3\n`);

@@ -22,7 +22,9 @@ export async function forkCommand(run_id: string, flags: ForkFlags): Promise<num
       ...(config !== undefined ? { config } : {}),
       ...(exec_config !== undefined ? { exec_config } : {}),
     });
-    console.log(flags.json ? JSON.stringify(forked) : forked.thread_id ? `${forked.run_id} (on thread ${forked.thread_id})` : forked.run_id);
+    // Standard output is the new run's id alone (a script takes it as it is); its new thread, if any, is told on standard error.
+    console.log(flags.json ? JSON.stringify(forked) : forked.run_id);
+    if (!flags.json && forked.thread_id) console.error(`the fork is on a new thread: ${forked.thread_id}`);
     return 0;
   });
 }
