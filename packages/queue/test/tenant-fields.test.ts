@@ -79,6 +79,9 @@ describe('tenant and priority on a run', () => {
       startWorker({ agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, tenant_limits: tenant_limits as never });
     await expect(limited({ '*': { max_active_run: 2 } })).rejects.toThrow("tenant_limits.*: unknown key 'max_active_run'");
     await expect(limited({ acme: { runs_per_minute: 0 } })).rejects.toThrow('tenant_limits.acme.runs_per_minute: expected a whole number of at least 1, got 0');
+    // An unknown option of its own is refused too, naming it (a misspelt option would else be ignored).
+    const misspelt = { agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, tenant_weight: { acme: 2 } };
+    await expect(startWorker(misspelt as never)).rejects.toThrow("unknown option 'tenant_weight' in the worker options; did you mean 'tenant_weights'?");
   });
 });
 

@@ -1,7 +1,7 @@
 import { clusterNodes } from '../redis/connect.ts';
 import { MAX_PARTITIONS } from '../redis/partition-map.ts';
 import { type TenantOptions, checkTenantOptions } from '../tenancy/options.ts';
-import { type Agent, ConfigError, type ModelProvider, type Pricing, type ToolLogger, type Workflow, checkPricing, stderrLogger } from '@arcflow/core';
+import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Pricing, type ToolLogger, type Workflow, checkKnownKeys, checkPricing, isPlainObject, stderrLogger } from '@arcflow/core';
 
 /** Connection settings shared by the client and the workers. */
 export interface ConnectionOptions {
@@ -71,6 +71,36 @@ export interface WorkerOptions extends ConnectionOptions, TenantOptions {
   logger?: ToolLogger;
 }
 
+/** Every option `startWorker` takes: any other key is refused at start, naming it (SPEC §14). */
+const WORKER_OPTION_KEYS = {
+  redis: true,
+  prefix: true,
+  retention_seconds: true,
+  tenant_weights: true,
+  tenant_limits: true,
+  tenant_budgets: true,
+  worker_id: true,
+  agents: true,
+  provider: true,
+  providers: true,
+  pricing: true,
+  roles: true,
+  tools: true,
+  concurrency: true,
+  provider_attempts: true,
+  provider_backoff_ms: true,
+  tool_backoff_ms: true,
+  lock_duration_ms: true,
+  stalled_interval_ms: true,
+  max_stalled_count: true,
+  heartbeat_ms: true,
+  watchdog_ms: true,
+  partitions: true,
+  serve_partitions: true,
+  default_model: true,
+  logger: true,
+} as const satisfies KnownKeys<WorkerOptions>;
+
 export const CONNECTION_DEFAULTS = Object.freeze({
   redis: 'redis://127.0.0.1:6379',
   prefix: 'arcflow',
@@ -115,6 +145,8 @@ export function resolveConnection(options: ConnectionOptions = {}): ResolvedConn
 export type ResolvedWorkerOptions = ReturnType<typeof resolveWorkerOptions>;
 
 export function resolveWorkerOptions(options: WorkerOptions) {
+  if (!isPlainObject(options)) throw new ConfigError('startWorker takes an options object ({ agents, redis?, prefix?, … })');
+  checkKnownKeys(options, WORKER_OPTION_KEYS, 'the worker options', 'definition');
   const roles = options.roles ?? WORKER_DEFAULTS.roles;
   if (roles.length === 0 || roles.some((role) => role !== 'provider' && role !== 'tools')) {
     throw new ConfigError(`roles must be a non-empty list of 'provider' and 'tools', got ${JSON.stringify(roles)}`);
