@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Agent, type ModelProvider, ProviderFailure, silentLogger } from '@arcflow/core';
-import { type ArcflowClient, createClient, startWorker } from '@arcflow/queue';
+import { type ArcflowClient, type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
 import { ARCFLOW_BIN } from '@arcflow/worker';
 import { TEST_REDIS_URL, reply, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
@@ -26,10 +26,10 @@ function switchableModel(failing: { on: boolean }): ModelProvider {
   };
 }
 
-async function served(name: string, failing: { on: boolean }): Promise<ArcflowClient & { prefix: string }> {
+async function served(name: string, failing: { on: boolean }, tenancy: Pick<WorkerOptions, 'tenant_limits'> = {}): Promise<ArcflowClient & { prefix: string }> {
   const prefix = testPrefix(name);
   prefixes.push(prefix);
-  const worker = await startWorker({ agents: [agent], provider: switchableModel(failing), redis: TEST_REDIS_URL, prefix, logger: silentLogger });
+  const worker = await startWorker({ agents: [agent], provider: switchableModel(failing), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...tenancy });
   const client = createClient({ redis: TEST_REDIS_URL, prefix });
   open.push(worker, client);
   return Object.assign(client, { prefix });
@@ -88,6 +88,19 @@ describe('fork and retry keep the tenant and priority', () => {
     expect(await client.bulk({ action: 'retry', filter: { status: 'failed', tenant: 'default' } })).toEqual({ matched: 1, acted: 1, run_ids: [plain] });
     expect(await ownerOf(client, (await client.get(plain))!.retried_by!)).toEqual({ tenant: undefined, priority: undefined });
     await expect(client.bulk({ action: 'retry', filter: { status: 'failed', tenant: 'no spaces' } })).rejects.toMatchObject({ code: 'invalid_request' });
+  }, 60_000);
+
+  it("a bulk retry goes on past a run its tenant's runs_per_minute refuses: matched counts it, acted does not", async () => {
+    const failing = { on: true };
+    const client = await served('fork-tenant-metered', failing, { tenant_limits: { metered: { runs_per_minute: 4 } } });
+    const failed = [];
+    for (let i = 0; i < 3; i += 1) failed.push(await failedRun(client, { tenant: 'metered' }));
+    failing.on = false;
+    // Three enqueues of this minute are spent: one retry fits, the other two are refused.
+    const done = await client.bulk({ action: 'retry', filter: { status: 'failed', tenant: 'metered' } });
+    expect(done).toMatchObject({ matched: 3, acted: 1 });
+    expect(done.run_ids).toHaveLength(1);
+    expect(failed).toContain(done.run_ids[0]);
   }, 60_000);
 
   it("a bulk cancel by tenant cancels that tenant's runs only", async () => {

@@ -1,4 +1,4 @@
-import { ConfigError, createToken } from '@arcflow/core';
+import { ConfigError, createToken, tokenSecrets } from '@arcflow/core';
 import { readCliEnv } from '../env.ts';
 
 export interface TokenFlags {
@@ -18,6 +18,8 @@ export interface TokenFlags {
 export async function tokenCommand(flags: TokenFlags): Promise<number> {
   const { token_secret } = readCliEnv();
   if (token_secret === undefined) throw new ConfigError('arcflow token signs with ARCFLOW_TOKEN_SECRET (at least 32 bytes), which is not set');
+  // Refused here, under the variable's name (createToken would call it `secret`).
+  tokenSecrets(token_secret);
   const list = (value: string | undefined) => (value === undefined ? undefined : value.split(',').map((item) => item.trim()));
   const expires = flags['expires-in'];
   const expires_in_s = expires === undefined ? undefined : /^[0-9]+$/.test(expires) ? Number(expires) : Number.NaN;

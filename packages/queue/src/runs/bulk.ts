@@ -72,6 +72,20 @@ export async function bulkAction(actions: BulkActions, unchecked: BulkRequest): 
   const candidates = matched.filter((run) => (request.action === 'retry' ? retriable(run) : !TERMINAL_STATUSES.has(run.status)));
   if (request.dry_run) return { matched: matched.length, acted: 0, run_ids: candidates.map((run) => run.run_id) };
   const run_ids: string[] = [];
-  for (const run of candidates) if (await (request.action === 'retry' ? actions.retry(run.run_id) : actions.cancel(run.run_id))) run_ids.push(run.run_id);
+  for (const run of candidates) if (await actedOn(request.action === 'retry' ? actions.retry(run.run_id) : actions.cancel(run.run_id))) run_ids.push(run.run_id);
   return { matched: matched.length, acted: run_ids.length, run_ids };
+}
+
+/**
+ * Whether one run's action was taken. A refusal of that run alone (its tenant over its
+ * `runs_per_minute`, a run gone meanwhile) leaves it out and the action goes on with the others;
+ * anything else (Redis away) stops the action, and what was done stands.
+ */
+async function actedOn(action: Promise<unknown>): Promise<boolean> {
+  try {
+    return Boolean(await action);
+  } catch (error) {
+    if (error instanceof RequestError) return false;
+    throw error;
+  }
 }
