@@ -270,7 +270,10 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
     const run_id = (await post('/v1/runs', { token }, { agent: 'api_agent', input: 'wait=1 from the cli' })).body.run_id as string;
     expect((await until(run_id, ['completed'])).enqueued_by).toBe('token:cli-user');
     expect(await cli(['--thread', 't', '--actions', 'read,write'])).toMatchObject({ code: 1, stderr: 'arcflow: unknown action "write" (actions: read, send, cancel, respond)\n' });
-    expect(await cli(['--thread', 't', '--actions', 'read'], 'short')).toMatchObject({ code: 1, stderr: expect.stringContaining('ARCFLOW_TOKEN_SECRET: the secret is 5 bytes; it must be at least 32') });
+    expect(await cli(['--thread', 't', '--actions', 'read'], 'short')).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('ARCFLOW_TOKEN_SECRET: the secret is 5 bytes; it must be at least 32'),
+    });
     // Through the header and the query, on each server: no log line holds a token.
     await readSse(await call(`/v1/runs/${run_id}/events`, { query: token }, { headers: { accept: 'text/event-stream' } }));
     await (await call(`/v1/runs/${run_id}/events`, { query: token }, {}, disabled)).text();

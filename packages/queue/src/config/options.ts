@@ -1,7 +1,19 @@
 import { clusterNodes } from '../redis/connect.ts';
 import { MAX_PARTITIONS } from '../redis/partition-map.ts';
 import { type TenantOptions, checkTenantOptions } from '../tenancy/options.ts';
-import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Pricing, type ToolLogger, type Workflow, checkKnownKeys, checkPricing, isPlainObject, stderrLogger } from '@arcflow/core';
+import {
+  type Agent,
+  ConfigError,
+  type KnownKeys,
+  type ModelProvider,
+  type Pricing,
+  type ToolLogger,
+  type Workflow,
+  checkKnownKeys,
+  checkPricing,
+  isPlainObject,
+  stderrLogger,
+} from '@arcflow/core';
 
 /** Connection settings shared by the client and the workers. */
 export interface ConnectionOptions {
