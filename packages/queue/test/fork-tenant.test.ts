@@ -93,6 +93,9 @@ describe('fork and retry keep the tenant and priority', () => {
   it("a bulk retry goes on past a run its tenant's runs_per_minute refuses: matched counts it, acted does not", async () => {
     const failing = { on: true };
     const client = await served('fork-tenant-metered', failing, { tenant_limits: { metered: { runs_per_minute: 4 } } });
+    // The limit counts per clock minute: start well inside one, so the enqueues and the retries share it.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 45_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
     const failed = [];
     for (let i = 0; i < 3; i += 1) failed.push(await failedRun(client, { tenant: 'metered' }));
     failing.on = false;

@@ -158,6 +158,11 @@ describe('several providers', () => {
     const flow = new Workflow({ name: 'flow', steps: [{ id: 'one', agent: new Agent({ name: 'step_agent', provider: 'fast' }) }] });
     expect(await refusal(start([flow], { providers: { local } }))).toBe("agent 'step_agent' uses provider 'fast', which this worker does not hold (it holds: local)");
     expect(await refusal(start([new Agent({ name: 'plain' })], { providers: { local } }))).toBe("agent 'plain' needs a provider: this worker has no default provider");
+    // A worker with no provider at all names the agent and the provider too, not just that it has none.
+    expect(await refusal(start([new Agent({ name: 'writer', provider: 'fast' })]))).toBe(
+      "agent 'writer' uses provider 'fast', which this worker does not hold (it holds no named providers)",
+    );
+    expect(await refusal(start([new Agent({ name: 'plain' })]))).toBe("agent 'plain' needs a provider: this worker has no default provider");
     // A tools-only worker makes no model calls: it starts.
     const toolsOnly = await start([new Agent({ name: 'writer', provider: 'fast', tools: [noop] })], { roles: ['tools'], providers: { local } });
     await toolsOnly.close();

@@ -164,7 +164,7 @@ export function resolveWorkerOptions(options: WorkerOptions) {
     throw new ConfigError(`roles must be a non-empty list of 'provider' and 'tools', got ${JSON.stringify(roles)}`);
   }
   const providers = resolveProviders(options.providers);
-  if (roles.includes('provider') && !options.provider && Object.keys(providers).length === 0) throw new ConfigError('the provider role needs a provider');
+  // Whether the provider role has the providers its agents use is the model router's check (checkProvidersHeld): it names the agent and the provider.
   const resolved = {
     ...resolveConnection(options),
     roles: [...roles],

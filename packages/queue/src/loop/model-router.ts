@@ -49,6 +49,18 @@ export interface CallSite {
  * worker's default) and each of its fallbacks in turn. Built once when the worker starts, which
  * is when an agent naming a provider the worker lacks is refused.
  */
+/**
+ * Refuses a served agent whose provider this worker lacks, its own or a fallback's, with the
+ * one-line ConfigError that names the agent and the provider (SPEC §16); an agent that names
+ * none, on a worker with no default provider, is refused as needing one.
+ */
+export function checkProvidersHeld(
+  options: { readonly provider: ModelProvider | undefined; readonly providers: Readonly<Record<string, ModelProvider>> },
+  agents: Iterable<Agent>,
+): void {
+  for (const agent of agents) for (const target of modelTargets(agent, agent.settings)) providerFor(target, options.providers, options.provider, agent.name);
+}
+
 export class ModelRouter {
   constructor(
     private readonly options: {
@@ -58,10 +70,7 @@ export class ModelRouter {
     },
     served: { readonly agents: ReadonlyMap<string, Agent>; readonly workflows: ReadonlyMap<string, Workflow> },
   ) {
-    for (const agent of served.agents.values()) {
-      // Throws the one-line ConfigError for a provider this worker lacks, the agent's own or a fallback's.
-      for (const target of modelTargets(agent, agent.settings)) providerFor(target, options.providers, options.provider, agent.name);
-    }
+    checkProvidersHeld(options, served.agents.values());
   }
 
   /**

@@ -76,16 +76,19 @@ export async function bulkAction(actions: BulkActions, unchecked: BulkRequest): 
   return { matched: matched.length, acted: run_ids.length, run_ids };
 }
 
+/** Refusals of one run alone: its tenant over its `runs_per_minute`, a run gone or changed meanwhile. */
+const REFUSALS_OF_ONE_RUN: ReadonlySet<string> = new Set(['tenant_rate_limited', 'unknown_run', 'invalid_request']);
+
 /**
- * Whether one run's action was taken. A refusal of that run alone (its tenant over its
- * `runs_per_minute`, a run gone meanwhile) leaves it out and the action goes on with the others;
- * anything else (Redis away) stops the action, and what was done stands.
+ * Whether one run's action was taken. A refusal of that run alone leaves it out and the action
+ * goes on with the others; anything else (Redis away: `redis_unavailable`) stops the action, and
+ * what was done stands.
  */
 async function actedOn(action: Promise<unknown>): Promise<boolean> {
   try {
     return Boolean(await action);
   } catch (error) {
-    if (error instanceof RequestError) return false;
+    if (error instanceof RequestError && REFUSALS_OF_ONE_RUN.has(error.code)) return false;
     throw error;
   }
 }

@@ -11,7 +11,7 @@ import { CancellationListener } from '../runs/cancel.ts';
 import { emitRunSpanOnce } from '../runs/end-run.ts';
 import { finishedJobRetention } from '../jobs/jobs.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from '../config/options.ts';
-import { ModelRouter } from '../loop/model-router.ts';
+import { ModelRouter, checkProvidersHeld } from '../loop/model-router.ts';
 import { Dispatcher } from '../jobs/dispatcher.ts';
 import { Watchdog } from '../watchdog/watchdog.ts';
 import { DeadWorkers } from '../watchdog/dead-workers.ts';
@@ -46,8 +46,9 @@ export interface ArcflowWorker {
 export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> {
   // Options are checked before any tool source starts; then each source (an MCP server) is listed
   // once, and kept open (one client per server) until the worker has drained.
-  const { logger } = resolveWorkerOptions(input);
-  const opened = await openToolSources(input.agents, { logger });
+  const options = resolveWorkerOptions(input);
+  if (options.roles.includes('provider')) checkProvidersHeld(options, collectDefinitions(input.agents).agents.values());
+  const opened = await openToolSources(input.agents, { logger: options.logger });
   try {
     const worker = await startEngine({ ...input, agents: opened.definitions });
     // An application that registered its own MeterProvider gets arcflow's metrics through it (SPEC §18).
