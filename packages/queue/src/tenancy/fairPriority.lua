@@ -20,7 +20,7 @@
   client enqueues at once), in order: the same as one call per job in turn would give them, in one
   read and one write of the clock.
 
-  KEYS[1] the queue's fair clock (a hash: v, top, and <level>|<tenant> = the tenant's last tag)
+  KEYS[1] the queue's fair clock (a hash: v, top, and <level>|<tenant> = the tenant's last finish tag)
   KEYS[2] BullMQ's prioritized set of the queue
   ARGV[1] the queue's job key prefix
   ARGV[2..] each job as three arguments: tenant, level (1..10), stride (> 0); at most 1000 jobs
@@ -117,6 +117,12 @@ for i = 2, #ARGV, 3 do
   -- Ordered by its start (true start-time fair queueing): a tag within a millionth of a whole
   -- number is that number, so strides of 1/3 add up to 1 however the floats round.
   priorities[#priorities + 1] = math.min(math.floor(start + 1e-6), MAX_TAG) * LEVELS + level
+  -- On a queue where nothing waits, this job is the head once added: the batch's next jobs start
+  -- from its tag, as they would if each were asked for after it was added.
+  if not headTag then
+    headTag = math.floor(start + 1e-6)
+    v = headTag
+  end
 end
 local writes = {'v', tostring(v), 'top', tostring(top)}
 for name, tag in pairs(changed) do
