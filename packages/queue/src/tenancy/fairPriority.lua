@@ -107,7 +107,7 @@ for i = 2, #ARGV, 3 do
   last[level] = tag
   changed[level .. '|' .. tenant] = tag
   -- The tenant's lower levels pay for this job: their next jobs start a stride later (those queued
-  -- already keep their places), so a tenant's share stays its weight's whatever the priorities.
+  -- already keep their places), so the tenant's later jobs keep its share to its weight.
   for l = level + 1, LEVELS do
     if last[l] and last[l] >= tag then
       last[l] = last[l] + stride
