@@ -39,9 +39,14 @@ export type ToolFailureCode =
   | 'state_too_large'
   | 'child_failed';
 
-/** A definition or configuration that cannot work: thrown at once, before anything runs. */
+/**
+ * A definition or configuration that cannot work: thrown at once, before anything runs. Its
+ * `code` is the one HTTP answers it with (`invalid_config`, 400), so a caller of the client and
+ * one of the API check the same code (SPEC §8).
+ */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  readonly code = 'invalid_config';
 }
 
 /**

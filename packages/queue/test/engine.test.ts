@@ -355,6 +355,8 @@ describe('queue engine', () => {
     await expect(client.enqueue({ agent: 'nope', input: 'hi' })).rejects.toThrow("unknown agent 'nope'");
     await expect(client.enqueue({ agent: 'known', input: 'hi', config: { tool_execution: { max_iterations: 0 } } })).rejects.toThrow(ConfigError);
     await expect(client.enqueue({ agent: 'known', input: 'hi', config: { tool_execution: { max_iterations: 0 } } })).rejects.toThrow(/max_iterations/);
+    // The code HTTP answers the same refusal with (SPEC §8).
+    await expect(client.enqueue({ agent: 'known', input: 'hi', config: { tool_execution: { max_iterations: 0 } } })).rejects.toMatchObject({ code: 'invalid_config' });
     await expect(client.enqueue({ agent: 'known', input: 'x'.repeat(300_000) })).rejects.toThrow(/input is 300000 bytes/);
     await expect(client.enqueue({ agent: 'known', input: 'hi', exec_config: { test: { steps: { s1: {} } } } })).rejects.toThrow(/exec_config/);
     expect(await redis.keys(`{${prefix}}:run:*`)).toEqual(keysBefore);
