@@ -8,7 +8,6 @@ import {
   type StepState,
   TEST_PROVIDER_ID,
   type TestTurn,
-  type Workflow,
   buildRequest,
   modelTargets,
   providerFor,
@@ -45,11 +44,6 @@ export interface CallSite {
 }
 
 /**
- * Where a worker's model calls go (SPEC §16): each agent's provider (a named one, else the
- * worker's default) and each of its fallbacks in turn. Built once when the worker starts, which
- * is when an agent naming a provider the worker lacks is refused.
- */
-/**
  * Refuses a served agent whose provider this worker lacks, its own or a fallback's, with the
  * one-line ConfigError that names the agent and the provider (SPEC §16); an agent that names
  * none, on a worker with no default provider, is refused as needing one.
@@ -61,6 +55,11 @@ export function checkProvidersHeld(
   for (const agent of agents) for (const target of modelTargets(agent, agent.settings)) providerFor(target, options.providers, options.provider, agent.name);
 }
 
+/**
+ * Where a worker's model calls go (SPEC §16): each agent's provider (a named one, else the
+ * worker's default) and each of its fallbacks in turn. The worker checks the providers its agents
+ * name before it builds this (checkProvidersHeld).
+ */
 export class ModelRouter {
   constructor(
     private readonly options: {
@@ -68,10 +67,7 @@ export class ModelRouter {
       readonly providers: Readonly<Record<string, ModelProvider>>;
       readonly default_model: string | undefined;
     },
-    served: { readonly agents: ReadonlyMap<string, Agent>; readonly workflows: ReadonlyMap<string, Workflow> },
-  ) {
-    checkProvidersHeld(options, served.agents.values());
-  }
+  ) {}
 
   /**
    * The request for the try of call `n` at `position` (the entry its failed tries have moved it

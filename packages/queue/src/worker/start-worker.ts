@@ -47,6 +47,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   // Options are checked before any tool source starts; then each source (an MCP server) is listed
   // once, and kept open (one client per server) until the worker has drained.
   const options = resolveWorkerOptions(input);
+  // Refuses, before any tool source starts or Redis is reached, an agent (or fallback) whose provider this worker lacks.
   if (options.roles.includes('provider')) checkProvidersHeld(options, collectDefinitions(input.agents).agents.values());
   const opened = await openToolSources(input.agents, { logger: options.logger });
   try {
@@ -68,8 +69,7 @@ export function newWorkerId(): string {
 async function startEngine(input: WorkerOptions): Promise<ArcflowWorker> {
   const options = resolveWorkerOptions(input);
   const { agents, workflows } = collectDefinitions(input.agents);
-  // Refuses, before connecting, an agent (or fallback) whose provider this worker lacks.
-  const models = options.roles.includes('provider') ? new ModelRouter(options, { agents, workflows }) : undefined;
+  const models = options.roles.includes('provider') ? new ModelRouter(options) : undefined;
   // Metrics name a provider call's model only when a definition or provider names it (a model given per run adds no series).
   if (models) nameModels(definedModelNames(agents.values(), workflows.values(), options));
   // and a run's tenant only when a tenant option names it (SPEC §18): the rest are `_OTHER`.
