@@ -23,11 +23,11 @@ interface TokenRule {
 }
 
 /**
- * Every route an end user's token may use, and how. A route without a line here answers a token
- * 403. Those routes: listing runs, agents and queues; a tenant's standing; metrics; deleting a
- * thread; minting tokens; the console's session; fork, retry and bulk actions
- * (`POST /v1/runs/{run_id}/fork`, `…/retry`, `POST /v1/runs/bulk`), which re-run a run's tools and
- * spend the deployment's model budget, so that only an operator's key may ask for them.
+ * Every route an end user's token may use, and how. Any other route answers a token 403: listing
+ * runs, agents and queues; a tenant's standing; metrics; deleting a thread; minting tokens; the
+ * console's session; and fork, retry and bulk actions (`POST /v1/runs/{run_id}/fork`, `…/retry`,
+ * `POST /v1/runs/bulk`), which re-run a run's tools and spend the deployment's model budget, so
+ * only an operator's key may ask for them.
  */
 const TOKEN_RULES: Readonly<Record<string, TokenRule>> = {
   'POST /v1/runs': { action: 'send', on: 'enqueue' },

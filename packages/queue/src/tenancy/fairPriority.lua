@@ -116,11 +116,12 @@ for i = 2, #ARGV, 3 do
   end
   -- Ordered by its start (true start-time fair queueing): a tag within a millionth of a whole
   -- number is that number, so strides of 1/3 add up to 1 however the floats round.
-  priorities[#priorities + 1] = math.min(math.floor(start + 1e-6), MAX_TAG) * LEVELS + level
+  local startTag = math.floor(start + 1e-6)
+  priorities[#priorities + 1] = math.min(startTag, MAX_TAG) * LEVELS + level
   -- On a queue where nothing waits, this job is the head once added: the batch's next jobs start
   -- from its tag, as they would if each were asked for after it was added.
   if not headTag then
-    headTag = math.floor(start + 1e-6)
+    headTag = startTag
     v = headTag
   end
 end

@@ -103,10 +103,12 @@ export async function answerToolResult(deps: WaitDeps & { readonly prefix: strin
   if (!request) throw await notWaiting(deps, run_id, tool_call_id);
   if ('output' in answer && request.result?.output_schema !== undefined) {
     const violation = outputCheck(request.result.output_schema as JsonSchema)(answer.output);
-    // A call answered already keeps its first answer, whatever this one holds.
-    const earlier = violation === undefined ? undefined : await deps.store.toolResults.settled(run_id, tool_call_id);
-    if (earlier?.decision === 'answered') return earlier.resolution;
-    if (violation !== undefined) throw new RequestError('invalid_request', `output does not match the output_schema of tool '${request.tool_name}': ${violation}`);
+    if (violation !== undefined) {
+      // A call answered already keeps its first answer, whatever this one holds.
+      const earlier = await deps.store.toolResults.settled(run_id, tool_call_id);
+      if (earlier?.decision === 'answered') return earlier.resolution;
+      throw new RequestError('invalid_request', `output does not match the output_schema of tool '${request.tool_name}': ${violation}`);
+    }
   }
   const outcome = await settleWaitingCall(deps, deps.store.toolResults, run_id, tool_call_id, (waiting) => answeredDecision(waiting, answer));
   switch (outcome.status) {

@@ -146,23 +146,27 @@ export class WaitingStore<Resolution> {
 
   /** How a call's wait was settled and with what, once it is (undefined while it waits, or if it never did). */
   async settled(run_id: string, tool_call_id: string): Promise<{ readonly decision: string; readonly resolution: Resolution } | undefined> {
-    let [status, resolution] = await this.context.redis.hmget(this.hash(run_id), `${tool_call_id}|status`, `${tool_call_id}|resolution`);
-    if (status === null) {
-      const kept = await this.kept(run_id);
-      [status, resolution] = [kept[`${tool_call_id}|status`] ?? null, kept[`${tool_call_id}|resolution`] ?? null];
-    }
+    const [status, resolution] = await this.callFields(run_id, tool_call_id, 'status', 'resolution');
     if (!status || status === 'pending' || !resolution) return undefined;
     return { decision: status, resolution: JSON.parse(resolution) as Resolution };
   }
 
   /** How a call's wait stands (pending, or how it was settled), if it ever waited at this place. */
   async statusAt(run_id: string, tool_call_id: string, place: { step_id: string; iteration: number }): Promise<string | undefined> {
-    let [at, status] = await this.context.redis.hmget(this.hash(run_id), `${tool_call_id}|place`, `${tool_call_id}|status`);
-    if (at === null) {
-      const kept = await this.kept(run_id);
-      [at, status] = [kept[`${tool_call_id}|place`] ?? null, kept[`${tool_call_id}|status`] ?? null];
-    }
+    const [at, status] = await this.callFields(run_id, tool_call_id, 'place', 'status');
     return at === `${place.step_id}|${place.iteration}` ? (status ?? undefined) : undefined;
+  }
+
+  /**
+   * Fields `<tool_call_id>|<name>` of a call's wait: from the run's hash of this kind, or, when the
+   * first is not there, from what a compacted run keeps in its record.
+   */
+  private async callFields(run_id: string, tool_call_id: string, ...names: [string, ...string[]]): Promise<(string | null)[]> {
+    const fields = names.map((name) => `${tool_call_id}|${name}`);
+    const live = await this.context.redis.hmget(this.hash(run_id), ...fields);
+    if (live[0] !== null) return live;
+    const kept = await this.kept(run_id);
+    return fields.map((field) => kept[field] ?? null);
   }
 
   /** The waits of this kind a compacted run keeps in its record (runs/compactRun.lua); empty for any other run. */
