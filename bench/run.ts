@@ -22,7 +22,7 @@ import { streamCostRows } from './stream-costs.ts';
 import { finishedRunMemory } from './finished-runs.ts';
 import { viewersRows } from './viewers.ts';
 import { waitingWatchdogRow } from './waiting.ts';
-import { fairJobCost, floodWaits } from './tenants.ts';
+import { fairJobCost, floodWaits, priorityMoveCost } from './tenants.ts';
 import { reservationCost } from './cost.ts';
 
 const only = new Set(process.argv.slice(2));
@@ -92,6 +92,15 @@ try {
       ratio: `${(waits.fair.p99 / waits.plain.p99).toFixed(3)}x`,
       target: '<< single queue',
       verdict: verdict(waits.fair.p99 < waits.plain.p99 / 10),
+    });
+    const moves = await priorityMoveCost(prefix('tenant-moves'));
+    rows.push({
+      measure: `Redis CPU per priority 1 job with 10,000 priority 5 jobs of its tenant waiting (${moves.moved} move)`,
+      arcflow: `${moves.urgent.toFixed(0)} µs`,
+      baseline: `${moves.same.toFixed(0)} µs (a priority 5 job)`,
+      ratio: `${(moves.urgent / moves.same).toFixed(1)}x`,
+      target: 'info',
+      verdict: '-',
     });
   }
   if (wanted('cost')) {

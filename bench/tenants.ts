@@ -34,8 +34,9 @@ async function addAndDrain(dispatcher: Dispatcher | undefined, queue: Queue, cou
     dispatcher?.fair.remember(run_id, { tenant: `t${round % tenants}` });
     await Promise.all(
       Array.from({ length: Math.min(ROUND, count - round * ROUND) }, async (_, call) => {
-        const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id) : fixed;
-        await queue.add('job', { call }, { jobId: `${run_id}_${call}`, ...(priority ? { priority } : {}) });
+        const jobId = `${run_id}_${call}`;
+        const priority = dispatcher ? await dispatcher.fair.priority(queue, run_id, jobId) : fixed;
+        await queue.add('job', { call }, { jobId, ...(priority ? { priority } : {}) });
       }),
     );
   }
@@ -98,7 +99,7 @@ export async function floodWaits(prefix: string): Promise<{ fair: { p50: number;
     const queue = dispatcher.get('flood');
     const add = async (run_id: string, tenant: string) => {
       if (arm === 'fair') dispatcher.fair.remember(run_id, { tenant });
-      const priority = arm === 'fair' ? await dispatcher.fair.priority(queue, run_id) : undefined;
+      const priority = arm === 'fair' ? await dispatcher.fair.priority(queue, run_id, run_id) : undefined;
       await queue.add('job', { tenant }, { jobId: run_id, ...(priority ? { priority } : {}) });
     };
     for (let from = 0; from < FLOOD_RUNS; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => add(`run_flood_${from + i}`, 'flood')));
@@ -122,4 +123,36 @@ export async function floodWaits(prefix: string): Promise<{ fair: { p50: number;
     result[arm] = { p50: percentile(waits, 50), p99: percentile(waits, 99) };
   }
   return result;
+}
+
+/**
+ * What a higher-priority job costs Redis when its tenant has FLOOD_RUNS level-5 jobs waiting
+ * (SPEC §14, strict priority within a tenant: the waiting jobs it goes before move a turn back,
+ * at most 1,000 a call): Redis CPU per add of 10 level-1 jobs, one at a time, against the same
+ * adds at level 5 (nothing moves), each on a fresh queue holding the flood.
+ */
+export async function priorityMoveCost(prefix: string): Promise<{ urgent: number; same: number; moved: number }> {
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const dispatcher = new Dispatcher(connection, keysFor(prefix));
+  const ADDS = 10;
+  const perAdd: Record<'urgent' | 'same', number> = { urgent: 0, same: 0 };
+  try {
+    for (const arm of ['same', 'urgent'] as const) {
+      const queue = dispatcher.get(`moves-${arm}`);
+      const add = async (run_id: string, priority: number) => {
+        dispatcher.fair.remember(run_id, { tenant: 'flood', priority });
+        await queue.add('job', {}, { jobId: run_id, priority: await dispatcher.fair.priority(queue, run_id, run_id) });
+      };
+      for (let from = 0; from < FLOOD_RUNS; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => add(`run_flood_${from + i}`, 5)));
+      const measured = await cpuPer(connection, [], ADDS, async () => {
+        for (let i = 0; i < ADDS; i += 1) await add(`run_${arm}_${i}`, arm === 'urgent' ? 1 : 5);
+      });
+      perAdd[arm] = measured.cpu.redis * 1000;
+      await queue.obliterate({ force: true });
+    }
+  } finally {
+    await dispatcher.close();
+    await connection.quit();
+  }
+  return { ...perAdd, moved: Math.min(FLOOD_RUNS, 1_000) };
 }

@@ -85,17 +85,23 @@ describe('tenant and priority on a run', () => {
   });
 });
 
+/** A queue of its own prefix, and how to add a job of a run (its id the run's) with its fair priority. */
+function fairQueue(name: string) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const queues = new Dispatcher(redis, keysFor(prefix));
+  open.push(queues);
+  const queue = queues.get(name);
+  const add = async (run_id: string, tenant: string, priority?: number) => {
+    queues.fair.remember(run_id, { tenant, ...(priority ? { priority } : {}) });
+    await queue.add('job', {}, { jobId: run_id, priority: await queues.fair.priority(queue, run_id, run_id) });
+  };
+  return { queue, add };
+}
+
 describe("a queue's fair clock", () => {
   it("moves every waiting job and stored tag down when virtual time passes half of BullMQ's range, keeping their order", async () => {
-    const prefix = testPrefix('fair-rebase');
-    prefixes.push(prefix);
-    const queues = new Dispatcher(redis, keysFor(prefix));
-    open.push(queues);
-    const queue = queues.get('rebase');
-    const add = async (run_id: string, tenant: string, priority?: number) => {
-      queues.fair.remember(run_id, { tenant, ...(priority ? { priority } : {}) });
-      await queue.add('job', {}, { jobId: run_id, priority: await queues.fair.priority(queue, run_id) });
-    };
+    const { queue, add } = fairQueue('fair-rebase');
     // Virtual time just under half the range; tenant b's last tag a step past it.
     await redis.hset(queue.toKey('arcflow-fair'), 'v', '104857', 'top', '104857', '1|b', '104858');
     await add('run_a0', 'a');
@@ -116,13 +122,31 @@ describe("a queue's fair clock", () => {
     expect(Number(await redis.hget(queue.toKey('run_a2'), 'priority'))).toBe(after.find((job) => job.id === 'run_a2')!.priority);
   });
 
-  it('gives the jobs asked for in one tick the priorities the same asks in turn give, in one script call per queue', async () => {
+  it("moves a tenant's waiting lower-priority jobs behind its higher-priority job, keeping their order and the other tenants' turns", async () => {
+    const { queue, add } = fairQueue('fair-strict');
+    for (const run_id of ['a0', 'a1', 'a2', 'a3']) await add(run_id, 'a');
+    for (const run_id of ['b0', 'b1']) await add(run_id, 'b');
+    const waiting = async () => (await queue.getPrioritized()).map((job) => job.id);
+    expect(await waiting()).toEqual(['a0', 'b0', 'a1', 'b1', 'a2', 'a3']);
+    await add('a_urgent', 'a', 1);
+    expect(await waiting()).toEqual(['a_urgent', 'b0', 'a0', 'b1', 'a1', 'a2', 'a3']);
+    await add('a_urgent2', 'a', 1);
+    // Tenant a: both urgent jobs, then its others in the order they came; b's turns are where they were.
+    expect(await waiting()).toEqual(['a_urgent', 'b0', 'a_urgent2', 'b1', 'a0', 'a1', 'a2', 'a3']);
+    // A level between them goes after a's level 1 jobs and before its level 5 ones.
+    await add('a_middle', 'a', 3);
+    expect((await waiting()).filter((id) => id?.startsWith('a'))).toEqual(['a_urgent', 'a_urgent2', 'a_middle', 'a0', 'a1', 'a2', 'a3']);
+    // The job hashes say the same, so a job moved back to waiting keeps its place.
+    for (const job of await queue.getPrioritized()) expect(Number(await redis.hget(queue.toKey(job.id!), 'priority'))).toBe(job.priority);
+  });
+
+  it('gives the jobs asked for in one tick the places the same asks in turn give, in one script call per queue', async () => {
     const prefix = testPrefix('fair-batch');
     prefixes.push(prefix);
     const queues = new Dispatcher(redis, keysFor(prefix));
     open.push(queues);
     // The same history on two queues: tenant b's priority 8 job ahead, then tenant a's jobs at
-    // levels 8 and 3 (a level 3 job moves the tenant's level 8 tag on), and tenant b again.
+    // levels 8 and 3 (a level 3 job goes before the tenant's level 8 jobs), and tenant b at level 5.
     const asks: [string, string, number][] = [
       ['b0', 'b', 8],
       ['a0', 'a', 8],
@@ -137,31 +161,30 @@ describe("a queue's fair clock", () => {
     for (const [run_id, tenant, priority] of asks) queues.fair.remember(run_id, { tenant, priority });
     const inTurn = queues.get('in-turn');
     const together = queues.get('together');
-    const oneByOne: number[] = [];
     // In turn: each job is added before the next is asked for, so it waits (the first is the head).
-    for (const [run_id] of asks) {
-      const priority = await queues.fair.priority(inTurn, run_id);
-      await inTurn.add('job', {}, { jobId: run_id, priority });
-      oneByOne.push(priority);
-    }
+    for (const [run_id] of asks) await inTurn.add('job', {}, { jobId: run_id, priority: await queues.fair.priority(inTurn, run_id, run_id) });
     // The clock calls this process sends, seen at the connection's defined command (MONITOR would
     // also see every other test file's commands on the shared Redis).
     const calls: string[] = [];
     const connection = redis as unknown as FairBatchRedis;
     const send = connection.arcflowFairPriority;
     connection.arcflowFairPriority = (clock, prioritized, jobPrefix, ...jobs) => {
-      if (clock === together.toKey('arcflow-fair')) calls.push(jobs.filter((_, i) => i % 3 === 0).join(' '));
+      if (clock === together.toKey('arcflow-fair')) calls.push(jobs.filter((_, i) => i % 4 === 1).join(' '));
       return send.call(redis, clock, prioritized, jobPrefix, ...jobs);
     };
     let inOneTick: number[];
     try {
       // All in one tick, on a queue where nothing waits yet: the batch's first job counts as the
       // head for the ones after it, as it is once added.
-      inOneTick = await Promise.all(asks.map(([run_id]) => queues.fair.priority(together, run_id)));
+      inOneTick = await Promise.all(asks.map(([run_id]) => queues.fair.priority(together, run_id, run_id)));
     } finally {
       connection.arcflowFairPriority = send;
     }
-    expect(inOneTick).toEqual(oneByOne);
+    for (const [at, [run_id]] of asks.entries()) await together.add('job', {}, { jobId: run_id, priority: inOneTick[at]! });
+    const placed = async (queue: typeof inTurn) => (await queue.getPrioritized()).map((job) => [job.id!, job.priority]);
+    expect(await placed(together)).toEqual(await placed(inTurn));
+    // Each tenant's higher levels first (b's level 5 jobs before its level 8 one), the tenants in turn.
+    expect((await placed(together)).map(([id]) => id)).toEqual(['a2', 'b1', 'a3', 'b2', 'a4', 'b0', 'a0', 'a1', 'a5']);
     // One call, in the order asked.
     expect(calls).toEqual(['b a a a a a a b b']);
   });

@@ -95,7 +95,8 @@ export class Dispatcher {
    */
   async addToolJob(tool: ToolDefinition, data: ToolJobData, backoffMs: number): Promise<Job> {
     const queue = this.toolQueue(tool.name, toolDefinitionHash(tool), tool.concurrency !== undefined, data.run_id);
-    return queue.add(tool.name, data, { ...toolJobOptions(data, tool, backoffMs), priority: await this.fair.priority(queue, data.run_id) });
+    const options = toolJobOptions(data, tool, backoffMs);
+    return queue.add(tool.name, data, { ...options, priority: await this.fair.priority(queue, data.run_id, options.jobId) });
   }
 
   /** The tool job of a call that waited, as stored with its approval request (its options included). */
@@ -107,7 +108,8 @@ export class Dispatcher {
   }): Promise<Job> {
     const queue = this.toolQueue(request.tool_name, request.tool_job.definition_hash, request.tool_capped === true, request.tool_job.run_id);
     // Its place among the tenants is taken now, when it can run, not when it began to wait.
-    return queue.add(request.tool_name, request.tool_job, { ...request.tool_job_options, priority: await this.fair.priority(queue, request.tool_job.run_id) });
+    const job_id = request.tool_job_options.jobId ?? JobId.tool(request.tool_job.run_id, request.tool_job.step_id, request.tool_job.iteration, request.tool_job.tool_call_id);
+    return queue.add(request.tool_name, request.tool_job, { ...request.tool_job_options, priority: await this.fair.priority(queue, request.tool_job.run_id, job_id) });
   }
 
   /** A waiting call's timeout: a delayed job on the run's provider queue, of a deterministic id, due in `delay` ms. */
@@ -147,7 +149,8 @@ export class Dispatcher {
 
   private async addProviderJob(target: JoinTarget, data: ProviderJobData): Promise<void> {
     const queue = this.forRun(target.queue, data.run_id);
-    await queue.add(PROVIDER_JOB, data, { ...providerJobOptions(data, target.attempts), priority: await this.fair.priority(queue, data.run_id) });
+    const options = providerJobOptions(data, target.attempts);
+    await queue.add(PROVIDER_JOB, data, { ...options, priority: await this.fair.priority(queue, data.run_id, options.jobId) });
   }
 
   private toolQueue(tool_name: string, definition_hash: string, capped: boolean, run_id: string): Queue {

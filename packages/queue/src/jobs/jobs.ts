@@ -103,7 +103,10 @@ export function stepTargets(config: { readonly model_fallbacks?: unknown } | und
   return Number.isSafeInteger(registered) && registered! >= 1 ? registered! : 1;
 }
 
-export function providerJobOptions(data: ProviderJobData, attempts: number): JobsOptions {
+/** A job's options with its deterministic id (`JobId`). */
+export type IdentifiedJobOptions = JobsOptions & { readonly jobId: string };
+
+export function providerJobOptions(data: ProviderJobData, attempts: number): IdentifiedJobOptions {
   return { jobId: JobId.provider(data.run_id, data.step_id, data.iteration), attempts, backoff: { type: PROVIDER_BACKOFF } };
 }
 
@@ -113,7 +116,7 @@ export function providerJobOptions(data: ProviderJobData, attempts: number): Job
  * are stored with every job and read on every move, so they are kept to what differs per job:
  * retention is the workers' (see {@link finishedJobRetention}).
  */
-export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffMs: number): JobsOptions {
+export function toolJobOptions(data: ToolJobData, tool: ToolDefinition, backoffMs: number): IdentifiedJobOptions {
   const jobId = JobId.tool(data.run_id, data.step_id, data.iteration, data.tool_call_id);
   if (tool.retries === 0) return { jobId };
   return { jobId, attempts: tool.retries + 1, backoff: { type: 'exponential', delay: backoffMs, jitter: 0.5 } };

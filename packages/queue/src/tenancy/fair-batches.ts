@@ -1,8 +1,9 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
-/** A job whose priority was asked for: its tenant, its level, its tenant's stride. */
+/** A job whose priority was asked for: its id, its tenant, its level, its tenant's stride. */
 interface Ask {
+  readonly job_id: string;
   readonly tenant: string;
   readonly level: number;
   readonly stride: number;
@@ -33,8 +34,8 @@ export class FairBatches {
 
   constructor(private readonly redis: Redis) {}
 
-  /** The priority of one more job of `tenant` at `level` in `queue`, given with the others asked for in this tick. */
-  take(queue: Queue, tenant: string, level: number, stride: number): Promise<number> {
+  /** The priority of job `job_id` of `tenant` at `level` in `queue`, given with the others asked for in this tick. */
+  take(queue: Queue, job_id: string, tenant: string, level: number, stride: number): Promise<number> {
     let batch = this.pending.get(queue.qualifiedName);
     if (batch && batch.asks.length >= MOST_PER_CALL) {
       this.full.push(batch);
@@ -50,7 +51,7 @@ export class FairBatches {
       // After the microtasks of this tick: every add its callers start now joins the batch.
       process.nextTick(() => this.flush());
     }
-    return new Promise((resolve, reject) => asks.push({ tenant, level, stride, resolve, reject }));
+    return new Promise((resolve, reject) => asks.push({ job_id, tenant, level, stride, resolve, reject }));
   }
 
   private flush(): void {
@@ -67,7 +68,7 @@ export class FairBatches {
         queue.toKey('arcflow-fair'),
         queue.keys.prioritized!,
         queue.toKey(''),
-        ...asks.flatMap((ask) => [ask.tenant, ask.level, ask.stride]),
+        ...asks.flatMap((ask) => [ask.job_id, ask.tenant, ask.level, ask.stride]),
       );
       for (const [index, ask] of asks.entries()) ask.resolve(Number(priorities[index]));
     } catch (error) {
@@ -76,7 +77,7 @@ export class FairBatches {
   }
 }
 
-/** `fairPriority.lua` as `FairClock.define` names it on a connection: a job prefix, then (tenant, level, stride) per job. */
+/** `fairPriority.lua` as `FairClock.define` names it on a connection: a job prefix, then (job id, tenant, level, stride) per job. */
 export interface FairBatchRedis {
   arcflowFairPriority(clock: string, prioritized: string, jobPrefix: string, ...jobs: (string | number)[]): Promise<number[]>;
 }

@@ -57,11 +57,11 @@ export class FairClock {
     };
   }
 
-  /** The BullMQ priority of the next job of `run_id` in `queue`. */
-  async priority(queue: Queue, run_id: string): Promise<number> {
+  /** The BullMQ priority of job `job_id` of `run_id`, about to be added to `queue`. */
+  async priority(queue: Queue, run_id: string, job_id: string): Promise<number> {
     const owner = await this.ownerOf(run_id);
     const weight = await this.settings.weightOf(owner.tenant);
-    return this.batches.take(queue, owner.tenant, owner.priority, 1 / weight);
+    return this.batches.take(queue, job_id, owner.tenant, owner.priority, 1 / weight);
   }
 
   private async readOwner(run_id: string): Promise<JobOwner> {
