@@ -1,13 +1,13 @@
 import { type CompleteOptions, ProviderFailure, type ProviderResponse } from '@arcflow/core';
 import OpenAI from 'openai';
 import { classifyOpenAIError } from './errors.ts';
-import { parseCompletion } from './parse.ts';
 import { StreamAssembly } from './stream-assembly.ts';
 
 /**
  * A streamed request that failed before its first chunk in a way a plain request may not: an
- * HTTP status other than 401, 403, 404 and 429, or a body that is neither an event stream nor a
- * whole answer (SPEC §12). `failure` is what the call failed with, classified.
+ * HTTP status other than 401, 403, 404 and 429, or a body that is not an event stream (a whole
+ * JSON answer included: SPEC §12 has the request made again without streaming). `failure` is what
+ * the call failed with, classified.
  */
 export class StreamRefused extends Error {
   override readonly name = 'StreamRefused';
@@ -22,8 +22,8 @@ const NOT_ABOUT_STREAMING = new Set([401, 403, 404, 429]);
 /**
  * One chat-completions call with `stream: true` and `stream_options: { include_usage: true }`:
  * the chunks are assembled (text told to `onText` as it comes) and the assembled response parsed
- * like a whole one. A server that answers with a whole JSON response instead of Server-Sent
- * Events is read as one. The SDK's timeout ends at the response's headers, so a stream that falls
+ * like a whole one. A server that answers with anything but Server-Sent Events, a whole JSON
+ * answer too, refuses streaming: its body is not read. The SDK's timeout ends at the response's headers, so a stream that falls
  * silent for `idleTimeoutMs` is aborted here, a retryable `timeout`. Everything the SDK throws,
  * mid-stream too, is classified; a failure before the first chunk that streaming may have caused
  * is thrown as {@link StreamRefused}.
@@ -55,7 +55,14 @@ export async function completeStreaming(
     const contentType = response.headers.get('content-type') ?? '';
     if (!contentType.includes('text/event-stream')) {
       // Never iterated, so the SDK's stream has not touched the body.
-      return parseCompletion(await readJson(response));
+      await response.body?.cancel().catch(() => undefined);
+      throw new ProviderFailure(
+        'malformed_response',
+        `the provider answered a streamed request with ${contentType ? `'${contentType.split(';')[0]}'` : 'no content type'}, not an event stream`,
+        {
+          retryable: true,
+        },
+      );
     }
     const assembly = new StreamAssembly(options.onText);
     watch();
@@ -79,15 +86,6 @@ export async function completeStreaming(
 /** Whether a failure before the first chunk may be the server's trouble with streaming (see {@link StreamRefused}). */
 function refusedStreaming(error: unknown, failure: ProviderFailure): boolean {
   if (error instanceof OpenAI.APIError && typeof error.status === 'number') return !NOT_ABOUT_STREAMING.has(error.status);
-  // A body that is not an event stream: not JSON, not an answer, or an event stream whose first event is not a chunk.
+  // A body that is not an event stream, or an event stream whose first event is not a chunk.
   return failure.error_code === 'malformed_response';
-}
-
-async function readJson(response: Response): Promise<unknown> {
-  try {
-    return await response.json();
-  } catch (error) {
-    if (error instanceof SyntaxError) throw new ProviderFailure('malformed_response', 'the provider sent a body that is not valid JSON', { retryable: true });
-    throw error;
-  }
 }

@@ -81,12 +81,24 @@ describe('OpenAI provider, streaming (SPEC §12)', () => {
     await expect(provider(server.url).complete(request, { signal: aborted.signal, onText: () => undefined })).rejects.toBeInstanceOf(ProviderFailure);
   });
 
-  it('reads a whole JSON answer from a server that does not stream', async () => {
-    plain.reset([{ type: 'text', content: 'Whole.' }]);
-    const { response, deltas } = await complete(plain.url);
-    expect(plain.requests.at(-1)?.body.stream).toBe(true);
-    expect(response.content).toBe('Whole.');
+  it('asks again without streaming when a server answers a streamed request with a whole JSON body, then calls that model without streaming', async () => {
+    plain.reset([
+      { type: 'text', content: 'Whole.' },
+      { type: 'text', content: 'Plain again.' },
+    ]);
+    const logger = levelLogger();
+    const ignoring = openaiProvider({ base_url: plain.url, api_key: 'k', timeout_ms: 2_000, logger });
+    const before = plain.requests.length;
+    const deltas: string[] = [];
+    const first = await ignoring.complete(request, { onText: (delta) => deltas.push(delta) });
+    expect(first.content).toBe('Whole.');
     expect(deltas).toEqual([]);
+    const second = await ignoring.complete(request, { onText: (delta) => deltas.push(delta) });
+    expect(second.content).toBe('Plain again.');
+    expect(plain.requests.slice(before).map((received) => received.body.stream)).toEqual([true, undefined, undefined]);
+    expect(logger.lines.filter((line) => line.level === 'warn')).toMatchObject([
+      { message: expect.stringMatching(/without streaming for 10 minutes/), fields: { model: 'gpt-test', error_code: 'malformed_response' } },
+    ]);
   });
 
   it('does not ask to stream when told the server cannot', async () => {

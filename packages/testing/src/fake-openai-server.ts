@@ -35,7 +35,11 @@ export interface FakeOpenAIOptions {
   fallback?: (request: FakeRequest) => FakeTurn | Promise<FakeTurn>;
   /** How a streamed answer is paced (SPEC §12); a request with `stream: true` is answered as Server-Sent Events. */
   stream?: FakeStreamPacing;
-  /** Answers every request with a whole JSON response, even one that asks to stream (a server that cannot stream). */
+  /**
+   * Answers every request with a whole JSON response, even one that asks to stream (a server that
+   * cannot stream). A request that asked to stream does not use its turn up: the next request gets
+   * it again, as a server that ignores `stream` gives the same answer to the same request.
+   */
   never_stream?: boolean;
   /**
    * A server that streams badly: a request with `stream: true` is answered HTTP 500 when the turn
@@ -86,6 +90,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       serve(res, { type: 'status', status: 500, body: { error: { message: 'fake server: cannot stream this answer' } } }, model, completionSeq, hanging);
       return;
     }
+    if (request.body.stream === true && options.never_stream && queued) queue.unshift(queued);
     const streamed = request.body.stream === true && !options.never_stream && answers;
     if (!streamed) {
       serve(res, turn, model, completionSeq, hanging);
