@@ -100,6 +100,10 @@ describe('GET /v1/runs/{run_id}/stream (SPEC §12)', () => {
     const { messages } = await readSse(await call(`/v1/runs/${run_id}/stream?format=ai-sdk`));
     const chunks = messages.filter((message) => message.data !== '[DONE]').map((message) => JSON.parse(message.data!) as UIMessageChunk);
     expect(chunks.at(-1)).toEqual({ type: 'error', errorText: expect.stringMatching(/^the run failed \(provider_error\): /) });
+    // A reader that read it all and resumes after the last id gets nothing again.
+    const lastId = messages.filter((message) => message.id !== undefined).at(-1)!.id!;
+    const { messages: again } = await readSse(await call(`/v1/runs/${run_id}/stream?format=ai-sdk`, { headers: { 'last-event-id': lastId } }));
+    expect(again.map((message) => message.data)).toEqual(['[DONE]']);
   });
 
   it('takes `stream` at enqueue: true streams a run of an agent that does not by default, anything but a boolean is a 400', async () => {

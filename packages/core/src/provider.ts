@@ -52,6 +52,12 @@ export interface CompleteOptions {
    * first (the runner then marks that attempt as discarded).
    */
   readonly onText?: (delta: string) => void;
+  /**
+   * Given with `onText`: a provider that streams calls it once, when the stream's first chunk
+   * arrives, whatever the chunk holds (text, a tool call's first fragment), for the call's time to
+   * first chunk (SPEC §18). A provider that does not call it has that time taken at its first text.
+   */
+  readonly onFirstChunk?: () => void;
 }
 
 /**

@@ -69,6 +69,7 @@ export async function completeStreaming(
     for await (const chunk of data) {
       watch();
       chunks += 1;
+      if (chunks === 1) options.onFirstChunk?.();
       assembly.add(chunk);
     }
     return assembly.finish();

@@ -140,6 +140,10 @@ describe('the run stream (SPEC §12), in-process worker and a streaming fake ser
       { offset: 1, type: 'text', step_id: 's1', iteration: 1, attempt: 1, delta: LONG },
       { offset: 2, type: 'end', status: 'completed' },
     ]);
+    // An async iterator, as well as iterable: read by next() until done.
+    const iterator = client.stream(run_id, { after: 1 });
+    expect(await iterator.next()).toMatchObject({ done: false, value: { offset: 2, type: 'end' } });
+    expect(await iterator.next()).toEqual({ done: true, value: undefined });
   });
 
   it('keeps the text streamed so far in the stream and the output of a cancelled run', async () => {

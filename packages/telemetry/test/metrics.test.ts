@@ -76,8 +76,8 @@ describe('a worker with --metrics-port, after N runs of one tool round each', ()
   it('counts 2N provider calls, their tokens by type, N tool executions, N steps and N completed runs', () => {
     const chat = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'openai', gen_ai_request_model: 'fake-model' };
     expect(sampleSum(samples, 'gen_ai_client_operation_duration_count', chat)).toBe(2 * RUNS);
-    // Streamed calls (SPEC §12): each answer's text gives a time to first chunk; a tool call streams no text.
-    expect(sampleSum(samples, 'gen_ai_client_operation_time_to_first_chunk_count', chat)).toBe(RUNS);
+    // Streamed calls (SPEC §12): each gives a time to first chunk, a call that streams only a tool call too.
+    expect(sampleSum(samples, 'gen_ai_client_operation_time_to_first_chunk_count', chat)).toBe(2 * RUNS);
     expect(sampleSum(samples, 'gen_ai_client_token_usage_sum', { ...chat, gen_ai_token_type: 'input' })).toBe(RUNS * (USAGE.toolCall.prompt_tokens + USAGE.answer.prompt_tokens));
     expect(sampleSum(samples, 'gen_ai_client_token_usage_sum', { ...chat, gen_ai_token_type: 'output' })).toBe(
       RUNS * (USAGE.toolCall.completion_tokens + USAGE.answer.completion_tokens),

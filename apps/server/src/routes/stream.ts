@@ -96,7 +96,7 @@ function relay(sse: EventStream, client: ArcflowClient, run_id: string, translat
     for (const chunk of chunks) {
       if (done || ending) return;
       if (!translator) sse.writeFrame(sseFrame(chunk));
-      else if (chunk.type === 'end' && chunk.status === 'failed') {
+      else if (chunk.type === 'end' && chunk.status === 'failed' && chunk.offset > after) {
         // The failure's text is the run record's: read before the last frames.
         ending = true;
         void failureText(client, run_id)

@@ -44,7 +44,7 @@ export interface ArcflowClient {
    * its `end` chunk. Each reader holds a Redis connection of its own while it reads; stopping
    * (`break`, `return`) closes it and never affects the run.
    */
-  stream(run_id: string, options?: StreamOptions): AsyncIterable<StreamChunk>;
+  stream(run_id: string, options?: StreamOptions): AsyncIterableIterator<StreamChunk>;
   /**
    * Answers a call waiting for approval (SPEC §10): approved, it runs; rejected, the model gets
    * the rejection (with `reason`). Returns the call's resolution; asking again returns the same

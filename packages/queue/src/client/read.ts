@@ -54,8 +54,8 @@ export function runEvents({ store, reach, prefix }: OpenedClient, run_id: string
   };
 }
 
-/** The run's stream (SPEC §12), each reader on a Redis connection of its own while it reads. */
-export function runStream(client: OpenedClient, run_id: string, options: StreamOptions): AsyncIterable<StreamChunk> {
+/** The run's stream (SPEC §12), an async iterator on a Redis connection of its own from its first read to its last. */
+export function runStream(client: OpenedClient, run_id: string, options: StreamOptions): AsyncIterableIterator<StreamChunk> {
   const { store, redis, url, timeoutMs, health } = client;
   const after = checkAfter(options.after);
   const following = {
@@ -66,7 +66,7 @@ export function runStream(client: OpenedClient, run_id: string, options: StreamO
     status: (id: string) => store.status(id),
     blockMs: Math.max(100, Math.min(STREAM_BLOCK_MS, Math.floor(timeoutMs / 2))),
   };
-  return { [Symbol.asyncIterator]: () => followStream(following, run_id, after) };
+  return followStream(following, run_id, after);
 }
 
 /** The run's conversation so far, step by step; `unknown_run` for a run not kept. */

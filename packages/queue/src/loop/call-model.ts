@@ -180,19 +180,22 @@ export async function callModel(
       [Attr.iteration]: place.iteration,
     },
   }));
-  // The first text the model streams gives the call's time to first chunk (SPEC §18).
+  // The stream's first chunk gives the call's time to first chunk (SPEC §18): the provider tells
+  // it, or else its first text does.
   let streamed = false;
+  const onFirstChunk = () => {
+    if (streamed) return;
+    streamed = true;
+    recordTimeToFirstChunk({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000);
+  };
   const onFirstText = (delta: string) => {
-    if (!streamed) {
-      streamed = true;
-      recordTimeToFirstChunk({ provider: provider_id, model: request.model }, (performance.now() - started) / 1000);
-    }
+    onFirstChunk();
     onText?.(delta);
   };
   try {
     // A run that does not stream gives no `onText`: its provider makes a plain call (SPEC §12).
     const response = normalizeResponse(
-      test ? testResponse(test, place.iteration) : await call.provider!.complete(request, onText ? { signal, onText: onFirstText } : { signal }),
+      test ? testResponse(test, place.iteration) : await call.provider!.complete(request, onText ? { signal, onText: onFirstText, onFirstChunk } : { signal }),
       place.iteration,
     );
     chat.setAttributes({
