@@ -95,7 +95,7 @@ try {
     });
     const moves = await priorityMoveCost(prefix('tenant-moves'));
     rows.push({
-      measure: `Redis CPU per priority 1 job with 10,000 priority 5 jobs of its tenant waiting (${moves.moved} move)`,
+      measure: `Redis CPU per priority 1 job with ${moves.moved} priority 5 jobs of its tenant waiting (all move)`,
       arcflow: `${moves.urgent.toFixed(0)} µs`,
       baseline: `${moves.same.toFixed(0)} µs (a priority 5 job)`,
       ratio: `${(moves.urgent / moves.same).toFixed(1)}x`,

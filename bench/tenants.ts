@@ -125,11 +125,14 @@ export async function floodWaits(prefix: string): Promise<{ fair: { p50: number;
   return result;
 }
 
+/** The most waiting jobs one `fairPriority.lua` call moves. */
+const MOST_MOVED = 1_000;
+
 /**
- * What a higher-priority job costs Redis when its tenant has FLOOD_RUNS level-5 jobs waiting
- * (SPEC §14, strict priority within a tenant: the waiting jobs it goes before move a turn back,
- * at most 1,000 a call): Redis CPU per add of 10 level-1 jobs, one at a time, against the same
- * adds at level 5 (nothing moves), each on a fresh queue holding the flood.
+ * What a higher-priority job costs Redis when its tenant has MOST_MOVED level-5 jobs waiting
+ * (SPEC §14, strict priority within a tenant: the waiting jobs it goes before move a turn back):
+ * Redis CPU per add of 10 level-1 jobs, one at a time, against the same adds at level 5 (nothing
+ * moves), each on a fresh queue holding the waiting jobs.
  */
 export async function priorityMoveCost(prefix: string): Promise<{ urgent: number; same: number; moved: number }> {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
@@ -143,7 +146,7 @@ export async function priorityMoveCost(prefix: string): Promise<{ urgent: number
         dispatcher.fair.remember(run_id, { tenant: 'flood', priority });
         await queue.add('job', {}, { jobId: run_id, priority: await dispatcher.fair.priority(queue, run_id, run_id) });
       };
-      for (let from = 0; from < FLOOD_RUNS; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => add(`run_flood_${from + i}`, 5)));
+      for (let from = 0; from < MOST_MOVED; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => add(`run_flood_${from + i}`, 5)));
       const measured = await cpuPer(connection, [], ADDS, async () => {
         for (let i = 0; i < ADDS; i += 1) await add(`run_${arm}_${i}`, arm === 'urgent' ? 1 : 5);
       });
@@ -154,5 +157,5 @@ export async function priorityMoveCost(prefix: string): Promise<{ urgent: number
     await dispatcher.close();
     await connection.quit();
   }
-  return { ...perAdd, moved: Math.min(FLOOD_RUNS, 1_000) };
+  return { ...perAdd, moved: MOST_MOVED };
 }

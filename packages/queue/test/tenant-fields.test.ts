@@ -140,6 +140,48 @@ describe("a queue's fair clock", () => {
     for (const job of await queue.getPrioritized()) expect(Number(await redis.hget(queue.toKey(job.id!), 'priority'))).toBe(job.priority);
   });
 
+  it("moves at most 1,000 waiting jobs a call: past that, a higher-priority job takes its tenant's next turn among them", async () => {
+    const { queue, add } = fairQueue('fair-many');
+    const batch = (ids: string[], priority: number) => Promise.all(ids.map((id) => add(id, 'a', priority)));
+    const named = (from: number, count: number, name: string) => Array.from({ length: count }, (_, i) => `${name}${String(from + i).padStart(5, '0')}`);
+    const waiting = named(0, 1_500, 'n');
+    for (let from = 0; from < waiting.length; from += 500) await batch(waiting.slice(from, from + 500), 5);
+    // 1,500 waiting from the first one's start: too many to move; the 1,000 take turns with them.
+    const urgent = named(0, 1_000, 'u');
+    await batch(urgent, 1);
+    // 500 waiting from these ones' start: moved behind them.
+    const later = named(1_000, 600, 'u');
+    await batch(later, 1);
+    const order = (await queue.getPrioritized()).map((job) => job.id!);
+    expect(order.slice(0, 4)).toEqual(['u00000', 'n00000', 'u00001', 'n00001']);
+    expect(order.filter((id) => id.startsWith('n'))).toEqual(waiting);
+    expect(order.filter((id) => id.startsWith('u'))).toEqual([...urgent, ...later]);
+    expect(order.slice(2_000)).toEqual([...later, ...waiting.slice(1_000)]);
+  });
+
+  it('moves a job whose id was used again from its new place, and a tenant whose stride grew', async () => {
+    const { queue, add } = fairQueue('fair-reused');
+    await add('x', 'a');
+    await queue.remove('x');
+    for (const id of ['b0', 'b1', 'b2']) await add(id, 'b');
+    // Added anew under the same id, later: still behind a's priority 1 jobs.
+    await add('x', 'a');
+    await add('a_urgent', 'a', 1);
+    const ids = async () => (await queue.getPrioritized()).map((job) => job.id);
+    expect((await ids()).filter((id) => id?.startsWith('a') || id === 'x')).toEqual(['a_urgent', 'x']);
+    // A tenant whose weight fell (its stride grew) between its jobs still has them moved.
+    const fair = redis as unknown as FairBatchRedis;
+    const args = (id: string, level: number, stride: number) => [id, 'c', level, stride];
+    const priorityOf = async (id: string, level: number, stride: number) => {
+      const [priority] = await fair.arcflowFairPriority(queue.toKey('arcflow-fair'), queue.keys.prioritized!, queue.toKey(''), ...args(id, level, stride));
+      await queue.add('job', {}, { jobId: id, priority });
+    };
+    await priorityOf('c_n0', 5, 1);
+    await priorityOf('c_u1', 1, 2);
+    await priorityOf('c_u2', 1, 2);
+    expect((await ids()).filter((id) => id?.startsWith('c_'))).toEqual(['c_u1', 'c_u2', 'c_n0']);
+  });
+
   it('gives the jobs asked for in one tick the places the same asks in turn give, in one script call per queue', async () => {
     const prefix = testPrefix('fair-batch');
     prefixes.push(prefix);

@@ -15,8 +15,9 @@
   stride later, keeping their order, and so do those levels' next starts. A tenant's waiting jobs
   are found in its index on the queue (`<clock>:w:<tenant>`, '<level>|<job id>' scored by the job's
   start), written here as jobs are asked for and trimmed of the jobs well behind V; moving costs a few
-  writes per moved job, at most 1,000 a call, and happens only when a tenant's jobs mix levels (a
-  job that is not in the prioritized set, not added yet or delayed, keeps its priority).
+  writes per moved job, 1,000 jobs a call at most (a tenant with more waiting than that has its
+  higher-priority job take its next turn among them instead), and happens only when a tenant's jobs
+  mix levels (a job that is not in the prioritized set, not added yet or delayed, keeps its priority).
   When V passes half of BullMQ's range (2^21), every waiting job's priority and every stored tag is
   moved down by V (renormalised), so the tags never leave the range; a tag beyond the range is held
   at its top.
@@ -54,7 +55,6 @@ local function tagOfPriority(priority) return math.floor((priority - 1) / LEVELS
 local function priorityOf(start, level) return math.min(math.floor(start + EPSILON), MAX_TAG) * LEVELS + level end
 -- A tenant's waiting jobs on this queue: '<level>|<job id>' scored by the job's start.
 local function waitingOf(tenant) return clock .. ':w:' .. tenant end
-local function levelOf(member) return tonumber(string.match(member, '^(%d+)|')) end
 -- Gives a waiting job another priority, in the prioritized set (keeping its place among equal priorities) and in its hash.
 local function reprioritize(id, priority)
   local score = redis.call('ZSCORE', prioritized, id)
@@ -90,10 +90,11 @@ if v > MAX_TAG / 2 then
   for i = 1, #stored, 2 do
     local name = stored[i]
     if name ~= 'v' and name ~= 'top' then
-      local tag = tonumber(stored[i + 1]) - shift
+      local tag = (tonumber(stored[i + 1]) or 0) - shift
       -- A tag behind V no longer counts: its tenant starts at V.
       if tag <= v - shift then redis.call('HDEL', clock, name) else redis.call('HSET', clock, name, tostring(tag)) end
-      indexed[string.match(name, '^%d+|(.*)$')] = true
+      local tenant = string.match(name, '^%d+|(.*)$')
+      if tenant then indexed[tenant] = true end
     end
   end
   for tenant in pairs(indexed) do
@@ -150,7 +151,7 @@ for i = 2, #ARGV, 4 do
   -- those levels' next starts: this job goes before them, and the tenant keeps its share.
   local moved = false
   for l = level + 1, LEVELS do
-    if last[l] and last[l] >= tag - EPSILON then
+    if last[l] and last[l] > start + EPSILON then
       last[l] = last[l] + stride
       changed[l .. '|' .. tenant] = last[l]
       moved = true
@@ -175,26 +176,44 @@ for i = 2, #ARGV, 4 do
   end
 end
 
--- The tenants' jobs already waiting that this call's jobs go before, moved once each: the first
--- MOST_MOVED of the tenant's index from the earliest move on, so that one call's work stays bounded
--- (7–9 µs of Redis per moved job). A tenant with more waiting jobs than that keeps strict
--- levels; its jobs queued further back do not move, so they may pass a few of the moved ones of
--- their own level, and the tenant takes as many turns early as this call moved jobs for.
+-- The tenants' jobs already waiting that this call's jobs go before, moved once each. A call moves
+-- MOST_MOVED jobs at most, across its tenants (7–11 µs of Redis per moved job): a tenant with more
+-- of its jobs waiting from the earliest move on than the call has left keeps them where they are,
+-- and this call's jobs take its next turns among them (as the tenant's levels' next starts were
+-- moved on, its later jobs still keep its share). An entry whose job no longer waits is dropped:
+-- its job was taken, delayed or removed (one that has no hash yet and starts from V on may still
+-- be on its way, and stays; V as the index's trim takes it).
 local MOST_MOVED = 1000
+local movedLeft = MOST_MOVED
+-- Moves entry `member` of `key` to `start`, with its job when that still waits; an entry whose job is gone is dropped.
+local function moveEntry(key, member, id, start, level, was)
+  if redis.call('ZSCORE', prioritized, id) then
+    reprioritize(id, priorityOf(start, level))
+  elseif was < trimBelow + LAG or redis.call('EXISTS', jobPrefix .. id) == 1 then
+    redis.call('ZREM', key, member)
+    return
+  end
+  redis.call('ZADD', key, start, member)
+end
 for tenant, list in pairs(moves) do
   local key, from = waitingOf(tenant), list[1].start
   for _, move in ipairs(list) do from = math.min(from, move.start) end
-  local entries = redis.call('ZRANGEBYSCORE', key, from - EPSILON, '+inf', 'WITHSCORES', 'LIMIT', 0, MOST_MOVED)
-  for i = 1, #entries, 2 do
-    local member, level = entries[i], levelOf(entries[i])
-    local was = tonumber(entries[i + 1])
-    local start = was
-    for _, move in ipairs(list) do
-      if level and level > move.level and start >= move.start - EPSILON then start = start + move.stride end
-    end
-    if start ~= was then
-      reprioritize(string.sub(member, #tostring(level) + 2), priorityOf(start, level))
-      redis.call('ZADD', key, start, member)
+  local count = redis.call('ZCOUNT', key, from - EPSILON, '+inf')
+  if count <= movedLeft then
+    movedLeft = movedLeft - count
+    -- Read whole, then written, so that no entry is read at its old place and its new one.
+    local entries = redis.call('ZRANGEBYSCORE', key, from - EPSILON, '+inf', 'WITHSCORES')
+    for i = 1, #entries, 2 do
+      local member, was = entries[i], tonumber(entries[i + 1])
+      local levelText, id = string.match(member, '^(%d%d?)|(.+)$')
+      local level = tonumber(levelText)
+      if level and level >= 1 and level <= LEVELS then
+        local start = was
+        for _, move in ipairs(list) do
+          if level > move.level and start >= move.start - EPSILON then start = start + move.stride end
+        end
+        if start ~= was then moveEntry(key, member, id, start, level, was) end
+      end
     end
   end
 end
@@ -207,7 +226,8 @@ for tenant, list in pairs(asked) do
     adds[#adds + 1] = job.start
     adds[#adds + 1] = job.member
   end
-  redis.call('ZADD', key, 'NX', unpack(adds))
+  -- A job id asked for again (a job removed and added anew) takes its new start.
+  redis.call('ZADD', key, unpack(adds))
   redis.call('PEXPIRE', key, 86400000)
 end
 
