@@ -23,10 +23,10 @@ const NOT_ABOUT_STREAMING = new Set([401, 403, 404, 429]);
  * One chat-completions call with `stream: true` and `stream_options: { include_usage: true }`:
  * the chunks are assembled (text told to `onText` as it comes) and the assembled response parsed
  * like a whole one. A server that answers with anything but Server-Sent Events, a whole JSON
- * answer too, refuses streaming: its body is not read. The SDK's timeout ends at the response's headers, so a stream that falls
- * silent for `idleTimeoutMs` is aborted here, a retryable `timeout`. Everything the SDK throws,
- * mid-stream too, is classified; a failure before the first chunk that streaming may have caused
- * is thrown as {@link StreamRefused}.
+ * answer too, refuses streaming: its body is not read. The SDK's timeout ends at the response's
+ * headers, so a stream that falls silent for `idleTimeoutMs` is aborted here, a retryable
+ * `timeout`. Everything the SDK throws, mid-stream too, is classified; a failure before the first
+ * chunk that streaming may have caused is thrown as {@link StreamRefused}.
  */
 export async function completeStreaming(
   client: OpenAI,

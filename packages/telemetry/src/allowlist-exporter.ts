@@ -46,8 +46,7 @@ export function filterAttributes(attributes: Attributes): Attributes {
  */
 function sanitise(span: ReadableSpan): ReadableSpan {
   const attributes = filterAttributes(span.attributes);
-  let linksAllowed = true;
-  for (const link of span.links) if (link.attributes && filterAttributes(link.attributes) !== link.attributes) linksAllowed = false;
+  const linksAllowed = span.links.every((link) => !link.attributes || filterAttributes(link.attributes) === link.attributes);
   const statusAllowed = !span.status.message || span.status.message === attributes['error.type'];
   if (attributes === span.attributes && linksAllowed && statusAllowed && span.events.length === 0) return span;
   const links: Link[] = linksAllowed ? span.links : span.links.map((link) => ({ ...link, attributes: filterAttributes(link.attributes ?? {}) }));

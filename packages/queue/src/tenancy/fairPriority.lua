@@ -55,13 +55,16 @@ local function tagOfPriority(priority) return math.floor((priority - 1) / LEVELS
 local function priorityOf(start, level) return math.min(math.floor(start + EPSILON), MAX_TAG) * LEVELS + level end
 -- A tenant's waiting jobs on this queue: '<level>|<job id>' scored by the job's start.
 local function waitingOf(tenant) return clock .. ':w:' .. tenant end
--- Gives a waiting job another priority, in the prioritized set (keeping its place among equal priorities) and in its hash.
-local function reprioritize(id, priority)
-  local score = redis.call('ZSCORE', prioritized, id)
-  if not score then return end
-  local old = math.floor(tonumber(score) / SCORE)
-  redis.call('ZADD', prioritized, priority * SCORE + (tonumber(score) - old * SCORE), id)
+-- Gives a waiting job another priority, in the prioritized set (keeping its place among equal
+-- priorities) and in its hash; `score` is its score in the set, when read already. Returns whether
+-- the job waits there.
+local function reprioritize(id, priority, score)
+  score = tonumber(score or redis.call('ZSCORE', prioritized, id))
+  if not score then return false end
+  local old = math.floor(score / SCORE)
+  redis.call('ZADD', prioritized, priority * SCORE + (score - old * SCORE), id)
   redis.call('HSET', jobPrefix .. id, 'priority', priority)
+  return true
 end
 
 local state = redis.call('HMGET', clock, 'v', 'top')
@@ -83,7 +86,7 @@ if v > MAX_TAG / 2 then
   for i = 1, #members, 2 do
     local priority = math.floor(tonumber(members[i + 1]) / SCORE)
     local tag = tagOfPriority(priority)
-    reprioritize(members[i], math.max(0, tag - shift) * LEVELS + (priority - tag * LEVELS))
+    reprioritize(members[i], math.max(0, tag - shift) * LEVELS + (priority - tag * LEVELS), members[i + 1])
   end
   local stored = redis.call('HGETALL', clock)
   local indexed = {}
@@ -187,9 +190,7 @@ local MOST_MOVED = 1000
 local movedLeft = MOST_MOVED
 -- Moves entry `member` of `key` to `start`, with its job when that still waits; an entry whose job is gone is dropped.
 local function moveEntry(key, member, id, start, level, was)
-  if redis.call('ZSCORE', prioritized, id) then
-    reprioritize(id, priorityOf(start, level))
-  elseif was < trimBelow + LAG or redis.call('EXISTS', jobPrefix .. id) == 1 then
+  if not reprioritize(id, priorityOf(start, level)) and (was < trimBelow + LAG or redis.call('EXISTS', jobPrefix .. id) == 1) then
     redis.call('ZREM', key, member)
     return
   end
