@@ -1,6 +1,9 @@
 import { Agent, ConfigError, type TraceEvent, agentTool, runLocal, silentLogger, tool } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
-import { type WorkerOptions, createClient, startWorker } from '@arcflow/queue';
+import { type WorkerOptions, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { QueueName } from '../src/redis/keys.ts';
 import { type FakeOpenAIServer, type FakeRequest, type FakeTurn, TEST_REDIS_URL, assertEventInvariants, startFakeOpenAI, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { FAST, collect, testResources, until } from './harness.ts';
@@ -199,6 +202,36 @@ describe('tenant_budgets', () => {
     // A tenant without a budget is not held back.
     const { run_id } = await client.enqueue({ agent: 'chat', input: 'other', tenant: 'globex' });
     expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+  });
+
+  it('settles, on its re-delivery, the hold of a call whose worker died between recording the answer that ended the run and settling it', async () => {
+    const fake = await server(() => ({ type: 'text', content: 'ok', usage: USAGE }));
+    const { prefix, client } = await engine('cost-settle-redelivered', fake, { agents: [chat], pricing: PRICING, tenant_budgets: { acme: { max_cost_usd_per_day: 1 } } });
+    const { run_id } = await client.enqueue({ agent: 'chat', input: 'q', tenant: 'acme' });
+    expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+    const keys = keysFor(prefix);
+    const day = keys.tenantSpend('acme', new Date().toISOString().slice(0, 10));
+    const redis = new Redis(TEST_REDIS_URL);
+    open.push({ close: async () => void (await redis.quit()) });
+    // The ending write compacts the run: what a re-delivery reads comes from its archive.
+    await until(async () => (await redis.hexists(keys.run(run_id).record, 'archived')) === 1);
+    expect(await redis.hgetall(day)).toEqual({ spent: '3000', held: '0' });
+    // As the worker left it had it died before settling: the call's worst case still held, nothing spent.
+    const worst = 1_500;
+    await redis
+      .multi()
+      .hset(keys.runCost(run_id), 's1|1', `${worst}|${day}`)
+      .hincrby(keys.runCost(run_id), 'held', worst)
+      .hincrby(day, 'held', worst)
+      .hincrby(day, 'spent', -3_000)
+      .exec();
+    // The stall check hands its provider job on.
+    const queue = new Queue(QueueName.agent('chat'), { connection: redis, prefix: `{${prefix}}` });
+    open.push(queue);
+    await queue.add('provider', { run_id, step_id: 's1', iteration: 1, trace: {} });
+    await until(async () => (await redis.hget(keys.runCost(run_id), 's1|1')) === 's');
+    expect(await redis.hgetall(day)).toEqual({ spent: '3000', held: '0' });
+    expect(fake.requests).toHaveLength(1);
   });
 
   it('refuses a call to a model with no price when the tenant has a budget', async () => {
