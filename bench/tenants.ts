@@ -1,11 +1,16 @@
 // Fair scheduling across tenants (SPEC §14, ADR 0029): what it costs Redis per job, and what it
 // buys light tenants when one tenant floods a queue. Both against the single first-come queue in
 // the same run: the same BullMQ jobs added without a priority.
+import { resolve } from 'node:path';
 import { type Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { keysFor } from '@arcflow/queue';
+import { createClient, keysFor } from '@arcflow/queue';
+import { spawnWorker } from '@arcflow/worker';
 import { Dispatcher } from '../packages/queue/src/jobs/dispatcher.ts';
-import { REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
+import { FairClock } from '../packages/queue/src/tenancy/fair-clock.ts';
+import { type CpuSplit, REDIS_URL, cpuPer, percentile, sleep } from './lib.ts';
+import { BENCH_AGENTS } from './processes.ts';
+import { FAN, RUNS, engineTrial } from './throughput.ts';
 
 const COST_JOBS = 2_000;
 const COST_TRIALS = 5;
@@ -158,4 +163,81 @@ export async function priorityMoveCost(prefix: string): Promise<{ urgent: number
     await connection.quit();
   }
   return { ...perAdd, moved: MOST_MOVED };
+}
+
+/** The bench agents with every job added without a priority (the single first-come queue). */
+const SINGLE_QUEUE_AGENTS = resolve(BENCH_AGENTS, '../agents-single-queue.ts');
+const CALL_TRIALS = 9;
+const CALL_WARMUP = 2;
+
+/**
+ * The whole engine with one tenant busy, fair scheduling against the single first-come queue:
+ * one worker process each (the baseline's loads agents-single-queue.ts), RUNS runs of FAN no-op
+ * calls a trial, the arms alternating trial by trial. Redis CPU per tool call and tool calls per
+ * second, medians; `ratio` is the median of each trial's fair rate over the single queue's just before it.
+ */
+export async function fairCallCost(prefixes: { readonly fair: string; readonly single: string }): Promise<{ fair: Arm; single: Arm; rateRatio: number }> {
+  const env = (arm: 'fair' | 'single') => ({ REDIS_URL, ARCFLOW_PREFIX: prefixes[arm], OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
+  const connection = new Redis(REDIS_URL);
+  const arms = {
+    single: {
+      worker: await spawnWorker(SINGLE_QUEUE_AGENTS, { env: env('single') }),
+      client: createClient({ redis: REDIS_URL, prefix: prefixes.single }),
+      rates: [] as number[],
+      cpu: [] as CpuSplit[],
+    },
+    fair: {
+      worker: await spawnWorker(BENCH_AGENTS, { env: env('fair') }),
+      client: createClient({ redis: REDIS_URL, prefix: prefixes.fair }),
+      rates: [] as number[],
+      cpu: [] as CpuSplit[],
+    },
+  };
+  const fairPriority = FairClock.prototype.priority;
+  try {
+    for (let trial = 0; trial < CALL_WARMUP + CALL_TRIALS; trial += 1) {
+      for (const [name, arm] of Object.entries(arms)) {
+        // This process's clock too: a run's first provider job is added by the client that enqueues it.
+        if (name === 'single') FairClock.prototype.priority = async () => undefined as unknown as number;
+        const measured = await cpuPer(connection, [arm.worker.pid], RUNS, () => engineTrial(arm.client, trial)).finally(() => {
+          FairClock.prototype.priority = fairPriority;
+        });
+        if (trial < CALL_WARMUP) continue;
+        arm.rates.push(measured.result);
+        arm.cpu.push(measured.cpu);
+      }
+    }
+  } finally {
+    FairClock.prototype.priority = fairPriority;
+    for (const arm of Object.values(arms)) {
+      await arm.client.close();
+      await arm.worker.stop();
+    }
+    await connection.quit();
+  }
+  const summary = (arm: { rates: number[]; cpu: CpuSplit[] }): Arm => ({
+    rate: percentile(arm.rates, 50),
+    redisPerCall:
+      (percentile(
+        arm.cpu.map((cpu) => cpu.redis),
+        50,
+      ) *
+        1000) /
+      FAN,
+  });
+  return {
+    fair: summary(arms.fair),
+    single: summary(arms.single),
+    rateRatio: percentile(
+      arms.fair.rates.map((rate, trial) => rate / arms.single.rates[trial]!),
+      50,
+    ),
+  };
+}
+
+interface Arm {
+  /** Tool calls per second. */
+  readonly rate: number;
+  /** Redis CPU per tool call, µs. */
+  readonly redisPerCall: number;
 }

@@ -169,6 +169,32 @@ describe('several providers', () => {
   });
 });
 
+describe('provider ids', () => {
+  it('warns at start, naming them, when different providers share an id (a 429 would pause them all); one provider under two names is not warned of', async () => {
+    const logger = capturingLogger();
+    const bare = (port: number) => openaiProvider({ base_url: `http://127.0.0.1:${port}/v1`, api_key: 'k' });
+    const shared = bare(9);
+    const prefix = testPrefix('provider-ids');
+    prefixes.push(prefix);
+    const agents = [new Agent({ name: 'a', provider: 'fast' }), new Agent({ name: 'b', provider: 'slow' })];
+    const worker = await startWorker({ agents, redis: TEST_REDIS_URL, prefix, logger, provider: shared, providers: { fast: bare(10), slow: bare(11), again: shared } });
+    open.push(worker);
+    expect(logger.lines.filter((line) => line.includes('share the id'))).toEqual([
+      `providers 'default' and 'fast' and 'slow' share the id 'openai': a 429 from one pauses them all, and their events cannot be told apart; give each its own id (openaiProvider({ id })) {"provider_id":"openai"}`,
+    ]);
+    const quiet = capturingLogger();
+    const distinct = await startWorker({
+      agents,
+      redis: TEST_REDIS_URL,
+      prefix,
+      logger: quiet,
+      providers: { fast: openaiProvider({ base_url: 'http://127.0.0.1:9/v1', api_key: 'k', id: 'fast' }), slow: shared, also: shared },
+    });
+    open.push(distinct);
+    expect(quiet.lines.filter((line) => line.includes('share the id'))).toEqual([]);
+  });
+});
+
 describe('fallbacks', () => {
   const fallbackAgent = () => new Agent({ name: 'careful', model: 'primary-model', model_fallbacks: [{ model: 'backup-model', provider: 'backup' }] });
 

@@ -56,6 +56,25 @@ export function checkProvidersHeld(
 }
 
 /**
+ * The ids that two different providers of a worker share (its default one named `default`), each
+ * with the names that hold it. A 429 pauses a provider by its id, on every worker, and events name
+ * it by its id (SPEC §16), so providers that share one are paused together and cannot be told apart.
+ */
+export function sharedProviderIds(options: {
+  readonly provider: ModelProvider | undefined;
+  readonly providers: Readonly<Record<string, ModelProvider>>;
+}): { readonly id: string; readonly names: readonly string[] }[] {
+  const held: [string, ModelProvider][] = [...(options.provider ? [['default', options.provider] as [string, ModelProvider]] : []), ...Object.entries(options.providers)];
+  const byId = new Map<string, Map<ModelProvider, string>>();
+  for (const [name, provider] of held) {
+    const same = byId.get(provider.id) ?? new Map<ModelProvider, string>();
+    if (!same.has(provider)) same.set(provider, name);
+    byId.set(provider.id, same);
+  }
+  return [...byId].filter(([, same]) => same.size > 1).map(([id, same]) => ({ id, names: [...same.values()] }));
+}
+
+/**
  * Where a worker's model calls go (SPEC §16): each agent's provider (a named one, else the
  * worker's default) and each of its fallbacks in turn. The worker checks the providers its agents
  * name before it builds this (checkProvidersHeld).

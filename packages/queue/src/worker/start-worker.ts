@@ -11,7 +11,7 @@ import { CancellationListener } from '../runs/cancel.ts';
 import { emitRunSpanOnce } from '../runs/end-run.ts';
 import { finishedJobRetention } from '../jobs/jobs.ts';
 import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from '../config/options.ts';
-import { ModelRouter, checkProvidersHeld } from '../loop/model-router.ts';
+import { ModelRouter, checkProvidersHeld, sharedProviderIds } from '../loop/model-router.ts';
 import { Dispatcher } from '../jobs/dispatcher.ts';
 import { Watchdog } from '../watchdog/watchdog.ts';
 import { DeadWorkers } from '../watchdog/dead-workers.ts';
@@ -48,7 +48,15 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
   // once, and kept open (one client per server) until the worker has drained.
   const options = resolveWorkerOptions(input);
   // Refuses, before any tool source starts or Redis is reached, an agent (or fallback) whose provider this worker lacks.
-  if (options.roles.includes('provider')) checkProvidersHeld(options, collectDefinitions(input.agents).agents.values());
+  if (options.roles.includes('provider')) {
+    checkProvidersHeld(options, collectDefinitions(input.agents).agents.values());
+    for (const { id, names } of sharedProviderIds(options)) {
+      options.logger.warn(
+        `providers ${names.map((name) => `'${name}'`).join(' and ')} share the id '${id}': a 429 from one pauses them all, and their events cannot be told apart; give each its own id (openaiProvider({ id }))`,
+        { provider_id: id },
+      );
+    }
+  }
   const opened = await openToolSources(input.agents, { logger: options.logger });
   try {
     const worker = await startEngine({ ...input, agents: opened.definitions });
