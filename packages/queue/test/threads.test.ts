@@ -381,6 +381,18 @@ describe('threads', () => {
       { role: 'user', content: 'two' },
       { role: 'assistant', content: 're: two' },
     ]);
+    // Steered inputs that together pass one enqueue's 256 KiB all reach the new run, which is the steering runs' tenant's, at their priority.
+    await reader().del(key('gate'));
+    const owned = { tenant: 'acme', priority: 2 };
+    const big = await client.enqueue({ agent: 'chat', input: 'gate', thread_id: 'b', ...owned });
+    await untilEvent(client, big.run_id, 'ToolCallStarted');
+    const halves = ['x', 'y'].map((letter) => letter.repeat(150_000));
+    const large = [];
+    for (const input of halves) large.push(await client.enqueue({ agent: 'chat', input, thread_id: 'b', on_busy: 'steer', ...owned }));
+    await client.cancel(big.run_id);
+    await reader().set(key('gate'), '1');
+    expect(await client.wait(`${big.run_id}-steered`, { timeout_ms: 20_000 })).toMatchObject({ status: 'completed', steered_from: large.map((run) => run.run_id), ...owned });
+    expect(await threads.messages('b')).toEqual([...halves.map((content) => ({ role: 'user', content })), { role: 'assistant', content: `re: ${halves[1]}` }]);
     await close();
   });
 

@@ -20,12 +20,13 @@ export function inputMessages(input: RunInput): readonly ChatMessage[] {
  * Checks a run's input before anything is queued: a string, or a non-empty list of messages whose
  * roles, fields, parts and sizes are right, and whose tool messages answer the calls of the
  * assistant message before them. A refusal is a {@link RequestError} naming the message's index
- * and field (`input[2].role: …`): `invalid_input`, or `input_too_large` for a size over its limit.
+ * and field (`input[2].role: …`): `invalid_input`, or `input_too_large` for a size over `maxBytes`
+ * (an enqueue's limit unless given).
  */
-export function checkRunInput(input: unknown): RunInput {
+export function checkRunInput(input: unknown, maxBytes = MAX_INPUT_BYTES): RunInput {
   if (typeof input === 'string') {
     const size = byteSize(input);
-    if (size > MAX_INPUT_BYTES) throw new RequestError('input_too_large', `input is ${size} bytes; the limit is ${MAX_INPUT_BYTES}`);
+    if (size > maxBytes) throw new RequestError('input_too_large', `input is ${size} bytes; the limit is ${maxBytes}`);
     return input;
   }
   if (!Array.isArray(input)) refuse('input', 'expected a string or a list of messages');
@@ -38,8 +39,9 @@ export function checkRunInput(input: unknown): RunInput {
   });
   calls.end();
   // Shapes first: a checked list is plain JSON, so it has a size.
+  if (maxBytes === Number.POSITIVE_INFINITY) return input as readonly ChatMessage[];
   const size = byteSize(JSON.stringify(input));
-  if (size > MAX_INPUT_BYTES) throw new RequestError('input_too_large', `input is ${size} bytes as JSON; the limit is ${MAX_INPUT_BYTES}`);
+  if (size > maxBytes) throw new RequestError('input_too_large', `input is ${size} bytes as JSON; the limit is ${maxBytes}`);
   return input as readonly ChatMessage[];
 }
 

@@ -15,12 +15,16 @@ export function writeInput(input: RunInput): StoredInput {
   return typeof input === 'string' ? { input } : { input: JSON.stringify(input), input_kind: 'messages' };
 }
 
-/** A stored input read back, checked as at enqueue; a value no version could have written is unreadable. */
+/**
+ * A stored input read back, its shape checked as at enqueue but not its size: a run that steered
+ * messages start (SPEC §11) holds them all, which may be more than one enqueue may send. A value no
+ * version could have written is unreadable.
+ */
 export function readInput(input: string, kind: string | null | undefined, what: string): RunInput {
   if (kind === null || kind === undefined) return input;
   if (kind !== 'messages') throw new StoredFormatError(what, kind);
   try {
-    return checkRunInput(JSON.parse(input));
+    return checkRunInput(JSON.parse(input), Number.POSITIVE_INFINITY);
   } catch (error) {
     if (error instanceof SyntaxError || error instanceof RequestError) throw new StoredFormatError(what, 'malformed');
     throw error;

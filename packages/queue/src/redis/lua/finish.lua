@@ -84,7 +84,9 @@ end
 -- Messages steered into the thread's active run that do not reach the thread with it (it failed or
 -- was cancelled, whether or not a call took them; or it answered before a call took them) become
 -- the input of a new run of the thread (`<run_id>-steered`), of the first steering run's agent,
--- with `steered_from` naming the steering runs, streaming as the first steering run asked (SPEC §12).
+-- tenant and priority, with `steered_from` naming the steering runs, streaming as the first
+-- steering run asked (SPEC §12). Its input is every such message: it may be larger than one
+-- enqueue's limit, and is read back whatever its size.
 -- Returns its id, or nil when there are none.
 local function steeredFollowUp(ending, run_id, tag, thread_id)
   local from = 0
@@ -95,7 +97,7 @@ local function steeredFollowUp(ending, run_id, tag, thread_id)
   for _, id in ipairs(redis.call('LRANGE', record .. '{{THREAD_INJECTED_BY_SUFFIX}}', from, -1)) do
     if not seen[id] then seen[id] = true; steering[#steering + 1] = id end
   end
-  local names = {'agent', 'config', 'exec_config', 'definition_hash', 'follow_up_trace', 'thread_job', 'stream'}
+  local names = {'agent', 'config', 'exec_config', 'definition_hash', 'follow_up_trace', 'thread_job', 'stream', 'tenant', 'priority', 'enqueued_by'}
   local source = redis.call('HMGET', tag .. ':run:' .. (steering[1] or run_id), unpack(names))
   -- The steering run's record gone (it expired): the target's agent and settings.
   if not source[1] then source = redis.call('HMGET', record, unpack(names)) end
@@ -109,6 +111,10 @@ local function steeredFollowUp(ending, run_id, tag, thread_id)
   if #steering > 0 then fields.steered_from = cjson.encode(steering) end
   if source[6] then fields.thread_job = source[6] end
   if source[7] then fields.stream = source[7] end
+  -- Whose it is (SPEC §14, §19): the steering run's tenant, priority and enqueuer.
+  if source[8] then fields.tenant = source[8] end
+  if source[9] then fields.priority = source[9] end
+  if source[10] then fields.enqueued_by = source[10] end
   local flat = {}
   for field, value in pairs(fields) do flat[#flat + 1] = field; flat[#flat + 1] = value end
   redis.call('HSET', new, unpack(flat))
