@@ -455,7 +455,7 @@ describe('threads', () => {
         state = next;
       }
       const before = socket.bytesWritten;
-      await stageThreadMessages(threads, store, { run_id, step_id: 's1', agent: chatAgent }, state, { content: 'done', tool_calls: [] } as never);
+      await stageThreadMessages(threads, store, { run_id, step_id: 's1', agent: chatAgent }, state, 'done');
       await store.finishRun(run_id, { outcome: { status: 'completed', output: 'done' }, step_id: 's1' });
       const sent = socket.bytesWritten - before;
       // What was appended: the run's input, its 2 messages a round, its answer.
@@ -517,7 +517,7 @@ describe('threads', () => {
     // The active run's last call was made before the steer: no call took the message.
     const state = initialStepState(chatAgent, 'first', 's1');
     expect(await store.saveState('run_lateactive', state, -1)).toBe('saved');
-    await stageThreadMessages(threads, store, { run_id: 'run_lateactive', step_id: 's1', agent: chatAgent }, state, { content: 'answer', tool_calls: [] } as never);
+    await stageThreadMessages(threads, store, { run_id: 'run_lateactive', step_id: 's1', agent: chatAgent }, state, 'answer');
     await store.finishRun('run_lateactive', { outcome: { status: 'completed', output: 'answer' }, step_id: 's1' });
     expect(await threads.messages('late')).toEqual([user('first'), { role: 'assistant', content: 'answer' }]);
     const follow = 'run_lateactive-steered';

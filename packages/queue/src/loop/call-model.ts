@@ -110,7 +110,7 @@ export async function callAndRecord(
   const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
   // A response that ends the run ends it in the same write.
   const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
-  if (ending?.outcome.status === 'completed') await stageThreadMessages(deps.threads, deps.store, { run_id, step_id, agent: context.agent }, state, response);
+  if (ending?.outcome.status === 'completed') await stageThreadMessages(deps.threads, deps.store, { run_id, step_id, agent: context.agent }, state, response.content);
   const recorded = await store.recordResponse(
     run_id,
     step_id,

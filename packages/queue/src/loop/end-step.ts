@@ -1,8 +1,9 @@
-import { type ResponseDecision, type RunError, agentRespondedEvent, decideFixedOutput, stepFailedEvent, stepRunError } from '@arcflow/core';
+import { type ResponseDecision, type RunError, type StepState, agentRespondedEvent, decideFixedOutput, stepFailedEvent, stepRunError } from '@arcflow/core';
 import { OutputType } from '../records/output-format.ts';
 import type { RunEnding } from '../runs/ending.ts';
 import { endRun } from '../runs/end-run.ts';
 import { settleAgentStep } from '../workflows/workflow-scheduler.ts';
+import { stageThreadMessages } from '../threads/thread-run.ts';
 import { type ProviderJobDeps, type StepContext, invokedEvent } from './step-context.ts';
 
 /** The step has ended: an agent run ends with it; a workflow step is settled and its run moves on. */
@@ -33,11 +34,20 @@ export function givenOutput(context: StepContext): { readonly output: string } |
   return data.iteration === 1 && test && 'output' in test ? test : undefined;
 }
 
-/** Ends a step on the output test mode gives it (see `givenOutput`). */
-export async function endOnGivenOutput(deps: ProviderJobDeps, context: StepContext, given: { readonly output: string }): Promise<'step-done'> {
-  const { step_id } = context.data;
+/**
+ * Ends a step on the output test mode gives it (see `givenOutput`). `saved`: the step's first
+ * state, saved with its `AgentInvoked` (an agent run's); a completed run on a thread then gives
+ * the thread its input and the output, as an answer would.
+ */
+export async function endOnGivenOutput(deps: ProviderJobDeps, context: StepContext, given: { readonly output: string }, saved?: StepState): Promise<'step-done'> {
+  const { run_id, step_id } = context.data;
   const ending = endingFor(step_id, 0, decideFixedOutput(step_id, context.settings, given.output))!;
-  await endStep(deps, context, { ...ending, events: [invokedEvent(context), ...(ending.events ?? [])] });
+  if (!saved) {
+    await endStep(deps, context, { ...ending, events: [invokedEvent(context), ...(ending.events ?? [])] });
+    return 'step-done';
+  }
+  if (ending.outcome.status === 'completed') await stageThreadMessages(deps.threads, deps.store, { run_id, step_id, agent: context.agent }, saved, ending.outcome.output);
+  await endStep(deps, context, ending);
   return 'step-done';
 }
 

@@ -47,10 +47,16 @@ export class ProviderJobProcessor {
     if (target.type === 'tool') return deps.toolSteps.process(job, span, spec, target.run, target.step);
     const context = await stepContext(deps, target, snapshot, job, span);
     const given = givenOutput(context);
-    if (given) return endOnGivenOutput(deps, context, given);
+    if (given && context.workflow) return endOnGivenOutput(deps, context, given);
 
     const ready = await readyState(deps, context, snapshot);
     if (typeof ready === 'string') return ready;
+    if (given) {
+      // An agent run's given output: its first state is saved, so that on a thread its input and the output go onto the thread (SPEC §11).
+      const state = await commit(deps, context, ready, []);
+      if (!state) return 'stale';
+      return endOnGivenOutput(deps, context, given, state);
+    }
     if (snapshot.response) {
       // A re-delivery: the response and the plan decided on it are recorded already (never requested again).
       const state = await commit(deps, context, ready, []);

@@ -57,14 +57,14 @@ export async function stageThreadMessages(
   store: RunStore,
   run: { run_id: string; step_id: string; agent: Agent },
   state: StepState,
-  response: ProviderResponse,
+  answer: string | null,
 ): Promise<void> {
   const { run_id, step_id } = run;
   if ((await threads.base(run_id)) === undefined) return;
   const instructions = state.earlier?.at ?? initialStepState(run.agent, [], step_id).messages.length;
   // The run state it leaves (SPEC §17): the thread's next run starts from it.
   const runState = await store.stateLogs.read(run_id, step_id, state.state_entries ?? 0);
-  await threads.stage(run_id, conversationRanges(state, instructions), { role: 'assistant', content: response.content }, stateAsChanges(runState));
+  await threads.stage(run_id, conversationRanges(state, instructions), { role: 'assistant', content: answer }, stateAsChanges(runState));
 }
 
 /**
