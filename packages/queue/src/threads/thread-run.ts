@@ -1,4 +1,4 @@
-import { type Agent, type EventDraft, type ProviderResponse, type StepState, byteSize, initialStepState, stateAsChanges } from '@arcflow/core';
+import { type Agent, type EventDraft, type StepState, byteSize, initialStepState, stateAsChanges } from '@arcflow/core';
 import { JobId, QueueName } from '../redis/keys.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ThreadStore } from './thread-store.ts';
