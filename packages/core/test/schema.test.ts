@@ -16,6 +16,11 @@ describe('tool input schemas', () => {
     expect(violation).not.toMatch(/jane|secret/);
   });
 
+  it('names every type a property may have: `expected string or number or null`', () => {
+    const t = define({ type: 'object', properties: { a: { type: ['string', 'number', 'null'] }, b: { type: ['string', 'integer'] } } });
+    expect(t.check({ a: true, b: [] })).toBe('a: expected string or number or null; b: expected string or integer');
+  });
+
   it('enforces formats', () => {
     const t = define({
       type: 'object',

@@ -128,7 +128,7 @@ function describeOne(error: ErrorObject, path: readonly string[]): string {
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'type':
-      return `${at()}: expected ${String(params.type).replace(',', ' or ')}`;
+      return `${at()}: expected ${(Array.isArray(params.type) ? params.type : String(params.type).split(',')).join(' or ')}`;
     case 'required':
       return `${at(String(params.missingProperty))}: required`;
     case 'enum':
