@@ -42,7 +42,8 @@ const STDIO_KEYS = { type: true, command: true, args: true, env: true, cwd: true
 const HTTP_KEYS = { type: true, url: true, headers: true } as const;
 
 /** A prefix keeps a tool's name within arcflow's rules and leaves room for the server's name. */
-const PREFIX = /^[A-Za-z0-9_-]{0,32}$/;
+const MAX_PREFIX_LENGTH = 32;
+const PREFIX = new RegExp(`^[A-Za-z0-9_-]{0,${MAX_PREFIX_LENGTH}}$`);
 
 /** A config as checked: what the source keeps. */
 export interface CheckedConfig {
@@ -68,6 +69,9 @@ export function checkMcpConfig(config: McpToolsConfig): CheckedConfig {
   checkKnownKeys(config, CONFIG_KEYS, where, 'definition');
   const transport = checkTransport(where, config.transport);
   const prefix = config.prefix ?? `${server}_`;
+  if (config.prefix === undefined && !PREFIX.test(prefix)) {
+    throw new ConfigError(`${where}: the default prefix '${prefix}' is longer than ${MAX_PREFIX_LENGTH} characters; give a shorter prefix`);
+  }
   if (typeof prefix !== 'string' || !PREFIX.test(prefix)) throw new ConfigError(`${where}: prefix must match ${PREFIX}, got ${JSON.stringify(prefix)}`);
   const include = config.include === undefined ? undefined : names(where, 'include', config.include);
   const exclude = config.exclude === undefined ? [] : names(where, 'exclude', config.exclude);
@@ -129,14 +133,9 @@ function stringRecord(where: string, key: string, value: unknown): void {
   if (!isPlainObject(value) || Object.values(value).some((item) => typeof item !== 'string')) throw new ConfigError(`${where}: ${key} must be an object of strings`);
 }
 
-/** A tool's own options over the shared ones, key by key (an own key left `undefined` keeps the shared value). */
+/** A tool's own options over the shared ones, key by key, every key a `tool()` takes (an own key left `undefined` keeps the shared value). */
 function mergeOptions(shared: ToolOptions, own: ToolOptions): ToolOptions {
-  return {
-    timeout_ms: own.timeout_ms ?? shared.timeout_ms,
-    concurrency: own.concurrency ?? shared.concurrency,
-    retries: own.retries ?? shared.retries,
-    max_result_bytes: own.max_result_bytes ?? shared.max_result_bytes,
-    needs_approval: own.needs_approval ?? shared.needs_approval,
-    approval_timeout_ms: own.approval_timeout_ms ?? shared.approval_timeout_ms,
-  };
+  const merged: Record<string, unknown> = {};
+  for (const key of Object.keys(TOOL_OPTION_KEYS) as (keyof ToolOptions)[]) merged[key] = own[key] ?? shared[key];
+  return merged as ToolOptions;
 }

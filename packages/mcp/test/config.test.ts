@@ -2,6 +2,7 @@ import { Agent, ConfigError, type ToolDefinition, type ToolSource, Workflow, ope
 import { arcflowToolName, mcpTools } from '@arcflow/mcp';
 import { capturingLogger } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
+import { checkMcpConfig } from '../src/config.ts';
 import { selectTools } from '../src/names.ts';
 
 const stdio = { type: 'stdio', command: 'mcp-server' } as const;
@@ -76,6 +77,25 @@ describe('mcpTools options', () => {
     expect(() => mcpTools({ server: 's', transport: stdio, concurrency: 0 })).toThrow("mcpTools 's': concurrency must be an integer >= 1, got 0");
     expect(() => mcpTools({ server: 's', transport: stdio, tools: { echo: { retries: -1 } } })).toThrow("mcpTools 's': tools['echo']: retries must be an integer >= 0, got -1");
     expect(() => mcpTools({ server: 's', transport: stdio, include: 'echo' } as never)).toThrow("mcpTools 's': include must be a list of strings");
+    // A server name too long for the default prefix: said as such, not as a prefix the config never gave.
+    expect(() => mcpTools({ server: 'a'.repeat(40), transport: stdio })).toThrow(
+      `mcpTools '${'a'.repeat(40)}': the default prefix '${'a'.repeat(40)}_' is longer than 32 characters; give a shorter prefix`,
+    );
+    expect(() => mcpTools({ server: 'a'.repeat(40), transport: stdio, prefix: 'a_' })).not.toThrow();
+  });
+
+  it('takes every option a tool() takes, per tool over the shared ones, key by key', () => {
+    const output_schema = { type: 'object', properties: { n: { type: 'number' } } };
+    const checked = checkMcpConfig({
+      server: 's',
+      transport: stdio,
+      result_timeout_ms: 1234,
+      retries: 2,
+      tools: { echo: { result_timeout_ms: 5000, output_schema }, other: { timeout_ms: 900 } },
+    });
+    expect(checked.perTool.get('echo')).toMatchObject({ result_timeout_ms: 5000, output_schema, retries: 2 });
+    expect(checked.perTool.get('other')).toMatchObject({ result_timeout_ms: 1234, timeout_ms: 900, retries: 2 });
+    expect(checked.defaults).toMatchObject({ result_timeout_ms: 1234, retries: 2 });
   });
 
   it('keeps environment and headers (secrets) out of the identity an unopened agent hashes', () => {
