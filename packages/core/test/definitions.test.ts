@@ -111,6 +111,9 @@ describe('results and test mode', () => {
   it('refuses malformed exec_config', () => {
     expect(() => checkExecConfig({ test: { steps: { s1: { nothing: true } } } })).toThrow(/exec_config.test.steps.s1/);
     expect(() => checkExecConfig({ test: { steps: { s1: { responses: [{ tool_calls: [{}] }] } } } })).toThrow(/responses\[0\]/);
+    expect(() => checkExecConfig({ test: { steps: { s1: { responses: [{ output: 'x' }, { tool_calls: [] }] } } } })).toThrow(
+      'exec_config.test.steps.s1.responses[1].tool_calls must name at least one call',
+    );
     expect(checkExecConfig({ test: { steps: { s1: { output: 'x' } } } })).toBeTruthy();
   });
 });

@@ -97,6 +97,8 @@ function checkTestStep(where: string, step: unknown): void {
     if (!Array.isArray(calls) || calls.some((call) => typeof (call as { name?: unknown })?.name !== 'string')) {
       throw new ConfigError(`${where}.responses[${index}] needs 'output' (a string) or 'tool_calls' (an array of {name, arguments})`);
     }
+    // A turn that neither answers nor calls a tool is what a model may not give (SPEC §3): it could never work.
+    if (calls.length === 0) throw new ConfigError(`${where}.responses[${index}].tool_calls must name at least one call`);
     calls.forEach((call: { id?: unknown }, position: number) => {
       if (call.id !== undefined && (typeof call.id !== 'string' || !NamePattern.toolCallId.test(call.id))) {
         throw new ConfigError(`${where}.responses[${index}].tool_calls[${position}].id must match ${NamePattern.toolCallId}, got ${JSON.stringify(call.id)}`);
