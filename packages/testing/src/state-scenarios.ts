@@ -61,6 +61,18 @@ const misuse = tool({
   },
 });
 
+/** Deletes a key the state does not hold and sets `last` to what it holds: changes that change nothing. */
+const tidy = tool({
+  name: 'tidy',
+  description: 'Changes nothing',
+  input_schema: { type: 'object' },
+  handler: (_args: unknown, ctx) => {
+    ctx.state.delete('missing');
+    ctx.state.set('last', ctx.state.get('last'));
+    return 'tidied';
+  },
+});
+
 /** Run state (SPEC §17): changes recorded with each call's result and applied at the join, in call order. */
 export function defineStateScenarios(name: string, runner: ScenarioRunner): void {
   const run = async (...args: Parameters<ScenarioRunner>) => {
@@ -154,6 +166,14 @@ export function defineStateScenarios(name: string, runner: ScenarioRunner): void
       expect(ofKind(result, 'StateUpdated')).toEqual([]);
       const plain = await run(new Agent({ name: 'plain' }), 'hi', { provider: scriptedProvider([reply('hello')]) });
       expect(plain.state).toEqual({});
+    });
+
+    it('adds no StateUpdated for a round whose changes leave the state as it was; a later round that changes it names only what changed', async () => {
+      const agent = new Agent({ name: 'tidier', tools: [tidy, gather] });
+      const model = scriptedProvider([toolCalls([{ name: 'tidy', args: {} }]), toolCalls([{ name: 'gather', args: { item: 'new' } }]), reply('done')]);
+      const result = await run(agent, 'tidy', { provider: model, state: { last: 'old', facts: [] } });
+      expect(result.state).toEqual({ last: 'new', facts: ['new'] });
+      expect(ofKind(result, 'StateUpdated').map(({ iteration, keys }) => ({ iteration, keys }))).toEqual([{ iteration: 2, keys: ['facts', 'last'] }]);
     });
 
     it('refuses an initial state that is not a JSON object, or is over max_state_bytes, naming state', async () => {

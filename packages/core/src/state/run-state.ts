@@ -132,29 +132,40 @@ function applyChanges(state: RunState, changes: readonly StateChange[], size: nu
   const member = (key: string, value: unknown) => json(key) + 1 + json(value);
   for (const change of changes) {
     const [op, key] = change;
-    keys.add(key);
     const had = Object.hasOwn(next, key);
     if (op === 'append' && had && Array.isArray(next[key])) {
       const held = next[key] as unknown[];
       const items = change[2];
+      if (items.length === 0) continue;
       if (size !== undefined) size += items.reduce<number>((sum, item) => sum + json(item), 0) + (held.length === 0 ? Math.max(0, items.length - 1) : items.length);
-      next[key] = [...held, ...items];
+      put(next, key, [...held, ...items]);
+      keys.add(key);
       continue;
     }
     if (op === 'delete') {
+      // Deleting a key the state does not hold changes nothing.
       if (!had) continue;
       if (size !== undefined) size -= member(key, next[key]) + (count > 1 ? 1 : 0);
       delete next[key];
       count -= 1;
+      keys.add(key);
       continue;
     }
     // A set, or an append to a key that held no array: the key's value is replaced in its place.
     const value = op === 'set' ? change[2] : [...change[2]];
+    // Setting the value a key holds already changes nothing.
+    if (had && JSON.stringify(next[key]) === JSON.stringify(value)) continue;
     if (size !== undefined) size += member(key, value) - (had ? member(key, next[key]) : count > 0 ? -1 : 0);
     if (!had) count += 1;
-    next[key] = value;
+    put(next, key, value);
+    keys.add(key);
   }
   return { state: next, keys: [...keys].sort(), size };
+}
+
+/** Sets `key` as the object's own property, whatever its name (`__proto__` too, which `=` would take as the prototype). */
+function put(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
 }
 
 /**

@@ -19,7 +19,7 @@ export function roundStateOf(state: StepState, max_state_bytes: number): RoundSt
 /**
  * A round's run-state changes, joined (SPEC §17): the completed calls' changes (recorded with their
  * results) in the model's order of the calls, applied to the state the round began with. Returns
- * nothing when no call changed anything; else the state log's next entry and its `StateUpdated`.
+ * nothing when no call changed anything (or its changes left every key as it was); else the state log's next entry and its `StateUpdated`.
  */
 export async function joinRoundState(
   store: RunStore,
@@ -39,6 +39,8 @@ export async function joinRoundState(
   const at = state.state_entries ?? 0;
   const before = await store.stateLogs.readSized(run_id, place.step_id, at);
   const applied = applyStateChangesSized(before.state, before.size, changes);
+  // Changes that left every key as it was (a delete of a key not held, a set to the value held) change nothing.
+  if (applied.keys.length === 0) return undefined;
   return {
     entry: { at, changes, state: applied.state, size: applied.size },
     event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: applied.size },
