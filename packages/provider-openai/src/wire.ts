@@ -9,6 +9,9 @@ export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens';
  * `max_completion_tokens`, which its reasoning models require (they answer 400 to `max_tokens`);
  * other OpenAI-compatible servers take `max_tokens`.
  */
+/** Azure OpenAI's hosts: a resource's own (`<name>.openai.azure.com`) and an Azure AI services resource's. */
+const AZURE_OPENAI_HOSTS = ['.openai.azure.com', '.cognitiveservices.azure.com'];
+
 export function maxTokensParamFor(baseUrl: string | undefined): MaxTokensParam {
   if (!baseUrl) return 'max_completion_tokens';
   let host: string;
@@ -17,7 +20,7 @@ export function maxTokensParamFor(baseUrl: string | undefined): MaxTokensParam {
   } catch {
     return 'max_tokens';
   }
-  return host === 'api.openai.com' || host.endsWith('.openai.azure.com') ? 'max_completion_tokens' : 'max_tokens';
+  return host === 'api.openai.com' || AZURE_OPENAI_HOSTS.some((suffix) => host.endsWith(suffix)) ? 'max_completion_tokens' : 'max_tokens';
 }
 
 /**

@@ -56,6 +56,8 @@ describe('model settings on the wire (OpenAI-compatible server over HTTP)', () =
     expect(maxTokensParamFor(undefined)).toBe('max_completion_tokens');
     expect(maxTokensParamFor('https://api.openai.com/v1')).toBe('max_completion_tokens');
     expect(maxTokensParamFor('https://team.openai.azure.com/openai/deployments/x')).toBe('max_completion_tokens');
+    expect(maxTokensParamFor('https://team.cognitiveservices.azure.com/openai/deployments/x')).toBe('max_completion_tokens');
+    expect(maxTokensParamFor('https://cognitiveservices.azure.com.example.org/v1')).toBe('max_tokens');
     expect(maxTokensParamFor('http://127.0.0.1:8000/v1')).toBe('max_tokens');
     server.reset([{ type: 'text', content: 'Short.' }]);
     const start = server.requests.length;
