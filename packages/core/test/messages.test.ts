@@ -40,6 +40,19 @@ describe('checkRunInput', () => {
     expect(checkRunInput(conversation)).toBe(conversation);
   });
 
+  it('takes an assistant message as the OpenAI SDK returns it, with its refusal field (null or text); refuses another refusal value', () => {
+    const conversation = [
+      user('hi'),
+      { role: 'assistant', content: 'Hello.', refusal: null },
+      user('and?'),
+      { role: 'assistant', content: null, refusal: 'I cannot help with that.' },
+      user('ok'),
+    ];
+    expect(checkRunInput(conversation)).toBe(conversation);
+    expect(refusal([user('hi'), { role: 'assistant', content: 'x', refusal: 5 }]).message).toBe('input[1].refusal: expected a string or null');
+    expect(refusal([user('hi'), { role: 'user', content: 'x', refusal: null }]).message).toBe('input[1].refusal: not a field of a user message (allowed: role, content, name)');
+  });
+
   it('refuses an unknown role, naming the index and the roles', () => {
     expect(refusal([user('hi'), { role: 'assistant', content: 'yes' }, { role: 'robot', content: 'beep' }])).toEqual({
       code: 'invalid_input',
@@ -66,7 +79,7 @@ describe('checkRunInput', () => {
     );
     expect(refusal([asked, user('well?')]).message).toBe("input[0].tool_calls[0]: no tool message answers call 'c1'");
     expect(refusal([asked]).message).toBe("input[0].tool_calls[0]: no tool message answers call 'c1'");
-    expect(refusal([{ role: 'assistant', content: null }]).message).toBe('input[0].content: required on an assistant message without tool_calls');
+    expect(refusal([{ role: 'assistant', content: null }]).message).toBe('input[0].content: required on an assistant message without tool_calls or a refusal');
   });
 
   it('refuses an image URL over its limit (input_too_large) and a URL of another scheme', () => {

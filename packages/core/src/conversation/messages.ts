@@ -61,7 +61,8 @@ const FIELDS: Readonly<Record<Role, readonly string[]>> = {
   system: ['role', 'content', 'name'],
   developer: ['role', 'content', 'name'],
   user: ['role', 'content', 'name'],
-  assistant: ['role', 'content', 'name', 'tool_calls'],
+  // `refusal` as the OpenAI SDK returns an assistant message: `null`, or the model's refusal text.
+  assistant: ['role', 'content', 'name', 'tool_calls', 'refusal'],
   tool: ['role', 'content', 'tool_call_id'],
 };
 
@@ -72,7 +73,7 @@ const CONTENT_EXPECTED: Readonly<Record<Role, string>> = {
   system: 'expected a string or a list of text parts',
   developer: 'expected a string or a list of text parts',
   user: 'expected a string or a list of text and image_url parts',
-  assistant: 'expected a string, a list of text parts, or null with tool_calls',
+  assistant: 'expected a string, a list of text parts, or null with tool_calls or a refusal',
   tool: 'expected a string or a list of text parts',
 };
 
@@ -105,10 +106,11 @@ function checkMessage(message: unknown, at: string): ChatMessage {
   onlyFields(message, FIELDS[role], at, `${role === 'assistant' ? 'an' : 'a'} ${role} message`);
   if (message.name !== undefined) nonEmptyString(message.name, `${at}.name`);
   if (role === 'tool') nonEmptyString(message.tool_call_id, `${at}.tool_call_id`, 'required on a tool message (a non-empty string)');
+  if (message.refusal !== undefined && message.refusal !== null && typeof message.refusal !== 'string') refuse(`${at}.refusal`, 'expected a string or null');
   if (role === 'assistant' && message.tool_calls !== undefined) checkToolCalls(message.tool_calls, `${at}.tool_calls`);
   const content = message.content;
   if (role === 'assistant' && (content === null || content === undefined)) {
-    if (!Array.isArray(message.tool_calls)) refuse(`${at}.content`, 'required on an assistant message without tool_calls');
+    if (!Array.isArray(message.tool_calls) && typeof message.refusal !== 'string') refuse(`${at}.content`, 'required on an assistant message without tool_calls or a refusal');
   } else if (typeof content !== 'string') {
     if (!Array.isArray(content)) refuse(`${at}.content`, CONTENT_EXPECTED[role]);
     if (content.length === 0) refuse(`${at}.content`, 'expected at least one part');

@@ -24,7 +24,14 @@ export type ContentPart = TextPart | ImagePart;
 export type ChatMessage =
   | { readonly role: 'system' | 'developer'; readonly content: string | readonly TextPart[]; readonly name?: string }
   | { readonly role: 'user'; readonly content: string | readonly ContentPart[]; readonly name?: string }
-  | { readonly role: 'assistant'; readonly content: string | readonly TextPart[] | null; readonly tool_calls?: readonly RequestedToolCall[]; readonly name?: string }
+  | {
+      readonly role: 'assistant';
+      readonly content: string | readonly TextPart[] | null;
+      readonly tool_calls?: readonly RequestedToolCall[];
+      readonly name?: string;
+      /** As the OpenAI SDK returns an assistant message: null, or the model's refusal. */
+      readonly refusal?: string | null;
+    }
   | { readonly role: 'tool'; readonly tool_call_id: string; readonly content: string | readonly TextPart[] };
 
 /** A tool call as the model asked for it; `arguments` is the raw JSON text the model produced. */
