@@ -152,5 +152,31 @@ export function defineHostileOutputScenarios(name: string, runner: ScenarioRunne
       expect(resent.length).toBeLessThan(10_000);
       expect(resent).toContain('arguments are too large');
     });
+
+    it('tells oversize calls apart for loop detection by their size: the same payload repeats, another does not', async () => {
+      const { echo } = counter();
+      const big = (pad: number) => `{"n":1,"pad":"${'p'.repeat(pad)}"}`;
+      const agent = new Agent({ name: 'oversize_loop', tools: [echo], loop_detection: { window: 3, threshold: 2, action: 'terminate' } });
+      const differing = await run(agent, 'go', {
+        provider: scriptedProvider([
+          rawCalls([
+            ['a', 'echo', big(300_000)],
+            ['b', 'echo', big(300_001)],
+          ]),
+          reply('done'),
+        ]),
+      });
+      expect(differing.status).toBe('completed');
+      const same = await run(agent, 'go', {
+        provider: scriptedProvider([
+          rawCalls([
+            ['a', 'echo', big(300_000)],
+            ['b', 'echo', big(300_000)],
+          ]),
+          reply('done'),
+        ]),
+      });
+      expect(same.error?.error_code).toBe('loop_detected');
+    });
   });
 }

@@ -59,7 +59,8 @@ export function planToolRound(
     const oversize = response.oversize_arguments?.[call.id];
     const parsed: ParsedArguments = oversize === undefined ? parseArguments(raw) : { ok: false, violation: argumentsTooLarge(oversize) };
     // Without loop detection no signature is ever compared (and the history keeps none).
-    const signature = detection ? callSignature(call.function.name, parsed, raw) : '';
+    // Arguments too large to keep are known by their size: two calls sending the same payload repeat, two of different sizes do not.
+    const signature = detection ? callSignature(call.function.name, parsed, oversize === undefined ? raw : `\u0000oversize ${oversize} bytes`) : '';
     const repeats = detection ? countRepeats(earlier, signature, detection) : 1;
     earlier.push(signature);
     if (detection && repeats >= detection.threshold) {
