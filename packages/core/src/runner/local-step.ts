@@ -120,9 +120,10 @@ export class LocalStep {
     const changes = this.tools.takeChanges(place.step_id, calls);
     if (changes.length === 0) return;
     const applied = applyStateChanges(this.runState, changes);
-    if (applied.keys.length === 0) return;
     this.runState = applied.state;
     this.stateChanges.push(...changes);
+    // Changes that left every key as it was changed nothing to report.
+    if (applied.keys.length === 0) return;
     this.log.append({ kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: stateSize(applied.state) });
   }
 

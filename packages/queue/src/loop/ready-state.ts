@@ -128,7 +128,7 @@ async function joinRound(deps: ProviderJobDeps, context: StepContext, stored: St
   return {
     state: { ...folded, state_entries: joined.entry.at + 1 },
     expected: stored.iterations,
-    events: [{ event: joined.event, once: `state|${step_id}|${place.iteration}` }],
+    events: joined.event ? [{ event: joined.event, once: `state|${step_id}|${place.iteration}` }] : [],
     stateEntry: joined.entry,
   };
 }

@@ -19,7 +19,8 @@ export function roundStateOf(state: StepState, max_state_bytes: number): RoundSt
 /**
  * A round's run-state changes, joined (SPEC §17): the completed calls' changes (recorded with their
  * results) in the model's order of the calls, applied to the state the round began with. Returns
- * nothing when no call changed anything (or its changes left every key as it was); else the state log's next entry and its `StateUpdated`.
+ * nothing when no call recorded changes; else the state log's next entry and, when its changes
+ * changed a key, its `StateUpdated`.
  */
 export async function joinRoundState(
   store: RunStore,
@@ -29,7 +30,7 @@ export async function joinRoundState(
   /** The round's call ids, in the model's order. */
   callIds: readonly string[],
   recorded: Readonly<Record<string, string>>,
-): Promise<{ readonly entry: StateEntry; readonly event: EventDraft } | undefined> {
+): Promise<{ readonly entry: StateEntry; readonly event?: EventDraft } | undefined> {
   const changes: StateChange[] = [];
   for (const id of callIds) {
     const line = recorded[id];
@@ -39,10 +40,12 @@ export async function joinRoundState(
   const at = state.state_entries ?? 0;
   const before = await store.stateLogs.readSized(run_id, place.step_id, at);
   const applied = applyStateChangesSized(before.state, before.size, changes);
-  // Changes that left every key as it was (a delete of a key not held, a set to the value held) change nothing.
-  if (applied.keys.length === 0) return undefined;
   return {
     entry: { at, changes, state: applied.state, size: applied.size },
-    event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: applied.size },
+    // Changes that left every key as it was (a delete of a key not held, a set to the value held) are logged (a fork
+    // counts a round that recorded changes as one entry) but changed nothing to report.
+    ...(applied.keys.length > 0
+      ? { event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: applied.size } }
+      : {}),
   };
 }
