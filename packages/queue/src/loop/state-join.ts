@@ -44,8 +44,6 @@ export async function joinRoundState(
     entry: { at, changes, state: applied.state, size: applied.size },
     // Changes that left every key as it was (a delete of a key not held, a set to the value held) are logged (a fork
     // counts a round that recorded changes as one entry) but changed nothing to report.
-    ...(applied.keys.length > 0
-      ? { event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: applied.size } }
-      : {}),
+    ...(applied.keys.length > 0 ? { event: { kind: 'StateUpdated', step_id: place.step_id, iteration: place.iteration, keys: applied.keys, state_size_bytes: applied.size } } : {}),
   };
 }
