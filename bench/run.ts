@@ -94,6 +94,14 @@ try {
       verdict: verdict(calls.fair.redisPerCall <= 1.1 * calls.single.redisPerCall),
     });
     rows.push({
+      measure: "  all CPU per tool call (Redis's, the worker's, the client's)",
+      arcflow: `${calls.fair.cpuPerCall.toFixed(0)} µs`,
+      baseline: `${calls.single.cpuPerCall.toFixed(0)} µs`,
+      ratio: `${(calls.fair.cpuPerCall / calls.single.cpuPerCall).toFixed(2)}x`,
+      target: 'info',
+      verdict: '-',
+    });
+    rows.push({
       measure: 'tool calls per second, one tenant busy, fair vs single queue (paired)',
       arcflow: `${calls.fair.rate.toFixed(0)}/s`,
       baseline: `${calls.single.rate.toFixed(0)}/s`,

@@ -109,13 +109,14 @@ export async function floodWaits(prefix: string): Promise<{ fair: { p50: number;
     };
     for (let from = 0; from < FLOOD_RUNS; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => add(`run_flood_${from + i}`, 'flood')));
     const waits: number[] = [];
+    const workerConnection = connection.duplicate();
     const worker = new Worker(
       queue.name,
       async (job) => {
         if (job.data.tenant !== 'flood') waits.push(Date.now() - job.timestamp);
         await sleep(2);
       },
-      { connection: connection.duplicate(), prefix: keysFor(`${prefix}-${arm}`).tag, concurrency: 16, removeOnComplete: { count: 0 } },
+      { connection: workerConnection, prefix: keysFor(`${prefix}-${arm}`).tag, concurrency: 16, removeOnComplete: { count: 0 } },
     );
     for (let light = 0; light < LIGHT_TENANTS; light += 1) {
       await add(`run_light_${light}`, `light${light}`);
@@ -123,6 +124,7 @@ export async function floodWaits(prefix: string): Promise<{ fair: { p50: number;
     }
     while (waits.length < LIGHT_TENANTS) await sleep(20);
     await worker.close();
+    await workerConnection.quit();
     await dispatcher.close();
     await connection.quit();
     result[arm] = { p50: percentile(waits, 50), p99: percentile(waits, 99) };
@@ -217,6 +219,13 @@ export async function fairCallCost(prefixes: { readonly fair: string; readonly s
   }
   const summary = (arm: { rates: number[]; cpu: CpuSplit[] }): Arm => ({
     rate: percentile(arm.rates, 50),
+    cpuPerCall:
+      (percentile(
+        arm.cpu.map((cpu) => cpu.redis + cpu.workers + cpu.client),
+        50,
+      ) *
+        1000) /
+      FAN,
     redisPerCall:
       (percentile(
         arm.cpu.map((cpu) => cpu.redis),
@@ -240,4 +249,6 @@ interface Arm {
   readonly rate: number;
   /** Redis CPU per tool call, µs. */
   readonly redisPerCall: number;
+  /** Redis's, the worker's and the client's CPU per tool call, µs. */
+  readonly cpuPerCall: number;
 }
