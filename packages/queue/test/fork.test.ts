@@ -241,6 +241,12 @@ describe('fork and retry (SPEC §15)', () => {
       for await (const event of client.events(forked.run_id)) events.push(event);
       expect(events.filter((event) => event.kind === 'StepStarted').map((event) => event.step_id)).toEqual(['fetch', 'sum']);
 
+      // A fork from count's last iteration starts on the state before count (SPEC §17): count's own changes are made again, once.
+      expect(run.state).toEqual({ steps: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] });
+      const again = await client.fork(retried.run_id, { from: { step_id: 'count', iteration: 12 } });
+      expect(await client.wait(again.run_id, { timeout_ms: 60_000 })).toMatchObject({ status: 'completed', state: { steps: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] } });
+      expect(await workers.executions('step')).toBe(11);
+
       expect(await client.fork(source, { from: { iteration: 1 } }).catch(codeOf)).toBe('invalid_request');
       expect(await client.fork(source, { from: { step_id: 'nope' } }).catch(codeOf)).toBe('invalid_request');
       expect(await client.fork(source, { from: { step_id: 'count', iteration: 13 } }).catch(codeOf)).toBe('invalid_request');

@@ -169,7 +169,10 @@ export class RunKeys {
   readonly pending: string;
   /** Claimed by the one process that emits the run's root span. */
   readonly rootSpan: string;
-  /** A workflow run's steps: `<step_id>` → status, `<step_id>|t0` → start (ms), `|first_failed` → the step that failed first. */
+  /**
+   * A workflow run's steps: `<step_id>` → status, `<step_id>|t0` → start (ms), `<step_id>|state_at` → the index of its
+   * entry in the run's state log (a completed step that changed the state), `|first_failed` → the step that failed first.
+   */
   readonly steps: string;
   /** A workflow run's step outputs: `<step_id>` → output, `<step_id>|error` → error JSON. */
   readonly outputs: string;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type ChatMessage, type RunInput, type RunRecord, type RunState, RequestError, type WorkflowGraph } from '@arcflow/core';
+import { type ChatMessage, RUN_STEP_ID, type RunInput, type RunRecord, type RunState, RequestError, type WorkflowGraph } from '@arcflow/core';
 import type { RunSpec } from '../records/run-spec.ts';
 import { partitionOf } from '../redis/partitions.ts';
 import type { RecordedRound } from '../steps/step-store.ts';
@@ -98,7 +98,7 @@ export async function planFork(deps: ForkDeps, run_id: string, request: ForkRequ
  * again (that step from `from.iteration`, default 1); the other steps that completed keep their
  * recorded outputs and make no calls. A retry re-runs every step that did not complete, each
  * failed or cancelled one from the iteration it stopped at. The fork begins with the run state
- * the source run was left with.
+ * of the steps it keeps (see `stateWithout`).
  */
 async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec, request: ForkRequest, retry: boolean): Promise<ForkPlan> {
   const { run_id } = record;
@@ -139,7 +139,7 @@ async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec
     input: spec.input,
     config: request.config !== undefined ? request.config : (spec.config ?? undefined),
     exec_config: request.exec_config !== undefined ? request.exec_config : (spec.exec_config ?? undefined),
-    state: record.state ?? {},
+    state: await stateWithout(deps.store, run_id, rerun.keys()),
     ...(spec.stream !== undefined ? { stream: spec.stream } : {}),
     ...ownerOf(record),
     copy: {
@@ -151,6 +151,22 @@ async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec
     },
     partition: partitionOf(run_id),
   };
+}
+
+/**
+ * A workflow fork's run state (SPEC §17): the source's initial state and the changes of the steps it
+ * keeps, as they were applied; the changes of the steps it runs again are left out, as they will be
+ * made again. A step settled before steps noted their entry (an earlier version) cannot be told apart
+ * and stays in.
+ */
+async function stateWithout(store: RunStore, run_id: string, rerun: Iterable<string>): Promise<RunState> {
+  const entries = await store.workflows.stateEntries(run_id);
+  const left_out = new Set<number>();
+  for (const step_id of rerun) {
+    const at = entries.get(step_id);
+    if (at !== undefined) left_out.add(at);
+  }
+  return store.stateLogs.readWithout(run_id, RUN_STEP_ID, left_out);
 }
 
 /** The tenant and priority a fork takes from its source's record, as given there. */

@@ -49,6 +49,13 @@ export class StateLogs {
     return sized;
   }
 
+  /** The state of the step's whole log but the entries at `left_out` (entry indexes), applied in order. */
+  async readWithout(run_id: string, step_id: string, left_out: ReadonlySet<number>): Promise<RunState> {
+    const what = `state log of ${run_id}/${step_id}`;
+    const lines = await this.entries(run_id, step_id, 0, -1);
+    return lines.reduce<RunState>((state, line, at) => (left_out.has(at) ? state : applyStateChanges(state, parseEntry(line, `${what}[${at}]`)).state), {});
+  }
+
   /** How many entries the step's state log holds. */
   async length(run_id: string, step_id: string): Promise<number> {
     const length = await this.redis.llen(this.keys.run(run_id).stateLog(step_id));

@@ -7,7 +7,8 @@
         events ({dedupeId, json} pairs), completed? (StepCompleted JSON without duration_ms),
         state_changes? (a completed step's run-state changes, SPEC §17: one entry appended to the
         run's state log, the log of step 'run'), state_at (with state_changes: the entries of that
-        log the caller's check that the state stays within max_state_bytes was made on)
+        log the caller's check that the state stays within max_state_bytes was made on; the step's
+        entry is that index, kept as '<step>|state_at')
   Returns {1, steps} when this call ended the step, {0, steps} when it had ended already (steps:
   the steps hash as field/value pairs, after the write), {-1} when the run has ended, {-2} when
   the run's state log has entries the caller's check did not see (nothing is written).
@@ -40,6 +41,8 @@ if args.output then redis.call('HSET', outputs, step, args.output) end
 if applies then
   redis.call('RPUSH', log, args.state_changes)
   redis.call('SADD', index, log)
+  -- Which entry is the step's: a fork that runs the step again leaves it out (SPEC §17).
+  redis.call('HSET', steps, step .. '|state_at', args.state_at)
 end
 if args.error then
   redis.call('HSET', outputs, step .. '|error', args.error)

@@ -144,6 +144,15 @@ export class WorkflowStore {
     return (await readArchive(redis, keys, run_id))?.hash(suffix) ?? fields;
   }
 
+  /** Where each completed step's run-state changes are in the run's state log (SPEC §17): step id → entry index. */
+  async stateEntries(run_id: string): Promise<Map<string, number>> {
+    const entries = new Map<string, number>();
+    for (const [field, value] of Object.entries(await this.hash(run_id, RUN_KEY_SUFFIX.steps))) {
+      if (field.endsWith(STATE_AT) && /^\d+$/.test(value)) entries.set(field.slice(0, -STATE_AT.length), Number(value));
+    }
+    return entries;
+  }
+
   /** Every step as a run record shows it. */
   async stepRecords(run_id: string): Promise<Record<string, StepRecord>> {
     const [steps, outputs] = await Promise.all([this.hash(run_id, RUN_KEY_SUFFIX.steps), this.hash(run_id, RUN_KEY_SUFFIX.outputs)]);
@@ -157,6 +166,9 @@ export class WorkflowStore {
     return records;
   }
 }
+
+/** The suffix of a step's field in the steps hash that holds its state log entry's index. */
+const STATE_AT = '|state_at';
 
 function flatten(record: Record<string, string>): string[] {
   return Object.entries(record).flat();
