@@ -67,7 +67,7 @@ if fanned_out then
   if child then redis.call('HINCRBY', pending, round .. '|children', -1) end
   -- Only a round that has calls waiting outside (for approval, a result: a deferred call's is known only once it waits; a child run) can make the run wait.
   if open > 0 and (child or round_waits or redis.call('HEXISTS', pending, round .. '|awaiting') == 1 or redis.call('HEXISTS', pending, round .. '|children') == 1) then
-    waitingOrRunning(round, open)
+    waitingOrRunning(round)
   end
 else
   open = openInRound(round)

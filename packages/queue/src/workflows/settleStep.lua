@@ -56,4 +56,6 @@ if args.completed then
   append('completed|' .. step, cjson.encode(event))
 end
 touch()
+-- A step's end may leave only steps whose calls wait outside: the run waits now (its scan follows).
+settleWaiting(step)
 return {1, redis.call('HGETALL', steps)}

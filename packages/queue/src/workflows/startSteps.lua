@@ -27,5 +27,7 @@ for _, pair in ipairs(args.start) do
   end
 end
 markRunning(status)
+-- A step started beside steps whose calls wait: the run is running again.
+if status == 'waiting' then settleWaiting(nil) end
 touch()
 return 1

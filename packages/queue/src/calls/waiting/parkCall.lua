@@ -44,5 +44,5 @@ if not due or args.expires_at < due then redis.call('HSET', pending, round .. '|
 redis.call('SADD', index, waits)
 append(kind .. '|' .. place .. '|' .. id, args.event)
 if args.chunk ~= '' then streamAddJson(args.chunk) end
-waitingOrRunning(round, openInRound(round))
+waitingOrRunning(round)
 return {1}

@@ -73,6 +73,6 @@ if decision == 'approved' then
   if redis.call('HGET', record, 'status') == 'waiting' then redis.call('HSET', record, 'status', 'running') end
   touch()
 else
-  waitingOrRunning(round, open)
+  waitingOrRunning(round)
 end
 return {1, request, open}

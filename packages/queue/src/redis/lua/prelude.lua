@@ -106,27 +106,58 @@ end
 local function openInRound(round)
   return tonumber(redis.call('HGET', pending, round) or '0')
 end
--- The run's place in the watchdog's scan (its score in the active set), from its round: a run
--- whose every open call waits outside (an approval, a result, a child run) is off the scan until
--- the first timeout of its round is due (`|due`), or for good while it waits only for child runs
--- (a child's end settles its call; the watchdog watches the child, and an ended child whose call
--- was not settled); any other is in it from now.
-local function placeInScan(round, open)
-  local run_id, active = runIdentity()
-  local counts = redis.call('HMGET', pending, round .. '|awaiting', round .. '|children', round .. '|due')
-  local awaiting, children = tonumber(counts[1] or '0'), tonumber(counts[2] or '0')
-  local score = serverMs()
-  if open > 0 and awaiting + children >= open then score = (awaiting > 0 and counts[3]) or '+inf' end
-  redis.call('ZADD', active, 'XX', score, run_id)
+-- How a running step's latest round that had calls waiting outside (an approval, a result, a child
+-- run) stands: the round is noted per step ('|waits|<step>' in pending) and read back here, so a
+-- round since settled counts as not waiting. Returns nil when the step is not held up by calls
+-- waiting outside; else whether every open call waits for a person or a result (not a child run),
+-- and the round's first timeout ('|due') when any does.
+local function stepWaits(step)
+  local round = redis.call('HGET', pending, '|waits|' .. step)
+  if not round then return nil end
+  local counts = redis.call('HMGET', pending, round, round .. '|awaiting', round .. '|children', round .. '|due')
+  local open, awaiting, children = tonumber(counts[1] or '0'), tonumber(counts[2] or '0'), tonumber(counts[3] or '0')
+  if open == 0 or awaiting + children < open then return nil end
+  return {awaiting >= open, awaiting > 0 and tonumber(counts[4] or '') or nil}
 end
--- A run whose round has no open call but those waiting for a person or a result waits; one whose
--- round has other open calls (or none: its join comes next) is running. Either way, its place in
--- the watchdog's scan follows (placeInScan).
-local function waitingOrRunning(round, open)
+-- The run's running steps: a workflow run's, from its steps hash; an agent run's one step.
+local function runningSteps(step)
+  if redis.call('EXISTS', steps) == 0 then return {step} end
+  local running, flat = {}, redis.call('HGETALL', steps)
+  for i = 1, #flat, 2 do
+    if flat[i + 1] == 'running' and not string.find(flat[i], '|', 1, true) then running[#running + 1] = flat[i] end
+  end
+  return running
+end
+-- The run's status and its place in the watchdog's scan (its score in the active set), from every
+-- running step (SPEC §10: a run waits while at least one call waits and no job of it is queued or
+-- active). It waits when each running step's open calls all wait for a person or a result; else it
+-- is running. It is off the scan while each running step's open calls all wait outside, until the
+-- first timeout of their rounds is due, or for good while they wait only for child runs (a child's
+-- end settles its call; the watchdog watches the child); any other run is in it from now. `step`:
+-- an agent run's step (a workflow run's are read from its steps hash).
+local function settleWaiting(step)
   local status = redis.call('HGET', record, 'status')
   if status ~= 'running' and status ~= 'waiting' then return end
-  local waiting = tonumber(redis.call('HGET', pending, round .. '|awaiting') or '0')
-  local now = (open > 0 and waiting >= open) and 'waiting' or 'running'
+  local running = runningSteps(step)
+  local allWait, allOut, due = #running > 0, #running > 0, nil
+  for _, each in ipairs(running) do
+    local waits = stepWaits(each)
+    if not waits then
+      allWait, allOut = false, false
+      break
+    end
+    if not waits[1] then allWait = false end
+    if waits[2] and (not due or waits[2] < due) then due = waits[2] end
+  end
+  local now = allWait and 'waiting' or 'running'
   if now ~= status then redis.call('HSET', record, 'status', now) end
-  placeInScan(round, open)
+  local run_id, active = runIdentity()
+  redis.call('ZADD', active, 'XX', allOut and (due or '+inf') or serverMs(), run_id)
+end
+-- After a change to round `round`'s waiting calls: the round is its step's latest with calls
+-- waiting outside, and the run's status and scan follow (settleWaiting).
+local function waitingOrRunning(round)
+  local step = string.match(round, '^(.*)|%d+$')
+  redis.call('HSET', pending, '|waits|' .. step, round)
+  settleWaiting(step)
 end
