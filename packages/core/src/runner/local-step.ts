@@ -72,7 +72,10 @@ export class LocalStep {
     for (;;) {
       if (this.options.signal?.aborted) return { ...this.stateOutcome(), usage: state.usage, iterations: state.iterations };
       const called = await this.callProvider(state, test && 'responses' in test ? test : undefined);
-      if ('error' in called) return this.fail(state.usage, state.iterations + 1, called.error);
+      // Stopped (the run cancelled, or another step failed it) while the call was out: the step ends as it stands, with no failure of its own.
+      if ('stopped' in called) return { ...this.stateOutcome(), usage: state.usage, iterations: state.iterations };
+      // A failed call is no iteration: the engine counts the responses it records.
+      if ('error' in called) return this.fail(state.usage, state.iterations, called.error);
       const response = called.response;
       const iteration = state.iterations + 1;
       const decision = markApprovals(
@@ -133,7 +136,10 @@ export class LocalStep {
    * request on to the next `model_fallbacks` entry; a 429 or an unreachable provider hands over at
    * once to an entry on another provider, else waits; the step fails when the last has failed.
    */
-  private async callProvider(state: StepState, test: Parameters<typeof testResponse>[0] | undefined): Promise<{ response: ProviderResponse } | { error: RunError }> {
+  private async callProvider(
+    state: StepState,
+    test: Parameters<typeof testResponse>[0] | undefined,
+  ): Promise<{ response: ProviderResponse } | { error: RunError } | { stopped: true }> {
     const { agent, settings, options, log, step_id } = this;
     if (!test && !options.provider && !agent.provider) throw new ConfigError(`runLocal: agent '${agent.name}' needs a provider (or exec_config test mode)`);
     const base = buildRequest(agent, state, settings, options.default_model ?? options.provider?.defaultModel ?? 'default');
@@ -167,6 +173,7 @@ export class LocalStep {
         if (spent !== undefined) this.spent.cost_micros = (this.spent.cost_micros ?? 0) + spent;
         return { response };
       } catch (thrown) {
+        if (options.signal?.aborted) return { stopped: true };
         const failure = asProviderFailure(thrown);
         const next = afterFailedTry(failure, position, provider_ids, policy);
         const waitMs = next.next === 'fail' ? 0 : next.wait_ms;
