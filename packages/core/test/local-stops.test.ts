@@ -14,9 +14,7 @@ const provider: ModelProvider = {
     const asked = JSON.stringify(request.messages);
     if (asked.includes('fail now')) return Promise.reject(new ProviderFailure('bad_request', 'bad request', { retryable: false, status: 400 }));
     if (!asked.includes('slow')) return Promise.resolve(reply('fast'));
-    return new Promise((_, reject) =>
-      options?.signal?.addEventListener('abort', () => reject(new ProviderFailure('connection_error', 'aborted', { retryable: true }))),
-    );
+    return new Promise((_, reject) => options?.signal?.addEventListener('abort', () => reject(new ProviderFailure('connection_error', 'aborted', { retryable: true }))));
   },
 };
 const kinds = (events: readonly { kind: string; step_id?: string }[], step: string) => events.filter((event) => event.step_id === step).map((event) => event.kind);
