@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Agent, ConfigError } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, capturingLogger, cleanupPrefix, scriptedProvider, reply, testPrefix } from '@arcflow/testing';
@@ -107,6 +109,22 @@ describe('a Redis URL that is wrong', () => {
       "the Redis URL http://user:***@127.0.0.1:6379 has the scheme 'http:'; expected redis://host:port, rediss://host:port (TLS), or a unix socket's path",
     );
   });
+
+  it("says what answered when something that is not Redis listens there, never the driver's own message", async () => {
+    const http = createServer((_request, response) => response.end('hello'));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    const { port } = http.address() as AddressInfo;
+    const client = createClient({ redis: `redis://127.0.0.1:${port}`, redis_timeout_ms: 1_500 });
+    try {
+      const failure = (await client.get('run_abc').catch((error: unknown) => error)) as Error & { code: string };
+      expect(failure.code).toBe('redis_unavailable');
+      expect(failure.message).toMatch(new RegExp(`^cannot reach Redis at redis://127\\.0\\.0\\.1:${port} \\(something that is not Redis answered\\) after 1500 ms$`));
+      expect(failure.message).not.toMatch(/Protocol error|Stream isn't writeable|enableOfflineQueue|Please report/);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  }, 15_000);
 
   it('fails a call at once, naming host and port, when nothing listens there (not after its timeout)', async () => {
     const client = createClient({ redis: 'redis://127.0.0.1:1', redis_timeout_ms: 600_000 });

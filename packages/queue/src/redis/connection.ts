@@ -66,8 +66,10 @@ function firstLine(text: string): string {
 
 /** What {@link watchConnection} knows of a connection. */
 export interface ConnectionHealth {
-  /** The last error's code (or message). */
+  /** The last error, as said to people: its code and address, a Redis error reply's code, or what it means (see {@link connectionFailure}). */
   reason(): string | undefined;
+  /** The last error's own message, for telling a refusal (a login, a command) from an outage; never shown as it is. */
+  lastError(): string | undefined;
   /**
    * Set while a connection that has never been ready is refused, or its host is not found:
    * `ECONNREFUSED at 127.0.0.1:6380`. Nothing answers there, so waiting would only delay the error.
@@ -88,6 +90,7 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   let down: number | undefined;
   let everReady = false;
   let reason: string | undefined;
+  let lastError: string | undefined;
   let code: string | undefined;
   let repeat: NodeJS.Timeout | undefined;
   const where = redactUrl(url);
@@ -97,7 +100,10 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   };
   redis.on('error', (error: Error & { code?: string; address?: string; port?: number }) => {
     code = error.code;
-    reason = error.code ? `${error.code}${error.address ? ` at ${error.address}${error.port ? `:${error.port}` : ''}` : ''}` : error.message;
+    lastError = error.message;
+    // Once something that is not Redis has answered, the closed connections after it say no more.
+    const said = connectionFailure(error);
+    if (said === NOT_REDIS || reason !== NOT_REDIS) reason = said;
     if (down !== undefined) return;
     down = Date.now();
     logger.warn(`waiting for Redis at ${where} (${reason})`, { redis: where, reason });
@@ -110,13 +116,32 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   });
   redis.on('ready', () => {
     everReady = true;
+    reason = undefined;
     stopRepeating();
     if (down === undefined) return;
     down = undefined;
     logger.info(`connected to Redis at ${where}`, { redis: where });
   });
   redis.on('end', stopRepeating);
-  return { reason: () => reason, unreachable: () => (!everReady && code !== undefined && NOTHING_THERE.has(code) ? reason : undefined) };
+  return { reason: () => reason, lastError: () => lastError, unreachable: () => (!everReady && code !== undefined && NOTHING_THERE.has(code) ? reason : undefined) };
+}
+
+const NOT_REDIS = 'something that is not Redis answered';
+
+/**
+ * A connection's error as said to people (SPEC §5: never a driver's internal message): its system
+ * code and address (`ECONNREFUSED at 127.0.0.1:6380`); a Redis error reply's own code (`LOADING`);
+ * else what it means — something that is not Redis answered, the connection timed out, or it is
+ * closed.
+ */
+export function connectionFailure(error: unknown): string {
+  const { code, address, port, message = '' } = (error ?? {}) as { code?: unknown; address?: string; port?: number; message?: string };
+  if (typeof code === 'string' && code !== '') return `${code}${address ? ` at ${address}${port ? `:${port}` : ''}` : ''}`;
+  const reply = /^([A-Z][A-Z_]{2,30})\b/.exec(message);
+  if (reply && !/^ERR$/.test(reply[1]!)) return reply[1]!;
+  if (/Protocol error/i.test(message)) return NOT_REDIS;
+  if (/ETIMEDOUT|timed out/i.test(message)) return 'no answer in time';
+  return 'no connection';
 }
 
 /**
@@ -138,13 +163,13 @@ export async function withRedis<T>(redis: Redis, url: string, timeoutMs: number,
     } catch (error) {
       if (!isConnectionError(error) && !(error instanceof NotReady)) throw redisRefusal(error, url) ?? error;
       // Refused credentials surface as the connection's last error, and waiting will not change them.
-      const refused = redisRefusal(health.reason(), url);
+      const refused = redisRefusal(health.lastError(), url);
       if (refused) throw refused;
       // Nothing listens at the address of a connection never made: a wrong URL, or Redis not started.
       const unreachable = health.unreachable();
       if (unreachable) throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${unreachable})`);
       if (Date.now() >= deadline) {
-        throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${health.reason() ?? (error as Error).message}) after ${timeoutMs} ms`);
+        throw new RequestError('redis_unavailable', `cannot reach Redis at ${redactUrl(url)} (${health.reason() ?? connectionFailure(error)}) after ${timeoutMs} ms`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
