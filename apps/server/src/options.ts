@@ -44,7 +44,9 @@ export function parseApiKeys(value: string | undefined): ApiKey[] {
     const parts = entry.trim().split(':');
     const [name, secret, scope] = parts;
     if (parts.length !== 3 || !name || !secret || !SCOPES.includes(scope as Scope)) {
-      throw new ConfigError(`ARCFLOW_API_KEYS entry ${index + 1}${name ? ` ('${name}')` : ''} must be name:secret:scope, scope one of ${SCOPES.join(', ')}`);
+      // An entry of another number of fields may begin with its secret: only one of three is named.
+      const named = parts.length === 3 && name ? ` ('${name}')` : ` (${parts.length} field${parts.length === 1 ? '' : 's'})`;
+      throw new ConfigError(`ARCFLOW_API_KEYS entry ${index + 1}${named} must be name:secret:scope, scope one of ${SCOPES.join(', ')}`);
     }
     if (secret.length < 16) throw new ConfigError(`ARCFLOW_API_KEYS entry ${index + 1} ('${name}'): the secret must be at least 16 characters`);
     return { name, secret, scope: scope as Scope };
