@@ -134,7 +134,8 @@ export const EnqueueBody = Type.Object(
         "the run's initial state: a JSON object of at most the agent's max_state_bytes (default 262144 bytes of its JSON); default {}, or on a thread the state its last completed run left",
       ),
     ),
-    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    // Checked by the client, so the API refuses it in the client's words (SPEC §8).
+    idempotency_key: Type.Optional(Type.String({ description: '1-200 characters of letters, digits, _ . -' })),
     thread_id: Type.Optional(
       Type.String({
         pattern: THREAD_ID_PATTERN.source,
@@ -156,7 +157,7 @@ export const EnqueueBody = Type.Object(
         description: "the tenant the run is for: each tenant gets its share of the workers (default: the tenant 'default'); a token naming a tenant sets it",
       }),
     ),
-    priority: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, description: 'the run’s priority within its tenant: 1 (first) to 10 (default 5)' })),
+    priority: Type.Optional(Type.Integer({ description: 'the run’s priority within its tenant: 1 (first) to 10 (default 5); checked by the client' })),
   },
   { additionalProperties: false },
 );
@@ -204,7 +205,7 @@ export const ListQuery = Type.Object(
     status: Type.Optional(Type.String()),
     agent: Type.Optional(Type.String()),
     tenant: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+    limit: Type.Optional(Type.Integer({ description: '1 to 1000 (default 50); checked by the client' })),
     cursor: Type.Optional(Type.String()),
   },
   { additionalProperties: false },

@@ -97,8 +97,8 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   await guardRequests(app, options, { keys, tokens, store });
   handleProblems(app);
 
-  await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
-  await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms });
+  await app.register(runRoutes, { client, hub, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms, key_prefix: connection.prefix });
+  await app.register(streamRoutes, { client, hub: streams, heartbeat_ms: options.heartbeat_ms ?? SERVER_DEFAULTS.heartbeat_ms, key_prefix: connection.prefix });
   await app.register(operateRoutes, { client });
   await app.register(threadRoutes, { client });
   await app.register(tenantRoutes, { client });

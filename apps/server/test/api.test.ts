@@ -164,7 +164,12 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       code: 'unknown_agent',
       detail: expect.stringContaining("did you mean 'api_agent'"),
     });
-    expect((await json(await call('/v1/runs/run_doesnotexist'))).body).toMatchObject({ status: 404, code: 'unknown_run' });
+    // As the client words it: the prefix it was looked for under.
+    expect((await json(await call('/v1/runs/run_doesnotexist'))).body).toMatchObject({
+      status: 404,
+      code: 'unknown_run',
+      detail: expect.stringMatching(/^unknown run 'run_doesnotexist' \(looked under prefix '.+'\)$/),
+    });
     expect((await json(await call('/v1/runs/bad%20id'))).body).toMatchObject({ status: 400, code: 'invalid_run_id' });
     // What the router refuses before any route answers as a problem too.
     expect(await json(await call(`/v1/runs/${'r'.repeat(300)}/events`))).toMatchObject({
@@ -177,7 +182,17 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect((await enqueue({ agent: 'api_agent' })).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', surprise: 1 })).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', config: { tool_execution: { max_iterations: 0 } } })).body).toMatchObject({ status: 400, code: 'invalid_config' });
-    expect((await json(await call('/v1/runs?limit=0'))).body).toMatchObject({ status: 400, code: 'invalid_request' });
+    // Refused in the client's words (SPEC §8: the same codes and messages).
+    expect((await json(await call('/v1/runs?limit=0'))).body).toMatchObject({ status: 400, code: 'invalid_request', detail: 'limit must be an integer from 1 to 1000, got 0' });
+    expect((await json(await call('/v1/runs?limit=600'))).status).toBe(200);
+    expect((await enqueue({ agent: 'api_agent', input: 'x', priority: 11 })).body).toMatchObject({
+      status: 400,
+      detail: 'priority must be an integer from 1 (first) to 10, got 11',
+    });
+    expect((await enqueue({ agent: 'api_agent', input: 'x', idempotency_key: 'k'.repeat(201) })).body).toMatchObject({
+      status: 400,
+      detail: expect.stringMatching(/^idempotency_key must be 1-200 characters of letters, digits, _ \. -/),
+    });
     expect((await enqueue({ agent: 'api_agent', input: 'x'.repeat(300 * 1024) })).body).toMatchObject({ status: 413, code: 'input_too_large' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', config: { pad: 'y'.repeat(1_100_000) } })).body).toMatchObject({ status: 413, code: 'payload_too_large' });
     expect((await json(await call('/v2/nothing'))).body).toMatchObject({ status: 404, code: 'not_found' });

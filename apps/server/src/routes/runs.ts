@@ -1,6 +1,6 @@
 import { type RunInput, type RunRecord, TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
-import { checkEnqueueOptions } from '@arcflow/queue/client';
+import { checkEnqueueOptions, unknownRun } from '@arcflow/queue/client';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { allows } from '../auth.ts';
@@ -14,10 +14,12 @@ export interface RunRoutesOptions {
   readonly client: ArcflowClient;
   readonly hub: EventHub;
   readonly heartbeat_ms: number;
+  /** The key prefix runs are looked for under (named when one is unknown, as the client names it). */
+  readonly key_prefix: string;
 }
 
 /** `/v1/runs`: enqueue, list, read, follow and cancel runs. */
-export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app, { client, hub, heartbeat_ms }) => {
+export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app, { client, hub, heartbeat_ms, key_prefix }) => {
   enqueueRoute(app, client);
 
   app.get(
@@ -29,10 +31,10 @@ export const runRoutes: FastifyPluginAsyncTypebox<RunRoutesOptions> = async (app
   app.get(
     '/v1/runs/:run_id',
     { config: { scope: 'read' }, schema: { summary: 'A run record', params: RunIdParams, response: { 200: Type.Ref('RunRecord'), ...problems(400, 401, 404, 429, 503) } } },
-    async (request) => existingRun(client, request.params.run_id),
+    async (request) => existingRun(client, request.params.run_id, key_prefix),
   );
 
-  eventsRoute(app, { client, hub, heartbeat_ms });
+  eventsRoute(app, { client, hub, heartbeat_ms, key_prefix });
 
   app.get(
     '/v1/runs/:run_id/messages',
@@ -121,7 +123,7 @@ function enqueueRoute(app: App, client: ArcflowClient): void {
 }
 
 /** `GET /v1/runs/{run_id}/events`: the events as JSON, or live over SSE from Last-Event-ID. */
-function eventsRoute(app: App, { client, hub, heartbeat_ms }: RunRoutesOptions): void {
+function eventsRoute(app: App, { client, hub, heartbeat_ms, key_prefix }: RunRoutesOptions): void {
   app.get(
     '/v1/runs/:run_id/events',
     {
@@ -135,7 +137,7 @@ function eventsRoute(app: App, { client, hub, heartbeat_ms }: RunRoutesOptions):
     },
     async (request, reply) => {
       const { run_id } = request.params;
-      const run = await existingRun(client, run_id);
+      const run = await existingRun(client, run_id, key_prefix);
       const after = Number(request.headers['last-event-id'] ?? 0);
       if (!(request.headers.accept ?? '').includes('text/event-stream')) return readEvents(client, run_id, 0);
       const stream = openEventStream(reply, heartbeat_ms);
@@ -162,9 +164,9 @@ async function readEvents(client: ArcflowClient, run_id: string, after: number):
   return events;
 }
 
-/** The run's record, or a 404 problem naming it. */
-async function existingRun(client: ArcflowClient, run_id: string): Promise<RunRecord> {
+/** The run's record, or a 404 problem naming it and the prefix it was looked for under, as the client's error does. */
+async function existingRun(client: ArcflowClient, run_id: string, key_prefix: string): Promise<RunRecord> {
   const run = await client.get(run_id);
-  if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
+  if (!run) throw new HttpProblem(404, 'unknown_run', unknownRun(run_id, key_prefix).message);
   return run;
 }

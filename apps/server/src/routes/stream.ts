@@ -1,5 +1,6 @@
 import { type StreamChunk, TERMINAL_STATUSES } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
+import { unknownRun } from '@arcflow/queue/client';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { HttpProblem } from '../problems.ts';
@@ -12,6 +13,8 @@ export interface StreamRoutesOptions {
   readonly client: ArcflowClient;
   readonly hub: StreamHub;
   readonly heartbeat_ms: number;
+  /** The key prefix runs are looked for under (named when one is unknown, as the client names it). */
+  readonly key_prefix: string;
 }
 
 /**
@@ -21,7 +24,7 @@ export interface StreamRoutesOptions {
  * stream hub (one shared blocking read for all of them); a client that goes away stops its part
  * of the reading, never the run; one that reads too slowly is disconnected (see `openEventStream`).
  */
-export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = async (app, { client, hub, heartbeat_ms }) => {
+export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = async (app, { client, hub, heartbeat_ms, key_prefix }) => {
   app.get(
     '/v1/runs/:run_id/stream',
     {
@@ -45,7 +48,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<StreamRoutesOptions> = asyn
     async (request, reply) => {
       const { run_id } = request.params;
       const run = await client.get(run_id);
-      if (!run) throw new HttpProblem(404, 'unknown_run', `unknown run '${run_id}'`);
+      if (!run) throw new HttpProblem(404, 'unknown_run', unknownRun(run_id, key_prefix).message);
       const after = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
       const aiSdk = wantsUiMessageStream(request.query.format, request.headers['x-vercel-ai-ui-message-stream']);
       // The UI message stream is rebuilt from the start, so a resume continues in the state the reader had.
