@@ -47,6 +47,12 @@ describe('listing runs', () => {
       cursor = page.next_cursor;
     } while (cursor);
     expect(pages).toEqual([...ids].reverse());
+    // A page that ends at the last run says no more follow: no cursor (8 runs, pages of 4).
+    const second = await client.list({ limit: 4, cursor: (await client.list({ limit: 4 })).next_cursor });
+    expect(second.runs).toHaveLength(4);
+    expect(second.next_cursor).toBeUndefined();
+    expect((await client.list({ limit: 8 })).next_cursor).toBeUndefined();
+    expect((await client.list({ limit: 7 })).next_cursor).toBeDefined();
 
     expect((await client.list({ agent: 'beta' })).runs.map((run) => run.run_id)).toEqual([ids[5], ids[3], ids[1]]);
     expect((await client.list({ status: 'cancelled' })).runs.map((run) => run.run_id)).toEqual([cancelled.run_id]);

@@ -39,6 +39,8 @@ export class RunListing {
         .sort((a, b) => b.score - a.score || (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
         .slice(0, count);
       if (page.length === 0) return { runs };
+      // Every index gave fewer entries than asked for: none holds more after this page.
+      const exhausted = pages.every((entries) => entries.length < count);
       const records = await Promise.all(page.map(({ run_id }) => this.records.getRun(run_id)));
       for (const [position, entry] of page.entries()) {
         const record = records[position];
@@ -51,7 +53,8 @@ export class RunListing {
         // A run enqueued with no tenant is the `default` tenant's (SPEC §14).
         if (query.tenant !== undefined && (record.tenant ?? 'default') !== query.tenant) continue;
         runs.push(record);
-        if (runs.length === query.limit) return { runs, next_cursor: after };
+        // A cursor only when more may follow (SPEC §5: `next_cursor?`).
+        if (runs.length === query.limit) return position < page.length - 1 || !exhausted ? { runs, next_cursor: after } : { runs };
       }
     }
     return after === undefined || runs.length === 0 ? { runs } : { runs, next_cursor: after };
