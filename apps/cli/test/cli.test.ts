@@ -238,9 +238,11 @@ describe('arcflow CLI', () => {
     const enqueued = await arcflow('enqueue', 'sleeper', 'hi');
     expect(enqueued.code).toBe(0);
     const run_id = enqueued.stdout.trim();
-    for (const command of ['get', 'inspect']) {
-      const shown = await arcflow(command, run_id);
-      expect(shown.stdout).toContain("note: no live worker serves agent 'sleeper' now; the run waits in its queue");
+    // On stderr, `get --json` too, so stdout stays the record.
+    for (const args of [['get'], ['get', '--json'], ['inspect']]) {
+      const shown = await arcflow(...args, run_id);
+      expect(shown.stderr).toContain("note: no live worker serves agent 'sleeper' now; the run waits in its queue");
+      expect(shown.stdout).not.toContain('note:');
     }
     await arcflow('cancel', run_id);
   });

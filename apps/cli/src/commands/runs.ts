@@ -132,7 +132,7 @@ export async function getCommand(run_id: string, flags: { json?: boolean }): Pro
     const run = await client.get(run_id);
     if (!run) throw unknownRun(run_id, connection.prefix ?? CONNECTION_DEFAULTS.prefix);
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
-    if (!flags.json) await warnIfUnserved(client, run);
+    await warnIfUnserved(client, run);
     return 0;
   });
 }
@@ -233,11 +233,11 @@ export async function runsCommand(flags: RunsFlags): Promise<number> {
   });
 }
 
-/** A run not ended whose agent no live worker serves waits in its queue: say so. */
+/** A run not ended whose agent no live worker serves waits in its queue: say so, on stderr (so `--json` stays JSON). */
 async function warnIfUnserved(client: ArcflowClient, run: RunRecord): Promise<void> {
   if (TERMINAL_STATUSES.has(run.status) || !run.agent) return;
   const note = await unservedNote(client, run.agent);
-  if (note) console.log(note);
+  if (note) console.error(note);
 }
 
 /** The note for a run of `agent` when no live worker serves it now, else undefined. */
