@@ -79,6 +79,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const tokens = options.token_secret === undefined ? undefined : await tokenKeys(options.token_secret);
   const { client, redis, subscriber } = await openConnections(connection);
   const app = createApp(options);
+  acceptEmptyJson(app);
   const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
   const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
   const streams = new StreamHub(
@@ -180,6 +181,23 @@ function createApp(options: ServerOptions) {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, _request, reply) => sendProblem(reply as FastifyReply, problemFor(error)),
   }).withTypeProvider<TypeBoxTypeProvider>();
+}
+
+/**
+ * JSON bodies as Fastify parses them (prototype poisoning refused), and an empty one as none: a
+ * client may say `Content-Type: application/json` on a POST that carries nothing (`cancel`), and
+ * a route that needs a body refuses its absence by its schema.
+ */
+function acceptEmptyJson(app: App): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, body as string, done);
+  });
 }
 
 /** The app as `createApp` makes it. */

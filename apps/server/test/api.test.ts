@@ -271,6 +271,15 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect((await json(await call(`/v1/runs/${body.run_id}/cancel`, { method: 'POST', key: 'read' }))).status).toBe(403);
     const cancelled = await json(await call(`/v1/runs/${body.run_id}/cancel`, { method: 'POST', key: 'write' }));
     expect(cancelled).toMatchObject({ status: 200, body: { cancelled: true, status: 'cancelled' } });
+    // Said to be JSON with no body at all (as some HTTP clients send a POST): answered as without one.
+    const again = await json(await call(`/v1/runs/${body.run_id}/cancel`, { method: 'POST', key: 'write', headers: { 'content-type': 'application/json' } }));
+    expect(again).toMatchObject({ status: 200, body: { cancelled: false, status: 'cancelled' } });
+    // A body that is not JSON still is refused; a route that needs a body refuses none.
+    expect((await json(await call('/v1/runs', { method: 'POST', key: 'write', body: '{"agent":' }))).body).toMatchObject({
+      status: 400,
+      detail: 'the request body is not valid JSON',
+    });
+    expect((await json(await call('/v1/runs', { method: 'POST', key: 'write', headers: { 'content-type': 'application/json' } }))).status).toBe(400);
     const agents = await json(await call('/v1/agents', { key: 'read' }));
     expect(agents.body).toEqual({
       agents: [
