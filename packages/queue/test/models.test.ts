@@ -98,13 +98,16 @@ describe('model settings through a worker', () => {
     const fake = await server({ fallback: () => ({ type: 'text', content: 'ok' }) });
     const { client, prefix } = await engine('settings-refused', { agents: [new Agent({ name: 'strict', tools: [noop] })], provider: openai(fake, 'local') });
     const refused: [unknown, RegExp][] = [
-      [{ model_settings: { temperature: 3 } }, /^config\.model_settings\.temperature: expected a number from 0 to 2$/],
-      [{ model_settings: { max_tokens: 0 } }, /^config\.model_settings\.max_tokens: expected an integer >= 1$/],
+      [{ model_settings: { temperature: 3 } }, /^config\.model_settings\.temperature: expected a number from 0 to 2 \(agent 'strict'; nothing was queued\)$/],
+      [{ model_settings: { max_tokens: 0 } }, /^config\.model_settings\.max_tokens: expected an integer >= 1 \(agent 'strict'; nothing was queued\)$/],
       [{ model_settings: { extra_body: { model: 'x' } } }, /^config\.model_settings\.extra_body: may not set 'model'/],
-      [{ model_settings: { tool_choice: { name: 'missing' } } }, /^config\.model_settings\.tool_choice: names 'missing', which is not one of the agent's tools \(noop\)$/],
+      [
+        { model_settings: { tool_choice: { name: 'missing' } } },
+        /^config\.model_settings\.tool_choice: names 'missing', which is not one of the agent's tools \(noop\) \(agent 'strict'; nothing was queued\)$/,
+      ],
       [{ model_settings: { temprature: 1 } }, /temprature.*temperature/],
       [{ temperature: 1 }, /model_settings\.temperature/],
-      [{ model_fallbacks: [{ model: '' }] }, /^config\.model_fallbacks\[0\]\.model: expected a non-empty string$/],
+      [{ model_fallbacks: [{ model: '' }] }, /^config\.model_fallbacks\[0\]\.model: expected a non-empty string \(agent 'strict'; nothing was queued\)$/],
       [{ model_fallbacks: [1, 2, 3, 4, 5].map((n) => ({ model: `m${n}` })) }, /^config\.model_fallbacks: expected a list of at most 4/],
     ];
     for (const [config, message] of refused) await expect(client.enqueue({ agent: 'strict', input: 'go', config })).rejects.toThrow(message);

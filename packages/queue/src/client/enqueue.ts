@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import {
+  ConfigError,
   DEFAULT_MAX_STATE_BYTES,
   checkInitialState,
   type ApprovalAnswer,
@@ -291,8 +292,21 @@ interface RunPlan {
   readonly trace: RunTrace;
 }
 
-/** The request checked against what the worker registered: a workflow's input, config and test mode, or an agent's. Returns the workflow's graph, if any. */
+/**
+ * The request checked against what the worker registered: a workflow's input, config and test
+ * mode, or an agent's. Returns the workflow's graph, if any. A refused config names the agent
+ * (SPEC §5), after the key it names.
+ */
 function checkAgainstRegistration(request: EnqueueRequest, registration: AgentRegistration): WorkflowGraph | undefined {
+  try {
+    return checkRequestFor(request, registration);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw new ConfigError(`${error.message} (${registration.workflow ? 'workflow' : 'agent'} '${request.agent}'; nothing was queued)`);
+  }
+}
+
+function checkRequestFor(request: EnqueueRequest, registration: AgentRegistration): WorkflowGraph | undefined {
   const graph = registration.workflow;
   if (graph) {
     if (request.thread_id !== undefined) throw new RequestError('invalid_request', `thread_id: '${request.agent}' is a workflow; threads are for agent runs`);
