@@ -71,6 +71,8 @@ describe('enqueue refusals', () => {
     try {
       const first = await client.enqueue({ agent: 'keyed', input: 'hi', idempotency_key: 'order-123' });
       expect(await client.enqueue({ agent: 'keyed', input: 'hi', idempotency_key: 'order-123' })).toEqual({ run_id: first.run_id, created: false });
+      // An empty config or exec_config asks for what none does.
+      expect(await client.enqueue({ agent: 'keyed', input: 'hi', config: {}, exec_config: {}, idempotency_key: 'order-123' })).toEqual({ run_id: first.run_id, created: false });
       for (const other of [
         { agent: 'keyed', input: 'another input' },
         { agent: 'other', input: 'hi' },

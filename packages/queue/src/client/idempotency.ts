@@ -9,11 +9,18 @@ export function idempotentRequestHash(request: EnqueueRequest): string {
   return shortHash({
     agent: request.agent,
     input: request.input,
-    config: request.config ?? null,
-    exec_config: request.exec_config ?? null,
+    config: orNull(request.config),
+    exec_config: orNull(request.exec_config),
     thread_id: request.thread_id ?? null,
+    // An empty state is not none: on a thread, none takes the state the thread's last run left.
     state: request.state ?? null,
   });
+}
+
+/** A config or exec_config left out and an empty one ask for the same: both hash as none. */
+function orNull(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  return typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0 ? null : value;
 }
 
 /**
