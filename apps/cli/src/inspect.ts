@@ -25,9 +25,10 @@ interface IterationNode {
  * does not list follow in the order of their events.
  */
 export function renderInspectTree(run: RunRecord, events: readonly TraceEvent[], callOrder: CallOrder = new Map()): string {
-  const duration = run.finished_at ? `${run.finished_at - run.created_at} ms` : 'running';
+  // A run not ended shows only its status: no duration yet.
+  const duration = run.finished_at ? `  ${run.finished_at - run.created_at} ms` : '';
   const kind = run.workflow ? `workflow ${run.workflow}  ` : '';
-  const lines = [`run ${run.run_id}  ${kind}${run.status}  ${duration}  tokens ${tokens(run.usage)}${run.error ? `  ${run.error.code}(${run.error.error_code})` : ''}`];
+  const lines = [`run ${run.run_id}  ${kind}${run.status}${duration}  tokens ${tokens(run.usage)}${run.error ? `  ${run.error.code}(${run.error.error_code})` : ''}`];
   // A workflow's steps in graph order (the record lists them so), including those that never started.
   const tree = new RunTree(Object.keys(run.steps ?? {}));
   for (const event of events) {

@@ -43,6 +43,13 @@ describe('terminal output', () => {
     expect(tree).not.toMatch(/\u001b/);
     expect(tree).toContain('evil\\x1b[2J');
   });
+
+  it("heads an inspect tree with the run's status, and its duration once it has ended", () => {
+    const head = (run: object) =>
+      renderInspectTree({ run_id: 'run_1', usage: { input: 0, output: 0, total: 0 }, iterations: 0, created_at: 0, ...run } as never, [], new Map()).split('\n')[0];
+    expect(head({ status: 'queued' })).toBe('run run_1  queued  tokens 0/0/0');
+    expect(head({ status: 'completed', finished_at: 42 })).toBe('run run_1  completed  42 ms  tokens 0/0/0');
+  });
 });
 
 describe('run records for people', () => {
