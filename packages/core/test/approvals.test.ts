@@ -65,6 +65,31 @@ describe('runLocal: approvals, answered by the approve option', () => {
     expect(run.events.filter((event) => event.kind === 'ToolCallStarted' && event.tool_call_id === 'c3')).toEqual([]);
   });
 
+  it('legacy_eager: a call waiting for approval holds back none of its siblings; results still go back in call order', async () => {
+    const { agent: base } = clerk();
+    const agent = new Agent({ name: 'eager_clerk', tools: base.tools, loop_detection: false, tool_execution: { mode: 'legacy_eager' } });
+    const model = scriptedProvider([
+      toolCalls([
+        { name: 'refund', args: { order: 'r1' }, id: 'c1' },
+        { name: 'lookup', args: {}, id: 'c2' },
+      ]),
+      reply('done'),
+    ]);
+    const run = await runLocal(agent, 'go', {
+      provider: model,
+      approve: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return { approved: true };
+      },
+      logger: false,
+    });
+    const order = run.events
+      .filter((event) => event.kind === 'ToolCallStarted' || event.kind === 'ToolApprovalResolved')
+      .map((event) => `${event.kind} ${(event as { tool_call_id: string }).tool_call_id}`);
+    expect(order.indexOf('ToolCallStarted c2')).toBeLessThan(order.indexOf('ToolApprovalResolved c1'));
+    expect(lastAnswer(model)).toEqual(['refunded r1', 'found']);
+  });
+
   it('rejects with `no approver` without an approve option; decides per call with a needs_approval function', async () => {
     const { agent } = clerk();
     const model = scriptedProvider([

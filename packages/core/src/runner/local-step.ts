@@ -198,9 +198,10 @@ export class LocalStep {
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     const signal = this.options.signal;
     if (this.settings.mode === 'legacy_eager') {
-      for (const planned of executable) {
-        contents.set(planned.index, planned.approval ? await this.tools.afterApproval(planned, place, signal, false) : await this.tools.execute(planned, place, signal));
-      }
+      // In order, but a call waiting for approval holds back none of its siblings (SPEC §10): they run first, as the engine runs them.
+      const waiting = executable.filter((planned) => planned.approval);
+      for (const planned of executable) if (!planned.approval) contents.set(planned.index, await this.tools.execute(planned, place, signal));
+      for (const planned of waiting) contents.set(planned.index, await this.tools.afterApproval(planned, place, signal, false));
     } else {
       await Promise.all(
         executable.map(async (planned) =>
