@@ -282,6 +282,23 @@ export function defineWorkflowScenarios(
       expect(result.status).toBe('failed');
     });
 
+    it("checks a step's given output (test mode) against its agent's output schema, as an answer", async () => {
+      const typed = new Agent({ name: 'typed_step', output_schema: amountSchema });
+      const workflow = new Workflow({
+        name: 'given_typed',
+        on_step_failure: 'continue',
+        steps: [
+          { id: 'good', agent: typed },
+          { id: 'bad', agent: typed },
+        ],
+      });
+      const result = await run(workflow, 'go', {
+        exec_config: { test: { steps: { good: { output: '{"amount":3,"currency":"EUR"}' }, bad: { output: 'not json' } } } },
+      });
+      expect(result.steps).toMatchObject({ good: { status: 'completed' }, bad: { status: 'failed', error: { error_code: 'invalid_output' } } });
+      expect(JSON.parse(result.steps!.good!.output!)).toEqual({ amount: 3, currency: 'EUR' });
+    });
+
     it('fails a step whose input function throws with input_error, its text in the log only', async () => {
       const workflow = new Workflow({
         name: 'bad_input',

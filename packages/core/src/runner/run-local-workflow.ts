@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_STATE_BYTES, type RunState, type StateChange, applyStateChangesSized, checkInitialState, stateSize } from '../state/run-state.ts';
 import type { Workflow, WorkflowStep } from '../definitions/workflow.ts';
 import { type Tokens, ZERO_TOKENS, usdOf } from '../vocabulary/tokens.ts';
-import { agentInvokedEvent, agentRespondedEvent, runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
+import { runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
 import type { ExecConfig } from '../loop/test-mode.ts';
 import { plannedCallEvents } from '../loop/tool-events.ts';
 import type { RunError, StepRecord, StepStatus } from '../run-record.ts';
@@ -13,6 +13,7 @@ import { LocalEventLog } from './event-log.ts';
 import { LocalStep, type StepOutcome } from './local-step.ts';
 import { type LocalChildren, LocalTools } from './local-tools.ts';
 import type { LocalRun, LocalSpent, RunLocalOptions } from './local-options.ts';
+import type { RunInput } from '../conversation/messages.ts';
 
 /** How one step of a local workflow run ended. */
 type Settled = { readonly status: 'completed'; readonly output: string } | { readonly status: 'failed'; readonly error: RunError } | { readonly status: 'cancelled' };
@@ -190,14 +191,15 @@ class LocalWorkflowRun {
       return this.failed(step.id, { code: 'StepExecutionFailed', error_code: code, message: `step '${step.id}': tool '${step.tool.name}' failed (${code})` });
     }
     const settings = step.agent.settingsFor(stepRunConfig(this.config, step.id));
-    if (test && 'output' in test) {
-      this.log.append(agentInvokedEvent(step.agent, settings, step.id), agentRespondedEvent(step.id, test.output, 0));
-      return { status: 'completed', output: test.output };
+    // A step test mode gives its output ends on it, checked as an answer is (LocalStep.run), before any input is built: no input is read.
+    let input: RunInput = '';
+    if (!(test && 'output' in test)) {
+      const built = buildAgentStepInput(step, inputs);
+      if (!built.ok) return this.failed(step.id, built.error, built.thrown);
+      input = built.value;
     }
-    const built = buildAgentStepInput(step, inputs);
-    if (!built.ok) return this.failed(step.id, built.error, built.thrown);
     const local = new LocalStep(step.agent, settings, this.exec, step.id, this.log, { ...this.options, signal }, this.tools, this.spent, this.state);
-    const outcome: StepOutcome = await local.run(built.value);
+    const outcome: StepOutcome = await local.run(input);
     const fits = outcome.output === undefined || outcome.error !== undefined || this.applyStepChanges(outcome.changes, step.agent.max_state_bytes);
     this.usage = { input: this.usage.input + outcome.usage.input, output: this.usage.output + outcome.usage.output, total: this.usage.total + outcome.usage.total };
     this.iterations += outcome.iterations;
