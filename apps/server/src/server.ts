@@ -79,7 +79,7 @@ export async function buildServer(options: ServerOptions = {}): Promise<ArcflowS
   const tokens = options.token_secret === undefined ? undefined : await tokenKeys(options.token_secret);
   const { client, redis, subscriber } = await openConnections(connection);
   const app = createApp(options);
-  acceptEmptyJson(app);
+  jsonBodies(app);
   const store = new RunStore(redis, connection.prefix, CONNECTION_DEFAULTS.retention_seconds);
   const hub = new EventHub(store, subscriber, (error) => app.log.warn({ err: error }, 'event hub read failed'));
   const streams = new StreamHub(
@@ -184,13 +184,14 @@ function createApp(options: ServerOptions) {
 }
 
 /**
- * JSON bodies as Fastify parses them (prototype poisoning refused), and an empty one as none: a
- * client may say `Content-Type: application/json` on a POST that carries nothing (`cancel`), and
- * a route that needs a body refuses its absence by its schema.
+ * Bodies are JSON only: as Fastify parses them (prototype poisoning refused), an empty one taken
+ * as none — a client may say `Content-Type: application/json` on a POST that carries nothing
+ * (`cancel`), and a route that needs a body refuses its absence by its schema. Any other type,
+ * `text/plain` too (which a browser may send across origins without asking first), is 415.
  */
-function acceptEmptyJson(app: App): void {
+function jsonBodies(app: App): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') {
       done(null, undefined);

@@ -280,6 +280,11 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       detail: 'the request body is not valid JSON',
     });
     expect((await json(await call('/v1/runs', { method: 'POST', key: 'write', headers: { 'content-type': 'application/json' } }))).status).toBe(400);
+    // A body of another type is refused 415, text/plain too.
+    expect((await json(await call('/v1/runs', { method: 'POST', key: 'write', body: 'hi', headers: { 'content-type': 'text/plain' } }))).body).toMatchObject({
+      status: 415,
+      code: 'unsupported_media_type',
+    });
     const agents = await json(await call('/v1/agents', { key: 'read' }));
     expect(agents.body).toEqual({
       agents: [
