@@ -68,8 +68,8 @@ function firstLine(text: string): string {
 export interface ConnectionHealth {
   /** The last error, as said to people: its code and address, a Redis error reply's code, or what it means (see {@link connectionFailure}). */
   reason(): string | undefined;
-  /** The last error's own message, for telling a refusal (a login, a command) from an outage; never shown as it is. */
-  lastError(): string | undefined;
+  /** The last error itself (its code and message), for telling a refusal (a login, a command, a certificate) from an outage; never shown as it is. */
+  lastError(): Error | undefined;
   /**
    * Set while a connection that has never been ready is refused, or its host is not found:
    * `ECONNREFUSED at 127.0.0.1:6380`. Nothing answers there, so waiting would only delay the error.
@@ -90,7 +90,7 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   let down: number | undefined;
   let everReady = false;
   let reason: string | undefined;
-  let lastError: string | undefined;
+  let lastError: Error | undefined;
   let code: string | undefined;
   let repeat: NodeJS.Timeout | undefined;
   const where = redactUrl(url);
@@ -100,7 +100,7 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   };
   redis.on('error', (error: Error & { code?: string; address?: string; port?: number }) => {
     code = error.code;
-    lastError = error.message;
+    lastError = error;
     // Once something that is not Redis has answered, the closed connections after it say no more.
     const said = connectionFailure(error);
     if (said === NOT_REDIS || reason !== NOT_REDIS) reason = said;
