@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Agent, silentLogger } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { freePort, scriptedProvider } from '@arcflow/testing';
@@ -86,6 +87,12 @@ describe('a Redis whose TLS certificate this process does not trust', () => {
     expect(failure.message).not.toContain('s3cret');
   });
 
+  it('refuses a cluster whose nodes mix redis: and rediss:', () => {
+    expect(() => createClient({ redis: `${url},redis://127.0.0.1:6379`, prefix: 'tls-trust' })).toThrow(
+      'REDIS_URL lists nodes with both redis: and rediss:; every node of a cluster speaks TLS (rediss:) or none does',
+    );
+  });
+
   it('fails a worker start instead of waiting for a connection that cannot succeed', async () => {
     const failure = (await startWorker({ agents: [new Agent({ name: 'idle' })], provider: scriptedProvider([]), redis: url, prefix: 'tls-trust', logger: silentLogger }).catch(
       (error: unknown) => error,
@@ -95,3 +102,65 @@ describe('a Redis whose TLS certificate this process does not trust', () => {
     expect(failure.message).toContain(trust);
   });
 });
+
+describe('a Redis Cluster whose nodes are listed with rediss:', () => {
+  let node: ChildProcess | undefined;
+  let clusterDir = '';
+  let port = 0;
+
+  beforeAll(async () => {
+    clusterDir = mkdtempSync(join(tmpdir(), 'arcflow-tls-cluster-'));
+    const [key, cert] = [join(clusterDir, 'key.pem'), join(clusterDir, 'cert.pem')];
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    port = await freePort();
+    // One master that holds every slot, speaking TLS only (its cluster bus too).
+    node = spawn(
+      'redis-server',
+      [
+        ...['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', cert],
+        ...['--tls-auth-clients', 'no', '--tls-cluster', 'yes', '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1'],
+        ...['--cluster-config-file', 'nodes.conf', '--save', '', '--appendonly', 'no', '--dir', clusterDir],
+      ],
+      { stdio: 'ignore' },
+    );
+    await listening(port);
+    execFileSync('redis-cli', ['--tls', '--cacert', cert, '-p', String(port), 'cluster', 'addslotsrange', '0', '16383'], { stdio: 'ignore' });
+  });
+
+  afterAll(() => {
+    node?.kill('SIGKILL');
+    rmSync(clusterDir, { recursive: true, force: true });
+  });
+
+  it('connects to every node over TLS, trusting the CA that NODE_EXTRA_CA_CERTS names', async () => {
+    const nodes = `rediss://127.0.0.1:${port},rediss://127.0.0.1:${port}`;
+    const read = await inChild(TLS_CLUSTER_CLIENT, { REDIS_URL: nodes, ARCFLOW_PREFIX: 'tls-cluster', NODE_EXTRA_CA_CERTS: join(clusterDir, 'cert.pem') });
+    expect(JSON.parse(read)).toEqual({ runs: [] });
+  });
+});
+
+const REPOSITORY = fileURLToPath(new URL('../../../', import.meta.url));
+const TLS_CLUSTER_CLIENT = fileURLToPath(new URL('./fixtures/tls-cluster-client.ts', import.meta.url));
+
+/** Runs a fixture from the sources in a process of its own (its environment is read at start), and gives its output. */
+function inChild(fixture: string, env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
+      cwd: REPOSITORY,
+      env: { ...process.env, ...env, TSX_TSCONFIG_PATH: `${REPOSITORY}tsconfig.json` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`the fixture exited with ${code}: ${err.slice(0, 2000)}`))));
+  });
+}

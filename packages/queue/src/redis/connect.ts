@@ -5,15 +5,15 @@ import { redactUrl } from './connection.ts';
 /**
  * The nodes of a `REDIS_URL` that lists several (`redis://a:6379,redis://b:6379`): a Redis
  * Cluster; undefined for a single URL. Each node's URL must be complete; a password on any node
- * is used for all (a cluster has one).
+ * is used for all (a cluster has one), and `rediss:` on every node means TLS to every node.
  */
-export function clusterNodes(url: string): { host: string; port: number; password?: string; username?: string }[] | undefined {
+export function clusterNodes(url: string): { host: string; port: number; password?: string; username?: string; tls: boolean }[] | undefined {
   const parts = url
     .split(',')
     .map((part) => part.trim())
     .filter((part) => part !== '');
   if (parts.length < 2) return undefined;
-  return parts.map((part) => {
+  const nodes = parts.map((part) => {
     let parsed: URL;
     try {
       parsed = new URL(part);
@@ -24,10 +24,14 @@ export function clusterNodes(url: string): { host: string; port: number; passwor
     return {
       host: parsed.hostname,
       port: Number(parsed.port || 6379),
+      tls: parsed.protocol === 'rediss:',
       ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
       ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
     };
   });
+  if (new Set(nodes.map((node) => node.tls)).size > 1)
+    throw new ConfigError('REDIS_URL lists nodes with both redis: and rediss:; every node of a cluster speaks TLS (rediss:) or none does');
+  return nodes;
 }
 
 /** The schemes a Redis URL may have; a URL with none (`host:port`, a socket's path) is taken as ioredis takes it. */
@@ -59,10 +63,12 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   if (!nodes) return new Redis(url, options);
   const { password, username } = nodes.find((node) => node.password) ?? {};
   const { enableOfflineQueue, ...redisOptions } = options;
+  // As ioredis does for one `rediss:` URL: TLS with the default trust (NODE_EXTRA_CA_CERTS adds a CA).
+  const tls = redisOptions.tls ?? (nodes.some((node) => node.tls) ? {} : undefined);
   const cluster = new Cluster(
     nodes.map(({ host, port }) => ({ host, port })),
     {
-      redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}) },
+      redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}), ...(tls ? { tls } : {}) },
       ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
       ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
     },
