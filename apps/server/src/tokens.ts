@@ -46,9 +46,31 @@ export function tokenRule(method: string, url: string | undefined): TokenRule | 
   return TOKEN_RULES[`${method} ${url ?? ''}`];
 }
 
-/** `?token=` in a URL that is logged: the value replaced, so no token reaches a log line. */
+/**
+ * `?token=` in a URL that is logged: the value replaced, so no token reaches a log line. A key is
+ * compared as the query parser reads it (percent-decoded, `+` a space), so `?%74oken=` is one too.
+ */
 export function withoutToken(url: string): string {
-  return url.replace(/([?&]token=)[^&#]*/g, '$1[redacted]');
+  const start = url.indexOf('?');
+  if (start < 0) return url;
+  const end = url.indexOf('#', start);
+  const query = url.slice(start + 1, end < 0 ? undefined : end);
+  const redacted = query
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      return equals >= 0 && queryKey(pair.slice(0, equals)) === 'token' ? `${pair.slice(0, equals)}=[redacted]` : pair;
+    })
+    .join('&');
+  return `${url.slice(0, start + 1)}${redacted}${end < 0 ? '' : url.slice(end)}`;
+}
+
+function queryKey(raw: string): string {
+  try {
+    return decodeURIComponent(raw.replaceAll('+', ' '));
+  } catch {
+    return raw;
+  }
 }
 
 /** What `enqueued_by` says on a run enqueued with a token: `token:<subject>`, or `token` when it names none. */

@@ -277,6 +277,10 @@ describe("end users' tokens on arcflow serve (SPEC §19)", () => {
     // Through the header and the query, on each server: no log line holds a token.
     await readSse(await call(`/v1/runs/${run_id}/events`, { query: token }, { headers: { accept: 'text/event-stream' } }));
     await (await call(`/v1/runs/${run_id}/events`, { query: token }, {}, disabled)).text();
+    // A key the query parser decodes to `token` is one too.
+    const encoded = await fetch(`${rotating.url}/v1/runs/${run_id}/events?%74oken=${token}&limit=5`);
+    expect(encoded.status).toBe(200);
+    await encoded.text();
     expect(rotating.output()).toContain("end users' tokens on (ARCFLOW_TOKEN_SECRET)");
     expect(disabled.output()).not.toContain("end users' tokens on");
     const logs = rotating.output() + disabled.output();
