@@ -83,6 +83,24 @@ describe('tenant and priority on a run', () => {
     const misspelt = { agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, tenant_weight: { acme: 2 } };
     await expect(startWorker(misspelt as never)).rejects.toThrow("unknown option 'tenant_weight' in the worker options; did you mean 'tenant_weights'?");
   });
+
+  it("gives a tenant named like a property every object has (constructor, toString, __proto__) the '*' limits, weight and budget", async () => {
+    const prefix = testPrefix('tenant-names');
+    prefixes.push(prefix);
+    const tenancy = { tenant_limits: { '*': { runs_per_minute: 1 } }, tenant_weights: { '*': 3 }, tenant_budgets: { '*': { max_cost_usd_per_day: 0.5 } } };
+    await (await startWorker({ agents: [agent], provider: scriptedProvider([]), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...tenancy })).close();
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const queues = new Dispatcher(redis, keysFor(prefix));
+    open.push(queues);
+    for (const tenant of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(await queues.tenants.limitsOf(tenant)).toEqual({ runs_per_minute: 1 });
+      expect(await queues.tenants.weightOf(tenant)).toBe(3);
+      expect(await queues.tenants.budgetOf(tenant)).toEqual({ max_cost_usd_per_day: 0.5 });
+      await client.enqueue({ agent: agent.name, input: 'first', tenant });
+      await expect(client.enqueue({ agent: agent.name, input: 'second', tenant })).rejects.toMatchObject({ code: 'tenant_rate_limited' });
+    }
+  });
 });
 
 /** A queue of its own prefix, and how to add a job of a run (its id the run's) with its fair priority. */

@@ -37,18 +37,23 @@ export class TenantSettings {
   /** A tenant's limits: its own, else `*`'s, else none. */
   async limitsOf(tenant: string): Promise<TenantLimits> {
     const limits = (await this.read()).tenant_limits ?? {};
-    return limits[tenant] ?? limits['*'] ?? {};
+    return own(limits, tenant) ?? own(limits, '*') ?? {};
   }
 
   /** A tenant's cost budget: its own, else `*`'s, else none. */
   async budgetOf(tenant: string): Promise<TenantBudget> {
     const budgets = (await this.read()).tenant_budgets ?? {};
-    return budgets[tenant] ?? budgets['*'] ?? {};
+    return own(budgets, tenant) ?? own(budgets, '*') ?? {};
   }
 
   /** A tenant's weight: its own, else `*`'s, else 1. */
   async weightOf(tenant: string): Promise<number> {
     const weights = (await this.read()).tenant_weights ?? {};
-    return weights[tenant] ?? weights['*'] ?? 1;
+    return own(weights, tenant) ?? own(weights, '*') ?? 1;
   }
+}
+
+/** A tenant's own entry of `map`: a tenant named `constructor` or `toString` is a tenant, not a property every object inherits. */
+function own<T>(map: Readonly<Record<string, T>>, tenant: string): T | undefined {
+  return Object.hasOwn(map, tenant) ? map[tenant] : undefined;
 }
