@@ -38,7 +38,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
   const loaded = await loadModule(options.module);
   const roles = options.roles ?? ['provider', 'tools'];
   const provider: ModelProvider | undefined = openai && env.openai ? openai.openaiProvider({ ...env.openai, model: env.model }) : loaded.provider;
-  const providers = loaded.worker_options.providers ?? {};
+  // Given as the module gave them: `startWorker` refuses a value that is not one (null included), naming it.
+  const { providers = {}, ...tenancy } = loaded.worker_options;
   checkDefaultProvider(loaded, roles, provider);
   const worker_id = newWorkerId();
   let worker: ArcflowWorker | undefined;
@@ -53,10 +54,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<A
     agents: loaded.definitions,
     provider,
     providers,
-    ...(loaded.worker_options.tenant_weights ? { tenant_weights: loaded.worker_options.tenant_weights } : {}),
-    ...(loaded.worker_options.tenant_limits ? { tenant_limits: loaded.worker_options.tenant_limits } : {}),
-    ...(loaded.worker_options.tenant_budgets ? { tenant_budgets: loaded.worker_options.tenant_budgets } : {}),
-    ...(loaded.worker_options.pricing ? { pricing: loaded.worker_options.pricing } : {}),
+    ...tenancy,
     roles,
     tools: options.tools,
     concurrency: options.concurrency ? { provider: options.concurrency, tools: options.concurrency } : undefined,

@@ -25,8 +25,8 @@ afterAll(async () => {
 });
 
 /** `arcflow worker --module <fixture>` run to its end: it should refuse to start. */
-async function refusedStart(name: string): Promise<{ code: number; stderr: string }> {
-  return run(process.execPath, [ARCFLOW_BIN, 'worker', '--module', fixture(name)], { env: { ...process.env, ...env }, timeout: 30_000 }).then(
+async function refusedStart(name: string, extra: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
+  return run(process.execPath, [ARCFLOW_BIN, 'worker', '--module', fixture(name)], { env: { ...process.env, ...env, ...extra }, timeout: 30_000 }).then(
     () => ({ code: 0, stderr: '' }),
     (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
   );
@@ -63,5 +63,17 @@ describe("a module's worker_options", () => {
     const refused = await refusedStart('bad-worker-options');
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim()).toMatch(/^arcflow: unknown option 'provider' in worker_options of '.*bad-worker-options\.ts'; did you mean 'providers'\?$/);
+  });
+
+  it('refuses a worker_options value that is null, 0 or false, naming the option, as startWorker does', async () => {
+    const refusals = await Promise.all(
+      [{ pricing: null }, { tenant_limits: 0 }, { tenant_budgets: false }, { tenant_weights: null }, { providers: null }].map((options) =>
+        refusedStart('falsy-worker-options', { WORKER_OPTIONS_JSON: JSON.stringify(options) }),
+      ),
+    );
+    for (const [index, name] of ['pricing', 'tenant_limits', 'tenant_budgets', 'tenant_weights', 'providers'].entries()) {
+      expect(refusals[index]!.code, name).toBe(1);
+      expect(refusals[index]!.stderr.trim()).toMatch(new RegExp(`^arcflow: ${name} must be`));
+    }
   });
 });
