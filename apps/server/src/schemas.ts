@@ -182,7 +182,7 @@ export const ToolResultBody = Type.Union(
       { output: Type.Unknown({ description: "the call's output: any JSON value (a string is the text itself), checked against the tool's output_schema" }) },
       { additionalProperties: false },
     ),
-    Type.Object({ error: Type.String({ minLength: 1, maxLength: 4_096, description: 'fails the call: the model reads `Error: <error>`' }) }, { additionalProperties: false }),
+    Type.Object({ error: Type.String({ maxLength: 4_096, description: 'fails the call: the model reads `Error: <error>`' }) }, { additionalProperties: false }),
   ],
   { description: '{ output } or { error }' },
 );

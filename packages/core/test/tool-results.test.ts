@@ -48,6 +48,13 @@ describe('external tools and ctx.defer, in definitions and runLocal', () => {
     }
   });
 
+  it('fails a call answered with an empty error: the model reads `Error: `', async () => {
+    const provider = scriptedProvider([toolCalls([{ name: 'get_location', args: {} }]), reply('x')]);
+    const run = await runLocal(new Agent({ name: 'browser-agent', tools: [browserTool()] }), 'Where?', { provider, logger: false, toolResult: () => ({ error: '' }) });
+    expect(run.events.filter((event) => event.kind === 'ToolCallFailed').map((event) => (event as { error_code: string }).error_code)).toEqual(['tool_error']);
+    expect(provider.requests[1]!.messages.at(-1)).toMatchObject({ role: 'tool', content: 'Error: ' });
+  });
+
   it('fails a call whose handler defers with a bad timeout_ms as a tool error', async () => {
     const deferring = tool({ name: 'later', description: 'x', input_schema: { type: 'object' }, handler: (_args, ctx) => ctx.defer({ timeout_ms: -1 }) });
     const provider = scriptedProvider([toolCalls([{ name: 'later', args: {} }]), reply('x')]);

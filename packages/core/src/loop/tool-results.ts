@@ -30,7 +30,7 @@ export function toolResultProblem(answer: unknown): string | undefined {
   const extra = Object.keys(value).find((key) => key !== 'output' && key !== 'error');
   if (extra !== undefined) return `unknown field '${extra}': the result is { output } or { error }`;
   if (hasError) {
-    if (typeof value.error !== 'string' || value.error.length === 0) return 'error must be a non-empty string';
+    if (typeof value.error !== 'string') return 'error must be a string';
     if (byteSize(value.error) > MAX_RESULT_ERROR_BYTES) return `error must be at most ${MAX_RESULT_ERROR_BYTES} bytes`;
     return undefined;
   }
