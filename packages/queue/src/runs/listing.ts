@@ -29,6 +29,7 @@ export class RunListing {
     const indexes = (await this.tags()).map((tag) => this.context.keys.runsIndexIn(tag, query.agent));
     await Promise.all(indexes.map((index) => this.trimRunIndex(index)));
     let after = query.cursor;
+    let exhausted = false;
     const runs: RunRecord[] = [];
     // Reads a page more than asked for at a time, so a status filter rarely needs a second read.
     for (let reads = 0; runs.length < query.limit && reads < 20; reads += 1) {
@@ -40,7 +41,7 @@ export class RunListing {
         .slice(0, count);
       if (page.length === 0) return { runs };
       // Every index gave fewer entries than asked for: none holds more after this page.
-      const exhausted = pages.every((entries) => entries.length < count);
+      exhausted = pages.every((entries) => entries.length < count);
       const records = await Promise.all(page.map(({ run_id }) => this.records.getRun(run_id)));
       for (const [position, entry] of page.entries()) {
         const record = records[position];
@@ -57,7 +58,9 @@ export class RunListing {
         if (runs.length === query.limit) return position < page.length - 1 || !exhausted ? { runs, next_cursor: after } : { runs };
       }
     }
-    return after === undefined || runs.length === 0 ? { runs } : { runs, next_cursor: after };
+    // The reads ran out before the index did: a cursor, even on a page with no match, so a caller
+    // that follows cursors (a bulk action) goes on to the matches further down.
+    return after === undefined || exhausted ? { runs } : { runs, next_cursor: after };
   }
 
   /**
@@ -82,13 +85,18 @@ export class RunListing {
   /** Index entries after `cursor` (`<created_at>:<run_id>`), newest first. */
   private async indexPage(index: string, cursor: string | undefined, count: number): Promise<{ run_id: string; score: number }[]> {
     const [score, member] = cursor === undefined ? ['+inf', undefined] : [cursor.slice(0, cursor.indexOf(':')), cursor.slice(cursor.indexOf(':') + 1)];
-    // Entries with the cursor's own score come back too; those at or before the cursor are skipped.
-    const flat = await this.context.redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', 0, count + 64);
+    // Entries with the cursor's own score come back too; those at or before the cursor are skipped,
+    // and read past when runs created in the same millisecond fill a whole read.
     const entries: { run_id: string; score: number }[] = [];
-    for (let at = 0; at + 1 < flat.length; at += 2) {
-      const entry = { run_id: flat[at]!, score: Number(flat[at + 1]) };
-      if (member !== undefined && String(entry.score) === score && entry.run_id >= member) continue;
-      entries.push(entry);
+    const batch = count + 64;
+    for (let offset = 0; entries.length < count; offset += batch) {
+      const flat = await this.context.redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', offset, batch);
+      for (let at = 0; at + 1 < flat.length; at += 2) {
+        const entry = { run_id: flat[at]!, score: Number(flat[at + 1]) };
+        if (member !== undefined && String(entry.score) === score && entry.run_id >= member) continue;
+        entries.push(entry);
+      }
+      if (flat.length < batch * 2) break;
     }
     return entries.slice(0, count);
   }
