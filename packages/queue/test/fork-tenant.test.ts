@@ -106,6 +106,17 @@ describe('fork and retry keep the tenant and priority', () => {
     expect(failed).toContain(done.run_ids[0]);
   }, 60_000);
 
+  it("retrying a run retried before returns that retry without counting against its tenant's runs_per_minute", async () => {
+    const failing = { on: true };
+    const client = await served('fork-tenant-retried', failing, { tenant_limits: { metered: { runs_per_minute: 2 } } });
+    const source = await failedRun(client, { tenant: 'metered' });
+    failing.on = false;
+    const first = await client.retry(source);
+    // The minute's two runs are spent (when it has not turned meanwhile): a new run would be refused, the same retry is not.
+    expect(await client.retry(source)).toEqual(first);
+    expect(await client.retry(source)).toEqual(first);
+  }, 60_000);
+
   it("a bulk cancel by tenant cancels that tenant's runs only", async () => {
     const prefix = testPrefix('fork-tenant-cancel');
     prefixes.push(prefix);

@@ -188,7 +188,14 @@ export class ClientJobs {
 
   /** Retries a failed or cancelled run (SPEC §15): a fork from the iteration it stopped at, once per run. */
   async retry(run_id: string): Promise<{ run_id: string; thread_id?: string; created: boolean }> {
-    const request = await this.context.reach(() => retryPoint(this.context, run_id));
+    const { reach, store } = this.context;
+    // Retried before: that retry, as it is, with no new run counted against the tenant's minute.
+    const earlier = (await reach(() => store.getRun(run_id)))?.retried_by;
+    if (earlier !== undefined) {
+      const thread_id = await reach(() => store.threadOf(earlier));
+      return { run_id: earlier, ...(thread_id !== undefined ? { thread_id } : {}), created: false };
+    }
+    const request = await reach(() => retryPoint(this.context, run_id));
     return this.fork(run_id, request, true);
   }
 
