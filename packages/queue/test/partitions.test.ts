@@ -4,7 +4,7 @@ import { TEST_REDIS_URL, capturingLogger, reply, scriptedProvider, testPrefix, t
 import { describe, expect, it } from 'vitest';
 import { resolveWorkerOptions } from '../src/config/options.ts';
 import { keysFor } from '../src/redis/keys.ts';
-import { partitionOf, partitionedRunId } from '../src/redis/partitions.ts';
+import { partitionOf, partitionOfKey, partitionedRunId } from '../src/redis/partitions.ts';
 import { FAST, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -181,6 +181,26 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     );
     for (const run of runs) expect((await client.wait(run.run_id, { timeout_ms: 10_000 })).status).toBe('completed');
     for (const run of runs.filter((run) => /^run_p[23]_/.test(run.run_id))) expect(ranBy.get(run.run_id)).toBe('upper');
+  });
+
+  it('keeps an idempotency key to its run when a client that read the map before it grew repeats the key', async () => {
+    const prefix = testPrefix('partitions-key');
+    prefixes.push(prefix);
+    const worker = (partitions: number) =>
+      startWorker({ agents: [groupAgent('any', new Map())], provider: model(), redis: TEST_REDIS_URL, prefix, partitions, logger: silentLogger, ...FAST });
+    open.push(await worker(2));
+    const early = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(early);
+    // This client has read the map at 2 partitions, and keeps what it read for a few seconds.
+    await early.enqueue({ agent: 'part_agent', input: 'first' });
+    open.push(await worker(4));
+    const late = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(late);
+    // A key that 4 partitions put in partition 2 or 3, where a client at 2 partitions would not look.
+    const key = Array.from({ length: 100 }, (_, index) => `order-${index}`).find((candidate) => partitionOfKey(candidate, 4) >= 2)!;
+    const first = await late.enqueue({ agent: 'part_agent', input: 'keyed', idempotency_key: key });
+    expect(first).toMatchObject({ created: true, run_id: expect.stringMatching(/^run_p[23]_/) });
+    expect(await early.enqueue({ agent: 'part_agent', input: 'keyed', idempotency_key: key })).toEqual({ run_id: first.run_id, created: false });
   });
 
   it('warns which partitions no live worker serves, and stops once they are served', async () => {
