@@ -1,4 +1,4 @@
-import type { Meter } from '@opentelemetry/api';
+import type { BatchObservableCallback, Meter } from '@opentelemetry/api';
 import { METER_NAME, Metric, MetricAttr, QUEUE_STATES, type QueueReading, type RunCountReading } from './metrics.ts';
 import { type RecordSink, type Series, SeriesTable } from './series.ts';
 import { openTelemetryRegistered } from './ids.ts';
@@ -54,7 +54,7 @@ const slot: Slot = slots[KEY];
  * OpenTelemetry globals: a client that only reads runs, or a worker of a process that uses no
  * OpenTelemetry, never loads it.
  */
-export async function recordThroughGlobalProvider(): Promise<(() => void) | undefined> {
+export async function recordThroughGlobalProvider(gauges?: () => GaugeSource): Promise<(() => Promise<void>) | undefined> {
   if (slot.recorded || !openTelemetryRegistered()) return undefined;
   const { createNoopMeter, metrics } = await import('@opentelemetry/api');
   if (slot.recorded) return undefined;
@@ -62,9 +62,20 @@ export async function recordThroughGlobalProvider(): Promise<(() => void) | unde
   if (meter === createNoopMeter()) return undefined;
   const recorded = Object.fromEntries(RECORDED.map((name) => [name, new SeriesTable(Metric[name], sinkOn(meter, Metric[name]))])) as unknown as RecordedMetrics;
   slot.recorded = recorded;
-  return () => {
+  // The queue gauges too, read from Redis at each of the provider's collections.
+  const source = gauges?.();
+  const unobserve = source ? observeReadings(meter, () => source.read()) : undefined;
+  return async () => {
     if (slot.recorded === recorded) bindRecording(undefined);
+    unobserve?.();
+    await source?.close();
   };
+}
+
+/** Where the queue gauges are read from at each collection: one round trip to Redis, on a connection closed with it. */
+export interface GaugeSource {
+  read(): Promise<Readings>;
+  close(): Promise<void>;
 }
 
 /** An instrument of `meter` for one of arcflow's recorded metrics, with its buckets as advice. */
@@ -253,27 +264,27 @@ export function observeQueues(read: () => Promise<Readings>): void {
  * failed read observes nothing rather than failing the scrape; a cumulative reader (Prometheus's)
  * then reports the values last read again, as the SDK does for a series it has seen.
  */
-export function observeReadings(meter: Meter, read: () => Promise<Readings>, options: { readonly runs?: boolean } = {}): void {
+export function observeReadings(meter: Meter, read: () => Promise<Readings>, options: { readonly runs?: boolean } = {}): () => void {
   const depth = meter.createObservableGauge(Metric.queueDepth.name, { unit: Metric.queueDepth.unit, description: Metric.queueDepth.description });
   const workers = meter.createObservableGauge(Metric.liveWorkers.name, { unit: Metric.liveWorkers.unit, description: Metric.liveWorkers.description });
   const runs = options.runs ? meter.createObservableCounter(Metric.runs.name, { unit: Metric.runs.unit, description: Metric.runs.description }) : undefined;
-  meter.addBatchObservableCallback(
-    async (result) => {
-      const readings = await read().catch(() => undefined);
-      if (!readings) return;
-      for (const reading of readings.queues) {
-        for (const state of QUEUE_STATES) result.observe(depth, reading[state], { [MetricAttr.queue]: reading.queue, [MetricAttr.jobState]: state });
-        result.observe(workers, reading.workers, { [MetricAttr.queue]: reading.queue });
-      }
-      if (!runs) return;
-      for (const count of readings.runs ?? []) {
-        result.observe(runs, count.count, {
-          [count.kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: count.name,
-          [MetricAttr.status]: count.status,
-          [MetricAttr.tenant]: count.tenant,
-        });
-      }
-    },
-    runs ? [depth, workers, runs] : [depth, workers],
-  );
+  const observables = runs ? [depth, workers, runs] : [depth, workers];
+  const callback: BatchObservableCallback = async (result) => {
+    const readings = await read().catch(() => undefined);
+    if (!readings) return;
+    for (const reading of readings.queues) {
+      for (const state of QUEUE_STATES) result.observe(depth, reading[state], { [MetricAttr.queue]: reading.queue, [MetricAttr.jobState]: state });
+      result.observe(workers, reading.workers, { [MetricAttr.queue]: reading.queue });
+    }
+    if (!runs) return;
+    for (const count of readings.runs ?? []) {
+      result.observe(runs, count.count, {
+        [count.kind === 'workflow' ? MetricAttr.workflow : MetricAttr.agent]: count.name,
+        [MetricAttr.status]: count.status,
+        [MetricAttr.tenant]: count.tenant,
+      });
+    }
+  };
+  meter.addBatchObservableCallback(callback, observables);
+  return () => meter.removeBatchObservableCallback(callback, observables);
 }

@@ -39,7 +39,7 @@ async function arcflowPoints(): Promise<Map<string, DataPoint<number | Histogram
 const lookup = tool({ name: 'lookup', description: 'Looks up', input_schema: { type: 'object' }, handler: () => 'found' });
 
 describe('an application with its own global MeterProvider', () => {
-  it("gets arcflow's metrics through it; a model given per run that nothing names is recorded as _OTHER; the provider stays the application's", async () => {
+  it("gets arcflow's metrics through it, its queues' gauges included; a model given per run that nothing names is recorded as _OTHER; the provider stays the application's", async () => {
     const agent = new Agent({ name: 'embedded', tools: [lookup], model: 'named-model' });
     const model = scriptedProvider([toolCalls([{ name: 'lookup', args: {} }]), reply('done'), reply('again')]);
     const worker = await startWorker({ agents: [agent], provider: model, redis: TEST_REDIS_URL, prefix, logger: silentLogger });
@@ -49,6 +49,14 @@ describe('an application with its own global MeterProvider', () => {
       expect((await client.wait(first.run_id, { timeout_ms: 20_000 })).status).toBe('completed');
       const second = await client.enqueue({ agent: 'embedded', input: 'go', config: { model: 'caller-chosen-7f3a' } });
       expect((await client.wait(second.run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+      // The gauges of the worker's own queues, read from Redis at the collection.
+      const gauges = await arcflowPoints();
+      const depth = gauges.get('arcflow.queue.depth') ?? [];
+      expect(new Set(depth.map((point) => point.attributes['arcflow.job.state']))).toEqual(new Set(['waiting', 'active', 'delayed']));
+      expect(new Set(depth.map((point) => point.attributes['arcflow.queue']))).toEqual(new Set(worker.queues));
+      const live = gauges.get('arcflow.workers.live') ?? [];
+      expect(live.map((point) => point.attributes['arcflow.queue']).sort()).toEqual([...worker.queues].sort());
+      expect(live.every((point) => point.value === 1)).toBe(true);
     } finally {
       await client.close();
       await worker.close();
