@@ -1,7 +1,8 @@
-import { Agent, silentLogger } from '@arcflow/core';
+import { Agent, newRunId, silentLogger } from '@arcflow/core';
 import { createClient, keysFor, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
+import { partitionedRunId } from '../src/redis/partitions.ts';
 import { RunStore } from '../src/runs/run-store.ts';
 import { FAST, testResources } from './harness.ts';
 
@@ -65,37 +66,53 @@ describe('listing runs', () => {
     expect(await redis.zscore(keysFor(prefix).runsIndexIn(keysFor(prefix).tag, 'alpha'), ids[6]!)).toBeNull();
   });
 
-  it('gives a cursor past runs that do not match, so following cursors (and a bulk action) reaches a match 8,000 runs down, past runs of one millisecond', async () => {
-    const prefix = testPrefix('list-far');
-    prefixes.push(prefix);
-    const store = new RunStore(redis, prefix, 600);
-    const create = (run_id: string, tenant: string) =>
-      store.createRun({ run_id, agent: 'far', input: 'x', config: null, exec_config: null, trace: {}, definition_hash: '', tenant }, undefined, {
-        kind: 'RunEnqueued',
-        step_id: 's1',
-        agent: 'far',
-      });
-    await create('run_far-rare', 'rare');
-    for (let from = 0; from < 8_100; from += 500) await Promise.all(Array.from({ length: 500 }, (_, i) => create(`run_far-busy-${from + i}`, 'busy')));
-    // Every busy run created in one millisecond, after the rare one: no page can end between two of them by time alone.
-    const index = keysFor(prefix).runsIndexIn(keysFor(prefix).tag);
-    const later = Number(await redis.zscore(index, 'run_far-rare')) + 1;
-    await redis.zadd(index, ...Array.from({ length: 8_100 }, (_, i) => [later, `run_far-busy-${i}`]).flat());
-    const client = createClient({ redis: TEST_REDIS_URL, prefix });
-    open.push(client);
-    const found: string[] = [];
-    let pages = 0;
-    let cursor: string | undefined;
-    do {
-      const page = await client.list({ tenant: 'rare', limit: 1, ...(cursor ? { cursor } : {}) });
-      found.push(...page.runs.map((run) => run.run_id));
-      cursor = page.next_cursor;
-      pages += 1;
-    } while (cursor !== undefined);
-    expect(found).toEqual(['run_far-rare']);
-    expect(pages).toBeGreaterThan(1);
-    expect(await client.bulk({ action: 'cancel', filter: { status: 'queued', tenant: 'rare' }, dry_run: true })).toMatchObject({ matched: 1, run_ids: ['run_far-rare'] });
-  }, 60_000);
+  it.each([
+    [1, 'runs of one millisecond'],
+    [16, 'runs interleaved over them'],
+  ] as const)(
+    'gives a cursor past runs that do not match, so following cursors (and a bulk action) reaches a match 8,000 runs down (%i partitions: %s)',
+    async (partitions, spread) => {
+      const prefix = testPrefix(`list-far-${partitions}`);
+      prefixes.push(prefix);
+      const store = new RunStore(redis, prefix, 600);
+      if (partitions > 1) await store.partitions.ensure(partitions);
+      const idIn = (k: number) => (partitions > 1 ? partitionedRunId(k) : newRunId());
+      const create = (run_id: string, tenant: string) =>
+        store.createRun({ run_id, agent: 'far', input: 'x', config: null, exec_config: null, trace: {}, definition_hash: '', tenant }, undefined, {
+          kind: 'RunEnqueued',
+          step_id: 's1',
+          agent: 'far',
+        });
+      const rare = idIn(0);
+      await create(rare, 'rare');
+      const busy = Array.from({ length: 8_100 }, (_, i) => idIn(i % partitions));
+      for (let from = 0; from < busy.length; from += 500) await Promise.all(busy.slice(from, from + 500).map((run_id) => create(run_id, 'busy')));
+      // The busy runs are newer than the rare one: all in one millisecond (no page can end between two of
+      // them by time alone), or one a millisecond per partition in turn (each index holds a share of every page).
+      const keys = keysFor(prefix);
+      const later = Number(await redis.zscore(keys.runsIndexIn(keys.tagOf(rare)), rare)) + 1;
+      const createdAt = (i: number) => (spread === 'runs of one millisecond' ? later : later + Math.floor(i / partitions));
+      for (let k = 0; k < partitions; k += 1) {
+        const inIndex = busy.flatMap((run_id, i) => (i % partitions === k ? [createdAt(i), run_id] : []));
+        await redis.zadd(keys.runsIndexIn(keys.tagOf(busy[k]!)), ...inIndex);
+      }
+      const client = createClient({ redis: TEST_REDIS_URL, prefix });
+      open.push(client);
+      const found: string[] = [];
+      let pages = 0;
+      let cursor: string | undefined;
+      do {
+        const page = await client.list({ tenant: 'rare', limit: 1, ...(cursor ? { cursor } : {}) });
+        found.push(...page.runs.map((run) => run.run_id));
+        cursor = page.next_cursor;
+        pages += 1;
+      } while (cursor !== undefined);
+      expect(found).toEqual([rare]);
+      expect(pages).toBeGreaterThan(1);
+      expect(await client.bulk({ action: 'cancel', filter: { status: 'queued', tenant: 'rare' }, dry_run: true })).toMatchObject({ matched: 1, run_ids: [rare] });
+    },
+    60_000,
+  );
 
   it('refuses a listing query that is not of its form', async () => {
     const client = createClient({ redis: TEST_REDIS_URL, prefix: testPrefix('list-bad') });

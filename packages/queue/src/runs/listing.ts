@@ -35,13 +35,11 @@ export class RunListing {
     for (let reads = 0; runs.length < query.limit && reads < 20; reads += 1) {
       const count = Math.max(query.limit * 2, 50);
       const pages = await Promise.all(indexes.map(async (index) => (await this.indexPage(index, after, count)).map((entry) => ({ ...entry, index }))));
-      const page = pages
-        .flat()
-        .sort((a, b) => b.score - a.score || (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
-        .slice(0, count);
+      const merged = pages.flat().sort((a, b) => b.score - a.score || (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0));
+      const page = merged.slice(0, count);
       if (page.length === 0) return { runs };
-      // Every index gave fewer entries than asked for: none holds more after this page.
-      exhausted = pages.every((entries) => entries.length < count);
+      // Every index gave fewer entries than asked for, and the page holds them all: none holds more after it.
+      exhausted = merged.length <= count && pages.every((entries) => entries.length < count);
       const records = await Promise.all(page.map(({ run_id }) => this.records.getRun(run_id)));
       for (const [position, entry] of page.entries()) {
         const record = records[position];
@@ -85,19 +83,29 @@ export class RunListing {
   /** Index entries after `cursor` (`<created_at>:<run_id>`), newest first. */
   private async indexPage(index: string, cursor: string | undefined, count: number): Promise<{ run_id: string; score: number }[]> {
     const [score, member] = cursor === undefined ? ['+inf', undefined] : [cursor.slice(0, cursor.indexOf(':')), cursor.slice(cursor.indexOf(':') + 1)];
-    // Entries with the cursor's own score come back too; those at or before the cursor are skipped,
-    // and read past when runs created in the same millisecond fill a whole read.
-    const entries: { run_id: string; score: number }[] = [];
+    // Entries with the cursor's own score come back too; those at or before the cursor are skipped.
+    const { redis } = this.context;
     const batch = count + 64;
-    for (let offset = 0; entries.length < count; offset += batch) {
-      const flat = await this.context.redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', offset, batch);
-      for (let at = 0; at + 1 < flat.length; at += 2) {
-        const entry = { run_id: flat[at]!, score: Number(flat[at + 1]) };
-        if (member !== undefined && String(entry.score) === score && entry.run_id >= member) continue;
-        entries.push(entry);
-      }
+    const after = (flat: readonly string[]) => pairs(flat).filter((entry) => member === undefined || String(entry.score) !== score || entry.run_id < member);
+    const first = await redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', 0, batch);
+    const entries = after(first);
+    if (entries.length >= count || first.length < batch * 2 || member === undefined) return entries.slice(0, count);
+    // More runs of the cursor's millisecond than one read holds: on from the cursor's own place in
+    // this index, or, when the cursor is another index's run, read past them batch by batch.
+    const rank = await redis.zrevrank(index, member);
+    if (rank !== null) return pairs(await redis.zrevrange(index, rank + 1, rank + count, 'WITHSCORES'));
+    for (let offset = batch; entries.length < count; offset += batch) {
+      const flat = await redis.zrevrangebyscore(index, score, '-inf', 'WITHSCORES', 'LIMIT', offset, batch);
+      entries.push(...after(flat));
       if (flat.length < batch * 2) break;
     }
     return entries.slice(0, count);
   }
+}
+
+/** A `WITHSCORES` reply as entries. */
+function pairs(flat: readonly string[]): { run_id: string; score: number }[] {
+  const entries: { run_id: string; score: number }[] = [];
+  for (let at = 0; at + 1 < flat.length; at += 2) entries.push({ run_id: flat[at]!, score: Number(flat[at + 1]) });
+  return entries;
 }
