@@ -47,22 +47,22 @@ export function tokenRule(method: string, url: string | undefined): TokenRule | 
 }
 
 /**
- * `?token=` in a URL that is logged: the value replaced, so no token reaches a log line. A key is
- * compared as the query parser reads it (percent-decoded, `+` a space), so `?%74oken=` is one too.
+ * `?token=` in a URL that is logged: the value replaced, so no token reaches a log line. The query
+ * is taken as the router takes it (from the first `?` or `#` to the end), and a key as the query
+ * parser reads it (percent-decoded, `+` a space), so `?%74oken=` and `#token=` are tokens too.
  */
 export function withoutToken(url: string): string {
-  const start = url.indexOf('?');
+  const start = url.search(/[?#]/);
   if (start < 0) return url;
-  const end = url.indexOf('#', start);
-  const query = url.slice(start + 1, end < 0 ? undefined : end);
-  const redacted = query
+  const redacted = url
+    .slice(start + 1)
     .split('&')
     .map((pair) => {
       const equals = pair.indexOf('=');
       return equals >= 0 && queryKey(pair.slice(0, equals)) === 'token' ? `${pair.slice(0, equals)}=[redacted]` : pair;
     })
     .join('&');
-  return `${url.slice(0, start + 1)}${redacted}${end < 0 ? '' : url.slice(end)}`;
+  return `${url.slice(0, start + 1)}${redacted}`;
 }
 
 function queryKey(raw: string): string {
