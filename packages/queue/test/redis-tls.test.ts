@@ -87,6 +87,24 @@ describe('a Redis whose TLS certificate this process does not trust', () => {
     expect(failure.message).not.toContain('s3cret');
   });
 
+  it('says so at once for a cluster listed with rediss: nodes too, to a client and to a worker', async () => {
+    const nodes = `${url},${url.replace(':s3cret@', '@')}`;
+    const client = createClient({ redis: nodes, prefix: 'tls-trust', redis_timeout_ms: 30_000 });
+    const started = Date.now();
+    const failure = (await client.list().catch((error: unknown) => error)) as Error;
+    await client.close();
+    expect(failure).toMatchObject({ name: 'ConfigError' });
+    expect(failure.message).toContain('presents a TLS certificate this process does not trust (DEPTH_ZERO_SELF_SIGNED_CERT: a self-signed certificate)');
+    expect(failure.message).toContain(trust);
+    expect(failure.message).not.toContain('s3cret');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const refused = (await startWorker({ agents: [new Agent({ name: 'idle' })], provider: scriptedProvider([]), redis: nodes, prefix: 'tls-trust', logger: silentLogger }).catch(
+      (error: unknown) => error,
+    )) as Error;
+    expect(refused).toMatchObject({ name: 'ConfigError' });
+    expect(refused.message).toContain('(DEPTH_ZERO_SELF_SIGNED_CERT: a self-signed certificate)');
+  });
+
   it('refuses a cluster whose nodes mix redis: and rediss:', () => {
     expect(() => createClient({ redis: `${url},redis://127.0.0.1:6379`, prefix: 'tls-trust' })).toThrow(
       'REDIS_URL lists nodes with both redis: and rediss:; every node of a cluster speaks TLS (rediss:) or none does',

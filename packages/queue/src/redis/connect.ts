@@ -1,6 +1,8 @@
+import { createRequire } from 'node:module';
 import { ConfigError } from '@arcflow/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from './connection.ts';
+import { reportUntrustedCertificates } from './tls-trust.ts';
 
 /**
  * The nodes of a `REDIS_URL` that lists several (`redis://a:6379,redis://b:6379`): a Redis
@@ -68,11 +70,15 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   const cluster = new Cluster(
     nodes.map(({ host, port }) => ({ host, port })),
     {
-      redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}), ...(tls ? { tls } : {}) },
+      redisOptions: { ...redisOptions, ...(password ? { password } : {}), ...(username ? { username } : {}), ...(tls ? { tls, Connector: guardedTlsConnector() } : {}) },
+      // Over TLS, a node is reached by the name it was listed with, which its certificate names (a
+      // managed cluster's configuration endpoint), not by the address that name resolves to.
+      ...(tls ? { dnsLookup: (address: string, callback: (error: null, address: string) => void) => callback(null, address) } : {}),
       ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
       ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
     },
   );
+  if (tls) reportUntrustedCertificates(cluster, nodes[0]!, tls);
   return cluster as unknown as Redis;
 }
 
@@ -93,4 +99,28 @@ export function duplicateRedis(redis: Redis, options: RedisOptions = {}): Redis 
     shardedSubscribers: true,
     redisOptions: { ...cluster.options.redisOptions, ...redisOptions },
   }) as unknown as Redis;
+}
+
+type ConnectorClass = NonNullable<RedisOptions['Connector']>;
+let guarded: ConnectorClass | undefined;
+
+/**
+ * ioredis's own connector, whose TLS sockets keep an `error` listener for life. A cluster client
+ * that gives up on a node mid-handshake (a certificate not trusted) leaves its socket with none,
+ * and the server's alert that follows would be an uncaught exception.
+ */
+function guardedTlsConnector(): ConnectorClass {
+  if (guarded) return guarded;
+  const Standalone = createRequire(import.meta.url)('ioredis/built/connectors/StandaloneConnector.js').default as new (
+    options: RedisOptions,
+  ) => { connect(onError: unknown): Promise<NodeJS.EventEmitter> };
+  class GuardedConnector extends Standalone {
+    override async connect(onError: unknown): Promise<NodeJS.EventEmitter> {
+      const stream = await super.connect(onError);
+      stream.on('error', () => undefined); // ioredis's own listener reports the first error
+      return stream;
+    }
+  }
+  guarded = GuardedConnector as unknown as ConnectorClass;
+  return guarded;
 }

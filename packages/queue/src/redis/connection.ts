@@ -100,7 +100,9 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   };
   redis.on('error', (error: Error & { code?: string; address?: string; port?: number }) => {
     code = error.code;
-    lastError = error;
+    // A certificate not trusted stays the reason until the connection is made: a cluster client says
+    // `Failed to refresh slots cache` after each try, and only a probe says why (reportUntrustedCertificates).
+    if (!lastError || !certificateRefused(lastError) || certificateRefused(error)) lastError = error;
     // Once something that is not Redis has answered, the closed connections after it say no more.
     const said = connectionFailure(error);
     if (said === NOT_REDIS || reason !== NOT_REDIS) reason = said;
@@ -117,6 +119,7 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   redis.on('ready', () => {
     everReady = true;
     reason = undefined;
+    lastError = undefined;
     stopRepeating();
     if (down === undefined) return;
     down = undefined;
@@ -127,6 +130,8 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
 }
 
 const NOT_REDIS = 'something that is not Redis answered';
+
+const certificateRefused = (error: Error & { code?: unknown }) => untrustedCertificate(typeof error.code === 'string' ? error.code : error.message, '') !== undefined;
 
 /**
  * A connection's error as said to people (SPEC §5: never a driver's internal message): its system

@@ -1,5 +1,7 @@
+import { isIP } from 'node:net';
+import { type ConnectionOptions, connect as connectTls } from 'node:tls';
 import { ConfigError } from '@arcflow/core';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** Node's codes for a TLS certificate that no CA this process trusts has signed, and what each means. */
 const UNTRUSTED: Readonly<Record<string, string>> = {
@@ -40,4 +42,38 @@ export function refusedConnection(redis: Redis, refusal: (error: Error) => Error
   });
   refused.catch(() => undefined);
   return { refused, stop: () => redis.off('error', listener!) };
+}
+
+/** How long a cluster's trust probe waits for a node's handshake, and at least how long between two probes. */
+const PROBE_MS = 5_000;
+
+/**
+ * A Redis Cluster client reports a node whose certificate it does not trust only as `Failed to
+ * refresh slots cache` (the TLS error itself is not passed on). When that happens, one handshake
+ * with the first listed node, with the same trust, finds out why; a certificate not trusted is
+ * then reported on `cluster` as an `error` with the certificate's code, as one Redis reports it.
+ */
+export function reportUntrustedCertificates(cluster: Cluster, node: { readonly host: string; readonly port: number }, tls: ConnectionOptions): void {
+  let probing = false;
+  let last = 0;
+  cluster.on('error', (error: Error) => {
+    if (probing || Date.now() - last < PROBE_MS || !/Failed to refresh slots cache/.test(error.message)) return;
+    probing = true;
+    last = Date.now();
+    const socket = connectTls({ ...tls, host: node.host, port: node.port, ...(isIP(node.host) ? {} : { servername: node.host }) });
+    let settled = false;
+    const done = (code?: unknown) => {
+      if (settled) return;
+      settled = true;
+      probing = false;
+      socket.destroy();
+      if (typeof code === 'string' && Object.hasOwn(UNTRUSTED, code)) {
+        cluster.emit('error', Object.assign(new Error(`${code}: the certificate of ${node.host}:${node.port}`), { code }));
+      }
+    };
+    socket.once('secureConnect', () => done());
+    // Every error: a handshake refused here may be followed by the server's alert.
+    socket.on('error', (failure: Error) => done((failure as { code?: unknown }).code));
+    socket.setTimeout(PROBE_MS, () => done());
+  });
 }
