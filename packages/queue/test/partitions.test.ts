@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveWorkerOptions } from '../src/config/options.ts';
 import { keysFor } from '../src/redis/keys.ts';
 import { partitionOf, partitionOfKey, partitionedRunId } from '../src/redis/partitions.ts';
+import { ThreadStore } from '../src/threads/thread-store.ts';
 import { FAST, testResources, until } from './harness.ts';
 
 const { prefixes, open, redis } = testResources();
@@ -183,7 +184,7 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     for (const run of runs.filter((run) => /^run_p[23]_/.test(run.run_id))) expect(ranBy.get(run.run_id)).toBe('upper');
   });
 
-  it('keeps an idempotency key to its run when a client that read the map before it grew repeats the key', async () => {
+  it('keeps an idempotency key to its run, and a thread to its partition, when a client that read the map before it grew repeats the key or the thread', async () => {
     const prefix = testPrefix('partitions-key');
     prefixes.push(prefix);
     const worker = (partitions: number) =>
@@ -191,8 +192,11 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     open.push(await worker(2));
     const early = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(early);
-    // This client has read the map at 2 partitions, and keeps what it read for a few seconds.
+    const earlyOnThread = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(earlyOnThread);
+    // These clients have read the map at 2 partitions, and keep what they read for a few seconds.
     await early.enqueue({ agent: 'part_agent', input: 'first' });
+    await earlyOnThread.enqueue({ agent: 'part_agent', input: 'first' });
     open.push(await worker(4));
     const late = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(late);
@@ -201,6 +205,11 @@ describe('workers serving some partitions only (serve_partitions)', () => {
     const first = await late.enqueue({ agent: 'part_agent', input: 'keyed', idempotency_key: key });
     expect(first).toMatchObject({ created: true, run_id: expect.stringMatching(/^run_p[23]_/) });
     expect(await early.enqueue({ agent: 'part_agent', input: 'keyed', idempotency_key: key })).toEqual({ run_id: first.run_id, created: false });
+    // The same for a thread: its next run goes where the thread lives.
+    const thread_id = Array.from({ length: 100 }, (_, index) => `chat-${index}`).find((candidate) => (ThreadStore.partitionOf(candidate, 4) ?? 0) >= 2)!;
+    const opened = await late.enqueue({ agent: 'part_agent', input: 'hello', thread_id });
+    const next = await earlyOnThread.enqueue({ agent: 'part_agent', input: 'again', thread_id });
+    expect(next.run_id.slice(0, 'run_p2_'.length)).toBe(opened.run_id.slice(0, 'run_p2_'.length));
   });
 
   it('warns which partitions no live worker serves, and stops once they are served', async () => {

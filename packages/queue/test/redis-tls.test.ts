@@ -137,11 +137,27 @@ describe('a Redis Cluster whose nodes are listed with rediss:', () => {
       },
     );
     port = await freePort();
-    // One master that holds every slot, speaking TLS only (its cluster bus too).
+    const bus = await freePort();
+    // One master that holds every slot, speaking TLS only (its cluster bus too, on a port known free).
     node = spawn(
       'redis-server',
       [
-        ...['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', cert],
+        ...[
+          '--port',
+          '0',
+          '--tls-port',
+          String(port),
+          '--cluster-port',
+          String(bus),
+          '--bind',
+          '127.0.0.1',
+          '--tls-cert-file',
+          cert,
+          '--tls-key-file',
+          key,
+          '--tls-ca-cert-file',
+          cert,
+        ],
         ...['--tls-auth-clients', 'no', '--tls-cluster', 'yes', '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1'],
         ...['--cluster-config-file', 'nodes.conf', '--save', '', '--appendonly', 'no', '--dir', clusterDir],
       ],

@@ -280,9 +280,9 @@ export class ClientJobs {
    * reach the thread), else by its idempotency key, else at random.
    */
   private async mintRunId(idempotency_key: string | undefined, thread_id: string | undefined): Promise<string> {
-    // A key's partition, and where it was used before (findIdempotent), follow the map as it is now:
-    // another process may have used the key under partitions added since this one last read it.
-    const { count } = await this.context.store.partitions.read(idempotency_key !== undefined);
+    // A key's or a thread's partition, and where it was used before (findIdempotent, locate), follow
+    // the map as it is now: another process may have used it under partitions added since this one last read it.
+    const { count } = await this.context.store.partitions.read(idempotency_key !== undefined || thread_id !== undefined);
     if (count <= 1) return newRunId();
     if (thread_id !== undefined) {
       // Where the thread lives, so the run's scripts reach it in one slot.
