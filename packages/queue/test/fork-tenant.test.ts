@@ -106,16 +106,21 @@ describe('fork and retry keep the tenant and priority', () => {
     expect(failed).toContain(done.run_ids[0]);
   }, 60_000);
 
-  it("retrying a run retried before returns that retry without counting against its tenant's runs_per_minute", async () => {
+  it("retrying a run retried before, or at the same time, returns that retry without counting against its tenant's runs_per_minute", async () => {
     const failing = { on: true };
     const client = await served('fork-tenant-retried', failing, { tenant_limits: { metered: { runs_per_minute: 2 } } });
+    // The limit counts per clock minute: start well inside one, so the run and its retries share it.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 45_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
     const source = await failedRun(client, { tenant: 'metered' });
     failing.on = false;
-    const first = await client.retry(source);
-    // The minute's two runs are spent (when it has not turned meanwhile): a new run would be refused, the same retry is not.
+    // Three at once: one makes the retry and spends the minute's second run; the others get that retry.
+    const [first, ...others] = await Promise.all([client.retry(source), client.retry(source), client.retry(source)]);
+    for (const other of others) expect(other).toEqual(first);
+    // Again, one by one: the minute is spent, and the same retry is still the answer.
     expect(await client.retry(source)).toEqual(first);
-    expect(await client.retry(source)).toEqual(first);
-  }, 60_000);
+    await expect(client.enqueue({ agent: agent.name, input: 'one more', tenant: 'metered' })).rejects.toMatchObject({ code: 'tenant_rate_limited' });
+  }, 90_000);
 
   it("a bulk cancel by tenant cancels that tenant's runs only", async () => {
     const prefix = testPrefix('fork-tenant-cancel');

@@ -188,15 +188,32 @@ export class ClientJobs {
 
   /** Retries a failed or cancelled run (SPEC §15): a fork from the iteration it stopped at, once per run. */
   async retry(run_id: string): Promise<{ run_id: string; thread_id?: string; created: boolean }> {
-    const { reach, store } = this.context;
     // Retried before: that retry, as it is, with no new run counted against the tenant's minute.
-    const earlier = (await reach(() => store.getRun(run_id)))?.retried_by;
-    if (earlier !== undefined) {
-      const thread_id = await reach(() => store.threadOf(earlier));
-      return { run_id: earlier, ...(thread_id !== undefined ? { thread_id } : {}), created: false };
+    const earlier = await this.retryOf(run_id);
+    if (earlier) return earlier;
+    const request = await this.context.reach(() => retryPoint(this.context, run_id));
+    try {
+      return await this.fork(run_id, request, true);
+    } catch (error) {
+      // Refused while another retry of it, made at the same time, took the minute's last run: that
+      // one is the answer once it is created (it is being created now, or there is none).
+      if (!(error instanceof RequestError) || error.code !== 'tenant_rate_limited') throw error;
+      for (let tries = 0; tries < 10; tries += 1) {
+        const concurrent = await this.retryOf(run_id);
+        if (concurrent) return concurrent;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw error;
     }
-    const request = await reach(() => retryPoint(this.context, run_id));
-    return this.fork(run_id, request, true);
+  }
+
+  /** The retry made of a run, if one was. */
+  private async retryOf(run_id: string): Promise<{ run_id: string; thread_id?: string; created: false } | undefined> {
+    const { reach, store } = this.context;
+    const retry = (await reach(() => store.getRun(run_id)))?.retried_by;
+    if (retry === undefined) return undefined;
+    const thread_id = await reach(() => store.threadOf(retry));
+    return { run_id: retry, ...(thread_id !== undefined ? { thread_id } : {}), created: false };
   }
 
   /**
