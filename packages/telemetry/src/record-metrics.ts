@@ -26,6 +26,8 @@ export function createRecordedMetrics(): RecordedMetrics {
 interface Slot {
   recorded?: RecordedMetrics;
   meter?: Meter;
+  /** Set while arcflow records through an application's provider: its meter, and how many embedded workers use it. */
+  app?: { readonly meter: Meter; readonly recorded: RecordedMetrics; workers: number };
   /** The model names the definitions and providers of this process name; others are recorded as `_OTHER`. */
   models?: Set<string>;
   /** The tenants this process's options name (SPEC §14), `default` always among them; others are recorded as `_OTHER`. */
@@ -48,27 +50,41 @@ const slot: Slot = slots[KEY];
  * In a process that records no metrics of its own (no `startMetrics`) but has registered its own
  * global `MeterProvider` (an application that embeds a worker), records arcflow's metrics through
  * that provider's `arcflow` meter: each record goes to an instrument of it, which its readers
- * collect. Returns the function that stops it, or undefined when there is nothing to do (metrics
- * recorded already, or no provider registered). Never registers, replaces or shuts down a provider.
+ * collect. Returns the function that stops it (for this worker), or undefined when there is nothing
+ * to do (arcflow's own metrics SDK records, or no provider is registered). Never registers, replaces or shuts down a provider.
  * The OpenTelemetry API is loaded here, not with this module, and only when something registered
  * OpenTelemetry globals: a client that only reads runs, or a worker of a process that uses no
  * OpenTelemetry, never loads it.
  */
 export async function recordThroughGlobalProvider(gauges?: () => GaugeSource): Promise<(() => Promise<void>) | undefined> {
-  if (slot.recorded || !openTelemetryRegistered()) return undefined;
-  const { createNoopMeter, metrics } = await import('@opentelemetry/api');
-  if (slot.recorded) return undefined;
-  const meter = metrics.getMeter(METER_NAME);
-  if (meter === createNoopMeter()) return undefined;
-  const recorded = Object.fromEntries(RECORDED.map((name) => [name, new SeriesTable(Metric[name], sinkOn(meter, Metric[name]))])) as unknown as RecordedMetrics;
-  slot.recorded = recorded;
-  // The queue gauges too, read from Redis at each of the provider's collections.
+  if (!openTelemetryRegistered() || (slot.recorded && !slot.app)) return undefined;
+  if (!slot.app) {
+    const { createNoopMeter, metrics } = await import('@opentelemetry/api');
+    if (slot.recorded && !slot.app) return undefined;
+    const meter = metrics.getMeter(METER_NAME);
+    if (meter === createNoopMeter()) return undefined;
+    if (!slot.app) {
+      const recorded = Object.fromEntries(RECORDED.map((name) => [name, new SeriesTable(Metric[name], sinkOn(meter, Metric[name]))])) as unknown as RecordedMetrics;
+      slot.recorded = recorded;
+      slot.app = { meter, recorded, workers: 0 };
+    }
+  }
+  // Each embedded worker adds the gauges of its own queues, read from Redis at each of the provider's
+  // collections; the recording ends with the last of them.
+  const app = slot.app;
+  app.workers += 1;
   const source = gauges?.();
-  const unobserve = source ? observeReadings(meter, () => source.read()) : undefined;
+  const unobserve = source ? observeReadings(app.meter, () => source.read()) : undefined;
+  let stopped = false;
   return async () => {
-    if (slot.recorded === recorded) bindRecording(undefined);
+    if (stopped) return;
+    stopped = true;
     unobserve?.();
     await source?.close();
+    app.workers -= 1;
+    if (app.workers > 0 || slot.app !== app) return;
+    slot.app = undefined;
+    if (slot.recorded === app.recorded) bindRecording(undefined);
   };
 }
 

@@ -11,8 +11,8 @@ import { METER_NAME } from '../src/metrics.ts';
 
 /** A reader the test collects by hand. */
 class AppReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  constructor(temporality = AggregationTemporality.CUMULATIVE) {
+    super({ aggregationTemporalitySelector: () => temporality });
   }
   protected async onShutdown(): Promise<void> {}
   protected async onForceFlush(): Promise<void> {}
@@ -74,6 +74,40 @@ describe('an application with its own global MeterProvider', () => {
     // The histogram keeps arcflow's buckets (given to the application's SDK as advice).
     expect((points.get('gen_ai.client.operation.duration')![0]!.value as Histogram).buckets.boundaries[0]).toBe(0.01);
     expect(metrics.getMeterProvider()).toBe(appProvider);
+  });
+
+  it("gets the gauges of every embedded worker's queues, and of the others' once one closes", async () => {
+    // A reader of delta temporality: a series not observed at a collection is not reported again.
+    const deltaReader = new AppReader(AggregationTemporality.DELTA);
+    const deltaProvider = new MeterProvider({ readers: [deltaReader] });
+    metrics.disable();
+    metrics.setGlobalMeterProvider(deltaProvider);
+    const gaugedQueues = async () => {
+      const { resourceMetrics } = (await deltaReader.collect()) as { resourceMetrics: ResourceMetrics };
+      const live = resourceMetrics.scopeMetrics.find((entry) => entry.scope.name === METER_NAME)?.metrics.find((metric) => metric.descriptor.name === 'arcflow.workers.live');
+      return new Set((live?.dataPoints ?? []).map((point) => String(point.attributes['arcflow.queue'])));
+    };
+    const start = (name: string) =>
+      startWorker({
+        agents: [new Agent({ name, tools: [tool({ name: `${name}_tool`, description: 'x', input_schema: { type: 'object' }, handler: () => 'ok' })] })],
+        provider: scriptedProvider([]),
+        redis: TEST_REDIS_URL,
+        prefix,
+        logger: silentLogger,
+      });
+    const first = await start('first_embedded');
+    const second = await start('second_embedded');
+    try {
+      expect(await gaugedQueues()).toEqual(new Set([...first.queues, ...second.queues]));
+      await first.close();
+      expect(await gaugedQueues()).toEqual(new Set(second.queues));
+    } finally {
+      await first.close();
+      await second.close();
+      metrics.disable();
+      metrics.setGlobalMeterProvider(appProvider);
+      await deltaProvider.shutdown();
+    }
   });
 
   it('keeps the application’s provider when arcflow’s own metrics SDK starts and shuts down in the same process', async () => {
