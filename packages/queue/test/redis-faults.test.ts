@@ -113,4 +113,21 @@ describe('when Redis cannot be reached', () => {
     await expect(narrow.list()).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringContaining('refused a command to this user (NOPERM') });
     await narrow.close();
   });
+
+  it('refuses a database the Redis does not have, naming it, instead of using database 0', async () => {
+    const server = await startPrivateRedis();
+    servers.push(server);
+    const missing = `${server.url}/99`;
+    const said = `the Redis at ${missing} has no such database (ERR DB index is out of range)`;
+    const client = createClient({ redis: missing, prefix: 'faults-db' });
+    await expect(client.list()).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringContaining(said) });
+    await client.close();
+    await expect(
+      startWorker({ agents: [new Agent({ name: 'idle' })], provider: scriptedProvider([]), redis: missing, prefix: 'faults-db', logger: silentLogger }),
+    ).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringContaining(said) });
+    // Nothing was written to database 0.
+    const zero = new Redis(server.url);
+    expect(await zero.keys('*')).toEqual([]);
+    zero.disconnect();
+  });
 });

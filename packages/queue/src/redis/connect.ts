@@ -62,7 +62,7 @@ export function checkRedisScheme(url: string): void {
 export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   checkRedisScheme(url);
   const nodes = clusterNodes(url);
-  if (!nodes) return new Redis(url, options);
+  if (!nodes) return refusingMissingDatabase(new Redis(url, options));
   const { password, username } = nodes.find((node) => node.password) ?? {};
   const { enableOfflineQueue, ...redisOptions } = options;
   // As ioredis does for one `rediss:` URL: TLS with the default trust (NODE_EXTRA_CA_CERTS adds a CA).
@@ -123,4 +123,16 @@ function guardedTlsConnector(): ConnectorClass {
   }
   guarded = GuardedConnector as unknown as ConnectorClass;
   return guarded;
+}
+
+/**
+ * A URL's database (`redis://host:6379/3`) that the Redis does not have: ioredis reports the
+ * refused `SELECT` and goes on in database 0. The connection is closed instead, so that every
+ * command fails and the refusal is said (see `redisRefusal`), not another database's data used.
+ */
+function refusingMissingDatabase(redis: Redis): Redis {
+  redis.on('error', (error: Error) => {
+    if (/DB index is out of range/i.test(error.message)) redis.disconnect();
+  });
+  return redis;
 }

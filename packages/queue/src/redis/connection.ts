@@ -51,6 +51,11 @@ export function redisRefusal(error: unknown, url: string): ConfigError | undefin
       `${where} is one node of a Redis Cluster (it answered ${message}); for cluster mode, list several of its nodes, comma-separated: redis://host1:6379,redis://host2:6379`,
     );
   }
+  if (/DB index is out of range/i.test(message)) {
+    return new ConfigError(
+      `${where} has no such database (${firstLine(message)}): the number after the port in REDIS_URL must be below the server's 'databases' setting (16 by default)`,
+    );
+  }
   if (/^(WRONGPASS|NOAUTH)\b/.test(message)) {
     return new ConfigError(`${where} refused the login (${firstLine(message)}): check the user and password in REDIS_URL (redis://user:password@host:6379)`);
   }
@@ -100,9 +105,9 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
   };
   redis.on('error', (error: Error & { code?: string; address?: string; port?: number }) => {
     code = error.code;
-    // A certificate not trusted stays the reason until the connection is made: a cluster client says
-    // `Failed to refresh slots cache` after each try, and only a probe says why (reportUntrustedCertificates).
-    if (!lastError || !certificateRefused(lastError) || certificateRefused(error)) lastError = error;
+    // A refusal stays the reason until a connection is made: the errors that follow it (a cluster
+    // client's `Failed to refresh slots cache`, a closed stream) say less.
+    if (!lastError || !refusal(lastError) || refusal(error)) lastError = error;
     // Once something that is not Redis has answered, the closed connections after it say no more.
     const said = connectionFailure(error);
     if (said === NOT_REDIS || reason !== NOT_REDIS) reason = said;
@@ -131,7 +136,7 @@ export function watchConnection(redis: Redis, url: string, logger: ToolLogger, r
 
 const NOT_REDIS = 'something that is not Redis answered';
 
-const certificateRefused = (error: Error & { code?: unknown }) => untrustedCertificate(typeof error.code === 'string' ? error.code : error.message, '') !== undefined;
+const refusal = (error: Error) => redisRefusal(error, '') !== undefined;
 
 /**
  * A connection's error as said to people (SPEC §5: never a driver's internal message): its system
