@@ -247,12 +247,16 @@ describe('arcflow CLI', () => {
     await arcflow('cancel', run_id);
   });
 
-  it('says, before enqueue --wait waits, that no live worker serves the agent (stderr), then waits its --timeout-ms', async () => {
+  it('says, before enqueue --wait waits, that no live worker serves the agent (stderr), then waits its --timeout-ms and says the run goes on', async () => {
     await registerUnserved('sleeper');
     // On stderr, so --json stays JSON.
     const waited = await arcflow('enqueue', 'sleeper', 'hi', '--wait', '--json', '--timeout-ms', '300');
     expect(waited.code).toBe(1);
-    expect(waited.stderr).toBe("note: no live worker serves agent 'sleeper' now; the run waits in its queue until one starts (arcflow worker --module <file>)\n");
+    const waitedRun = JSON.parse(waited.stdout).run_id;
+    expect(waited.stderr).toBe(
+      "note: no live worker serves agent 'sleeper' now; the run waits in its queue until one starts (arcflow worker --module <file>)\n" +
+        `arcflow: run ${waitedRun} is still queued after 300 ms (--timeout-ms); it goes on: \`arcflow get ${waitedRun}\` shows it later\n`,
+    );
     expect(JSON.parse(waited.stdout)).toMatchObject({ status: 'queued' });
     await arcflow('cancel', JSON.parse(waited.stdout).run_id);
     // A served agent's wait says nothing of the kind.

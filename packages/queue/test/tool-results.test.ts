@@ -179,10 +179,16 @@ describe('results from outside on the queue engine', () => {
     const usage = await cli('tool-result', run_id, 'call_one').catch((error: { stderr: string; code: number }) => error);
     expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('exactly one of --output JSON and --error TEXT') });
     expect((await cli('tool-result', run_id, 'call_one', '--output', '{"city":"Oslo"}')).stdout).toMatch(/^call_one completed \(answered /);
+    // A mistyped id is told from the calls that do wait.
+    const mistyped = await cli('tool-result', run_id, 'call_tw0', '--output', '1').catch((error: { stderr: string; code: number }) => error);
+    expect(mistyped).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`tool call 'call_tw0' of run '${run_id}' does not wait for a result (calls waiting for one: call_two)`),
+    });
     expect(JSON.parse((await cli('tool-result', run_id, 'call_two', '--error', 'denied', '--json')).stdout)).toEqual({ status: 'failed', answered_at: expect.any(Number) });
     expect((await client.wait(run_id, { timeout_ms: 10_000 })).output).toBe('{"city":"Oslo"} | Error: denied');
     const late = await cli('tool-result', run_id, 'call_none', '--output', '1').catch((error: { stderr: string; code: number }) => error);
-    expect(late).toMatchObject({ code: 1, stderr: expect.stringContaining('does not wait for a result') });
+    expect(late).toMatchObject({ code: 1, stderr: expect.stringContaining('does not wait for a result (none of its calls waits for one)') });
   });
 
   it('fails a workflow tool step whose handler defers (a tool step has no round to wait in), as runLocal does', async () => {

@@ -104,8 +104,12 @@ export async function enqueueCommand(agent: string, input: string | undefined, f
     // Said before the wait, which may otherwise last its whole timeout without a word.
     const note = TERMINAL_STATUSES.has((await client.get(run_id))?.status ?? 'queued') ? undefined : await unservedNote(client, agent);
     if (note) console.error(note);
-    const run = await client.wait(run_id, { timeout_ms: timeoutMs ?? 600_000 });
+    const waitedMs = timeoutMs ?? 600_000;
+    const run = await client.wait(run_id, { timeout_ms: waitedMs });
     console.log(flags.json ? JSON.stringify(run) : formatRun(run));
+    if (!TERMINAL_STATUSES.has(run.status)) {
+      console.error(`arcflow: run ${run_id} is still ${run.status} after ${waitedMs} ms (--timeout-ms); it goes on: \`arcflow get ${run_id}\` shows it later`);
+    }
     return run.status === 'completed' ? 0 : 1;
   });
 }

@@ -133,8 +133,12 @@ function answeredDecision(request: StoredWait, answer: ToolResultInput): WaitDec
 }
 
 async function notWaiting(deps: WaitDeps & { readonly prefix: string }, run_id: string, tool_call_id: string): Promise<RequestError> {
-  if (!(await deps.store.status(run_id))) return unknownRun(run_id, deps.prefix);
-  return new RequestError('not_waiting', `tool call '${tool_call_id}' of run '${run_id}' does not wait for a result`);
+  const run = await deps.store.getRun(run_id);
+  if (!run) return unknownRun(run_id, deps.prefix);
+  // The calls that do wait, so a mistyped id is seen as one.
+  const waiting = (run.pending_tool_results ?? []).map((call) => call.tool_call_id);
+  const which = waiting.length > 0 ? `calls waiting for one: ${waiting.slice(0, 10).join(', ')}${waiting.length > 10 ? ', …' : ''}` : 'none of its calls waits for one';
+  return new RequestError('not_waiting', `tool call '${tool_call_id}' of run '${run_id}' does not wait for a result (${which})`);
 }
 
 /** Output schemas compiled once per process, by their JSON. */
