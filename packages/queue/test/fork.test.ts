@@ -249,6 +249,7 @@ describe('fork and retry (SPEC §15)', () => {
 
       expect(await client.fork(source, { from: { iteration: 1 } }).catch(codeOf)).toBe('invalid_request');
       expect(await client.fork(source, { from: { step_id: 'nope' } }).catch(codeOf)).toBe('invalid_request');
+      await expect(client.fork(source, { from: { step_id: 'cuont' } })).rejects.toThrow(/has no step 'cuont'; did you mean 'count'\? \(steps: .*count/);
       expect(await client.fork(source, { from: { step_id: 'count', iteration: 13 } }).catch(codeOf)).toBe('invalid_request');
     } finally {
       await close();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type ChatMessage, RUN_STEP_ID, type RunInput, type RunRecord, type RunState, RequestError, type WorkflowGraph } from '@arcflow/core';
 import type { RunSpec } from '../records/run-spec.ts';
+import { nearestName } from '../records/nearest-name.ts';
 import { partitionOf } from '../redis/partitions.ts';
 import type { RecordedRound } from '../steps/step-store.ts';
 import { parseEntry } from '../steps/state-log.ts';
@@ -113,7 +114,14 @@ async function planWorkflowFork(deps: ForkDeps, record: RunRecord, spec: RunSpec
     const from = request.from.step_id;
     if (from === undefined)
       throw new RequestError('invalid_request', `from.step_id: run '${run_id}' is a workflow run; name the step to re-run (${graph.steps.map((step) => step.id).join(', ')})`);
-    if (!graph.steps.some((step) => step.id === from)) throw new RequestError('invalid_request', `from.step_id: workflow '${graph.name}' has no step '${from}'`);
+    if (!graph.steps.some((step) => step.id === from)) {
+      const steps = graph.steps.map((step) => step.id);
+      const nearest = nearestName(from, steps);
+      throw new RequestError(
+        'invalid_request',
+        `from.step_id: workflow '${graph.name}' has no step '${from}'${nearest ? `; did you mean '${nearest}'?` : ''} (steps: ${steps.join(', ')})`,
+      );
+    }
     const last = await lastIteration(deps.store, run_id, from);
     const iteration = request.from.iteration ?? 1;
     if (iteration > last)
