@@ -41,7 +41,7 @@ const USAGE = `usage: arcflow <command> [options]
                        prints an end user's token for one thread or run, signed with ARCFLOW_TOKEN_SECRET;
                        --agents: the agents send may enqueue; --subject: the app's user id (runs say enqueued_by: token:S);
                        --expires-in: seconds, 1 to 86400 (default 3600)
-  demo [--runs N]
+  demo [--runs N]       two workers, N runs of the example agent (default 12) and up to N of its workflow
   help                 this text
   --version            the version
 
