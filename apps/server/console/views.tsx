@@ -37,7 +37,7 @@ export function RunsList({ me }: { me?: Me }) {
   const [tenant, setTenant] = useState('');
   const agents = usePolled(() => api<{ agents: AgentInfo[] }>('/v1/agents'), 10_000, []);
   const query = new URLSearchParams({ limit: '50', ...(status ? { status } : {}), ...(agent ? { agent } : {}), ...(tenant ? { tenant } : {}) });
-  const runs = usePolled(() => api<{ runs: Run[] }>(`/v1/runs?${query}`), 1_000, [status, agent, tenant]);
+  const runs = usePolled(() => api<{ runs: Run[]; next_cursor?: string }>(`/v1/runs?${query}`), 1_000, [status, agent, tenant]);
   return (
     <div class="card">
       <h2>Runs</h2>
@@ -60,9 +60,15 @@ export function RunsList({ me }: { me?: Me }) {
       {me && mayBulk(me) && <BulkActions status={status} agent={agent} />}
       {runs.error && <p class="error">{runs.error}</p>}
       <RunsTable runs={runs.value?.runs ?? []} />
-      {runs.value && runs.value.runs.length === 0 && <p class="muted">No runs yet.</p>}
+      {runs.value && runs.value.runs.length === 0 && <p class="muted">{emptyListing(runs.value.next_cursor !== undefined, Boolean(status || agent || tenant))}</p>}
     </div>
   );
+}
+
+/** What an empty page of runs says: none at all, none matching, or none matching among the newest (a listing reads so many at a time). */
+function emptyListing(more: boolean, filtered: boolean): string {
+  if (more) return 'No match among the newest runs; older runs were not read.';
+  return filtered ? 'No run matches.' : 'No runs yet.';
 }
 
 /** The names `GET /v1/tenants/{tenant}` takes (SPEC §14). */

@@ -123,6 +123,9 @@ describe('the web console, in a real Chromium', () => {
     await page.locator('.tenant-standing[data-tenant=acme]', { hasText: 'acme: 0 active, 0 queued, $0.0000 spent today (UTC)' }).waitFor();
     await page.fill('input[aria-label=tenant]', 'not a tenant');
     await page.locator('.tenant-standing').waitFor({ state: 'detached' });
+    // A tenant with no runs: the page says no run matches (not that there are no runs).
+    await page.fill('input[aria-label=tenant]', 'nobody-at-all');
+    await page.locator('p.muted', { hasText: 'No run matches.' }).waitFor();
     await page.close();
   });
 
