@@ -1,5 +1,5 @@
 import { Agent, type ApprovalRequest, type TraceEvent, runLocal, tool } from '@arcflow/core';
-import { assertEventInvariants, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
+import { assertEventInvariants, capturingLogger, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 
 function clerk(approvalTimeoutMs?: number) {
@@ -102,6 +102,35 @@ describe('runLocal: approvals, answered by the approve option', () => {
     const run = await runLocal(agent, 'go', { provider: model });
     expect(lastAnswer(model)).toEqual(['Error: the user rejected this call — no approver', 'paid 5']);
     expect(kinds(run.events, 'ToolApprovalRequested').map((event) => (event as { tool_call_id: string }).tool_call_id)).toEqual(['big']);
+  });
+
+  it('asks for approval when a needs_approval function returns anything but a boolean (an async function), saying why', async () => {
+    let ran = 0;
+    const refund = tool({
+      name: 'refund',
+      description: 'Refunds',
+      input_schema: { type: 'object' },
+      needs_approval: (async () => false) as never,
+      handler: () => {
+        ran += 1;
+        return 'refunded';
+      },
+    });
+    const logger = capturingLogger();
+    const model = scriptedProvider([toolCalls([{ name: 'refund', args: {}, id: 'r1' }]), reply('done')]);
+    const asked: string[] = [];
+    const run = await runLocal(new Agent({ name: 'async_rule', tools: [refund] }), 'go', {
+      provider: model,
+      logger,
+      approve: async (request) => {
+        asked.push(request.tool_call_id);
+        return { approved: false, reason: 'checked by hand' };
+      },
+    });
+    expect(run.status).toBe('completed');
+    expect(asked).toEqual(['r1']);
+    expect(ran).toBe(0);
+    expect(logger.lines.some((line) => line.includes('needs_approval returned a Promise, not true or false; the call waits for approval'))).toBe(true);
   });
 
   it('times a call out after approval_timeout_ms, with no ToolApprovalResolved; waits again in the next iteration', async () => {

@@ -60,6 +60,19 @@ export function defineBudgetScenarios(name: string, runner: ScenarioRunner, scri
       expect(model.requests[2]?.tools).toEqual([]);
     });
 
+    it('takes the text of a final-answer call that asks for tools anyway, and fails budget_exceeded when it has none', async () => {
+      const { probe, executions } = counted();
+      const agent = new Agent({ name: 'stubborn', tools: [probe], budget: { max_tool_calls: 0, on_exceeded: 'final_answer' } });
+      const asks = toolCalls([{ name: 'budget_probe', args: { n: 1 } }]);
+      const withText = { ...toolCalls([{ name: 'budget_probe', args: { n: 2 } }]), content: 'partial answer text' };
+      const kept = await run(agent, 'go', { provider: scriptedProvider([asks, withText]) });
+      expect(kept).toMatchObject({ status: 'completed', output: 'partial answer text' });
+      const bare = await run(agent, 'go', { provider: scriptedProvider([asks, toolCalls([{ name: 'budget_probe', args: { n: 3 } }])]) });
+      expect(bare.status).toBe('failed');
+      expect(bare.error).toMatchObject({ error_code: 'budget_exceeded', message: expect.stringContaining('its budget was spent') });
+      expect(executions()).toBe(0);
+    });
+
     it('keeps a text answer that goes over the budget', async () => {
       const agent = new Agent({ name: 'text_over', budget: { max_total_tokens: 5 } });
       const result = await run(agent, 'go', { provider: scriptedProvider([reply('worth it')]) });

@@ -24,8 +24,9 @@ export interface ApprovalAnswer {
 
 /**
  * Marks the decision's valid calls whose tool needs approval (`needs_approval`: true, or a
- * function of the arguments and the call's context that returns true). A function that throws
- * is taken as asking for approval: the safe side. Calls that failed validation never ask.
+ * function of the arguments and the call's context that returns true). A function that throws, or
+ * returns anything but a boolean (an async function's Promise), is taken as asking for approval:
+ * the safe side. Calls that failed validation never ask.
  */
 export function markApprovals(decision: ResponseDecision, place: CallPlace, run_id: string, log: ToolLogger): ResponseDecision {
   if (decision.type !== 'tools') return decision;
@@ -41,12 +42,22 @@ function needsApproval(planned: ExecuteCall, place: CallPlace, run_id: string, l
   const rule = planned.tool.needs_approval;
   if (typeof rule === 'boolean') return rule;
   const ctx = { run_id, ...place, tool_call_id: planned.call.id, attempt: 1, idempotency_key: idempotencyKey({ run_id, ...place, tool_call_id: planned.call.id }), log };
+  const where = { run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name };
+  let decided: unknown;
   try {
-    return rule(planned.args, ctx) === true;
+    decided = rule(planned.args, ctx);
   } catch (error) {
-    log.error('needs_approval threw; the call waits for approval', { run_id, ...place, tool_call_id: planned.call.id, tool: planned.tool.name, error });
+    log.error('needs_approval threw; the call waits for approval', { ...where, error });
     return true;
   }
+  if (typeof decided === 'boolean') return decided;
+  // Anything but a boolean (a Promise from an async function, a truthy value) is the safe side too.
+  if (decided instanceof Promise) decided.catch(() => undefined);
+  log.error(
+    `needs_approval returned ${decided instanceof Promise ? 'a Promise' : typeof decided}, not true or false; the call waits for approval (the rule must decide at once: (args, ctx) => boolean)`,
+    where,
+  );
+  return true;
 }
 
 /** The request shown to approvers. */

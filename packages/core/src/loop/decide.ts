@@ -120,8 +120,18 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
     const over = overBudget(settings, spent, response, 0);
     return over ? stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: ${over}`, answer.events) : answer;
   }
-  if (state.tools_disabled || iteration >= settings.max_iterations) {
-    if (!state.tools_disabled && settings.on_max_iterations === 'final_answer') return { type: 'final_answer' };
+  if (state.tools_disabled) {
+    // The final-answer call, made without tools: its text is the answer even beside calls it should
+    // not have made (a text answer is never discarded); without text, the step fails for what
+    // disabled the tools — its iterations, or (an earlier call) its budget.
+    if ((response.content ?? '') !== '') return decideAnswer(state, settings, response.content!);
+    if (iteration <= settings.max_iterations) {
+      return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: its budget was spent, and the model asked for tools again instead of answering`);
+    }
+    return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);
+  }
+  if (iteration >= settings.max_iterations) {
+    if (settings.on_max_iterations === 'final_answer') return { type: 'final_answer' };
     return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);
   }
   const round = planToolRound(agent, state, settings, response);
