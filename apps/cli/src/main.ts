@@ -103,9 +103,41 @@ const OPTIONS = {
   version: { type: 'boolean', short: 'v' },
 } as const;
 
+/** The options each command takes (`runs retry` and `runs cancel` as `runs-bulk`); any other is refused, not ignored. */
+const COMMAND_OPTIONS: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]>> = {
+  worker: ['module', 'roles', 'tools', 'concurrency', 'metrics-port'],
+  enqueue: ['config', 'input-json', 'exec-config', 'state', 'idempotency-key', 'thread', 'on-busy', 'tenant', 'priority', 'stream', 'wait', 'timeout-ms', 'json'],
+  get: ['json'],
+  thread: ['json'],
+  events: ['follow', 'json'],
+  stream: ['after', 'json'],
+  inspect: ['messages', 'json'],
+  cancel: [],
+  approve: ['reject', 'reason', 'by', 'json'],
+  'tool-result': ['output', 'error', 'json'],
+  runs: ['status', 'agent', 'tenant', 'limit', 'cursor', 'json'],
+  'runs-bulk': ['status', 'agent', 'tenant', 'since', 'dry-run', 'json'],
+  fork: ['from-iteration', 'step', 'config', 'exec-config', 'json'],
+  serve: ['port', 'host'],
+  token: ['thread', 'run', 'actions', 'agents', 'subject', 'tenant', 'expires-in'],
+  demo: ['runs'],
+};
+
+/** Refuses an option the command does not take: `runs cancel --limit 1` would otherwise cancel every match. */
+function checkCommandOptions(command: string, sub: string | undefined, given: Record<string, unknown>): void {
+  const name = command === 'runs' && (sub === 'retry' || sub === 'cancel') ? 'runs-bulk' : command;
+  const allowed = COMMAND_OPTIONS[name];
+  if (!allowed) return;
+  const other = Object.keys(given).find((option) => option !== 'help' && option !== 'version' && !(allowed as readonly string[]).includes(option));
+  if (other === undefined) return;
+  const shown = name === 'runs-bulk' ? `runs ${sub}` : command;
+  throw new UsageError(`${shown} does not take --${other}${allowed.length > 0 ? ` (it takes ${allowed.map((option) => `--${option}`).join(', ')})` : ' (it takes no option)'}`);
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [command, ...args] = positionals;
+  if (command !== undefined) checkCommandOptions(command, args[0], values);
   onClosedStdout(command === 'worker' || command === 'serve' ? 'keep-serving' : 'exit');
   const need = (count: number, names: string) => {
     if (args.length !== count) throw new UsageError(`${command} takes ${names}`);

@@ -94,7 +94,7 @@ describe('arcflow worker roles and run control', () => {
     const { arcflow } = setup('bad-worker');
     const missing = await arcflow('worker', '--module', 'does/not/exist.ts');
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain("arcflow: cannot load module 'does/not/exist.ts'");
+    expect(missing.stderr).toMatch(/^arcflow: cannot load module 'does\/not\/exist\.ts': there is no file \/.*does\/not\/exist\.ts\n$/);
     // An ES-module .ts file where the nearest package.json is CommonJS (no "type": "module"): it loads, and the message says what it exports.
     const cjsPackage = mkdtempSync(join(tmpdir(), 'arcflow-cjs-'));
     writeFileSync(join(cjsPackage, 'package.json'), '{"name": "cjs-app"}');

@@ -194,6 +194,14 @@ describe('arcflow CLI', () => {
     const badTimeout = await arcflow('enqueue', 'travel_researcher', 'hi', '--wait', '--timeout-ms', 'abc');
     expect(badTimeout.code).toBe(1);
     expect(badTimeout.stderr).toContain('arcflow: --timeout-ms must be a whole number of milliseconds, got "abc"');
+    // An option the command does not take is refused, not ignored (runs cancel --limit would cancel every match).
+    const bulkLimit = await arcflow('runs', 'cancel', '--status', 'completed', '--limit', '1');
+    expect(bulkLimit.code).toBe(2);
+    expect(bulkLimit.stderr).toMatch(/^arcflow: runs cancel does not take --limit \(it takes --status, --agent, --tenant, --since, --dry-run, --json\)/);
+    expect((await arcflow('runs', '--since', '2099-01-01T00:00:00Z')).stderr).toMatch(/^arcflow: runs does not take --since/);
+    expect((await arcflow('cancel', 'run_x', '--reject')).stderr).toMatch(/^arcflow: cancel does not take --reject \(it takes no option\)/);
+    for (const port of ['', '0x4e21', '1e4'])
+      expect((await arcflow('serve', '--port', port)).stderr).toContain(`arcflow: --port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
     const badRun = await arcflow('get', 'run_x:events');
     expect(badRun.code).toBe(1);
     expect(badRun.stderr).toMatch(/^arcflow: run_id must match/);

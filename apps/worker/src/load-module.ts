@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Agent, ConfigError, type KnownKeys, type ModelProvider, type Pricing, type Workflow, checkKnownKeys, isPlainObject } from '@arcflow/core';
@@ -85,6 +86,8 @@ function nothingExported(path: string, exports: Record<string, unknown>): string
  */
 export async function loadModule(path: string): Promise<LoadedModule> {
   let exports: Record<string, unknown>;
+  // Said plainly, rather than as Node's "cannot find module … imported from <arcflow's own file>".
+  if (!existsSync(resolve(path))) throw new ConfigError(`cannot load module '${path}': there is no file ${resolve(path)}`);
   try {
     if (TYPESCRIPT_FILE.test(path)) await useTypeScriptLoader(resolve(path));
     exports = await import(pathToFileURL(resolve(path)).href);

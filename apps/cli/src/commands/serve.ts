@@ -3,8 +3,9 @@ import { SERVER_DEFAULTS, serverOptionsFromEnv, startServer } from '@arcflow/ser
 
 /** `arcflow serve`: the HTTP API and console, until SIGTERM/SIGINT (returns -1: do not exit). */
 export async function serveCommand(flags: { port?: string; host?: string }): Promise<number> {
-  const port = flags.port === undefined ? SERVER_DEFAULTS.port : Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new ConfigError(`--port must be an integer from 0 to 65535, got ${flags.port}`);
+  // Digits only: Number() would take '' as 0 (a random port), '0x4e21' and '1e4'.
+  const port = flags.port === undefined ? SERVER_DEFAULTS.port : /^\d{1,5}$/.test(flags.port) ? Number(flags.port) : Number.NaN;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new ConfigError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(flags.port)}`);
   const options = serverOptionsFromEnv();
   const server = await startServer({ ...options, host: flags.host ?? SERVER_DEFAULTS.host, port });
   const keys = options.keys ?? [];
