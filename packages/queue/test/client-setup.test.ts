@@ -102,6 +102,30 @@ describe('enqueue refusals', () => {
   });
 });
 
+describe('client options that are wrong', () => {
+  it('refuses an unknown option, naming the nearest, and a bad redis_timeout_ms, before connecting: the process still exits', async () => {
+    expect(() => createClient({ url: 'redis://127.0.0.1:6390' } as never)).toThrow("unknown option 'url' in the client options; did you mean 'redis'?");
+    expect(() => createClient({ prefx: 'x' } as never)).toThrow("unknown option 'prefx' in the client options; did you mean 'prefix'?");
+    // In a process of its own: a refused client that had connected would keep it from exiting.
+    const script = "import { createClient } from '@arcflow/queue'; try { createClient({ redis_timeout_ms: 0 }); } catch (error) { console.log(error.message); }";
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: new URL('../../../', import.meta.url).pathname,
+      env: { ...process.env, REDIS_URL: TEST_REDIS_URL },
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.once('exit', (exit) => {
+        clearTimeout(timer);
+        resolve(exit);
+      });
+    });
+    expect(out).toBe('redis_timeout_ms must be an integer >= 1, got 0\n');
+    expect(code).toBe(0);
+  });
+});
+
 describe('a Redis URL that is wrong', () => {
   it('refuses another scheme at once, naming the schemes expected', () => {
     for (const url of ['http://127.0.0.1:6379', 'https://user:pw@cache.example:6380', 'redis://a:6379,http://b:6379']) {

@@ -1,4 +1,4 @@
-import { ConfigError, silentLogger } from '@arcflow/core';
+import { ConfigError, type KnownKeys, checkKnownKeys, silentLogger } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { connectRedis } from '../redis/connect.ts';
 import { coalesceWrites } from '../redis/writes.ts';
@@ -15,6 +15,8 @@ export interface ClientOptions extends ConnectionOptions {
 }
 
 export const CLIENT_DEFAULTS = Object.freeze({ redis_timeout_ms: 5_000 });
+
+const CLIENT_OPTION_KEYS = { redis: true, prefix: true, retention_seconds: true, redis_timeout_ms: true } as const satisfies KnownKeys<ClientOptions>;
 
 // Registrations are reused this long, saving a round trip per enqueue.
 const REGISTRATION_CACHE_MS = 5_000;
@@ -41,6 +43,11 @@ export interface OpenedClient extends ClientContext {
 
 /** Connects a client: options as given, else REDIS_URL and ARCFLOW_PREFIX. */
 export function openClient(options: ClientOptions): OpenedClient {
+  // Checked before connecting: a refused client leaves no connection open behind it.
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new ConfigError('the client options must be an object');
+  checkKnownKeys(options, CLIENT_OPTION_KEYS, 'the client options', 'definition', { url: 'redis' });
+  const timeoutMs = options.redis_timeout_ms ?? CLIENT_DEFAULTS.redis_timeout_ms;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError(`redis_timeout_ms must be an integer >= 1, got ${JSON.stringify(timeoutMs)}`);
   const env = clientEnv();
   const connection = resolveConnection({ ...options, redis: options.redis ?? env.redis, prefix: options.prefix ?? env.prefix });
   // Commands never wait in a queue while Redis is away, and a command whose reply was lost is not
@@ -48,8 +55,6 @@ export function openClient(options: ClientOptions): OpenedClient {
   // it failed. A restart shorter than `redis_timeout_ms` goes unnoticed.
   const redis = coalesceWrites(connectRedis(connection.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, lazyConnect: false }));
   const health = watchConnection(redis, connection.redis, silentLogger);
-  const timeoutMs = options.redis_timeout_ms ?? CLIENT_DEFAULTS.redis_timeout_ms;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError(`redis_timeout_ms must be an integer >= 1, got ${JSON.stringify(timeoutMs)}`);
   const store = new RunStore(redis, connection.prefix, connection.retention_seconds);
   const registry = new Registry(redis, store.keys, WORKER_DEFAULTS.heartbeat_ttl_ms);
   const registrations = new Map<string, { registration: AgentRegistration; at: number }>();
