@@ -43,6 +43,14 @@ describe('createClient() and the environment', () => {
       expect(await client.wait(run_id, { timeout_ms: 10_000 })).toMatchObject({ status: 'completed', output: 'from the env prefix' });
       await expect(client.cancel('run_not_there')).rejects.toThrow(`unknown run 'run_not_there' (looked under prefix '${prefix}')`);
       await expect(client.wait('run_not_there')).rejects.toThrow(`looked under prefix '${prefix}'`);
+      // Every read says so, its conversation and its stream too, and its events without follow.
+      const said = `unknown run 'run_not_there' (looked under prefix '${prefix}')`;
+      await expect(client.messages('run_not_there')).rejects.toThrow(said);
+      const drain = async (iterable: AsyncIterable<unknown>) => {
+        for await (const _ of iterable);
+      };
+      await expect(drain(client.stream('run_not_there'))).rejects.toThrow(said);
+      await expect(drain(client.events('run_not_there'))).rejects.toThrow(said);
     } finally {
       await client.close();
       await worker.close();

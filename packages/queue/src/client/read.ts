@@ -1,4 +1,4 @@
-import { type ChatMessage, RUN_TERMINAL_KINDS, RequestError, type RunRecord, type StreamChunk, type TraceEvent, checkThreadId } from '@arcflow/core';
+import { type ChatMessage, RUN_TERMINAL_KINDS, type RunRecord, type StreamChunk, type TraceEvent, checkThreadId } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { duplicateRedis } from '../redis/connect.ts';
 import { closeRedis, withRedis } from '../redis/connection.ts';
@@ -46,8 +46,9 @@ export function runEvents({ store, reach, prefix }: OpenedClient, run_id: string
         for (const event of batch) yield event;
         next += batch.length;
         const ended = batch.some((event) => RUN_TERMINAL_KINDS.has(event.kind));
-        if (!options.follow || ended) return;
+        // Every run has its RunEnqueued: none at all is a run not kept (or another prefix's).
         if (next === 0 && !(await reach(() => store.status(run_id)))) throw unknownRun(run_id, prefix);
+        if (!options.follow || ended) return;
         await new Promise((resolve) => setTimeout(resolve, options.poll_ms ?? 100));
       }
     },
@@ -65,15 +66,16 @@ export function runStream(client: OpenedClient, run_id: string, options: StreamO
     reach: <T>(reader: Redis, operation: () => Promise<T>) => withRedis(reader, url, timeoutMs, health, operation),
     status: (id: string) => store.status(id),
     blockMs: Math.max(100, Math.min(STREAM_BLOCK_MS, Math.floor(timeoutMs / 2))),
+    prefix: client.prefix,
   };
   return followStream(following, run_id, after);
 }
 
 /** The run's conversation so far, step by step; `unknown_run` for a run not kept. */
-export function runMessages({ store, reach }: OpenedClient, run_id: string): Promise<RunMessages> {
+export function runMessages({ store, reach, prefix }: OpenedClient, run_id: string): Promise<RunMessages> {
   return reach(async () => {
     const run = await store.getRun(run_id);
-    if (!run) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    if (!run) throw unknownRun(run_id, prefix);
     const conversation = async (step_id: string, status: string | undefined, output: string | undefined) =>
       withAnswer(await store.stepConversation(run_id, step_id), status === 'completed' ? output : undefined);
     if (!run.workflow) return { run_id, messages: await conversation(AGENT_RUN_STEP_ID, run.status, run.output) };

@@ -1,6 +1,7 @@
 import { RequestError, type RunStatus, type StreamChunk, TERMINAL_STATUSES } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import type { StreamStore } from './stream-store.ts';
+import { unknownRun } from '../runs/unknown-run.ts';
 
 /** Options of `client.stream`. */
 export interface StreamOptions {
@@ -19,6 +20,8 @@ export interface StreamFollowing {
   readonly status: (run_id: string) => Promise<RunStatus | undefined>;
   /** How long one blocking read waits before the run's status is looked at. */
   readonly blockMs: number;
+  /** The key prefix, named when the run is not there. */
+  readonly prefix: string;
 }
 
 /** `after` as a whole offset, else a clear error. */
@@ -41,7 +44,7 @@ export async function* followStream(following: StreamFollowing, run_id: string, 
   const reader = following.openReader();
   try {
     const first = await reach(reader, () => status(run_id));
-    if (!first) throw new RequestError('unknown_run', `unknown run '${run_id}'`);
+    if (!first) throw unknownRun(run_id, following.prefix);
     // What is there already comes at once, without a blocking read; an ended run ends here.
     let last = after;
     for (;;) {
