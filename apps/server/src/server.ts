@@ -3,6 +3,7 @@ import {
   type ArcflowClient,
   CONNECTION_DEFAULTS,
   RunStore,
+  checkRunId,
   closeRedis,
   redisRefusal,
   connectRedis,
@@ -197,8 +198,23 @@ function jsonBodies(app: App): void {
       done(null, undefined);
       return;
     }
-    parseJson(request, body as string, done);
+    parseJson(request, body as string, (error, parsed) => {
+      if (!error) return done(null, parsed);
+      // The parser refuses valid JSON with a key that would reach an object's prototype, saying only "invalid".
+      done(validJson(body as string) ? new HttpProblem(400, 'invalid_request', PROTOTYPE_KEY) : error, undefined);
+    });
   });
+}
+
+const PROTOTYPE_KEY = 'the request body has a property named __proto__ (or constructor.prototype), which this API refuses';
+
+function validJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The app as `createApp` makes it. */
@@ -238,6 +254,9 @@ async function guardRequests(
   // What a token may do, once the body is parsed and before any route's own checks (SPEC §19).
   const threads = new RunThreads(store);
   app.addHook('preValidation', async (request) => {
+    // A run id in the path is checked as the client checks it (invalid_run_id, in its words), before the route's schema.
+    const run_id = (request.params as { run_id?: unknown } | undefined)?.run_id;
+    if (run_id !== undefined) checkRunId(run_id);
     if (request.grant) await checkTokenRequest(request, request.grant, threads);
   });
   // An oversize body is read (within a bound) before its 413, so clients that send it all before reading get the answer.

@@ -177,7 +177,20 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
       type: expect.stringMatching(/^application\/problem\+json/),
       body: { code: 'uri_too_long' },
     });
-    expect((await json(await call(`/v1/runs/${'r'.repeat(150)}`))).body).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect((await json(await call(`/v1/runs/${'r'.repeat(150)}`))).body).toMatchObject({
+      status: 400,
+      code: 'invalid_run_id',
+      detail: expect.stringMatching(/^run_id must match/),
+    });
+    // A body's names in the client's words, not the schema's; a field the server sets itself, said so.
+    expect((await enqueue({ agent: 'api_agent', input: 'x', tenant: 'bad tenant' })).body).toMatchObject({ status: 400, detail: expect.stringMatching(/^tenant must match/) });
+    expect((await enqueue({ agent: 'api_agent', input: 'x', idempotency_key: 5 })).body).toMatchObject({ status: 400, detail: expect.stringMatching(/^idempotency_key must be/) });
+    expect((await enqueue({ agent: 'api_agent', input: 'x', enqueued_by: 'me' })).body).toMatchObject({
+      status: 400,
+      detail: expect.stringContaining('enqueued_by is not a field of the request'),
+    });
+    const prototype = await call('/v1/runs', { method: 'POST', body: '{"agent":"api_agent","input":"x","__proto__":{"a":1}}', key: 'write' });
+    expect((await json(prototype)).body).toMatchObject({ status: 400, detail: expect.stringContaining('a property named __proto__') });
     expect(await json(await call('/v1/runs/%zz'))).toMatchObject({ status: 400, type: expect.stringMatching(/^application\/problem\+json/), body: { code: 'invalid_request' } });
     expect((await enqueue({ agent: 'api_agent' })).body).toMatchObject({ status: 400, code: 'invalid_request' });
     expect((await enqueue({ agent: 'api_agent', input: 'x', surprise: 1 })).body).toMatchObject({ status: 400, code: 'invalid_request' });

@@ -22,6 +22,7 @@ export {
   type BulkOutcome,
 } from './client/client.ts';
 export { checkEnqueueOptions } from './client/enqueue-options.ts';
+export { checkEnqueueNames, checkRunId } from './client/checks.ts';
 export { unknownRun } from './runs/unknown-run.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './config/options.ts';
 export { RunStore } from './runs/run-store.ts';

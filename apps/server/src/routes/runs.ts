@@ -1,6 +1,6 @@
 import { type RunInput, type RunRecord, TERMINAL_STATUSES, type TraceEvent } from '@arcflow/core';
 import type { ArcflowClient } from '@arcflow/queue';
-import { checkEnqueueOptions, unknownRun } from '@arcflow/queue/client';
+import { type EnqueueRequest, checkEnqueueNames, unknownRun } from '@arcflow/queue/client';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@fastify/type-provider-typebox';
 import { allows } from '../auth.ts';
@@ -86,10 +86,15 @@ function enqueueRoute(app: App, client: ArcflowClient): void {
     '/v1/runs',
     {
       config: { scope: 'write' },
-      // Before the schema: an unknown field is refused naming the nearest known one, not as "additional properties".
+      // Before the schema: an unknown field is refused naming the nearest known one, not as
+      // "additional properties", and the names and flags in the client's words (SPEC §8).
       preValidation: async (request) => {
         const body = request.body;
-        if (body !== null && typeof body === 'object' && !Array.isArray(body)) checkEnqueueOptions(body);
+        if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+        if (Object.hasOwn(body, 'enqueued_by')) {
+          throw new HttpProblem(400, 'invalid_request', "enqueued_by is not a field of the request: the server records who enqueued (the API key's name, or the token's subject)");
+        }
+        checkEnqueueNames(body as EnqueueRequest);
       },
       schema: {
         summary: 'Enqueue a run of an agent or workflow',

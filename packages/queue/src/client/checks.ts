@@ -29,17 +29,26 @@ export function checkRunId(run_id: unknown): string {
 
 /** An enqueue request's fields, checked before anything is loaded or read. */
 export function checkEnqueueRequest(request: EnqueueRequest): void {
+  checkEnqueueNames(request);
+  // A string, or a list of messages checked message by message (SPEC §11): a refusal names the index and field.
+  checkRunInput(request.input);
+  // Checked for any run here; against a workflow's graph once the registry names it one (see ClientJobs.enqueue).
+  checkExecConfig(request.exec_config);
+}
+
+/**
+ * An enqueue request's names and flags (its agent, options, idempotency key, thread, tenant,
+ * priority, …), not its input or test mode: what an HTTP body's schema would otherwise refuse in
+ * its own words, where the client's are the API's (SPEC §8).
+ */
+export function checkEnqueueNames(request: EnqueueRequest): void {
   if (typeof request?.agent !== 'string' || !NamePattern.agent.test(request.agent)) {
     throw new RequestError('invalid_request', `agent must match ${NamePattern.agent}, got ${JSON.stringify(request?.agent)?.slice(0, 120)}`);
   }
   checkEnqueueOptions(request);
-  // A string, or a list of messages checked message by message (SPEC §11): a refusal names the index and field.
-  checkRunInput(request.input);
-  if (request.idempotency_key !== undefined && !SAFE_ID.test(request.idempotency_key)) {
+  if (request.idempotency_key !== undefined && (typeof request.idempotency_key !== 'string' || !SAFE_ID.test(request.idempotency_key))) {
     throw new RequestError('invalid_request', 'idempotency_key must be 1-200 characters of letters, digits, _ . -');
   }
-  // Checked for any run here; against a workflow's graph once the registry names it one (see ClientJobs.enqueue).
-  checkExecConfig(request.exec_config);
   // A thread (SPEC §11): its id, and what a run does when the thread is busy.
   if (request.thread_id !== undefined) checkThreadId(request.thread_id);
   if (request.on_busy !== undefined) checkOnBusy(request.on_busy);
