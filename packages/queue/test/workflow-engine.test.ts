@@ -1,6 +1,6 @@
-import { Agent, ConfigError, Workflow, silentLogger, tool } from '@arcflow/core';
+import { Agent, ConfigError, type ModelProvider, Workflow, silentLogger, tool } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertWorkflowInvariants, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertWorkflowInvariants, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { RunStore } from '../src/runs/run-store.ts';
 import { WorkflowScheduler } from '../src/workflows/workflow-scheduler.ts';
@@ -24,6 +24,50 @@ async function serve(prefix: string, definitions: (Agent | Workflow)[]) {
   open.push(client);
   return client;
 }
+
+describe('a run-wide budget shared by parallel steps', () => {
+  it('executes no call past max_tool_calls when two steps answered at the same time against the same spend', async () => {
+    const prefix = prefixFor('wf-budget-race');
+    let executed = 0;
+    const probe = tool({ name: 'race_probe', description: 'counts', input_schema: { type: 'object' }, handler: () => `probed ${++executed}` });
+    // Both steps' first calls are answered together, once both have arrived: each is decided against the same spend.
+    let arrived = 0;
+    let release: () => void = () => undefined;
+    const together = new Promise<void>((resolve) => (release = resolve));
+    const provider: ModelProvider = {
+      id: 'barrier',
+      defaultModel: 'barrier-model',
+      async complete(request) {
+        if (request.messages.some((message) => message.role === 'tool')) return reply('done');
+        arrived += 1;
+        if (arrived === 2) release();
+        await together;
+        return toolCall('race_probe', {});
+      },
+    };
+    const agent = new Agent({ name: 'race_agent', tools: [probe] });
+    const flow = new Workflow({
+      name: 'race_flow',
+      steps: [
+        { id: 'left', agent },
+        { id: 'right', agent },
+      ],
+    });
+    const worker = await startWorker({ agents: [flow], provider, redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST });
+    open.push(worker);
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    open.push(client);
+    const { run_id } = await client.enqueue({ agent: 'race_flow', input: 'go', config: { budget: { max_tool_calls: 1 } } });
+    const run = await client.wait(run_id, { timeout_ms: 20_000 });
+    expect(executed).toBe(1);
+    expect(run.status).toBe('failed');
+    expect(
+      Object.values(run.steps ?? {})
+        .map((step) => step.error?.error_code ?? step.status)
+        .sort(),
+    ).toEqual(['budget_exceeded', 'completed']);
+  });
+});
 
 describe('workflow runs on the queue engine', () => {
   it('cancels a workflow run: the running step is cancelled and its handler aborted, the rest skipped, completed sinks kept', async () => {

@@ -105,34 +105,70 @@ export async function callAndRecord(
   // Priced at the model that answered (this try's: the agent's own or a fallback, SPEC §16).
   const cost_micros = responseCost(cost.price, response);
   const events = responseEvents(state, call.provider_id, call.request.model, response, answer.latency_ms, costFields(cost_micros, context.spent.cost_micros ?? 0));
-  // Decided before recording, so the round of calls it fans out is opened in the same write.
-  const decision = markApprovals(decideResponse(context.agent, state, context.settings, response, context.spent), { step_id, iteration }, run_id, deps.logger);
-  const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
-  // A response that ends the run ends it in the same write.
-  const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
-  if (ending?.outcome.status === 'completed') await stageThreadMessages(deps.threads, deps.store, { run_id, step_id, agent: context.agent }, state, response.content);
-  const recorded = await store.recordResponse(
-    run_id,
-    step_id,
-    iteration,
-    {
-      response,
-      plan: planOf(decision, (planned) => fansOut(planned, context.settings)),
-      spent: context.spent,
-      // Which of the step's models answered: the agent's own, or a fallback.
-      target: { provider_id: call.provider_id, model: call.request.model },
-    },
-    // A rejected answer's OutputValidationFailed is written with it; a failure's events with the ending.
-    [...events, ...(decision.type === 'repair_output' ? decision.events : [])].map((event) => ({ event })),
-    open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
-    ending,
-    executedCalls(decision),
-    await text.part(
-      response.content ?? '',
-      response.tool_calls.map((requested) => [requested.id, requested.function.name]),
-    ),
-    cost_micros,
+  const part = await text.part(
+    response.content ?? '',
+    response.tool_calls.map((requested) => [requested.id, requested.function.name]),
   );
+  // Decided before recording, so the round of calls it fans out is opened in the same write; decided
+  // again when another step of the run recorded spend meanwhile and a budget could be crossed.
+  let spent = context.spent;
+  for (let tries = 1; ; tries += 1) {
+    const decision = markApprovals(decideResponse(context.agent, state, context.settings, response, spent), { step_id, iteration }, run_id, deps.logger);
+    const open = decision.type === 'tools' ? decision.calls.filter((planned) => fansOut(planned, context.settings)) : [];
+    // A response that ends the run ends it in the same write.
+    const ending = context.workflow ? undefined : endingFor(step_id, iteration, decision);
+    if (ending?.outcome.status === 'completed') await stageThreadMessages(deps.threads, deps.store, { run_id, step_id, agent: context.agent }, state, response.content);
+    const recorded = await store.recordResponse(
+      run_id,
+      step_id,
+      iteration,
+      {
+        response,
+        plan: planOf(decision, (planned) => fansOut(planned, context.settings)),
+        spent,
+        // Which of the step's models answered: the agent's own, or a fallback.
+        target: { provider_id: call.provider_id, model: call.request.model },
+      },
+      // A rejected answer's OutputValidationFailed is written with it; a failure's events with the ending.
+      [...events, ...(decision.type === 'repair_output' ? decision.events : [])].map((event) => ({ event })),
+      open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
+      ending,
+      executedCalls(decision),
+      part,
+      cost_micros,
+      // Each try that finds the spend moved follows another step's write: a bound, should steps keep writing.
+      tries <= MAX_BUDGET_TRIES && budgetChecked(context.settings, decision) ? spent : undefined,
+    );
+    if (recorded && 'stale' in recorded) {
+      spent = { ...spent, ...recorded.stale };
+      continue;
+    }
+    return afterRecorded(deps, context, cost, job, response, decision, ending, recorded);
+  }
+}
+
+/** How many times a response is decided again against a run's spend that moved before it is recorded as last decided. */
+const MAX_BUDGET_TRIES = 20;
+
+/** Whether recording `decision` must check that the run's spend is still what it was decided against: calls to execute under a cap. */
+function budgetChecked(settings: StepContext['settings'], decision: ResponseDecision): boolean {
+  const budget = settings.budget;
+  return budget !== undefined && (budget.max_total_tokens !== undefined || budget.max_tool_calls !== undefined) && executedCalls(decision) > 0;
+}
+
+/** What follows a response's write: its cost settled, the run's end told, or an earlier delivery's response acted on. */
+async function afterRecorded(
+  deps: ProviderJobDeps,
+  context: StepContext,
+  cost: CallCost,
+  job: Job<ProviderJobData>,
+  response: ProviderResponse,
+  decision: ResponseDecision,
+  ending: ReturnType<typeof endingFor>,
+  recorded: Exclude<Awaited<ReturnType<ProviderJobDeps['store']['recordResponse']>>, { readonly stale: unknown }>,
+): Promise<Responded | undefined> {
+  const { store } = deps;
+  const { run_id } = context.data;
   if (!recorded) {
     // The run ended meanwhile; the provider answered all the same, so its cost counts.
     await settleCall(deps, context, cost, response);

@@ -9,9 +9,13 @@
         or ''), tool_calls (how many calls of it will be executed: the run's count for its budget),
         ending (see finish; absent when the run goes on), stream (the response's part of the
         run's stream, see streamResponse in includes/stream.lua; absent for none), cost_micros (the
-        call's cost when its model is priced, SPEC §14: added to the record's usage_cost_micros; absent for none)
+        call's cost when its model is priced, SPEC §14: added to the record's usage_cost_micros; absent for none),
+        seen (the run's spend {tokens, tool_calls}, its children's included, that a decision to execute
+        calls under a budget was taken against, SPEC §10; absent: no check)
   Returns {1} when recorded now ({1, '', {created_at, agent, workflow}} when it ended the run too),
-  {0, stored} when an earlier delivery recorded it, {-1} when the run has ended. Safe to run twice.
+  {0, stored} when an earlier delivery recorded it, {-1} when the run has ended, {-3, tokens,
+  tool_calls} when the run's spend is no longer `seen` (another step recorded meanwhile): nothing is
+  written, and the caller decides again against it. Safe to run twice.
 ]]
 --- @include "prelude"
 local args = cmsgpack.unpack(ARGV[1])
@@ -32,12 +36,29 @@ needWhole('tool_calls', args.tool_calls)
 if args.ending ~= nil then checkEnding(args.ending) end
 if args.stream ~= nil then checkStreamPart(args.stream) end
 if args.cost_micros ~= nil then needWhole('cost_micros', args.cost_micros) end
+if args.seen ~= nil then
+  if type(args.seen) ~= 'table' then refuse('recordResponse: seen must be a map') end
+  needWhole('seen.tokens', args.seen.tokens)
+  needWhole('seen.tool_calls', args.seen.tool_calls)
+end
 
 local _, ended = runStatus()
 if ended then return {-1} end
 local response = roundKey(step, 'response', n)
 local existing = redis.call('GET', response)
 if existing then return {0, existing} end
+if args.seen ~= nil then
+  local now = redis.call('HMGET', record, 'usage_total', 'children_tokens', 'tool_calls', 'children_tool_calls')
+  -- As the store reads a count (wholeCount): anything but a whole number >= 0 counts 0.
+  local function count(value)
+    local number = tonumber(value)
+    if not number or number < 0 or number ~= math.floor(number) then return 0 end
+    return number
+  end
+  local tokens = count(now[1]) + count(now[2])
+  local calls = count(now[3]) + count(now[4])
+  if tokens ~= args.seen.tokens or calls ~= args.seen.tool_calls then return {-3, tokens, calls} end
+end
 redis.call('SET', response, args.response)
 redis.call('HINCRBY', record, 'usage_input', args.usage.input)
 redis.call('HINCRBY', record, 'usage_output', args.usage.output)

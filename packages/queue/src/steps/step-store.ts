@@ -264,7 +264,8 @@ export class StepStore {
     executing = 0,
     stream?: StreamPart,
     cost_micros?: number,
-  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | undefined> {
+    seen?: Pick<RunSpent, 'tokens' | 'tool_calls'>,
+  ): Promise<{ recorded: RecordedResponse; recordedNow: boolean; ended?: EndedRunFacts } | { stale: Pick<RunSpent, 'tokens' | 'tool_calls'> } | undefined> {
     const { response } = recorded;
     const [outcome, stored, facts] = (await this.context.scripts.recordResponse([this.context.keys.record(run_id)], {
       step_id,
@@ -279,8 +280,10 @@ export class StepStore {
       ending: end ? endingArgument(this.context, end) : undefined,
       stream,
       cost_micros,
+      ...(seen ? { seen: { tokens: seen.tokens, tool_calls: seen.tool_calls } } : {}),
     })) as [number, string?, unknown?];
     if (outcome === -1) return undefined;
+    if (outcome === -3) return { stale: { tokens: Number(stored), tool_calls: Number(facts) } };
     if (outcome === 0 && stored) return { recorded: readResponse(stored, `response ${iteration} of ${run_id}/${step_id}`), recordedNow: false };
     const ended = endedRunFacts(facts);
     return { recorded, recordedNow: true, ...(ended ? { ended } : {}) };
