@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { type Agent, type ModelProvider, type TraceEvent, type Workflow, silentLogger } from '@arcflow/core';
 import { type ArcflowClient, type WorkerOptions, connectRedis, createClient, startWorker } from '@arcflow/queue';
 import { type PrivateCluster, TEST_REDIS_URL, cleanupPrefix, scriptedProvider, testCluster, testPrefix } from '@arcflow/testing';
@@ -197,5 +199,27 @@ export async function jobEvents(redis: Redis, queue: { readonly keys: { readonly
     const event = new Map<string, string>();
     for (let at = 0; at + 1 < fields.length; at += 2) event.set(fields[at]!, fields[at + 1]!);
     return event.get('jobId') === jobId ? [event.get('event')!] : [];
+  });
+}
+
+const REPOSITORY = fileURLToPath(new URL('../../../', import.meta.url));
+
+/**
+ * Runs a fixture from the sources in a process of its own (tsx, with the repository's paths to the
+ * workspace packages), with `env` over this process's environment; its stdout, or an error with its stderr.
+ */
+export function runFixture(fixture: string, args: readonly string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], {
+      cwd: REPOSITORY,
+      env: { ...process.env, ...env, TSX_TSCONFIG_PATH: `${REPOSITORY}tsconfig.json` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`the fixture exited with ${code}: ${err.slice(0, 4000)}`))));
   });
 }

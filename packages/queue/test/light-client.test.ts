@@ -1,15 +1,14 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunStore } from '../src/runs/run-store.ts';
+import { runFixture } from './harness.ts';
 
 // `arcflow get`, `runs`, `events` and `cancel` start in about the time of a Redis client: the
 // client's entry loads neither BullMQ nor the schema validator, and reading a run (or cancelling
 // one with no queued calls) loads neither the OpenTelemetry API nor BullMQ. Checked in a process
 // of its own, whose every resolved module is recorded (this test process has loaded them all).
-const REPOSITORY = fileURLToPath(new URL('../../../', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/read-runs.ts', import.meta.url));
 const prefix = testPrefix('light-client');
 const redis = new Redis(TEST_REDIS_URL);
@@ -27,24 +26,9 @@ interface Report {
   readonly loaded: readonly string[];
 }
 
-/** Runs the fixture from the sources (tsx, with the repository's paths to the workspace packages). */
-function readInChild(...run_ids: string[]): Promise<Report> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, ...run_ids], {
-      cwd: REPOSITORY,
-      env: { ...process.env, REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix, TSX_TSCONFIG_PATH: `${REPOSITORY}tsconfig.json` },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`the fixture exited with ${code}: ${err}`));
-      else resolve(JSON.parse(out) as Report);
-    });
-  });
+/** Runs the fixture from the sources: what it reports. */
+async function readInChild(...run_ids: string[]): Promise<Report> {
+  return JSON.parse(await runFixture(FIXTURE, run_ids, { REDIS_URL: TEST_REDIS_URL, ARCFLOW_PREFIX: prefix })) as Report;
 }
 
 /** The npm packages among the resolved modules, by name. */
@@ -67,7 +51,7 @@ describe('the client entry, @arcflow/queue/client', () => {
     expect(answers).toEqual({
       get: null,
       list: [queued],
-      events: 0,
+      events: { error: 'unknown_run' },
       cancelUnknown: { error: 'unknown_run' },
       cancel: { cancelled: true, status: 'cancelled' },
     });

@@ -8,6 +8,7 @@ import { Agent, silentLogger } from '@arcflow/core';
 import { createClient, startWorker } from '@arcflow/queue';
 import { freePort, scriptedProvider } from '@arcflow/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFixture } from './harness.ts';
 
 // A redis-server speaking TLS only, with a self-signed certificate that no CA of this process signed.
 let server: ChildProcess | undefined;
@@ -174,27 +175,9 @@ describe('a Redis Cluster whose nodes are listed with rediss:', () => {
 
   it('connects to every node over TLS, trusting the CA that NODE_EXTRA_CA_CERTS names', async () => {
     const nodes = `rediss://127.0.0.1:${port},rediss://127.0.0.1:${port}`;
-    const read = await inChild(TLS_CLUSTER_CLIENT, { REDIS_URL: nodes, ARCFLOW_PREFIX: 'tls-cluster', NODE_EXTRA_CA_CERTS: join(clusterDir, 'cert.pem') });
+    const read = await runFixture(TLS_CLUSTER_CLIENT, [], { REDIS_URL: nodes, ARCFLOW_PREFIX: 'tls-cluster', NODE_EXTRA_CA_CERTS: join(clusterDir, 'cert.pem') });
     expect(JSON.parse(read)).toEqual({ runs: [] });
   });
 });
 
-const REPOSITORY = fileURLToPath(new URL('../../../', import.meta.url));
 const TLS_CLUSTER_CLIENT = fileURLToPath(new URL('./fixtures/tls-cluster-client.ts', import.meta.url));
-
-/** Runs a fixture from the sources in a process of its own (its environment is read at start), and gives its output. */
-function inChild(fixture: string, env: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
-      cwd: REPOSITORY,
-      env: { ...process.env, ...env, TSX_TSCONFIG_PATH: `${REPOSITORY}tsconfig.json` },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`the fixture exited with ${code}: ${err.slice(0, 2000)}`))));
-  });
-}
