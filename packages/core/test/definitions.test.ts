@@ -59,6 +59,14 @@ describe('Agent', () => {
     expect(() => new Agent({ name: 'a' }).settingsFor({ tool_execution: { max_iters: 3 } })).toThrow(/unknown key 'max_iters'/);
     expect(() => new Agent({ name: 'bad name!' })).toThrow(/agent name/);
   });
+
+  it('refuses a tool timeout no timer can keep and an approval wait Redis could not expire', () => {
+    const timed = (extra: Record<string, unknown>) => () =>
+      tool({ name: 'slow', description: 'x', input_schema: { type: 'object' }, handler: () => 'ok', ...extra } as Parameters<typeof tool>[0]);
+    expect(timed({ timeout_ms: 3_000_000_000 })).toThrow("tool 'slow': timeout_ms must be at most 2147483647 (about 24.8 days), got 3000000000");
+    expect(timed({ needs_approval: true, approval_timeout_ms: 1e300 })).toThrow(/tool 'slow': approval_timeout_ms must be an integer from 1 to 2592000000 \(30 days\)/);
+    expect(timed({ timeout_ms: 2_147_483_647, needs_approval: true, approval_timeout_ms: 2_592_000_000 })().timeout_ms).toBe(2_147_483_647);
+  });
 });
 
 describe('Workflow', () => {

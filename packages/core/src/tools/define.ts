@@ -168,6 +168,8 @@ export type ResolvedToolOptions = Pick<
 /** Checks a tool's options and applies their defaults; errors start with `where` (`tool 'get_weather'`). */
 export function resolveToolOptions(where: string, options: ToolOptions): ResolvedToolOptions {
   const timeout_ms = positiveInt(where, 'timeout_ms', options.timeout_ms ?? TOOL_DEFAULTS.timeout_ms, 1);
+  // A timer longer than this fires at once (Node's timers are 32-bit): every call would time out.
+  if (timeout_ms > MAX_TIMER_MS) throw new ConfigError(`${where}: timeout_ms must be at most ${MAX_TIMER_MS} (about 24.8 days), got ${timeout_ms}`);
   const retries = positiveInt(where, 'retries', options.retries ?? TOOL_DEFAULTS.retries, 0);
   const max_result_bytes = positiveInt(where, 'max_result_bytes', options.max_result_bytes ?? TOOL_DEFAULTS.max_result_bytes, 64);
   const concurrency = options.concurrency === undefined ? undefined : positiveInt(where, 'concurrency', options.concurrency, 1);
@@ -175,7 +177,8 @@ export function resolveToolOptions(where: string, options: ToolOptions): Resolve
   if (typeof needs_approval !== 'boolean' && typeof needs_approval !== 'function') {
     throw new ConfigError(`${where}: needs_approval must be a boolean or a function of (args, ctx), got ${JSON.stringify(needs_approval)}`);
   }
-  const approval_timeout_ms = positiveInt(where, 'approval_timeout_ms', options.approval_timeout_ms ?? TOOL_DEFAULTS.approval_timeout_ms, 1);
+  // A wait for a person is bounded as a wait for a result is (its expiry must be a time Redis can keep).
+  const approval_timeout_ms = resultTimeoutMs(`${where}: approval_timeout_ms`, options.approval_timeout_ms ?? TOOL_DEFAULTS.approval_timeout_ms);
   const result_timeout_ms = resultTimeoutMs(`${where}: result_timeout_ms`, options.result_timeout_ms ?? TOOL_DEFAULTS.result_timeout_ms);
   const output_schema = options.output_schema;
   const checkOutput = output_schema === undefined ? () => undefined : compileSchema(`${where}: output_schema`, output_schema);
@@ -199,6 +202,9 @@ export function resultTimeoutMs(where: string, value: unknown): number {
   }
   return value as number;
 }
+
+/** The longest delay a Node timer keeps. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 function positiveInt(where: string, key: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) {
