@@ -1,6 +1,6 @@
 import { Agent, ConfigError, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
 import { QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
-import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, rawCalls, reply, scriptedProvider, testPrefix } from '@arcflow/testing';
+import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, rawCalls, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -66,6 +66,35 @@ describe("a model's malformed ids, once a run is cancelled", () => {
     } finally {
       await ownClient.close();
       await blockWorker.close();
+      await cleanupPrefix(own);
+    }
+  });
+});
+
+describe('what another process left in Redis', () => {
+  it('refuses to settle a waiting call whose wait has no place, writing nothing, and says so', async () => {
+    const own = testPrefix('hostile-wait');
+    const guarded = tool({ name: 'guarded_refund', description: 'refunds', input_schema: { type: 'object' }, needs_approval: true, handler: () => 'refunded' });
+    const model = scriptedProvider([toolCall('guarded_refund', {}, 'call_wait'), reply('done')]);
+    const waitWorker = await startWorker({
+      agents: [new Agent({ name: 'waiter', tools: [guarded] })],
+      provider: model,
+      redis: TEST_REDIS_URL,
+      prefix: own,
+      logger: silentLogger,
+      ...FAST,
+    });
+    const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
+    try {
+      const { run_id } = await ownClient.enqueue({ agent: 'waiter', input: 'go' });
+      await until(async () => (await ownClient.get(run_id))?.status === 'waiting');
+      const waits = keysFor(own).run(run_id).approvals;
+      await redis.hdel(waits, 'call_wait|place');
+      await expect(ownClient.approve(run_id, 'call_wait', { approved: true })).rejects.toThrow('the wait of call call_wait has no place (step|iteration)');
+      expect(await redis.hget(waits, 'call_wait|status')).toBe('pending');
+    } finally {
+      await ownClient.close();
+      await waitWorker.close();
       await cleanupPrefix(own);
     }
   });

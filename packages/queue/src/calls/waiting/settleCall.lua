@@ -48,8 +48,10 @@ local request = redis.call('HGET', waits, id)
 if status ~= 'pending' then return {0, redis.call('HGET', waits, id .. '|resolution'), request, status} end
 local _, ended = runStatus()
 if ended then return {-1, request} end
+-- Where the call waits, read before anything is written: a wait another process left without it is refused whole.
+local step, n = string.match(redis.call('HGET', waits, id .. '|place') or '', '^(.*)|(%d+)$')
+if not step then refuse('the wait of call ' .. id .. ' has no place (step|iteration): it was not written by arcflow') end
 redis.call('HSET', waits, id .. '|status', decision, id .. '|resolution', args.resolution)
-local step, n = string.match(redis.call('HGET', waits, id .. '|place'), '^(.*)|(%d+)$')
 local round = roundField(step, n)
 redis.call('HINCRBY', pending, round .. '|awaiting', -1)
 if args.resolved ~= '' then append('', args.resolved) end
