@@ -79,7 +79,7 @@ describe('arcflow CLI', () => {
     expect(asJson.messages.filter((message: { role: string }) => message.role === 'tool').length).toBeGreaterThanOrEqual(3);
     expect(conversation.stdout).toContain(`assistant: ${record.output.split('\n')[0]}`);
     const unknown = await arcflow('inspect', 'run_doesnotexist', '--messages');
-    expect(unknown).toMatchObject({ code: 1, stderr: "arcflow: unknown run 'run_doesnotexist'\n" });
+    expect(unknown).toMatchObject({ code: 1, stderr: expect.stringMatching(/^arcflow: unknown run 'run_doesnotexist' \(looked under prefix '.+'\)\n$/) });
   }, 120_000);
 
   it('stops quietly when its reader closes the pipe early (events --follow | head -1)', async () => {
