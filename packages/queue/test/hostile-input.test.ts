@@ -125,6 +125,9 @@ describe('requests from outside are checked before any Redis command', () => {
     );
     await expect(client.enqueue({ agent: 'guarded', input: 'hi', config: { model: 'm', x: 1n } })).rejects.toThrow(/config holds a value of type bigint/);
     await expect(client.wait('run_abc', { timeout_ms: Number.NaN })).rejects.toMatchObject({ code: 'invalid_request' });
+    // A poll interval that would spin is refused before the first read.
+    for (const poll_ms of ['abc', 0, 1.5])
+      expect(() => client.events('run_abc', { follow: true, poll_ms: poll_ms as number })).toThrow('poll_ms must be an integer from 10 to 60000');
     expect(await keysUnder()).toEqual(before);
   });
 

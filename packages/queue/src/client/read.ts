@@ -1,4 +1,4 @@
-import { type ChatMessage, RUN_TERMINAL_KINDS, type RunRecord, type StreamChunk, type TraceEvent, checkThreadId } from '@arcflow/core';
+import { type ChatMessage, RUN_TERMINAL_KINDS, RequestError, type RunRecord, type StreamChunk, type TraceEvent, checkThreadId } from '@arcflow/core';
 import type { Redis } from 'ioredis';
 import { duplicateRedis } from '../redis/connect.ts';
 import { closeRedis, withRedis } from '../redis/connection.ts';
@@ -38,6 +38,11 @@ const AGENT_RUN_STEP_ID = 's1';
 
 /** The run's events in order; with `follow`, keeps reading until the run ends. */
 export function runEvents({ store, reach, prefix }: OpenedClient, run_id: string, options: { follow?: boolean; poll_ms?: number }): AsyncIterable<TraceEvent> {
+  const pollMs = options.poll_ms ?? 100;
+  // A poll that is not a sane number of milliseconds would spin: refused before the first read.
+  if (!Number.isInteger(pollMs) || pollMs < 10 || pollMs > 60_000) {
+    throw new RequestError('invalid_request', `poll_ms must be an integer from 10 to 60000, got ${JSON.stringify(pollMs)?.slice(0, 40)}`);
+  }
   return {
     async *[Symbol.asyncIterator]() {
       let next = 0;
@@ -49,7 +54,7 @@ export function runEvents({ store, reach, prefix }: OpenedClient, run_id: string
         // Every run has its RunEnqueued: none at all is a run not kept (or another prefix's).
         if (next === 0 && !(await reach(() => store.status(run_id)))) throw unknownRun(run_id, prefix);
         if (!options.follow || ended) return;
-        await new Promise((resolve) => setTimeout(resolve, options.poll_ms ?? 100));
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
       }
     },
   };
