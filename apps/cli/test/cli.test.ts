@@ -200,6 +200,7 @@ describe('arcflow CLI', () => {
     expect(bulkLimit.stderr).toMatch(/^arcflow: runs cancel does not take --limit \(it takes --status, --agent, --tenant, --since, --dry-run, --json\)/);
     expect((await arcflow('runs', '--since', '2099-01-01T00:00:00Z')).stderr).toMatch(/^arcflow: runs does not take --since/);
     expect((await arcflow('cancel', 'run_x', '--reject')).stderr).toMatch(/^arcflow: cancel does not take --reject \(it takes no option\)/);
+    expect((await arcflow('enqueue', 'travel_researcher', '--input-json', '"hi"')).stderr).toContain('arcflow: --input-json must be a JSON list of chat messages');
     for (const port of ['', '0x4e21', '1e4'])
       expect((await arcflow('serve', '--port', port)).stderr).toContain(`arcflow: --port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
     const badRun = await arcflow('get', 'run_x:events');

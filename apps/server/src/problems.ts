@@ -70,7 +70,7 @@ export function problemFor(error: unknown): Problem {
   if (error instanceof RequestError) return problem(STATUS_OF_CODE[error.code] ?? 400, error.code, error.message);
   if (error instanceof ConfigError) return problem(400, 'invalid_config', error.message);
   const fastify = error as { statusCode?: number; code?: string; validation?: unknown; message?: string };
-  if (fastify.validation) return problem(400, 'invalid_request', fastify.message ?? 'the request does not match its schema');
+  if (fastify.validation) return problem(400, 'invalid_request', validationMessage(fastify as { validation: unknown; message?: string; validationContext?: string }));
   if (fastify.code === 'FST_ERR_MAX_PARAM_LENGTH') return problem(414, 'uri_too_long', `a path segment is longer than ${MAX_PARAM_LENGTH} characters`);
   if (fastify.code === 'FST_ERR_BAD_URL') return problem(400, 'invalid_request', 'the URL is not valid (a malformed percent-encoding?)');
   if (fastify.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problem(413, 'payload_too_large', 'the request body is larger than the server accepts');
@@ -79,4 +79,16 @@ export function problemFor(error: unknown): Problem {
     return problem(400, 'invalid_request', 'the request body is not valid JSON');
   }
   return problem(500, 'internal_error', 'the server failed to answer; the cause is in its log');
+}
+
+/** A schema's refusal, naming the field or parameter it did not know (the validator says only "additional properties"). */
+function validationMessage(error: { validation: unknown; message?: string; validationContext?: string }): string {
+  const first = (Array.isArray(error.validation) ? error.validation[0] : undefined) as
+    | { keyword?: string; params?: { additionalProperty?: string }; instancePath?: string }
+    | undefined;
+  const unknown = first?.keyword === 'additionalProperties' ? first.params?.additionalProperty : undefined;
+  if (unknown === undefined) return error.message ?? 'the request does not match its schema';
+  if (error.validationContext === 'querystring') return `unknown query parameter '${unknown.slice(0, 60)}'`;
+  const path = (first?.instancePath ?? '').split('/').filter(Boolean);
+  return `unknown field '${[...path, unknown.slice(0, 60)].join('.')}'`;
 }

@@ -198,6 +198,8 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     // Refused in the client's words (SPEC §8: the same codes and messages).
     expect((await json(await call('/v1/runs?limit=0'))).body).toMatchObject({ status: 400, code: 'invalid_request', detail: 'limit must be an integer from 1 to 1000, got 0' });
     expect((await json(await call('/v1/runs?limit=600'))).status).toBe(200);
+    // A schema's unknown name is named.
+    expect((await json(await call('/v1/runs?stauts=completed'))).body).toMatchObject({ status: 400, detail: "unknown query parameter 'stauts'" });
     expect((await enqueue({ agent: 'api_agent', input: 'x', priority: 11 })).body).toMatchObject({
       status: 400,
       detail: 'priority must be an integer from 1 (first) to 10, got 11',

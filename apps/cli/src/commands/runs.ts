@@ -71,6 +71,13 @@ export interface EnqueueFlags {
  */
 export async function enqueueCommand(agent: string, input: string | undefined, flags: EnqueueFlags): Promise<number> {
   const given = input ?? parseJsonFlag('--input-json', flags['input-json']);
+  // A string in --input-json is a plain input given the long way: the flag is for a list of messages.
+  if (input === undefined && !Array.isArray(given)) {
+    throw new RequestError(
+      'invalid_request',
+      `--input-json must be a JSON list of chat messages ({ role, content }); give a plain input as the argument after the agent, got ${JSON.stringify(given)?.slice(0, 60)}`,
+    );
+  }
   // Checked before any connection: a bad --state queues nothing.
   const state = parseStateFlag(flags.state);
   // on_busy only means something on a thread (SPEC §11): without one it would be dropped unseen.
