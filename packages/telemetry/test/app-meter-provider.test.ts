@@ -76,6 +76,28 @@ describe('an application with its own global MeterProvider', () => {
     expect(metrics.getMeterProvider()).toBe(appProvider);
   });
 
+  it("records a deferred call's execution, its handler up to the defer, once", async () => {
+    const later = tool({ name: 'later_tool', description: 'answers later', input_schema: { type: 'object' }, handler: (_args, ctx) => ctx.defer() });
+    const agent = new Agent({ name: 'deferring', tools: [later] });
+    const model = scriptedProvider([toolCalls([{ name: 'later_tool', args: {}, id: 'call_later' }]), reply('done')]);
+    const worker = await startWorker({ agents: [agent], provider: model, redis: TEST_REDIS_URL, prefix, logger: silentLogger });
+    const client = createClient({ redis: TEST_REDIS_URL, prefix });
+    try {
+      const { run_id } = await client.enqueue({ agent: 'deferring', input: 'go' });
+      for (let tries = 0; (await client.get(run_id))?.status !== 'waiting'; tries += 1) {
+        if (tries > 200) throw new Error('the run never waited');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await client.submitToolResult(run_id, 'call_later', { output: 'came back' });
+      expect((await client.wait(run_id, { timeout_ms: 20_000 })).status).toBe('completed');
+    } finally {
+      await client.close();
+      await worker.close();
+    }
+    const points = (await arcflowPoints()).get('gen_ai.execute_tool.duration') ?? [];
+    expect(points.filter((point) => point.attributes['gen_ai.tool.name'] === 'later_tool').map((point) => (point.value as Histogram).count)).toEqual([1]);
+  });
+
   it("gets the gauges of every embedded worker's queues, and of the others' once one closes", async () => {
     // A reader of delta temporality: a series not observed at a collection is not reported again.
     const deltaReader = new AppReader(AggregationTemporality.DELTA);

@@ -122,6 +122,8 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
       // Its ToolCallStarted goes in before its ToolResultRequested; the caller parks the call, and this job ends.
       await startedWrite?.now();
       span.end();
+      // The handler's execution, to its defer (the result that comes later is no execution).
+      recordToolExecution(planned.tool.name, (performance.now() - startedAt) / 1000);
       return { retry: false, roundSettled: false, deferred: deferral(outcome, startedAt) };
     }
     logHandlerProblem(logger, run_id, planned, place, attempt, outcome);
