@@ -185,6 +185,25 @@ export function defineStateScenarios(name: string, runner: ScenarioRunner): void
         message: "state is 110 bytes of JSON, over the agent's max_state_bytes (64)",
       });
       expect(provider.requests).toHaveLength(0);
+      await expect(runner(agent, 'x', { provider, state: { '': 1 } })).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringContaining('a key that is the empty string'),
+      });
+    });
+
+    it('takes an initial state as its JSON: keys JSON leaves out are not there, a Date is its string, and the size measured is the size kept', async () => {
+      const peek = tool({
+        name: 'state_peek',
+        description: 'reports the state',
+        input_schema: { type: 'object' },
+        handler: (_args, ctx) => JSON.stringify({ keys: ctx.state.keys(), date: typeof ctx.state.get('d') }),
+      });
+      const agent = new Agent({ name: 'peeker', tools: [peek], max_state_bytes: 40 });
+      const provider = scriptedProvider([toolCalls([{ name: 'state_peek', args: {} }]), (request) => reply(String(request.messages.at(-1)?.content))]);
+      const state = { gone: undefined, also: () => 1, d: new Date(0) } as unknown as Record<string, unknown>;
+      const result = await run(agent, 'x', { provider, state });
+      expect(result.status).toBe('completed');
+      expect(JSON.parse(result.output!)).toEqual({ keys: ['d'], date: 'string' });
     });
 
     it('starts a workflow step from the run state as it stood, and applies its changes when it completes', async () => {

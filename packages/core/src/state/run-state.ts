@@ -185,21 +185,28 @@ export function stateSize(state: RunState): number {
 }
 
 /**
- * Checks a run's initial `state` at enqueue: a JSON object of at most `max_bytes` of JSON. Throws
- * `invalid_request` naming `state`; undefined (none given) passes.
+ * Checks a run's initial `state` at enqueue: a JSON object of at most `max_bytes` of JSON, its keys
+ * non-empty. Returns it as JSON reads it back. Throws `invalid_request` naming `state`; undefined
+ * (none given) passes.
  */
 export function checkInitialState(state: unknown, max_bytes = DEFAULT_MAX_STATE_BYTES): RunState | undefined {
   if (state === undefined) return undefined;
   if (!isPlainObject(state))
     throw new RequestError('invalid_request', `state must be a JSON object, got ${Array.isArray(state) ? 'an array' : state === null ? 'null' : typeof state}`);
-  let size: number;
+  let text: string;
   try {
-    size = byteSize(JSON.stringify(state));
+    text = JSON.stringify(state);
   } catch (error) {
     throw new RequestError('invalid_request', `state must be JSON: ${(error as Error).message}`);
   }
+  const size = byteSize(text);
   if (size > max_bytes) throw new RequestError('invalid_request', `state is ${size} bytes of JSON, over the agent's max_state_bytes (${max_bytes})`);
-  return state;
+  // The state as JSON has it, whoever runs it: a key whose value JSON leaves out (undefined, a
+  // function) is not there, a Date is its string. What was measured is what is kept.
+  const normal = JSON.parse(text) as RunState;
+  if (Object.hasOwn(normal, ''))
+    throw new RequestError('invalid_request', 'state has a key that is the empty string: a state key is a non-empty string (ctx.state could not reach it)');
+  return normal;
 }
 
 /** A state as the changes that build it from nothing (how an initial state is recorded). */
