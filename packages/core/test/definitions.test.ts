@@ -58,6 +58,9 @@ describe('Agent', () => {
     expect(() => new Agent({ name: 'a', tools: [t, t] })).toThrow(/duplicate tool 't'/);
     expect(() => new Agent({ name: 'a' }).settingsFor({ tool_execution: { max_iters: 3 } })).toThrow(/unknown key 'max_iters'/);
     expect(() => new Agent({ name: 'bad name!' })).toThrow(/agent name/);
+    // Whole numbers past what a double holds exactly are not whole numbers to count with.
+    expect(() => new Agent({ name: 'a', tool_execution: { max_iterations: 1e300 } })).toThrow(/max_iterations must be an integer >= 1, got 1e\+300/);
+    expect(() => tool({ name: 'r', description: 'x', input_schema: { type: 'object' }, handler: () => 'ok', retries: 2 ** 60 })).toThrow(/retries must be an integer >= 0/);
   });
 
   it('refuses a tool timeout no timer can keep and an approval wait Redis could not expire', () => {

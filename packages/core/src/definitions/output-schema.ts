@@ -35,7 +35,7 @@ const MAX_COMPILED = 256;
  */
 export function resolveOutput(schema: unknown, retries: unknown, where: string): ResolvedOutput | undefined {
   const count = retries ?? OUTPUT_DEFAULTS.retries;
-  if (!Number.isInteger(count) || (count as number) < 0) throw new ConfigError(`${where}.output_retries must be an integer >= 0, got ${JSON.stringify(count)}`);
+  if (!Number.isSafeInteger(count) || (count as number) < 0) throw new ConfigError(`${where}.output_retries must be an integer >= 0, got ${JSON.stringify(count)}`);
   if (schema === undefined) return undefined;
   const subject = `${where}.output_schema`;
   if (!isPlainObject(schema)) throw new ConfigError(`${subject} must be a JSON Schema object`);

@@ -137,7 +137,7 @@ export function resolveSettings(agent: RunConfig, override: RunConfig = {}, wher
   if (mode !== 'llm_select' && mode !== 'legacy_eager') {
     throw new ConfigError(`${where}.tool_execution.mode must be 'llm_select' or 'legacy_eager', got ${JSON.stringify(mode)}`);
   }
-  if (!Number.isInteger(max_iterations) || max_iterations < 1) {
+  if (!Number.isSafeInteger(max_iterations) || max_iterations < 1) {
     throw new ConfigError(`${where}.tool_execution.max_iterations must be an integer >= 1, got ${JSON.stringify(max_iterations)}`);
   }
   if (on_max_iterations !== 'fail' && on_max_iterations !== 'final_answer') {
@@ -182,10 +182,10 @@ function resolveLoopDetection(config: LoopDetectionConfig | false | undefined, w
   const window = config?.window ?? LOOP_DETECTION_DEFAULTS.window;
   const threshold = config?.threshold ?? LOOP_DETECTION_DEFAULTS.threshold;
   const action = config?.action ?? LOOP_DETECTION_DEFAULTS.action;
-  if (!Number.isInteger(window) || window < 1) {
+  if (!Number.isSafeInteger(window) || window < 1) {
     throw new ConfigError(`${where}.loop_detection.window must be an integer >= 1, got ${JSON.stringify(window)}`);
   }
-  if (!Number.isInteger(threshold) || threshold < 2 || threshold > window) {
+  if (!Number.isSafeInteger(threshold) || threshold < 2 || threshold > window) {
     throw new ConfigError(`${where}.loop_detection.threshold must be an integer from 2 to window (${window}), got ${JSON.stringify(threshold)}`);
   }
   if (action !== 'inject' && action !== 'terminate') {

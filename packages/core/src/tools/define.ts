@@ -207,7 +207,7 @@ export function resultTimeoutMs(where: string, value: unknown): number {
 const MAX_TIMER_MS = 2_147_483_647;
 
 function positiveInt(where: string, key: string, value: number, min: number): number {
-  if (!Number.isInteger(value) || value < min) {
+  if (!Number.isSafeInteger(value) || value < min) {
     throw new ConfigError(`${where}: ${key} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
   }
   return value;
