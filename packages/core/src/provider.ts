@@ -146,7 +146,8 @@ export function causeOf(error: unknown): FailureCause {
   const code = (error as { code?: unknown }).code;
   // A class that leaves `name` as `Error` (the SDK's RateLimitError, …) is named by its class.
   const name = error.name === 'Error' && error.constructor.name ? error.constructor.name : error.name;
-  return { name, ...(typeof code === 'string' ? { code } : {}) };
+  // A code of the form codes have: one a provider sent (an error body's `code`) may be any text, the prompt too.
+  return { name, ...(typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code) ? { code } : {}) };
 }
 
 /**

@@ -60,7 +60,10 @@ export function classifyOpenAIError(error: unknown): ProviderFailure {
     }
   }
   const cause = causeOf(error);
-  return new ProviderFailure('connection_error', `the provider call failed unexpectedly (${cause.code ?? cause.name})`, { retryable: true, cause });
+  // The sentence goes into the run's error and its StepExecutionFailed: only a code of this process's
+  // own (Node's, the SDK's: ECONNRESET, ERR_…) is named there, never one the provider's body chose.
+  const said = cause.code !== undefined && /^[A-Z][A-Z0-9_]+$/.test(cause.code) ? cause.code : cause.name;
+  return new ProviderFailure('connection_error', `the provider call failed unexpectedly (${said})`, { retryable: true, cause });
 }
 
 /** A request that never got an answer: the deepest cause with a code says why (`ECONNREFUSED`, `ENOTFOUND`, …). */

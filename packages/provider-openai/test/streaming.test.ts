@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ProviderFailure, type ProviderRequest } from '@arcflow/core';
 import { openaiProvider } from '@arcflow/provider-openai';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
@@ -72,6 +74,26 @@ describe('OpenAI provider, streaming (SPEC §12)', () => {
     const started = Date.now();
     await expect(quick.complete(request, { onText: () => undefined })).rejects.toMatchObject({ error_code: 'timeout', retryable: true });
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("never puts text of a streamed error event into the failure's sentence (the run's error), whatever its code says", async () => {
+    // A stream whose event is an error object, its code echoing the prompt.
+    const echo = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end('data: {"error":{"message":"bad","code":"echo: my SSN is 123-45-6789"}}\n\n');
+    });
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(echo.address() as AddressInfo).port}/v1`;
+      const failure = (await openaiProvider({ base_url: url, api_key: 'k', timeout_ms: 2_000, stream: true })
+        .complete(request, { onText: () => undefined })
+        .catch((error: unknown) => error)) as ProviderFailure;
+      expect(failure).toBeInstanceOf(ProviderFailure);
+      expect(failure.message).not.toContain('SSN');
+      expect(JSON.stringify(failure.details)).not.toContain('SSN');
+    } finally {
+      await new Promise((resolve) => echo.close(resolve));
+    }
   });
 
   it('stops when the caller aborts', async () => {
