@@ -1,5 +1,5 @@
-import { Agent, ConfigError, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
-import { QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
+import { Agent, ConfigError, type ModelProvider, silentLogger, tool, toolDefinitionHash } from '@arcflow/core';
+import { type ArcflowClient, QueueName, createClient, keysFor, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, cleanupPrefix, rawCalls, reply, scriptedProvider, testPrefix, toolCall } from '@arcflow/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -27,6 +27,20 @@ afterAll(async () => {
   await redis.quit();
 });
 
+/** Runs `use` against a worker of `agent` and a client on a prefix of their own, closed and cleaned up after. */
+async function withOwnWorker(name: string, agent: Agent, provider: ModelProvider, use: (client: ArcflowClient, prefix: string) => Promise<void>): Promise<void> {
+  const own = testPrefix(name);
+  const ownWorker = await startWorker({ agents: [agent], provider, redis: TEST_REDIS_URL, prefix: own, logger: silentLogger, ...FAST });
+  const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
+  try {
+    await use(ownClient, own);
+  } finally {
+    await ownClient.close();
+    await ownWorker.close();
+    await cleanupPrefix(own);
+  }
+}
+
 const keysUnder = async () => (await redis.keys(`{${prefix}}*`)).sort();
 
 describe("a model's malformed ids, once a run is cancelled", () => {
@@ -42,18 +56,8 @@ describe("a model's malformed ids, once a run is cancelled", () => {
           ctx.signal.addEventListener('abort', () => resolve('aborted'));
         }),
     });
-    const own = testPrefix('hostile-cancel');
     const model = scriptedProvider([rawCalls([['id\ud800x', 'blocker', '{}']]), reply('done')]);
-    const blockWorker = await startWorker({
-      agents: [new Agent({ name: 'blocked', tools: [blocker] })],
-      provider: model,
-      redis: TEST_REDIS_URL,
-      prefix: own,
-      logger: silentLogger,
-      ...FAST,
-    });
-    const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
-    try {
+    await withOwnWorker('hostile-cancel', new Agent({ name: 'blocked', tools: [blocker] }), model, async (ownClient) => {
       const { run_id } = await ownClient.enqueue({ agent: 'blocked', input: 'go' });
       await until(async () => (await collect(ownClient, run_id)).some((event) => event.kind === 'ToolCallStarted'));
       expect(await ownClient.cancel(run_id)).toEqual({ cancelled: true, status: 'cancelled' });
@@ -63,40 +67,22 @@ describe("a model's malformed ids, once a run is cancelled", () => {
       const failed = events.filter((event) => event.kind === 'ToolCallFailed');
       expect(failed).toHaveLength(1);
       expect(failed[0]).toMatchObject({ tool_call_id: 'call_1_1', error_code: 'cancelled' });
-    } finally {
-      await ownClient.close();
-      await blockWorker.close();
-      await cleanupPrefix(own);
-    }
+    });
   });
 });
 
 describe('what another process left in Redis', () => {
   it('refuses to settle a waiting call whose wait has no place, writing nothing, and says so', async () => {
-    const own = testPrefix('hostile-wait');
     const guarded = tool({ name: 'guarded_refund', description: 'refunds', input_schema: { type: 'object' }, needs_approval: true, handler: () => 'refunded' });
     const model = scriptedProvider([toolCall('guarded_refund', {}, 'call_wait'), reply('done')]);
-    const waitWorker = await startWorker({
-      agents: [new Agent({ name: 'waiter', tools: [guarded] })],
-      provider: model,
-      redis: TEST_REDIS_URL,
-      prefix: own,
-      logger: silentLogger,
-      ...FAST,
-    });
-    const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
-    try {
+    await withOwnWorker('hostile-wait', new Agent({ name: 'waiter', tools: [guarded] }), model, async (ownClient, own) => {
       const { run_id } = await ownClient.enqueue({ agent: 'waiter', input: 'go' });
       await until(async () => (await ownClient.get(run_id))?.status === 'waiting');
       const waits = keysFor(own).run(run_id).approvals;
       await redis.hdel(waits, 'call_wait|place');
       await expect(ownClient.approve(run_id, 'call_wait', { approved: true })).rejects.toThrow('the wait of call call_wait has no place (step|iteration)');
       expect(await redis.hget(waits, 'call_wait|status')).toBe('pending');
-    } finally {
-      await ownClient.close();
-      await waitWorker.close();
-      await cleanupPrefix(own);
-    }
+    });
   });
 });
 
