@@ -52,8 +52,7 @@ if args.seen ~= nil then
   -- As the store reads a count (wholeCount): anything but a whole number >= 0 counts 0.
   local function count(value)
     local number = tonumber(value)
-    if not number or number < 0 or number ~= math.floor(number) then return 0 end
-    return number
+    return isWhole(number) and number or 0
   end
   local tokens = count(now[1]) + count(now[2])
   local calls = count(now[3]) + count(now[4])

@@ -10,7 +10,7 @@ import { ThreadStore } from '../threads/thread-store.ts';
 import { CancellationListener } from '../runs/cancel.ts';
 import { emitRunSpanOnce } from '../runs/end-run.ts';
 import { finishedJobRetention } from '../jobs/jobs.ts';
-import { WORKER_DEFAULTS, type WorkerOptions, resolveConnection, resolveWorkerOptions } from '../config/options.ts';
+import { WORKER_DEFAULTS, type WorkerOptions, resolveWorkerOptions } from '../config/options.ts';
 import { openMetricsReader } from '../metrics/metrics-reader.ts';
 import { ModelRouter, checkProvidersHeld, sharedProviderIds } from '../loop/model-router.ts';
 import { Dispatcher } from '../jobs/dispatcher.ts';
@@ -63,8 +63,7 @@ export async function startWorker(input: WorkerOptions): Promise<ArcflowWorker> 
     const worker = await startEngine({ ...input, agents: opened.definitions });
     // An application that registered its own MeterProvider gets arcflow's metrics through it (SPEC §18),
     // the gauges of this worker's queues included (on a connection of their own, opened only then).
-    const connection = resolveConnection({ ...(input.redis ? { redis: input.redis } : {}), ...(input.prefix ? { prefix: input.prefix } : {}) });
-    const stopRecording = await recordThroughGlobalProvider(() => openMetricsReader({ redis: connection.redis, prefix: connection.prefix, queues: worker.queues }));
+    const stopRecording = await recordThroughGlobalProvider(() => openMetricsReader({ redis: options.redis, prefix: options.prefix, queues: worker.queues }));
     return { ...worker, close: () => worker.close().finally(async () => (await stopRecording?.(), await opened.close())) };
   } catch (error) {
     await opened.close();
