@@ -4,7 +4,8 @@ import { cleanupPrefix } from '@arcflow/testing';
 import { type CpuSplit, REDIS_URL, type Row, commandsText, cpuText, cpuTotal, ms, percentile, printTable } from './lib.ts';
 import { engineIteration, localIteration, p50, rawFlowIteration } from './overhead.ts';
 import { FAN, TRIALS as THROUGHPUT_TRIALS, toolJobsPerSecond } from './throughput.ts';
-import { withTracing } from './tracing.ts';
+import { tracingWorkerCpu, withTracing } from './tracing.ts';
+import { Redis } from 'ioredis';
 import { LAYERS, rawLayeredFlowTimes, workflowRunTimes } from './workflow.ts';
 import { enqueueOverHttp, followerCost } from './http.ts';
 import { overviewCost } from './overview.ts';
@@ -566,6 +567,17 @@ try {
     rows.push(...(await viewersRows(prefix('viewers'), progress)));
   }
   if (wanted('tracing')) {
+    progress("tracing's cost in the workers: CPU per run, tracing on and off, in alternating trials");
+    const redis = new Redis(REDIS_URL);
+    const cost = await tracingWorkerCpu(redis, { trials: 8, warmup: 1 }).finally(() => redis.quit());
+    rows.push({
+      measure: `workers' CPU per run of ${FAN} tool calls, tracing on (OTLP to loopback) vs off, paired median of ${cost.trials} trials`,
+      arcflow: ms(cost.on),
+      baseline: ms(cost.off),
+      ratio: `${cost.ratio.toFixed(2)}x`,
+      target: '<= 1.2x (issue #51)',
+      verdict: verdict(cost.ratio <= 1.2),
+    });
     // Last: once started, the SDK stays registered in this process.
     progress('per-iteration overhead, tracing off and on');
     const off = p50(await engineIteration(prefix('untraced')));

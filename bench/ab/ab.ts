@@ -10,14 +10,11 @@
 // them a worker starts as `npx arcflow worker` would, through that tree's `arcflow` shebang), and
 // optional environment for them (`AB_WORKER_ARGS` adds `arcflow worker` arguments).
 // Example: --a ../wt-before --b . --trials 20
-import { type ChildProcess, fork } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { type CpuSplit, REDIS_URL, cpuPer, cpuTotal, percentile } from '../lib.ts';
+import { REDIS_URL, cpuTotal } from '../lib.ts';
+import { median, pairedRatio, runPairedTrials, startArm, stopArms } from './arms.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({
   options: {
     a: { type: 'string', default: '.' },
@@ -27,79 +24,27 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '2' },
   },
 });
-const TRIALS = Number(values.trials);
-const WARMUP = Number(values.warmup);
-/** Runs per trial, as engineTrial in ../throughput.ts enqueues them. */
-const RUNS = 300;
-
-interface Arm {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly pids: number[];
-  readonly rates: number[];
-  readonly cpu: CpuSplit[];
-  readonly commands: number[];
-}
-
-/** `NAME=value NAME2=value2` as an environment object. */
-function parseEnv(text: string): Record<string, string> {
-  return Object.fromEntries(
-    text
-      .split(' ')
-      .filter(Boolean)
-      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-  );
-}
-
-function nextMessage(child: ChildProcess): Promise<Record<string, unknown>> {
-  return new Promise((done) => child.once('message', (message) => done(message as Record<string, unknown>)));
-}
-
-async function startArm(name: string, spec: string): Promise<Arm> {
-  const [root = '.', flags = '', env = ''] = spec.split('::');
-  const child = fork(resolve(here, 'driver.ts'), [], {
-    execArgv: ['--import', import.meta.resolve('tsx/esm')],
-    env: { ...process.env, AB_ROOT: resolve(root), AB_PREFIX: `ab-${name}-${process.pid}`, AB_WORKERS: values.workers, AB_NODE_FLAGS: flags, ...parseEnv(env) },
-  });
-  const ready = await nextMessage(child);
-  return { name, child, pids: [child.pid!, ...(ready.pids as number[])], rates: [], cpu: [], commands: [] };
-}
 
 const redis = new Redis(REDIS_URL);
-const arms = [await startArm('A', values.a!), await startArm('B', values.b!)] as const;
-for (let trial = 0; trial < WARMUP + TRIALS; trial += 1) {
-  for (const arm of trial % 2 === 0 ? arms : [...arms].reverse()) {
-    // The driver process is the client: its CPU is counted with the workers'.
-    const measured = await cpuPer(redis, arm.pids, RUNS, async () => {
-      arm.child.send({ trial });
-      return (await nextMessage(arm.child)).rate as number;
-    });
-    if (trial < WARMUP) continue;
-    arm.rates.push(measured.result);
-    arm.cpu.push(measured.cpu);
-    arm.commands.push(measured.commands.all);
-  }
-}
+const workers = Number(values.workers);
+const arms = [await startArm('A', values.a!, workers), await startArm('B', values.b!, workers)] as const;
+await runPairedTrials(redis, arms, { trials: Number(values.trials), warmup: Number(values.warmup) });
 
-const median = (list: readonly number[]) => percentile(list, 50);
 for (const arm of arms) {
   const redisMs = median(arm.cpu.map((cpu) => cpu.redis));
-  const workersMs = median(arm.cpu.map((cpu) => cpu.workers));
+  const workersMs = median(arm.cpu.map((cpu) => cpu.workers + cpu.client));
   console.log(
     `${arm.name}: ${median(arm.rates).toFixed(0)} jobs/s [${arm.rates.map((rate) => rate.toFixed(0)).join(' ')}]  ` +
       `CPU per run: Redis ${redisMs.toFixed(2)} + workers and client ${workersMs.toFixed(2)} ms  Redis commands per run ${median(arm.commands).toFixed(0)}`,
   );
 }
 const [a, b] = arms;
-const paired = a.rates.map((rate, trial) => b.rates[trial]! / rate);
-const cpuPaired = a.cpu.map((cpu, trial) => cpuTotal(b.cpu[trial]!) / cpuTotal(cpu));
-const redisPaired = a.cpu.map((cpu, trial) => b.cpu[trial]!.redis / cpu.redis);
 const percent = (ratio: number) => `${((ratio - 1) * 100).toFixed(1)}%`;
-console.log(`B/A jobs/s: median ${percent(median(paired))}  [${paired.map((ratio) => ((ratio - 1) * 100).toFixed(0)).join(' ')}]`);
-console.log(`B/A CPU per run: median ${percent(median(cpuPaired))}`);
-console.log(`B/A Redis CPU per run: median ${percent(median(redisPaired))}  [${redisPaired.map((ratio) => ((ratio - 1) * 100).toFixed(0)).join(' ')}]`);
-for (const arm of arms) {
-  arm.child.send({ stop: true });
-  await nextMessage(arm.child);
-}
+const trialPercents = (measure: (arm: typeof a, trial: number) => number) => a.rates.map((_, trial) => ((measure(b, trial) / measure(a, trial) - 1) * 100).toFixed(0)).join(' ');
+const rate = (arm: typeof a, trial: number) => arm.rates[trial]!;
+const redisCpu = (arm: typeof a, trial: number) => arm.cpu[trial]!.redis;
+console.log(`B/A jobs/s: median ${percent(pairedRatio(a, b, rate))}  [${trialPercents(rate)}]`);
+console.log(`B/A CPU per run: median ${percent(pairedRatio(a, b, (arm, trial) => cpuTotal(arm.cpu[trial]!)))}`);
+console.log(`B/A Redis CPU per run: median ${percent(pairedRatio(a, b, redisCpu))}  [${trialPercents(redisCpu)}]`);
+await stopArms(arms);
 await redis.quit();
