@@ -1,4 +1,4 @@
-import { Agent, type ApprovalRequest, type TraceEvent, runLocal, tool } from '@arcflow/core';
+import { Agent, type ApprovalRequest, type TraceEvent, Workflow, runLocal, tool } from '@arcflow/core';
 import { assertEventInvariants, capturingLogger, reply, scriptedProvider, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -165,5 +165,43 @@ describe('runLocal: approvals, answered by the approve option', () => {
     expect(run.status).toBe('cancelled');
     expect(executed).toEqual([]);
     expect(run.events.find((event) => event.kind === 'ToolCallFailed')).toMatchObject({ tool_call_id: 'w', error_code: 'cancelled' });
+  });
+});
+
+describe("runLocal: a workflow's tool step whose tool needs approval", () => {
+  const flow = (refund: ReturnType<typeof clerk>['agent']['tools'][number]) =>
+    new Workflow({
+      name: 'pay_flow',
+      steps: [
+        { id: 'pay', tool: refund, args: () => ({ order: 'o7' }) },
+        { id: 'after', agent: new Agent({ name: 'after' }), depends_on: ['pay'] },
+      ],
+    });
+  const exec_config = { test: { steps: { after: { output: 'after done' } } } };
+
+  it('asks the approve option once with the step call, and runs the tool once approved', async () => {
+    const { agent, executed } = clerk();
+    const asked: ApprovalRequest[] = [];
+    const run = await runLocal(flow(agent.tools[0]!), '{}', {
+      logger: false,
+      provider: scriptedProvider([]),
+      exec_config,
+      approve: (request) => {
+        asked.push(request);
+        return { approved: true, by: 'alice' };
+      },
+    });
+    expect(asked).toEqual([{ step_id: 'pay', iteration: 1, tool_call_id: 'pay', tool_name: 'refund', arguments: { order: 'o7' } }]);
+    expect(run).toMatchObject({ status: 'completed', steps: { pay: { output: 'refunded o7' } } });
+    expect(executed).toEqual(['o7']);
+    expect(kinds(run.events, 'ToolApprovalResolved')).toEqual([expect.objectContaining({ tool_call_id: 'pay', approved: true, by: 'alice' })]);
+    assertEventInvariants(run.events);
+  });
+
+  it('rejects with `no approver` without an approve option: the step fails `rejected`', async () => {
+    const { agent, executed } = clerk();
+    const run = await runLocal(flow(agent.tools[0]!), '{}', { logger: false, provider: scriptedProvider([]), exec_config });
+    expect(run).toMatchObject({ status: 'failed', steps: { pay: { status: 'failed', error: { error_code: 'rejected' } }, after: { status: 'skipped' } } });
+    expect(executed).toEqual([]);
   });
 });

@@ -31,11 +31,14 @@ export interface ApprovalAnswer {
 export function markApprovals(decision: ResponseDecision, place: CallPlace, run_id: string, log: ToolLogger): ResponseDecision {
   if (decision.type !== 'tools') return decision;
   if (!decision.calls.some((planned) => planned.action === 'execute' && planned.tool.needs_approval !== false)) return decision;
-  const calls = decision.calls.map((planned) => {
-    if (planned.action !== 'execute' || planned.tool.needs_approval === false) return planned;
-    return needsApproval(planned, place, run_id, log) ? { ...planned, approval: true } : planned;
-  });
+  const calls = decision.calls.map((planned) => (planned.action === 'execute' ? markApproval(planned, place, run_id, log) : planned));
   return { type: 'tools', calls };
+}
+
+/** One valid call, marked as {@link markApprovals} marks it: a workflow's tool step's call asks as a model's call does. */
+export function markApproval(planned: ExecuteCall, place: CallPlace, run_id: string, log: ToolLogger): ExecuteCall {
+  if (planned.tool.needs_approval === false) return planned;
+  return needsApproval(planned, place, run_id, log) ? { ...planned, approval: true } : planned;
 }
 
 function needsApproval(planned: ExecuteCall, place: CallPlace, run_id: string, log: ToolLogger): boolean {

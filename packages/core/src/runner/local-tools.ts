@@ -223,17 +223,28 @@ export class LocalTools {
    * `approval_timeout_ms`; approved, it runs like any call.
    */
   async afterApproval(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined, limited: boolean): Promise<string> {
+    const refused = await this.askApproval(planned, place, signal);
+    if (refused) return refused.content;
+    return limited ? this.limited(planned, place, signal) : this.execute(planned, place, signal);
+  }
+
+  /** A workflow tool step's call that needs approval: as {@link afterApproval}, to its terminal event (see {@link settle}'s `canWait`). */
+  async settleAfterApproval(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall> {
+    return (await this.askApproval(planned, place, signal)) ?? this.settle(planned, place, signal, false);
+  }
+
+  /** Asks for approval; resolves with the settled call when it is not approved (rejected, timed out, cancelled), else undefined. */
+  private async askApproval(planned: ExecuteCall, place: CallPlace, signal: AbortSignal | undefined): Promise<SettledCall | undefined> {
     this.log.append(approvalRequestedEvent(planned, place));
     const approve = this.options.approve ?? ((): ApprovalAnswer => ({ approved: false, reason: 'no approver' }));
     const answer = await waitOutside(() => approve(approvalRequest(planned, place)), planned.tool.approval_timeout_ms, signal);
     const ids = { tool_name: planned.tool.name, tool_call_id: planned.call.id };
-    if (answer === 'cancelled') return this.record(cancelledCall(planned, place)).content;
-    if (answer === 'timeout') return this.record(approvalTimedOutCall(ids, place)).content;
+    if (answer === 'cancelled') return this.record(cancelledCall(planned, place));
+    if (answer === 'timeout') return this.record(approvalTimedOutCall(ids, place));
     const problem = answerProblem(answer);
     if (problem) throw new ConfigError(`runLocal: approve answered for call '${planned.call.id}' with a bad answer: ${problem}`);
     this.log.append(approvalResolvedEvent(ids, place, answer.approved, answer.by));
-    if (!answer.approved) return this.record(rejectedCall(ids, place, answer.reason)).content;
-    return limited ? this.limited(planned, place, signal) : this.execute(planned, place, signal);
+    return answer.approved ? undefined : this.record(rejectedCall(ids, place, answer.reason));
   }
 
   private record(settled: SettledCall): SettledCall {

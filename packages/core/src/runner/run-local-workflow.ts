@@ -4,6 +4,7 @@ import { type Tokens, ZERO_TOKENS, usdOf } from '../vocabulary/tokens.ts';
 import { runFinishedEvent, stepFailedEvent } from '../loop/step-events.ts';
 import type { ExecConfig } from '../loop/test-mode.ts';
 import { plannedCallEvents } from '../loop/tool-events.ts';
+import { markApproval } from '../loop/approvals.ts';
 import type { RunError, StepRecord, StepStatus } from '../run-record.ts';
 import { type WorkflowEnd, planMoves, workflowOutput, workflowRunError } from '../workflow/graph.ts';
 import { checkWorkflowConfig, checkWorkflowExecConfig, stepRunConfig, type WorkflowRunConfig } from '../workflow/request.ts';
@@ -180,7 +181,9 @@ class LocalWorkflowRun {
         });
       }
       this.tools.beginRound(step.id, this.state, DEFAULT_MAX_STATE_BYTES);
-      const settled = await this.tools.settle(planned, place, signal, false);
+      // A tool that needs approval asks in a tool step too (SPEC §10).
+      const call = markApproval(planned, place, this.log.run_id, this.tools.logger);
+      const settled = call.approval ? await this.tools.settleAfterApproval(call, place, signal) : await this.tools.settle(call, place, signal, false);
       if (signal.aborted) return { status: 'cancelled' };
       if (settled.terminal.kind === 'ToolCallCompleted') {
         if (!this.applyStepChanges(this.tools.takeChanges(step.id, [planned]), DEFAULT_MAX_STATE_BYTES))

@@ -6,6 +6,7 @@ import {
   type ToolLogger,
   type WorkflowStep,
   checkExecConfig,
+  markApproval,
   plannedCallEvents,
   planToolStep,
   stepCompletedEvent,
@@ -20,6 +21,7 @@ import type { RunSpec } from '../records/run-spec.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { StepEnding } from './workflow-store.ts';
 import { childCarrier } from '../tracing.ts';
+import { requestApproval } from '../calls/waiting/approvals.ts';
 import type { ProviderJobData, ToolJobData } from '../jobs/jobs.ts';
 import type { ResolvedWorkerOptions } from '../config/options.ts';
 import type { Dispatcher } from '../jobs/dispatcher.ts';
@@ -71,6 +73,8 @@ export class ToolStepProcessor {
       };
       return this.fail(run, step.id, error, plannedCallEvents(planned, place));
     }
+    // A tool that needs approval asks in a tool step too (SPEC §10); a re-delivery asks again, which the approvals dedupe.
+    const call = markApproval(planned, place, run_id, logger);
     const opened = await store.workflows.openToolStep(run_id, step.id, step.tool.name, toolDefinitionHash(step.tool));
     if (!opened) return 'run-ended';
     const trace = childCarrier(job.data.trace, span);
@@ -87,14 +91,19 @@ export class ToolStepProcessor {
       tool_call_id: step.id,
       tool_name: step.tool.name,
       definition_hash: toolDefinitionHash(step.tool),
-      args: planned.args,
-      input_size_bytes: planned.input_size_bytes,
+      args: call.args,
+      input_size_bytes: call.input_size_bytes,
       trace,
       join: run.queue,
       workflow: spec.agent,
+      ...(call.approval ? { waits: true } : {}),
       // Its handler sees the run's state as it stands now (SPEC §17); its changes apply when the step completes.
       ...(await runStateFields(store, run_id)),
     };
+    if (call.approval) {
+      await requestApproval({ store, queues, tool_backoff_ms: options.tool_backoff_ms, logger }, call, place, data);
+      return 'waiting';
+    }
     await queues.addToolJob(step.tool, data, options.tool_backoff_ms);
     return 'fanned-out';
   }
