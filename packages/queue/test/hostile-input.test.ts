@@ -147,6 +147,24 @@ describe('requests from outside are checked before any Redis command', () => {
     expect(logger.lines.some((line) => line.startsWith('tool job refused: its data is malformed'))).toBe(true);
     await queue.close();
   });
+
+  it('refuses a provider job whose data is not a provider job, writing nothing, and stays up', async () => {
+    const queue = new Queue(QueueName.agent('guarded'), { connection: redis, prefix: keysFor(prefix).tag });
+    const before = await keysUnder();
+    const forged = [null, 'text', { run_id: 'run_forged', step_id: 's1', iteration: 0, trace: {} }, { run_id: 'run_forged', step_id: 's1', iteration: 1, trace: null }];
+    const jobs = await Promise.all(forged.map((data) => queue.add('provider', data as never, { attempts: 1 })));
+    const deadline = Date.now() + 10_000;
+    const settled = async () => (await Promise.all(jobs.map((job) => job.isCompleted()))).every(Boolean);
+    while (Date.now() < deadline && !(await settled())) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await settled()).toBe(true);
+    expect(logger.lines.filter((line) => line.startsWith('provider job refused: its data is malformed'))).toHaveLength(4);
+    // Only BullMQ's own keys of those jobs: no run key was written.
+    expect((await keysUnder()).filter((key) => !before.includes(key) && !key.includes(':agent-guarded:'))).toEqual([]);
+    // The worker still works.
+    const { run_id } = await client.enqueue({ agent: 'guarded', input: 'hi' });
+    expect(await client.wait(run_id, { timeout_ms: 10_000 })).toMatchObject({ status: 'completed' });
+    await queue.close();
+  });
 });
 
 describe('a response past the bounds of a turn', () => {

@@ -132,6 +132,16 @@ export function finishedJobRetention(retentionSeconds: number): { removeOnComple
   return { removeOnComplete: { age: retentionSeconds }, removeOnFail: { age: retentionSeconds } };
 }
 
+/** What is wrong with a provider job's data, if anything: its ids go into keys and events. */
+export function malformedProviderJobData(data: ProviderJobData): string | undefined {
+  if (data === null || typeof data !== 'object') return 'data is not an object';
+  if (typeof data.run_id !== 'string' || !NamePattern.runId.test(data.run_id)) return 'run_id';
+  if (typeof data.step_id !== 'string' || !NamePattern.stepId.test(data.step_id)) return 'step_id';
+  if (!Number.isSafeInteger(data.iteration) || data.iteration < 1) return 'iteration';
+  if (data.trace === null || typeof data.trace !== 'object') return 'trace';
+  return undefined;
+}
+
 /** What is wrong with a tool job's data, if anything: its ids go into keys and events. */
 export function malformedJobData(data: ToolJobData): string | undefined {
   if (data === null || typeof data !== 'object') return 'data is not an object';

@@ -2,7 +2,7 @@ import { type Workflow, stepFailedEvent, stepRunError } from '@arcflow/core';
 import type { Job } from 'bullmq';
 import type { RunStore } from '../runs/run-store.ts';
 import { type Succession, endRun } from '../runs/end-run.ts';
-import { type ProviderJobData, type ToolJobData, attemptsOf } from '../jobs/jobs.ts';
+import { type ProviderJobData, type ToolJobData, attemptsOf, malformedProviderJobData } from '../jobs/jobs.ts';
 import { type ToolJobDeps, settleFailedToolJob } from '../calls/tool-job.ts';
 import { type WorkflowScheduler, workflowRunOf } from '../workflows/workflow-scheduler.ts';
 
@@ -29,7 +29,7 @@ export type FailedStepDeps = Succession & {
  * step on its own (the run moves on as its `on_step_failure` says).
  */
 export async function failStepIfFinal(deps: FailedStepDeps, job: Job<ProviderJobData> | undefined, reason: string | undefined): Promise<void> {
-  if (!job || !failedForGood(job, reason)) return;
+  if (!job || !failedForGood(job, reason) || malformedProviderJobData(job.data) !== undefined) return;
   const { run_id, step_id, iteration } = job.data;
   const error = stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`);
   const ending = { outcome: { status: 'failed' as const, error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] };

@@ -4,7 +4,7 @@ import { type Job, Worker } from 'bullmq';
 import { QueueName } from '../redis/keys.ts';
 import type { AgentRegistration } from '../records/registry.ts';
 import { recordJobTaken } from '../metrics/job-start.ts';
-import type { ProviderJobData } from '../jobs/jobs.ts';
+import { type ProviderJobData, malformedProviderJobData } from '../jobs/jobs.ts';
 import { inJobSpan } from '../tracing.ts';
 import { WORKER_DEFAULTS } from '../config/options.ts';
 import { type ProviderJobDeps, ProviderJobProcessor } from '../loop/provider-job.ts';
@@ -24,10 +24,16 @@ export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps
   const processor = new ProviderJobProcessor({ ...deps, toolSteps: new ToolStepProcessor(deps) });
   const onFailed = (job: Job<ProviderJobData> | undefined, error: Error | undefined) => {
     if (job && isWaitTimeoutJob(job.name)) return;
-    void failStepIfFinal(deps, job, error?.message);
+    failStepIfFinal(deps, job, error?.message).catch((failure) => deps.logger.error('failing the step of a failed provider job failed', { job_id: job?.id, error: failure }));
   };
   const tenantOf = (run_id: string) => deps.queues.fair.ownerOf(run_id);
   // A provider queue also holds the delayed jobs that time waiting calls out.
+  // A job whose data this engine did not write (another process's, or a corrupt one) is refused, changing nothing.
+  const malformed = (job: Job<ProviderJobData>) => {
+    const problem = isWaitTimeoutJob(job.name) ? undefined : malformedProviderJobData(job.data);
+    if (problem) deps.logger.error('provider job refused: its data is malformed', { job_id: job.id, queue: job.queueName, field: problem });
+    return problem !== undefined;
+  };
   const processJob = async (job: Job<ProviderJobData>, span: Span, token?: string) => {
     if (!isWaitTimeoutJob(job.name)) return processor.process(recordJobTaken(job.queueName, 'provider', job, tenantOf), span, token);
     return timeOutWaitingCall({ store: deps.store, queues: deps.queues, logger: deps.logger }, job);
@@ -36,14 +42,18 @@ export function serveProviderQueues(serving: Serving, deps: Omit<ProviderJobDeps
   for (const definition of [...deps.agents.values(), ...deps.workflows.values()]) {
     const queueName = QueueName.agent(definition.name);
     serving.partitions.serve((tag) => {
-      const worker = new Worker<ProviderJobData>(queueName, (job, token) => inJobSpan(queueName, job, (span) => processJob(job, span, token)), {
-        ...serving.common,
-        prefix: tag,
-        concurrency: serving.partitions.share(options.provider_concurrency),
-        // A failed provider call delays its own job (see provider-failure.ts); this backoff is for
-        // failures of the job itself (a Redis error), whose retries go to the same model.
-        settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
-      });
+      const worker = new Worker<ProviderJobData>(
+        queueName,
+        async (job, token) => (malformed(job) ? 'malformed' : inJobSpan(queueName, job, (span) => processJob(job, span, token))),
+        {
+          ...serving.common,
+          prefix: tag,
+          concurrency: serving.partitions.share(options.provider_concurrency),
+          // A failed provider call delays its own job (see provider-failure.ts); this backoff is for
+          // failures of the job itself (a Redis error), whose retries go to the same model.
+          settings: { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade, options.provider_backoff_ms, WORKER_DEFAULTS.provider_max_backoff_ms) },
+        },
+      );
       worker.on('failed', onFailed);
       worker.on('error', serving.logWorkerError('provider worker error', { agent: definition.name }));
       serving.partitions.add(worker);
