@@ -175,15 +175,23 @@ describe('stored formats', () => {
    * a worker started on them afterwards, logging to `logger`.
    */
   async function runsStoredAs(name: string, states: readonly string[]) {
+    return runsDamaged(
+      name,
+      states.map((state) => (record: string) => redis.hset(`${record}:s1:state`, 'iterations', 0, 'json', state)),
+    );
+  }
+
+  /** Runs enqueued with no worker about, each then damaged by one of `damages` (given its record's key), and a worker started on them afterwards. */
+  async function runsDamaged(name: string, damages: readonly ((record: string) => Promise<unknown>)[]) {
     const prefix = testPrefix(name);
     prefixes.push(prefix);
     await (await startWorker({ agents: [billing], provider: model(), redis: TEST_REDIS_URL, prefix, logger: silentLogger, ...FAST })).close();
     const client = createClient({ redis: TEST_REDIS_URL, prefix });
     open.push(client);
     const run_ids: string[] = [];
-    for (const state of states) {
+    for (const damage of damages) {
       const { run_id } = await client.enqueue({ agent: 'fleet_billing', input: 'refund' });
-      await redis.hset(`${keysFor(prefix).record(run_id)}:s1:state`, 'iterations', 0, 'json', state);
+      await damage(keysFor(prefix).record(run_id));
       run_ids.push(run_id);
     }
     const logger = capturingLogger();
@@ -229,5 +237,25 @@ describe('stored formats', () => {
       expect(events.map((event) => event.kind)).toEqual(['RunEnqueued', 'StepExecutionFailed', 'RunFailed']);
     }
     expect(logger.lines.filter((line) => line.startsWith('run stored unreadably; failing it'))).toHaveLength(2);
+  });
+
+  it('fails a run whose record lacks its agent or holds config that is not JSON, at once, naming what cannot be read', async () => {
+    const { client, run_ids, prefix } = await runsDamaged('record-corrupt', [
+      (record) => redis.hdel(record, 'agent'),
+      (record) => redis.hset(record, 'config', 'not json'),
+      (record) => redis.hset(record, 'exec_config', '{'),
+    ]);
+    const [agentless, configless, execless] = run_ids as [string, string, string];
+    for (const [run_id, what, found] of [
+      [agentless, `agent of run ${agentless}`, '"missing"'],
+      [configless, `config of run ${configless}`, '"malformed"'],
+      [execless, `exec_config of run ${execless}`, '"malformed"'],
+    ] as const) {
+      const run = await client.wait(run_id, { timeout_ms: 10_000 });
+      expect(run).toMatchObject({ status: 'failed', error: { error_code: 'unreadable_state', message: `${what} cannot be read (${found}); the run cannot go on` } });
+      // Ended whole: off the watchdog's scan, not only marked failed.
+      const keys = keysFor(prefix);
+      expect(await redis.zscore(keys.activeRunsIn(keys.tagOf(run_id)), run_id)).toBeNull();
+    }
   });
 });

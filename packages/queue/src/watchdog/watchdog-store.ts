@@ -1,6 +1,7 @@
 import type { RunStatus } from '@arcflow/core';
 import { roundKey, stateKey } from '../redis/keys.ts';
-import type { RunSpec } from '../records/run-spec.ts';
+import { type RunSpec, storedTrace } from '../records/run-spec.ts';
+import { StoredFormatError } from '../records/formats.ts';
 import type { StoreContext } from '../store-context.ts';
 
 /** Where a step's loop stands (see {@link WatchdogStore.frontier}). */
@@ -61,9 +62,12 @@ export class WatchdogStore {
   async frontier(run_id: string, step_id: string): Promise<StepFrontier | undefined> {
     const record = this.context.keys.record(run_id);
     const [status, agent, trace, workflow] = await this.context.redis.hmget(record, 'status', 'agent', 'trace', 'workflow');
-    if (!status || agent == null) return undefined;
+    if (!status) return undefined;
+    // A run's record that cannot be read is not a run that ended: the watchdog keeps it until it fails it (see `Watchdog.uncheckable`).
+    if (agent == null) throw new StoredFormatError(`agent of run ${run_id}`, 'missing');
     const stored = await this.context.redis.hget(stateKey(record, step_id), 'iterations');
     const iterations = stored === null ? -1 : Number(stored);
+    if (!Number.isSafeInteger(iterations) || iterations < -1) throw new StoredFormatError(`iterations of ${run_id}/${step_id}`, 'malformed');
     const next = Math.max(iterations, 0) + 1;
     const [response, open, calls, results] = await Promise.all([
       this.context.redis.exists(roundKey(record, step_id, 'response', next)),
@@ -72,12 +76,12 @@ export class WatchdogStore {
       this.context.redis.hkeys(roundKey(record, step_id, 'results', next)),
     ]);
     const recorded = new Set(results);
-    const roundCalls = Number(open ?? 0) > 0 && calls ? (JSON.parse(calls) as [string, string, string?][]) : [];
+    const roundCalls = Number(open ?? 0) > 0 && calls ? roundCallsOf(calls, `calls of round ${step_id}|${next} of ${run_id}`) : [];
     return {
       status: status as RunStatus,
       agent,
       ...(workflow ? { workflow } : {}),
-      trace: JSON.parse(trace ?? '{}') as RunSpec['trace'],
+      trace: storedTrace(trace),
       next,
       responded: response === 1,
       open: roundCalls
@@ -85,4 +89,17 @@ export class WatchdogStore {
         .map(([tool_call_id, tool_name, definition_hash]) => ({ tool_call_id, tool_name, ...(definition_hash ? { definition_hash } : {}) })),
     };
   }
+}
+
+/** A round's calls as recordResponse stored them: `[[tool_call_id, tool_name, definition_hash?], …]`. */
+function roundCallsOf(text: string, what: string): [string, string, string?][] {
+  let calls: unknown;
+  try {
+    calls = JSON.parse(text);
+  } catch {
+    throw new StoredFormatError(what, 'malformed');
+  }
+  const isCall = (call: unknown) => Array.isArray(call) && typeof call[0] === 'string' && typeof call[1] === 'string' && (call[2] === undefined || typeof call[2] === 'string');
+  if (!Array.isArray(calls) || !calls.every(isCall)) throw new StoredFormatError(what, 'malformed');
+  return calls as [string, string, string?][];
 }

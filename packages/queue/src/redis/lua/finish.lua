@@ -220,7 +220,7 @@ local function finish(ending)
   local run_id, active, tag = runIdentity()
   -- The deployment's runs ended, by agent (or workflow), status and tenant, counted once here (SPEC §18).
   local named = redis.call('HMGET', record, 'workflow', 'agent', 'tenant')
-  local counted = named[1] and ('workflow|' .. named[1]) or ('agent|' .. named[2])
+  local counted = named[1] and ('workflow|' .. named[1]) or ('agent|' .. (named[2] or ''))
   local tenant = (named[3] and named[3] ~= 'default') and ('|' .. named[3]) or ''
   redis.call('HINCRBY', tag .. '{{RUN_COUNTS_SUFFIX}}', counted .. '|' .. ending.status .. tenant, 1)
   endOnThread(ending, run_id, tag)
