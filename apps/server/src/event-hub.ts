@@ -1,11 +1,13 @@
 import { RUN_TERMINAL_KINDS, type TraceEvent } from '@arcflow/core';
-import { type RunStore, closeRedis, keysFor } from '@arcflow/queue';
+import { type RunStore, StoredFormatError, closeRedis, keysFor } from '@arcflow/queue';
 import type { Redis } from 'ioredis';
 
 /** One follower of a run: it has been sent every event up to `sent` (seq). */
 interface Follower {
   sent: number;
   readonly deliver: (events: readonly TraceEvent[]) => void;
+  /** The run's log cannot be read (another process's write): it never will be, so following ends. */
+  readonly fail: (error: Error) => void;
 }
 
 /** A followed run: its events read so far (all of them, from seq 1), and who follows it here. */
@@ -45,8 +47,8 @@ export class EventHub {
   }
 
   /** Sends `deliver` the run's events after seq `after`, in order and each once, as they come; call the result to stop. */
-  follow(run_id: string, after: number, deliver: Follower['deliver']): () => void {
-    const follower: Follower = { sent: after, deliver };
+  follow(run_id: string, after: number, deliver: Follower['deliver'], fail: Follower['fail']): () => void {
+    const follower: Follower = { sent: after, deliver, fail };
     let tail = this.tails.get(run_id);
     if (!tail) {
       const channel = keysFor(this.store.prefix).run(run_id).tail;
@@ -104,7 +106,13 @@ export class EventHub {
         if (fresh.length > 0) for (const follower of tail.followers) this.deliverTo(tail, follower);
       } while (tail.again && this.tails.get(run_id) === tail);
     })()
-      .catch(this.onError)
+      .catch((error: unknown) => {
+        if (!(error instanceof StoredFormatError)) return this.onError(error);
+        for (const follower of [...tail.followers]) {
+          this.unfollow(run_id, follower);
+          follower.fail(error);
+        }
+      })
       .finally(() => {
         tail.reading = false;
       });

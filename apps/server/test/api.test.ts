@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { keysFor } from '@arcflow/queue';
 import { TEST_REDIS_URL, cleanupPrefix, testPrefix } from '@arcflow/testing';
 import { ARCFLOW_BIN, type WorkerProcess, spawnWorker } from '@arcflow/worker';
 import fc from 'fast-check';
@@ -278,6 +279,24 @@ describe('arcflow serve: the HTTP API against a real server, Redis and worker', 
     expect(late.messages).toEqual([]);
     const middle = await readSse(await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: { ...sse, 'last-event-id': '3' } }));
     expect(middle.messages.map((message) => Number(message.id))).toEqual(seqs.slice(3));
+  });
+
+  it("ends an SSE follow of a run whose log holds a line that is not an event (another process's write), live or ended, and logs why", async () => {
+    const { body } = await enqueue({ agent: 'api_agent', input: 'wait=300 corrupt' });
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      await redis.rpush(keysFor(prefix).run(body.run_id).events, 'not json');
+      const sse = { accept: 'text/event-stream' };
+      const live = await readSse(await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: sse }));
+      expect(live.messages).toEqual([]);
+      for (let tries = 0; tries < 100 && (await json(await call(`/v1/runs/${body.run_id}`, { key: 'read' }))).body.status === 'running'; tries += 1)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      const ended = await readSse(await call(`/v1/runs/${body.run_id}/events`, { key: 'read', headers: sse }));
+      expect(ended.messages).toEqual([]);
+      expect(serve.output()).toContain('run events cannot be read');
+    } finally {
+      await redis.quit();
+    }
   });
 
   it('cancels a run (write scope), and lists agents and queues', async () => {

@@ -26,6 +26,7 @@ export { checkEnqueueNames, checkRunId } from './client/checks.ts';
 export { unknownRun } from './runs/unknown-run.ts';
 export { type ConnectionOptions, CONNECTION_DEFAULTS, resolveConnection } from './config/options.ts';
 export { RunStore } from './runs/run-store.ts';
+export { StoredFormatError } from './records/formats.ts';
 export { keysFor, QueueName, JobId, hashTag } from './redis/keys.ts';
 export { connectRedis, duplicateRedis, clusterNodes } from './redis/connect.ts';
 export { closeRedis, redisRefusal, redactUrl } from './redis/connection.ts';

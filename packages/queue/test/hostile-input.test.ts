@@ -186,3 +186,14 @@ describe('a response past the bounds of a turn', () => {
     }
   });
 });
+
+describe("a run's log holding lines that are not events (another process's writes)", () => {
+  it('is refused by the reader naming the event and the run, for each kind of line', async () => {
+    for (const line of ['not json', 'null', '5', '"text"', '{"no":"kind"}']) {
+      const { run_id } = await client.enqueue({ agent: 'guarded', input: 'hi' });
+      await client.wait(run_id, { timeout_ms: 10_000 });
+      const seq = (await redis.rpush(keysFor(prefix).run(run_id).events, line)) as number;
+      await expect(collect(client, run_id)).rejects.toThrow(`event ${seq} of run ${run_id} is not as arcflow writes it`);
+    }
+  });
+});

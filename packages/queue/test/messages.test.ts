@@ -108,7 +108,7 @@ describe('the stored input', () => {
 
   it('refuses to read a list no arcflow wrote, or a kind it does not know', () => {
     expect(() => readInput('[{"role":"robot"}]', 'messages', 'input of run r')).toThrow(StoredFormatError);
-    expect(() => readInput('not json', 'messages', 'input of run r')).toThrow('input of run r is stored in format "malformed"');
+    expect(() => readInput('not json', 'messages', 'input of run r')).toThrow('input of run r is not as arcflow writes it');
     expect(() => readInput('x', 'audio', 'input of run r')).toThrow(StoredFormatError);
   });
 });

@@ -146,16 +146,26 @@ function eventsRoute(app: App, { client, hub, heartbeat_ms, key_prefix }: RunRou
       const after = Number(request.headers['last-event-id'] ?? 0);
       if (!(request.headers.accept ?? '').includes('text/event-stream')) return readEvents(client, run_id, 0);
       const stream = openEventStream(reply, heartbeat_ms);
+      // A log that cannot be read ends the stream (the cause goes to the log): it never will be.
+      const unreadable = (error: unknown) => request.log.warn({ err: error, run_id }, 'run events cannot be read');
       if (TERMINAL_STATUSES.has(run.status)) {
         // An ended run's log is complete: what is left after Last-Event-ID, then the end of the stream.
-        stream.send(await readEvents(client, run_id, after));
+        await readEvents(client, run_id, after).then((events) => stream.send(events), unreadable);
         stream.end();
         return reply;
       }
-      const stop = hub.follow(run_id, after, (events) => {
-        stream.send(events);
-        if (endsRun(events)) stream.end();
-      });
+      const stop = hub.follow(
+        run_id,
+        after,
+        (events) => {
+          stream.send(events);
+          if (endsRun(events)) stream.end();
+        },
+        (error) => {
+          unreadable(error);
+          stream.end();
+        },
+      );
       stream.onClose(stop);
       return reply;
     },

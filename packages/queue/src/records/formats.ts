@@ -36,7 +36,9 @@ export class StoredFormatError extends Error {
     super(
       found === 'missing'
         ? `${what} is missing from Redis`
-        : `${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}`,
+        : found === 'malformed'
+          ? `${what} is not as arcflow writes it (another process's write, or a corrupt one)`
+          : `${what} is stored in format ${JSON.stringify(found) ?? 'none'}; this worker reads formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}`,
     );
   }
 

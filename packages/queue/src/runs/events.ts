@@ -1,5 +1,6 @@
 import type { TraceEvent } from '@arcflow/core';
 import { readArchive } from '../records/archive.ts';
+import { StoredFormatError } from '../records/formats.ts';
 import type { PendingEvent } from '../records/event-codec.ts';
 import { RUN_KEY_SUFFIX } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
@@ -22,9 +23,21 @@ export class RunEvents {
     // A run's log holds its RunEnqueued at least: none is a compacted run, or a run that is gone.
     if (lines.length === 0) lines = ((await readArchive(redis, keys, run_id))?.list(RUN_KEY_SUFFIX.events) ?? []).slice(from);
     // An event's seq is its place in the log, which only grows; its run is the log's.
-    return lines.map((line, index) => {
-      const { kind, run_id: _stored, ...fields } = JSON.parse(line) as Record<string, unknown>;
-      return { seq: from + index + 1, kind, run_id, ...fields } as unknown as TraceEvent;
-    });
+    return lines.map((line, index) => storedEvent(line, run_id, from + index + 1));
   }
+}
+
+/** Event `seq` of the run from its stored line; a line that is not an event (another process's write) is unreadable, named. */
+function storedEvent(line: string, run_id: string, seq: number): TraceEvent {
+  let stored: unknown;
+  try {
+    stored = JSON.parse(line);
+  } catch {
+    throw new StoredFormatError(`event ${seq} of run ${run_id}`, 'malformed');
+  }
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored) || typeof (stored as { kind?: unknown }).kind !== 'string') {
+    throw new StoredFormatError(`event ${seq} of run ${run_id}`, 'malformed');
+  }
+  const { kind, run_id: _stored, ...fields } = stored as Record<string, unknown>;
+  return { seq, kind, run_id, ...fields } as unknown as TraceEvent;
 }
