@@ -197,3 +197,43 @@ describe("a run's log holding lines that are not events (another process's write
     }
   });
 });
+
+describe("a run's record another process overwrote", () => {
+  const finishedRun = async () => {
+    const { run_id } = await client.enqueue({ agent: 'guarded', input: 'hi' });
+    await client.wait(run_id, { timeout_ms: 10_000 });
+    return run_id;
+  };
+
+  it('reads with the fields that cannot be read as such (an error that is not JSON, counts that are not numbers), and lists', async () => {
+    const run_id = await finishedRun();
+    const record = keysFor(prefix).record(run_id);
+    await redis.hset(record, 'error', 'not json', 'forked_from', '{', 'usage_input', 'abc', 'iterations', 'x');
+    await redis.hdel(record, 'created_at');
+    const run = await client.get(run_id);
+    expect(run).toMatchObject({ run_id, error: { error_code: 'unreadable_state' }, usage: { input: 0 }, iterations: 0, created_at: 0 });
+    expect(run).not.toHaveProperty('forked_from');
+    expect((await client.list({ limit: 200 })).runs.map((listed) => listed.run_id)).toContain(run_id);
+  });
+
+  it('refuses a record that is no longer a hash, naming it, and leaves it out of listings', async () => {
+    const [broken, intact] = [await finishedRun(), await finishedRun()];
+    const record = keysFor(prefix).record(broken);
+    await redis.del(record);
+    await redis.set(record, 'not a hash');
+    await expect(client.get(broken)).rejects.toThrow(`record of run ${broken} is not as arcflow writes it`);
+    const listed = (await client.list({ limit: 200 })).runs.map((run) => run.run_id);
+    expect(listed).toContain(intact);
+    expect(listed).not.toContain(broken);
+    await redis.del(record);
+  });
+
+  it('refuses the events of a compacted run whose archive is not one, naming it; its record still reads', async () => {
+    const run_id = await finishedRun();
+    const record = keysFor(prefix).record(run_id);
+    await until(async () => (await redis.hexists(record, 'archived')) === 1);
+    await redis.set(keysFor(prefix).run(run_id).archive, 'garbage');
+    expect(await client.get(run_id)).toMatchObject({ run_id, status: 'completed' });
+    await expect(collect(client, run_id)).rejects.toThrow(`archive of run ${run_id} is not as arcflow writes it`);
+  });
+});

@@ -1,6 +1,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
+import { StoredFormatError } from './formats.ts';
 
 /**
  * An ended run, compacted (docs/decisions/0031-compaction.md): its record hash stays as it was
@@ -64,12 +65,19 @@ export function encodeArchive(flat: readonly unknown[]): Buffer {
   return deflateRawSync(JSON.stringify(keys));
 }
 
-export function decodeArchive(bytes: Buffer): ArchivedRun {
-  return new ArchivedRun(JSON.parse(inflateRawSync(bytes).toString('utf8')) as Record<string, ArchivedKey>);
+export function decodeArchive(bytes: Buffer, what = 'archive'): ArchivedRun {
+  let keys: unknown;
+  try {
+    keys = JSON.parse(inflateRawSync(bytes).toString('utf8'));
+  } catch {
+    throw new StoredFormatError(what, 'malformed');
+  }
+  if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) throw new StoredFormatError(what, 'malformed');
+  return new ArchivedRun(keys as Record<string, ArchivedKey>);
 }
 
 /** A run's archive, or undefined when it has none (not compacted, or gone). */
 export async function readArchive(redis: Redis, keys: Keys, run_id: string): Promise<ArchivedRun | undefined> {
   const bytes = await redis.getBuffer(keys.run(run_id).archive);
-  return bytes ? decodeArchive(bytes) : undefined;
+  return bytes ? decodeArchive(bytes, `archive of run ${run_id}`) : undefined;
 }

@@ -1,6 +1,7 @@
 import type { RunRecord, RunStatus } from '@arcflow/core';
 import type { PartitionMap } from '../redis/partition-map.ts';
 import type { StoreContext } from '../store-context.ts';
+import { StoredFormatError } from '../records/formats.ts';
 
 /** What to list (see {@link RunListing.listRuns}). */
 export interface RunListQuery {
@@ -40,10 +41,12 @@ export class RunListing {
       if (page.length === 0) return { runs };
       // Every index gave fewer entries than asked for, and the page holds them all: none holds more after it.
       exhausted = merged.length <= count && pages.every((entries) => entries.length < count);
-      const records = await Promise.all(page.map(({ run_id }) => this.records.getRun(run_id)));
+      const records = await Promise.all(page.map(({ run_id }) => this.records.getRun(run_id).catch(unlessUnreadable)));
       for (const [position, entry] of page.entries()) {
         const record = records[position];
         after = `${entry.score}:${entry.run_id}`;
+        // A record another process overwrote is left out, not the page.
+        if (record === UNREADABLE) continue;
         if (!record) {
           await this.context.redis.zrem(entry.index, entry.run_id);
           continue;
@@ -108,4 +111,12 @@ function pairs(flat: readonly string[]): { run_id: string; score: number }[] {
   const entries: { run_id: string; score: number }[] = [];
   for (let at = 0; at + 1 < flat.length; at += 2) entries.push({ run_id: flat[at]!, score: Number(flat[at + 1]) });
   return entries;
+}
+
+const UNREADABLE = Symbol('unreadable');
+
+/** A record that cannot be read, as the listing takes it: left out. Any other failure fails the listing. */
+function unlessUnreadable(error: unknown): typeof UNREADABLE {
+  if (error instanceof StoredFormatError) return UNREADABLE;
+  throw error;
 }

@@ -14,9 +14,9 @@ import {
   usdOf,
 } from '@arcflow/core';
 import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
-import { type ChildLineage, ChildStore } from '../calls/waiting/child-store.ts';
+import { type ChildLineage, ChildStore, wholeCount } from '../calls/waiting/child-store.ts';
 import { readArchive } from '../records/archive.ts';
-import { writeResponse } from '../records/formats.ts';
+import { StoredFormatError, writeResponse } from '../records/formats.ts';
 import { writeInput } from '../records/input-format.ts';
 import { stateLogKey } from '../redis/keys.ts';
 import { readOutput } from '../records/output-format.ts';
@@ -148,7 +148,11 @@ export class RunRecords {
 
   /** The run record as clients see it. */
   async getRun(run_id: string): Promise<RunRecord | undefined> {
-    const record = await this.context.redis.hgetall(this.context.keys.record(run_id));
+    const record = await this.context.redis.hgetall(this.context.keys.record(run_id)).catch((error: unknown) => {
+      // Another process wrote something else under the run's key.
+      if (error instanceof Error && error.message.startsWith('WRONGTYPE')) throw new StoredFormatError(`record of run ${run_id}`, 'malformed');
+      throw error;
+    });
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
     const open = record.status === 'waiting' || record.status === 'running';
@@ -160,24 +164,24 @@ export class RunRecords {
       agent: record.agent ?? '',
       ...(record.workflow ? { workflow: record.workflow, steps } : {}),
       ...readOutput(record.output, record.output_type),
-      ...(record.error ? { error: JSON.parse(record.error) as RunError } : {}),
+      ...(record.error ? { error: storedRunError(record.error) } : {}),
       usage: usageOf(record),
-      iterations: Number(record.iterations ?? 0),
-      created_at: Number(record.created_at),
-      ...(record.finished_at ? { finished_at: Number(record.finished_at) } : {}),
+      iterations: wholeCount(record.iterations),
+      created_at: wholeCount(record.created_at),
+      ...(record.finished_at ? { finished_at: wholeCount(record.finished_at) } : {}),
       partition: partitionOf(run_id) ?? 0,
       ...traceIdOf(record.trace),
       ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
       ...(record.enqueued_by ? { enqueued_by: record.enqueued_by } : {}),
       ...(record.tenant ? { tenant: record.tenant } : {}),
-      ...(record.priority ? { priority: Number(record.priority) } : {}),
+      ...(record.priority && wholeCount(record.priority) > 0 ? { priority: wholeCount(record.priority) } : {}),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),
       ...(pending_tool_results.length > 0 ? { pending_tool_results } : {}),
       ...(state ? { state } : {}),
-      ...(record.forked_from ? { forked_from: JSON.parse(record.forked_from) as ForkedFrom } : {}),
+      ...forkedFrom(record.forked_from),
       ...(record.retried_by ? { retried_by: record.retried_by } : {}),
     };
   }
@@ -201,13 +205,14 @@ export class RunRecords {
    */
   private async runState(run_id: string, step_id: string, ended: boolean): Promise<RunState | undefined> {
     const { redis, keys } = this.context;
-    let lines = await redis.lrange(keys.run(run_id).stateLog(step_id), 0, -1);
-    // None in an ended run: it may be compacted (even since its record was read), its log in its archive.
-    if (lines.length === 0 && ended) lines = [...((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? [])];
     try {
+      let lines = await redis.lrange(keys.run(run_id).stateLog(step_id), 0, -1);
+      // None in an ended run: it may be compacted (even since its record was read), its log in its archive.
+      if (lines.length === 0 && ended) lines = [...((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? [])];
       return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
-    } catch {
-      return undefined;
+    } catch (error) {
+      if (error instanceof StoredFormatError || (error instanceof Error && error.message.startsWith('WRONGTYPE'))) return undefined;
+      throw error;
     }
   }
 }
@@ -254,6 +259,27 @@ function steeredFrom(text: string | undefined): { steered_from?: string[] } {
   }
 }
 
+/** A record's `forked_from` (JSON, written by createRun), when it reads as one. */
+function forkedFrom(text: string | undefined): { forked_from?: ForkedFrom } {
+  if (!text) return {};
+  try {
+    const value = JSON.parse(text) as Partial<ForkedFrom> | null;
+    return value !== null && typeof value === 'object' && typeof value.run_id === 'string' ? { forked_from: value as ForkedFrom } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A record's `error` (JSON, written by finish.lua); one another process wrote says the run's error cannot be read. */
+function storedRunError(text: string): RunError {
+  try {
+    const value = JSON.parse(text) as Partial<RunError> | null;
+    if (value !== null && typeof value === 'object' && typeof value.error_code === 'string' && typeof value.message === 'string' && typeof value.code === 'string')
+      return value as RunError;
+  } catch {}
+  return { code: 'RunFailed', error_code: 'unreadable_state', message: "the run's stored error is not as arcflow writes it" };
+}
+
 /** What `emitRunSpan` needs of an ended run, from the fields `claimRootSpan.lua` reads. */
 export interface RootSpanFacts {
   readonly trace: { readonly traceparent?: string; readonly request?: string; readonly parent?: string };
@@ -291,7 +317,7 @@ function rootSpanFacts(run_id: string, fields: readonly (string | null)[]): Root
 
 /** A record's usage: its tokens, and its cost with its child runs' once a priced call was made (SPEC §14). */
 function usageOf(record: Record<string, string>): RunRecord['usage'] {
-  const tokens = { input: Number(record.usage_input ?? 0), output: Number(record.usage_output ?? 0), total: Number(record.usage_total ?? 0) };
+  const tokens = { input: wholeCount(record.usage_input), output: wholeCount(record.usage_output), total: wholeCount(record.usage_total) };
   if (record.usage_cost_micros === undefined && record.children_cost_micros === undefined) return tokens;
-  return { ...tokens, cost_usd: usdOf(Number(record.usage_cost_micros ?? 0) + Number(record.children_cost_micros ?? 0)) };
+  return { ...tokens, cost_usd: usdOf(wholeCount(record.usage_cost_micros) + wholeCount(record.children_cost_micros)) };
 }
