@@ -33,7 +33,7 @@ const USAGE = `usage: arcflow <command> [options]
   runs retry|cancel --status S [--agent A] [--tenant T] [--since ISO] [--dry-run] [--json]
                        retries (a fork from the failed iteration) or cancels every matching run; safe to repeat:
                        a run is retried once, an ended run is not cancelled; --dry-run: say what it would do
-  fork <run_id> --from-iteration K [--step S] [--config JSON] [--exec-config JSON] [--json]
+  fork <run_id> (--from-iteration K | --step S [--from-iteration K]) [--config JSON] [--exec-config JSON] [--json]
                        a new run that replays the run's recorded rounds before iteration K (no model call,
                        no tool execution) and runs live from K; --step: a workflow's step to re-run
   serve [--port 8080] [--host 127.0.0.1]   the HTTP API (/v1, /openapi.json), the web console (/) and /metrics

@@ -51,6 +51,14 @@ describe('fork and bulk actions from the CLI (SPEC §15)', () => {
     expect(bad.stderr).toBe(`arcflow: from.iteration: expected an integer from 1 to 2 (the last iteration of ${source.run_id}/s1), got 3\n`);
     expect((await arcflow('fork', source.run_id)).stderr).toContain('--from-iteration');
 
+    // A workflow run's step re-runs from iteration 1 when no iteration is given.
+    const flowRun = JSON.parse((await arcflow('enqueue', 'state_flow', 'Paris', '--wait', '--json')).stdout);
+    expect(flowRun).toMatchObject({ status: 'completed' });
+    const stepFork = await arcflow('fork', flowRun.run_id, '--step', 'then');
+    expect(stepFork).toMatchObject({ code: 0, stderr: '' });
+    const stepForked = JSON.parse((await arcflow('get', stepFork.stdout.trim(), '--json')).stdout);
+    expect(stepForked.forked_from).toEqual({ run_id: flowRun.run_id, step_id: 'then', iteration: 1 });
+
     // Completed runs: a retry matches them and retries none; a cancel of ended runs does nothing.
     const dry = JSON.parse((await arcflow('runs', 'retry', '--status', 'completed', '--agent', 'state_agent', '--dry-run', '--json')).stdout);
     expect(dry).toEqual({ matched: expect.any(Number), acted: 0, run_ids: [] });

@@ -12,13 +12,14 @@ export interface ForkFlags {
 /** `arcflow fork`: a new run that replays the source's rounds before --from-iteration and runs live from there (SPEC §15); prints its id. */
 export async function forkCommand(run_id: string, flags: ForkFlags): Promise<number> {
   const given = flags['from-iteration'];
-  if (given === undefined) throw new RequestError('invalid_request', 'fork takes --from-iteration K');
-  if (!/^\d+$/.test(given)) throw new RequestError('invalid_request', `--from-iteration must be a whole number, got ${JSON.stringify(given)}`);
+  // A workflow run's step re-runs from iteration 1 unless told (SPEC §15); an agent run's fork names its iteration.
+  if (given === undefined && flags.step === undefined) throw new RequestError('invalid_request', 'fork takes --from-iteration K (and, for a workflow run, --step S)');
+  if (given !== undefined && !/^\d+$/.test(given)) throw new RequestError('invalid_request', `--from-iteration must be a whole number, got ${JSON.stringify(given)}`);
   const config = parseJsonFlag('--config', flags.config);
   const exec_config = parseJsonFlag('--exec-config', flags['exec-config']);
   return withClient(async (client) => {
     const forked = await client.fork(run_id, {
-      from: { iteration: Number(given), ...(flags.step !== undefined ? { step_id: flags.step } : {}) },
+      from: { iteration: given === undefined ? 1 : Number(given), ...(flags.step !== undefined ? { step_id: flags.step } : {}) },
       ...(config !== undefined ? { config } : {}),
       ...(exec_config !== undefined ? { exec_config } : {}),
     });
