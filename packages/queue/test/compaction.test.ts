@@ -1,5 +1,5 @@
 import { Agent, type ModelProvider, ProviderFailure, type StreamChunk, silentLogger, tool } from '@arcflow/core';
-import { type ArcflowClient, RunStore, createClient, startWorker } from '@arcflow/queue';
+import { type ArcflowClient, JobId, QueueName, RunStore, createClient, startWorker } from '@arcflow/queue';
 import { TEST_REDIS_URL, assertEventInvariants, capturingLogger, reply, scriptedProvider, testPrefix, toolCalls } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
 import { writeTheOldWay } from './uncompact.ts';
@@ -132,6 +132,12 @@ describe('an ended run compacted into its record and one archive', () => {
     expect(await store.compactRun(run_id)).toBe(false);
     await redis.hset(record, 'status', 'completed');
     expect(await store.compactRun(run_id)).toBe(true);
+  });
+
+  it("names no job for a round whose stored calls another process overwrote, and the other rounds' jobs still", () => {
+    const calls = (id: string) => JSON.stringify([[id, 'lookup', 'a'.repeat(16)]]);
+    const flat = [':pending', 'hash', ['s1|1|calls', 'not json', 's1|2|calls', '{"a":1}', 's1|3|calls', calls('c3')]];
+    expect(runJobs('{t}', 'run_x', undefined, flat)).toEqual([`{t}:${QueueName.tool('lookup', 'a'.repeat(16))}`, JobId.tool('run_x', 's1', 3, 'c3')]);
   });
 
   it("removes the run's finished jobs from whichever finished set holds them, and leaves a job still held", async () => {

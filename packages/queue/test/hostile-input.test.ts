@@ -237,3 +237,18 @@ describe("a run's record another process overwrote", () => {
     await expect(collect(client, run_id)).rejects.toThrow(`archive of run ${run_id} is not as arcflow writes it`);
   });
 });
+
+describe('tenant settings another process overwrote (SPEC §14)', () => {
+  it('refuses an enqueue naming the key, rather than a raw error or half obeyed limits, for each kind of write', async () => {
+    await withOwnWorker('hostile-tenancy', agent, scriptedProvider([reply('ok')], { repeat: true }), async (_client, own) => {
+      const key = keysFor(own).tenancy;
+      for (const text of ['not json', 'null', '5', '{"tenant_limits":{"acme":{"runs_per_minute":-1}}}', '{"tenant_weights":"heavy"}']) {
+        await redis.set(key, text);
+        // A fresh client: a client reads the settings once per 5 s.
+        const fresh = createClient({ redis: TEST_REDIS_URL, prefix: own });
+        await expect(fresh.enqueue({ agent: 'guarded', input: 'hi', tenant: 'acme' })).rejects.toThrow(`the tenant settings at ${key} is not as arcflow writes it`);
+        await fresh.close();
+      }
+    });
+  });
+});

@@ -1,4 +1,5 @@
 import { ARCHIVE_FORMAT, encodeArchive } from '../records/archive.ts';
+import { readRoundCalls } from '../records/round-calls.ts';
 import { JobId, QueueName } from '../redis/keys.ts';
 import type { StoreContext } from '../store-context.ts';
 
@@ -74,7 +75,8 @@ export function runJobs(tag: string, run_id: string, agent: string | undefined, 
       for (let field = 0; field + 1 < fields.length; field += 2) {
         const round = ROUND_CALLS_FIELD.exec(fields[field]!);
         if (!round) continue;
-        for (const [tool_call_id, tool_name, definition_hash] of JSON.parse(fields[field + 1]!) as [string, string, string?][]) {
+        // Calls another process overwrote name no job: their jobs are left to BullMQ's own retention.
+        for (const [tool_call_id, tool_name, definition_hash] of readRoundCalls(fields[field + 1]!) ?? []) {
           if (definition_hash) jobs.push(`${tag}:${QueueName.tool(tool_name, definition_hash)}`, JobId.tool(run_id, round[1]!, Number(round[2]), tool_call_id));
         }
       }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { TenantBudget, TenantLimits, TenantOptions } from './options.ts';
+import { type TenantBudget, type TenantLimits, type TenantOptions, checkTenantOptions } from './options.ts';
+import { StoredFormatError } from '../records/formats.ts';
 
 /** How long a process uses the tenant settings it read before reading them again. */
 const SETTINGS_TTL_MS = 5_000;
@@ -29,7 +30,7 @@ export class TenantSettings {
   async read(): Promise<StoredTenantSettings> {
     if (this.cached && Date.now() - this.cached.at < SETTINGS_TTL_MS) return this.cached.value;
     const text = await this.redis.get(this.key);
-    const value = text ? (JSON.parse(text) as StoredTenantSettings) : {};
+    const value = text ? storedSettings(text, this.key) : {};
     this.cached = { at: Date.now(), value };
     return value;
   }
@@ -56,4 +57,15 @@ export class TenantSettings {
 /** A tenant's own entry of `map`: a tenant named `constructor` or `toString` is a tenant, not a property every object inherits. */
 function own<T>(map: Readonly<Record<string, T>>, tenant: string): T | undefined {
   return Object.hasOwn(map, tenant) ? map[tenant] : undefined;
+}
+
+/** Settings as a worker published them; anything else (another process's write) is refused, naming the key, rather than half obeyed. */
+function storedSettings(text: string, key: string): StoredTenantSettings {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError('not an object');
+    return checkTenantOptions(value as TenantOptions);
+  } catch {
+    throw new StoredFormatError(`the tenant settings at ${key}`, 'malformed');
+  }
 }

@@ -2,6 +2,7 @@ import type { RunStatus } from '@arcflow/core';
 import { roundKey, stateKey } from '../redis/keys.ts';
 import { type RunSpec, storedTrace } from '../records/run-spec.ts';
 import { StoredFormatError } from '../records/formats.ts';
+import { readRoundCalls } from '../records/round-calls.ts';
 import type { StoreContext } from '../store-context.ts';
 
 /** Where a step's loop stands (see {@link WatchdogStore.frontier}). */
@@ -76,7 +77,8 @@ export class WatchdogStore {
       this.context.redis.hkeys(roundKey(record, step_id, 'results', next)),
     ]);
     const recorded = new Set(results);
-    const roundCalls = Number(open ?? 0) > 0 && calls ? roundCallsOf(calls, `calls of round ${step_id}|${next} of ${run_id}`) : [];
+    const roundCalls = Number(open ?? 0) > 0 && calls ? readRoundCalls(calls) : [];
+    if (!roundCalls) throw new StoredFormatError(`calls of round ${step_id}|${next} of ${run_id}`, 'malformed');
     return {
       status: status as RunStatus,
       agent,
@@ -89,17 +91,4 @@ export class WatchdogStore {
         .map(([tool_call_id, tool_name, definition_hash]) => ({ tool_call_id, tool_name, ...(definition_hash ? { definition_hash } : {}) })),
     };
   }
-}
-
-/** A round's calls as recordResponse stored them: `[[tool_call_id, tool_name, definition_hash?], …]`. */
-function roundCallsOf(text: string, what: string): [string, string, string?][] {
-  let calls: unknown;
-  try {
-    calls = JSON.parse(text);
-  } catch {
-    throw new StoredFormatError(what, 'malformed');
-  }
-  const isCall = (call: unknown) => Array.isArray(call) && typeof call[0] === 'string' && typeof call[1] === 'string' && (call[2] === undefined || typeof call[2] === 'string');
-  if (!Array.isArray(calls) || !calls.every(isCall)) throw new StoredFormatError(what, 'malformed');
-  return calls as [string, string, string?][];
 }
