@@ -252,3 +252,47 @@ describe('tenant settings another process overwrote (SPEC §14)', () => {
     });
   });
 });
+
+describe("a run's key another process replaced with one of another type", () => {
+  it("still ends the run (the watchdog fails it) for its events, its rounds or a round's results", async () => {
+    for (const [name, damage] of [
+      ['events', (record: string) => `${record}:events`],
+      ['pending', (record: string) => `${record}:pending`],
+      ['results', (record: string) => `${record}:s1:results:1`],
+    ] as const) {
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let started = false;
+      const slow = tool({
+        name: 'held_tool',
+        description: 'waits to be released',
+        input_schema: { type: 'object' },
+        handler: async () => {
+          started = true;
+          await held;
+          return 'done';
+        },
+      });
+      const heldAgent = new Agent({ name: 'held_agent', tools: [slow] });
+      const provider = scriptedProvider([toolCall('held_tool', {}), reply('over')]);
+      const own = testPrefix(`hostile-type-${name}`);
+      const ownWorker = await startWorker({ agents: [heldAgent], provider, redis: TEST_REDIS_URL, prefix: own, logger: silentLogger, ...FAST, watchdog_ms: 500 });
+      const ownClient = createClient({ redis: TEST_REDIS_URL, prefix: own });
+      try {
+        const { run_id } = await ownClient.enqueue({ agent: 'held_agent', input: 'go' });
+        await until(async () => started);
+        const key = damage(keysFor(own).record(run_id));
+        await redis.del(key);
+        await redis.set(key, 'another type');
+        release();
+        const run = await ownClient.wait(run_id, { timeout_ms: 20_000 });
+        expect({ name, status: run.status }).toEqual({ name, status: 'failed' });
+      } finally {
+        release();
+        await ownClient.close();
+        await ownWorker.close();
+        await cleanupPrefix(own);
+      }
+    }
+  }, 90_000);
+});

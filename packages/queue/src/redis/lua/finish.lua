@@ -179,6 +179,23 @@ local function runFacts()
   return redis.call('HMGET', record, 'created_at', 'agent', 'workflow', 'parent_run_id', 'tenant')
 end
 
+-- Deletes `key` when another process left a value of another type there (see finishRun).
+local function clearForeign(key, kind)
+  local found = redis.call('TYPE', key).ok
+  if found ~= 'none' and found ~= kind then redis.call('DEL', key) end
+end
+
+-- A round's stored calls ({tool_call_id, tool_name, definition_hash} lists); none when another process wrote something else.
+local function storedCalls(text)
+  local ok, calls = pcall(cjson.decode, text)
+  if not ok or type(calls) ~= 'table' then return {} end
+  local valid = {}
+  for _, call in ipairs(calls) do
+    if type(call) == 'table' and isText(call[1]) and isText(call[2]) then valid[#valid + 1] = call end
+  end
+  return valid
+end
+
 local function finish(ending)
   local closed = {}
   if ending.closing then
@@ -189,7 +206,8 @@ local function finish(ending)
       local step, n = string.match(fields[i], '^(.*)|(%d+)|calls$')
       if step and tonumber(counts[roundField(step, n)] or '0') > 0 then
         local results = roundKey(step, 'results', n)
-        for _, call in ipairs(cjson.decode(fields[i + 1])) do
+        clearForeign(results, 'hash')
+        for _, call in ipairs(storedCalls(fields[i + 1])) do
           if redis.call('HSETNX', results, call[1], ending.closing.content) == 1 then
             closed[#closed + 1] = cjson.encode({step_id = step, iteration = tonumber(n), tool_call_id = call[1], tool_name = call[2], definition_hash = call[3]})
             append('', cjson.encode({kind = 'ToolCallFailed', step_id = step, ts = ending.ts, iteration = tonumber(n),
