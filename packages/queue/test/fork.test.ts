@@ -2,7 +2,7 @@ import { RequestError } from '@arcflow/core';
 import { createClient } from '@arcflow/queue';
 import { type FakeRequest, type FakeTurn, startFakeOpenAI } from '@arcflow/testing';
 import { describe, expect, it } from 'vitest';
-import { fixtureWorkers } from './harness.ts';
+import { collect, fixtureWorkers } from './harness.ts';
 
 // SPEC §15, through `arcflow worker` processes and a fake OpenAI-compatible server: a fork replays
 // its source's recorded rounds before its iteration (no model call, no tool execution, counted at
@@ -104,6 +104,12 @@ describe('fork and retry (SPEC §15)', () => {
       // Step 5 saw the state as it stood before iteration 5.
       expect(conversation.filter((message) => message.role === 'tool')[4]!.content).toBe('saw [1,2,3,4]');
       expect(run.state).toEqual({ origin: 'given', steps: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] });
+      // The replayed rounds' tokens were the source's: the fork's running total counts its own calls only, as its usage does.
+      const events = await collect(client, run_id);
+      const consumed = events.filter((event) => event.kind === 'TokensConsumed');
+      expect(consumed).toHaveLength(8);
+      expect(consumed.at(-1)).toMatchObject({ cumulative: run.usage });
+      expect(events.at(-1)).toMatchObject({ kind: 'RunCompleted', usage: run.usage });
     } finally {
       await close();
     }

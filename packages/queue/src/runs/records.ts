@@ -231,7 +231,7 @@ function forkArgument(context: StoreContext, fork: ForkCopy): Record<string, unk
     rounds: fork.rounds.map((round) => ({
       step_id: round.step_id,
       iteration: round.iteration,
-      response: writeResponse(round.recorded),
+      response: writeResponse(unspent(round.recorded)),
       has_calls: round.recorded.response.tool_calls.length > 0,
       results: flat(round.results),
       changes: flat(round.changes),
@@ -240,6 +240,14 @@ function forkArgument(context: StoreContext, fork: ForkCopy): Record<string, unk
     ...(fork.retry ? { retry_of: context.keys.record(fork.forked_from.run_id) } : {}),
     ...(fork.workflow ? { outputs: fork.workflow.kept.flat() } : {}),
   };
+}
+
+/**
+ * A copied round's response as a fork records it: its tokens were spent by the source run, so the
+ * fork's usage, budgets and `TokensConsumed.cumulative` count none of them (docs/fork.md).
+ */
+function unspent(recorded: RecordedRound['recorded']): RecordedRound['recorded'] {
+  return { ...recorded, response: { ...recorded.response, usage: { input: 0, output: 0, total: 0 } } };
 }
 
 /** The trace id of a run's stored trace (`{traceparent}`), as a record field. */
