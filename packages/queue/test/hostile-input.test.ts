@@ -296,3 +296,18 @@ describe("a run's key another process replaced with one of another type", () => 
     }
   }, 90_000);
 });
+
+describe("a thread's key another process replaced with one of another type (SPEC §11)", () => {
+  it('refuses the next run of the thread naming the key, not as a raw Lua error', async () => {
+    const thread_id = 'hostile-thread';
+    const { run_id } = await client.enqueue({ agent: 'guarded', input: 'hi', thread_id });
+    await client.wait(run_id, { timeout_ms: 10_000 });
+    const runs = `${keysFor(prefix).tagOf(run_id)}:thread:${thread_id}:runs`;
+    expect(await redis.type(runs)).toBe('list');
+    await redis.del(runs);
+    await redis.hset(runs, 'not', 'a list');
+    const refused = client.enqueue({ agent: 'guarded', input: 'again', thread_id });
+    await expect(refused).rejects.toThrow(/^a key of .* \(read by the \w+ script\) is not as arcflow writes it/);
+    await redis.del(runs);
+  });
+});
