@@ -239,6 +239,20 @@ describe('stored formats', () => {
     expect(logger.lines.filter((line) => line.startsWith('run stored unreadably; failing it'))).toHaveLength(2);
   });
 
+  it("runs a run whose record's tenant or priority another process overwrote as the default tenant's, at the default priority", async () => {
+    const { client, run_ids } = await runsDamaged('owner-corrupt', [
+      (record) => redis.hset(record, 'priority', 'zz'),
+      (record) => redis.hset(record, 'priority', '99'),
+      (record) => redis.hset(record, 'tenant', 'not a tenant!'),
+    ]);
+    for (const run_id of run_ids) {
+      const run = await client.wait(run_id, { timeout_ms: 10_000 });
+      expect(run.status).toBe('completed');
+      expect(run).not.toHaveProperty('priority');
+      expect(run).not.toHaveProperty('tenant');
+    }
+  });
+
   it('fails a run whose record lacks its agent or holds config that is not JSON, at once, naming what cannot be read', async () => {
     const { client, run_ids, prefix } = await runsDamaged('record-corrupt', [
       (record) => redis.hdel(record, 'agent'),

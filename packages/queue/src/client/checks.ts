@@ -1,4 +1,4 @@
-import { checkTenantName } from '../tenancy/options.ts';
+import { checkTenantName, isPriority } from '../tenancy/options.ts';
 import {
   type ApprovalAnswer,
   NamePattern,
@@ -59,7 +59,7 @@ export function checkEnqueueNames(request: EnqueueRequest): void {
     throw new RequestError('invalid_request', `enqueued_by must be 1-200 characters, no control characters, got ${JSON.stringify(request.enqueued_by)?.slice(0, 60)}`);
   }
   if (request.tenant !== undefined) checkTenantName('tenant', request.tenant);
-  if (request.priority !== undefined && (!Number.isInteger(request.priority) || request.priority < 1 || request.priority > 10)) {
+  if (request.priority !== undefined && !isPriority(request.priority)) {
     throw new RequestError('invalid_request', `priority must be an integer from 1 (first) to 10, got ${JSON.stringify(request.priority)?.slice(0, 40)}`);
   }
 }

@@ -27,6 +27,7 @@ import { foldEntries } from '../steps/state-log.ts';
 import type { RecordedRound } from '../steps/step-store.ts';
 import type { StoreContext } from '../store-context.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
+import { storedOwner } from '../tenancy/options.ts';
 
 /** A workflow run's steps as created: each in graph order with its first status, and the roots' `StepStarted`. */
 export interface InitialSteps {
@@ -174,8 +175,7 @@ export class RunRecords {
       ...(record.parent_run_id ? { parent_run_id: record.parent_run_id, parent_tool_call_id: record.parent_tool_call_id ?? '' } : {}),
       ...(record.thread_id ? { thread_id: record.thread_id } : {}),
       ...(record.enqueued_by ? { enqueued_by: record.enqueued_by } : {}),
-      ...(record.tenant ? { tenant: record.tenant } : {}),
-      ...(record.priority && wholeCount(record.priority) > 0 ? { priority: wholeCount(record.priority) } : {}),
+      ...storedOwner(record.tenant, record.priority),
       ...(record.steered_into ? { steered_into: record.steered_into } : {}),
       ...steeredFrom(record.steered_from),
       ...(pending_approvals.length > 0 ? { pending_approvals } : {}),

@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import { FairBatches, type FairBatchRedis } from './fair-batches.ts';
 import { TENANCY_SCRIPTS } from './scripts.ts';
 import type { TenantSettings } from './settings.ts';
-import { DEFAULT_TENANT } from './options.ts';
+import { DEFAULT_TENANT, storedOwner } from './options.ts';
 
 export { DEFAULT_TENANT } from './options.ts';
 /** A run's priority when it names none: 5 of 1 (first) … 10. */
@@ -66,7 +66,8 @@ export class FairClock {
 
   private async readOwner(run_id: string): Promise<JobOwner> {
     const [tenant, priority] = await this.redis.hmget(this.recordKey(run_id), 'tenant', 'priority');
-    this.remember(run_id, { tenant: tenant ?? undefined, priority: priority ? Number(priority) : undefined });
+    // A record another process wrote to: its run is the default tenant's, at the default priority, rather than failing every add it shares a batch with.
+    this.remember(run_id, storedOwner(tenant, priority));
     return this.owners.get(run_id)!;
   }
 

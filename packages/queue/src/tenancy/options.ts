@@ -27,6 +27,17 @@ export interface TenantLimits {
   readonly runs_per_minute?: number;
 }
 
+/** A run's priority (SPEC §14): an integer from 1 (first) to 10. */
+export function isPriority(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 10;
+}
+
+/** A run's tenant and priority as its record holds them; what another process wrote there that is neither reads as none. */
+export function storedOwner(tenant: string | null | undefined, priority: string | null | undefined): { tenant?: string; priority?: number } {
+  const level = priority ? Number(priority) : undefined;
+  return { ...(tenant && TENANT_PATTERN.test(tenant) ? { tenant } : {}), ...(isPriority(level) ? { priority: level } : {}) };
+}
+
 /** Refuses a request whose `field` is not a tenant name, naming the field (`invalid_request`). */
 export function checkTenantName(field: string, value: unknown): asserts value is string {
   const problem = tenantNameProblem(field, value);
