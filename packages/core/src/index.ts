@@ -130,6 +130,7 @@ export {
   requestSentEvent,
   responseEvents,
   decideResponse,
+  decidedEvents,
   applyToolRound,
   applyFinalAnswerNote,
   usageWith,

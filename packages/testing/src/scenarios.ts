@@ -229,10 +229,13 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
     it("fails the step at max_iterations without executing the last turn's calls", async () => {
       let executions = 0;
       const counter = tool({ name: 'count', description: 'count', input_schema: { type: 'object' }, handler: () => String(++executions) });
-      const model = scriptedProvider([toolCall('count', { n: 1 }), toolCall('count', { n: 2 }), reply('never')]);
+      const model = scriptedProvider([toolCall('count', { n: 1 }, 'k1'), toolCall('count', { n: 2 }, 'k2'), reply('never')]);
       const agent = new Agent({ name: 'greedy', tools: [counter], tool_execution: { max_iterations: 5 } });
       const result = await run(agent, 'go', { provider: model, config: { tool_execution: { max_iterations: 2 } } });
       expect(executions).toBe(1);
+      // The last turn's call is not executed, and still ends in one terminal event (SPEC §4), with nothing started.
+      expect(ofKind(result, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'k2', iteration: 2, error_code: 'cancelled', duration_ms: 0 })]);
+      expect(ofKind(result, 'ToolCallStarted').map((event) => event.tool_call_id)).toEqual(['k1']);
       expect(model.requests).toHaveLength(2);
       expect(result.status).toBe('failed');
       expect(result.error).toMatchObject({ code: 'StepExecutionFailed', error_code: 'max_iterations_exceeded' });
@@ -253,6 +256,7 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       expect(model.requests[1]?.tools).toEqual([]);
       expect(model.requests[1]?.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('tool budget') });
       expect(ofKind(result, 'ProviderRequestSent').map((event) => event.tools_count)).toEqual([1, 0]);
+      expect(ofKind(result, 'ToolCallFailed')).toEqual([expect.objectContaining({ iteration: 1, error_code: 'cancelled' })]);
     });
 
     it('injects the previous result for a repeated call (loop detection, inject)', async () => {
@@ -271,12 +275,22 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
 
     it('fails the step on a repeated call under loop detection terminate', async () => {
       const weather = tool({ name: 'get_weather', description: 'w', input_schema: weatherSchema, handler: () => 'rain' });
-      const model = scriptedProvider([toolCall('get_weather', { city: 'Oslo', units: 'celsius' }), toolCall('get_weather', { units: 'celsius', city: 'Oslo' }), reply('x')]);
+      const model = scriptedProvider([
+        toolCall('get_weather', { city: 'Oslo', units: 'celsius' }, 'a'),
+        toolCalls([
+          { name: 'get_weather', args: { city: 'Bergen' }, id: 'b' },
+          { name: 'get_weather', args: { units: 'celsius', city: 'Oslo' }, id: 'c' },
+        ]),
+        reply('x'),
+      ]);
       const agent = new Agent({ name: 'stopper', tools: [weather], loop_detection: { window: 3, threshold: 2, action: 'terminate' } });
       const result = await run(agent, 'go', { provider: model });
       expect(result.status).toBe('failed');
       expect(result.error?.error_code).toBe('loop_detected');
       expect(ofKind(result, 'StepExecutionFailed')[0]).toMatchObject({ error_code: 'loop_detected' });
+      // The repeat ends in its LoopDetected; the call beside it, not executed, in a ToolCallFailed.
+      expect(ofKind(result, 'LoopDetected')).toEqual([expect.objectContaining({ tool_call_id: 'c', action: 'terminate' })]);
+      expect(ofKind(result, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'b', error_code: 'cancelled' })]);
     });
 
     it('executes repeated calls when loop detection is off', async () => {

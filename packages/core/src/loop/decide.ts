@@ -15,10 +15,14 @@ import { type StepState, withNotes } from './state.ts';
 
 /** What follows a provider response. This is the one place the loop decides. */
 export type ResponseDecision =
-  /** `output_json`: the parsed answer, under an output schema (SPEC §11). */
-  | { readonly type: 'complete'; readonly output: string; readonly output_json?: unknown }
+  /**
+   * `output_json`: the parsed answer, under an output schema (SPEC §11). `closed`: the final-answer
+   * call's answer came with calls too, which are not executed (see {@link unexecutedCalls}).
+   */
+  | { readonly type: 'complete'; readonly output: string; readonly output_json?: unknown; readonly closed?: EventDraft[] }
   | { readonly type: 'fail'; readonly error_code: string; readonly message: string; readonly events: EventDraft[] }
-  | { readonly type: 'final_answer' }
+  /** `closed`: the response's calls, not executed (see {@link unexecutedCalls}). */
+  | { readonly type: 'final_answer'; readonly closed: EventDraft[] }
   /** The answer failed the output schema: the model is told so and asked again (`applyOutputRepair`). */
   | { readonly type: 'repair_output'; readonly violation_description: string; readonly events: EventDraft[] }
   | { readonly type: 'tools'; readonly calls: readonly PlannedCall[] };
@@ -102,6 +106,17 @@ export function responseEvents(
   ];
 }
 
+/**
+ * The events a decision adds with its response, before what follows it: a rejected answer's
+ * `OutputValidationFailed`, or the terminal events of calls it does not execute. (A failure's
+ * events go with the step's end.)
+ */
+export function decidedEvents(decision: ResponseDecision): readonly EventDraft[] {
+  if (decision.type === 'repair_output') return decision.events;
+  if (decision.type === 'final_answer') return decision.closed;
+  return decision.type === 'complete' ? (decision.closed ?? []) : [];
+}
+
 /** Calls of a decision that will be executed (what a budget's `max_tool_calls` counts). */
 export function executedCalls(decision: ResponseDecision): number {
   return decision.type === 'tools' ? decision.calls.filter((planned) => planned.action === 'execute').length : 0;
@@ -120,27 +135,32 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
     const over = overBudget(settings, spent, response, 0);
     return over ? stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: ${over}`, answer.events) : answer;
   }
+  // Calls the loop stops before executing still end, each in one terminal event (SPEC §4).
+  const closed = (except?: string) => unexecutedCalls(state, response, except);
   if (state.tools_disabled) {
     // The final-answer call, made without tools: its text is the answer even beside calls it should
     // not have made (a text answer is never discarded); without text, the step fails for what
     // disabled the tools — its iterations, or (an earlier call) its budget.
-    if ((response.content ?? '') !== '') return decideAnswer(state, settings, response.content!);
-    if (iteration <= settings.max_iterations) {
-      return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: its budget was spent, and the model asked for tools again instead of answering`);
+    if ((response.content ?? '') !== '') {
+      const answer = decideAnswer(state, settings, response.content!);
+      return answer.type === 'complete' ? { ...answer, closed: closed() } : answer;
     }
-    return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);
+    if (iteration <= settings.max_iterations) {
+      return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: its budget was spent, and the model asked for tools again instead of answering`, closed());
+    }
+    return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`, closed());
   }
   if (iteration >= settings.max_iterations) {
-    if (settings.on_max_iterations === 'final_answer') return { type: 'final_answer' };
-    return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`);
+    if (settings.on_max_iterations === 'final_answer') return { type: 'final_answer', closed: closed() };
+    return stepFailure(ErrorCode.MaxIterationsExceeded, `step '${state.step_id}' used all ${settings.max_iterations} iterations and the model still asked for tools`, closed());
   }
   const round = planToolRound(agent, state, settings, response);
   if (round.type === 'round') {
     const decision: ResponseDecision = { type: 'tools', calls: round.calls };
     const over = overBudget(settings, spent, response, executedCalls(decision));
     if (!over) return decision;
-    if (settings.budget?.on_exceeded === 'final_answer') return { type: 'final_answer' };
-    return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: ${over}`);
+    if (settings.budget?.on_exceeded === 'final_answer') return { type: 'final_answer', closed: closed() };
+    return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: ${over}`, closed());
   }
   const { call, repeats, window } = round.call;
   const event: EventDraft = {
@@ -156,8 +176,29 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
   return stepFailure(
     ErrorCode.LoopDetected,
     `step '${state.step_id}' stopped: tool '${call.function.name}' was called ${repeats} times with the same arguments within the last ${window} calls`,
-    [event],
+    [event, ...closed(call.id)],
   );
+}
+
+/**
+ * `ToolCallFailed` (`cancelled`, nothing run) for each call of a response that the loop stops
+ * before executing: past `max_iterations`, over a budget, beside a repeat that terminates the step,
+ * or asked for by the final-answer call (`except`: the repeat, whose `LoopDetected` ends it). Each
+ * call of a response ends in exactly one terminal event.
+ */
+function unexecutedCalls(state: StepState, response: ProviderResponse, except?: string): EventDraft[] {
+  const iteration = state.iterations + 1;
+  return response.tool_calls
+    .filter((call) => call.id !== except)
+    .map((call) => ({
+      kind: 'ToolCallFailed',
+      step_id: state.step_id,
+      iteration,
+      tool_name: call.function.name,
+      tool_call_id: call.id,
+      duration_ms: 0,
+      error_code: ErrorCode.Cancelled,
+    }));
 }
 
 /**

@@ -4,7 +4,7 @@ import type { RunInput } from '../conversation/messages.ts';
 import { PROVIDER_RETRY_DEFAULTS } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { markApprovals } from '../loop/approvals.ts';
-import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
+import { applyFinalAnswerNote, applyToolRound, buildRequest, decideResponse, decidedEvents, executedCalls, requestSentEvent, responseEvents, usageWith } from '../loop/decide.ts';
 import type { ExecuteCall, PlannedCall } from '../loop/plan.ts';
 import { normalizeResponse } from '../loop/normalize.ts';
 import { applyOutputRepair, decideFixedOutput } from '../loop/output.ts';
@@ -86,6 +86,7 @@ export class LocalStep {
       );
       this.spent.tokens += response.usage.total;
       this.spent.tool_calls += executedCalls(decision);
+      log.append(...decidedEvents(decision));
       switch (decision.type) {
         case 'complete':
           log.append(agentRespondedEvent(step_id, decision.output, iteration));
@@ -97,7 +98,6 @@ export class LocalStep {
           state = applyFinalAnswerNote(state, response);
           break;
         case 'repair_output':
-          log.append(...decision.events);
           state = applyOutputRepair(state, response, decision.violation_description);
           break;
         case 'tools': {

@@ -12,6 +12,7 @@ import {
   markApprovals,
   normalizeResponse,
   decideResponse,
+  decidedEvents,
   requestSentEvent,
   responseEvents,
   testResponse,
@@ -129,8 +130,8 @@ export async function callAndRecord(
         // Which of the step's models answered: the agent's own, or a fallback.
         target: { provider_id: call.provider_id, model: call.request.model },
       },
-      // A rejected answer's OutputValidationFailed is written with it; a failure's events with the ending.
-      [...events, ...(decision.type === 'repair_output' ? decision.events : [])].map((event) => ({ event })),
+      // What the decision adds is written with it (a rejected answer's OutputValidationFailed, the calls it does not execute); a failure's events with the ending.
+      [...events, ...decidedEvents(decision)].map((event) => ({ event })),
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
       executedCalls(decision),
