@@ -3,7 +3,7 @@ import type { PendingEvent } from '../records/event-codec.ts';
 import { writeTryPosition } from '../records/formats.ts';
 import { type CallStart, type RecordedResult, type RoundCall, type TimedEvent, type ToolResult, pairsToRecord } from '../records/round-call.ts';
 import type { StoreContext } from '../store-context.ts';
-import type { ApprovalResolution, ToolResultAnswer } from '@arcflow/core';
+import { type ApprovalResolution, type RunStatus, TERMINAL_STATUSES, type ToolResultAnswer } from '@arcflow/core';
 import type { WaitingStore } from './waiting/waiting-store.ts';
 import { type ChildStore, wholeCount } from './waiting/child-store.ts';
 
@@ -25,6 +25,15 @@ export class CallStore {
   ) {
     this.approvals = waits.approvals;
     this.toolResults = waits.toolResults;
+  }
+
+  /**
+   * Whether the call's run has not ended: one read. (A call is closed without its result, by
+   * another process, only when its run ends: a cancel, a failed step of a `fail_fast` workflow.)
+   */
+  async runGoesOn(run_id: string): Promise<boolean> {
+    const status = await this.context.redis.hget(this.context.keys.record(run_id), 'status');
+    return status !== null && !TERMINAL_STATUSES.has(status as RunStatus);
   }
 
   /**

@@ -102,7 +102,11 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   const started = { event: toolStartedEvent(planned, place, attempt.number), ts: Date.now() };
   // Written at most once per attempt, even when a lost reply makes the client send the write again.
   const once = `start|${place.step_id}|${place.iteration}|${planned.call.id}|${attempt.number}`;
-  if (!attempt.firstDelivery) {
+  // A first delivery's call is open unless its run ended after the fan-out (a cancel or a failed
+  // step closed the call, and the process that closed it died before it removed the queued job, or
+  // the fan-out came just after): one read makes sure before any handler runs.
+  const fresh = attempt.firstDelivery && (await store.runGoesOn(run_id));
+  if (!fresh) {
     // Already recorded (a re-delivery: its round may still need its join) or the run has ended: nothing to run.
     const start = await store.startToolCall(run_id, call, started, once);
     if (start.status === 'recorded') return { retry: false, roundSettled: start.openInRound === 0 };
@@ -111,7 +115,7 @@ export async function attemptToolCall(runtime: ToolRuntime, run_id: string, plan
   // The run state the round began with (SPEC §17): read before the handler, whose `ctx.state` is synchronous.
   const state = round && round.entries > 0 ? await store.stateLogs.readSized(run_id, round.log_step ?? place.step_id, round.entries) : undefined;
   const cancel = cancellation.watch(run_id);
-  const startedWrite = attempt.firstDelivery ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
+  const startedWrite = fresh ? new DeferredStart(() => store.startToolCall(run_id, call, started, once), cancel, logger) : undefined;
   const startedAt = performance.now();
   const span = executeSpan(run_id, planned, place, attempt.job);
   const handlerCall = handlerCallOf(run_id, planned, place, attempt, cancel, logger, state, round);

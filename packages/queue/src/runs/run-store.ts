@@ -106,6 +106,9 @@ export class RunStore extends Store {
   toolCallIds(...args: Parameters<StepStore['toolCallIds']>) {
     return this.steps.toolCallIds(...args);
   }
+  runGoesOn(...args: Parameters<CallStore['runGoesOn']>) {
+    return this.calls.runGoesOn(...args);
+  }
   startToolCall(...args: Parameters<CallStore['startToolCall']>) {
     return this.calls.startToolCall(...args);
   }
