@@ -101,7 +101,7 @@ export class EventHub {
     (async () => {
       do {
         tail.again = false;
-        const fresh = await this.store.events(run_id, tail.events.length);
+        const fresh = await this.store.events(run_id, tail.events.length, tail.events.at(-1)?.ts);
         tail.events.push(...fresh);
         if (fresh.length > 0) for (const follower of tail.followers) this.deliverTo(tail, follower);
       } while (tail.again && this.tails.get(run_id) === tail);

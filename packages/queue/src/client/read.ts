@@ -46,10 +46,12 @@ export function runEvents({ store, reach, prefix }: OpenedClient, run_id: string
   return {
     async *[Symbol.asyncIterator]() {
       let next = 0;
+      let lastTs = 0;
       for (;;) {
-        const batch = await reach(() => store.events(run_id, next));
+        const batch = await reach(() => store.events(run_id, next, lastTs));
         for (const event of batch) yield event;
         next += batch.length;
+        lastTs = batch.at(-1)?.ts ?? lastTs;
         const ended = batch.some((event) => RUN_TERMINAL_KINDS.has(event.kind));
         // Every run has its RunEnqueued: none at all is a run not kept (or another prefix's).
         if (next === 0 && !(await reach(() => store.status(run_id)))) throw unknownRun(run_id, prefix);

@@ -16,14 +16,25 @@ export class RunEvents {
     return result === 1;
   }
 
-  /** Events from index `from` (0-based) on. */
-  async events(run_id: string, from = 0): Promise<TraceEvent[]> {
+  /**
+   * Events from index `from` (0-based) on. An event's `ts` is never earlier than the one before it
+   * (`after`: the `ts` of event `from`, which a reader that goes on from there has read): events
+   * are stamped where they are made, by processes whose writes may land in another order, or on
+   * machines whose clocks differ by a little.
+   */
+  async events(run_id: string, from = 0, after = 0): Promise<TraceEvent[]> {
     const { redis, keys } = this.context;
     let lines = await redis.lrange(keys.run(run_id).events, from, -1);
     // A run's log holds its RunEnqueued at least: none is a compacted run, or a run that is gone.
     if (lines.length === 0) lines = ((await readArchive(redis, keys, run_id))?.list(RUN_KEY_SUFFIX.events) ?? []).slice(from);
     // An event's seq is its place in the log, which only grows; its run is the log's.
-    return lines.map((line, index) => storedEvent(line, run_id, from + index + 1));
+    let floor = after;
+    return lines.map((line, index) => {
+      const event = storedEvent(line, run_id, from + index + 1);
+      if (typeof event.ts !== 'number' || event.ts < floor) return { ...event, ts: floor };
+      floor = event.ts;
+      return event;
+    });
   }
 }
 

@@ -76,8 +76,8 @@ export class RunStore extends Store {
   append(...args: Parameters<Runs['events']['append']>) {
     return this.runs.events.append(...args);
   }
-  events(run_id: string, from?: number) {
-    return this.runs.events.events(run_id, from);
+  events(...args: Parameters<Runs['events']['events']>) {
+    return this.runs.events.events(...args);
   }
   finishRun(...args: Parameters<Runs['endings']['finishRun']>) {
     return this.runs.endings.finishRun(...args);
