@@ -293,7 +293,7 @@ describe('what moves a call along its fallbacks', () => {
         await server({
           fallback: async () => {
             if (injected === undefined) {
-              // Between the answer and its recording: the response's key holds a list, so recording it fails with WRONGTYPE.
+              // Between the answer and its recording: the response's key holds a list, so recording it fails (a key of another type).
               const { run_id } = (await client.list({ agent: 'careful' })).runs[0]!;
               injected = keysFor(prefix).run(run_id).response('s1', 1);
               await redis.rpush(injected, 'not a response');
@@ -313,7 +313,10 @@ describe('what moves a call along its fallbacks', () => {
     open.push(queue);
     const running = run('careful');
     await until(async () => {
-      const job = injected === undefined ? undefined : (await queue.getJobs(['delayed', 'wait', 'active'])).find((each) => each.failedReason?.includes('WRONGTYPE'));
+      const job =
+        injected === undefined
+          ? undefined
+          : (await queue.getJobs(['delayed', 'wait', 'active'])).find((each) => each.failedReason?.includes('(read by the recordResponse script) is not as arcflow writes it'));
       return job !== undefined;
     });
     await redis.del(injected!);

@@ -110,6 +110,8 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
         toolCalls([
           { name: 'launch_rockets', args: {}, id: 'u1' },
           { name: 'get_weather', args: '{"city": "Oslo"', id: 'j1' },
+          { name: 'functions.get_weather', args: {}, id: 'u2' },
+          { name: 'wétter', args: {}, id: 'u3' },
         ]),
         reply('ok'),
       ]);
@@ -118,8 +120,14 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       expect(toolMessages(model.requests[1]).map((message) => message.content)).toEqual([
         "Error: unknown tool 'launch_rockets'",
         'Error: invalid arguments — arguments are not valid JSON',
+        "Error: unknown tool 'functions.get_weather'",
+        "Error: unknown tool 'wétter'",
       ]);
-      expect(ofKind(result, 'ToolCallFailed')).toEqual([expect.objectContaining({ tool_call_id: 'u1', error_code: 'unknown_tool', tool_name: 'launch_rockets' })]);
+      expect(ofKind(result, 'ToolCallFailed')).toEqual([
+        expect.objectContaining({ tool_call_id: 'u1', error_code: 'unknown_tool', tool_name: 'launch_rockets' }),
+        expect.objectContaining({ tool_call_id: 'u2', error_code: 'unknown_tool', tool_name: 'functions.get_weather' }),
+        expect.objectContaining({ tool_call_id: 'u3', error_code: 'unknown_tool', tool_name: 'wétter' }),
+      ]);
       expect(ofKind(result, 'ToolInputValidationFailed')).toEqual([expect.objectContaining({ tool_call_id: 'j1', violation_description: 'arguments are not valid JSON' })]);
     });
 

@@ -103,11 +103,16 @@ function uniqueIds(calls: readonly unknown[], iteration: number): string[] {
   });
 }
 
-/** A name of the tool-name form as it is; anything else as a bounded stand-in that matches no tool. */
+/**
+ * A name of the tool-name form as it is, and so is any other short printable name (`functions.get_weather`:
+ * the model reads it back in `Error: unknown tool '…'`); anything else as a bounded stand-in. Neither
+ * matches a tool.
+ */
 function toolName(name: unknown): string {
   if (typeof name === 'string' && TOOL_NAME.test(name)) return name;
   if (typeof name !== 'string' || name === '') return '?';
   const chars = [...name];
+  if (chars.length <= SHOWN_NAME_CHARS && !/[\p{C}\s]/u.test(name)) return name;
   const shown = chars
     .slice(0, SHOWN_NAME_CHARS)
     .map((char) => (/^[A-Za-z0-9_-]$/.test(char) ? char : '?'))
