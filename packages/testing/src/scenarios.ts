@@ -325,8 +325,10 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       });
       const model = scriptedProvider([
         toolCalls([
-          { name: 'step', args: { n: 1 } },
-          { name: 'step', args: { n: 2 } },
+          { name: 'step', args: { n: 1 }, id: 'e1' },
+          { name: 'launch_rockets', args: {}, id: 'e2' },
+          { name: 'step', args: { n: 2 }, id: 'e3' },
+          { name: 'step', args: { n: 'three' }, id: 'e4' },
         ]),
         reply('ok'),
       ]);
@@ -334,7 +336,15 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       const result = await run(agent, 'go', { provider: model });
       expect(log).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
       expect(ofKind(result, 'AgentInvoked')[0]?.mode).toBe('legacy_eager');
-      expect(toolMessages(model.requests[1]).map((message) => message.content)).toEqual(['done 1', 'done 2']);
+      expect(toolMessages(model.requests[1]).map((message) => message.content)).toEqual([
+        'done 1',
+        "Error: unknown tool 'launch_rockets'",
+        'done 2',
+        'Error: invalid arguments — n: expected integer',
+      ]);
+      // Each call in the model's order: validated, executed and recorded before the next (SPEC §3).
+      const terminals = result.events.filter((event) => ['ToolCallCompleted', 'ToolCallFailed', 'ToolInputValidationFailed'].includes(event.kind));
+      expect(terminals.map((event) => (event as { tool_call_id: string }).tool_call_id)).toEqual(['e1', 'e2', 'e3', 'e4']);
     });
 
     it('completes a test-mode step with its fixed output and no provider call', async () => {

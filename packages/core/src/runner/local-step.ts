@@ -187,21 +187,25 @@ export class LocalStep {
     }
   }
 
-  /** Runs a round: rejections answer at once; valid calls run in parallel (or in order, legacy_eager). */
+  /**
+   * Runs a round: rejections answer at once; valid calls run in parallel (legacy_eager: in the
+   * model's order, the rejections' answers between them, SPEC §3).
+   */
   private async runTools(calls: readonly PlannedCall[], place: CallPlace): Promise<Map<number, string>> {
     this.tools.beginRound(place.step_id, this.runState, this.agent.max_state_bytes, this.settings.budget);
     const contents = new Map<number, string>();
-    for (const planned of calls) {
-      this.log.append(...plannedCallEvents(planned, place));
-      if (planned.action === 'reject') contents.set(planned.index, planned.content);
-    }
     const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
     const signal = this.options.signal;
-    if (this.settings.mode === 'legacy_eager') {
-      // In order, but a call waiting for approval holds back none of its siblings (SPEC §10): they run first, as the engine runs them.
-      const waiting = executable.filter((planned) => planned.approval);
-      for (const planned of executable) if (!planned.approval) contents.set(planned.index, await this.tools.execute(planned, place, signal));
-      for (const planned of waiting) contents.set(planned.index, await this.tools.afterApproval(planned, place, signal, false));
+    const eager = this.settings.mode === 'legacy_eager';
+    for (const planned of calls) {
+      if (planned.action !== 'execute') {
+        this.log.append(...plannedCallEvents(planned, place));
+        if (planned.action === 'reject') contents.set(planned.index, planned.content);
+        // A call waiting for approval holds back none of its siblings (SPEC §10): they run first, as the engine runs them.
+      } else if (eager && !planned.approval) contents.set(planned.index, await this.tools.execute(planned, place, signal));
+    }
+    if (eager) {
+      for (const planned of executable) if (planned.approval) contents.set(planned.index, await this.tools.afterApproval(planned, place, signal, false));
     } else {
       await Promise.all(
         executable.map(async (planned) =>

@@ -47,36 +47,40 @@ function waitsOutside(planned: ExecuteCall): boolean {
   return planned.approval === true || planned.tool.external || childOf(planned.tool) !== undefined;
 }
 
-/** Answers rejected and repeated calls at once, then runs the valid ones: as tool jobs, or inline under legacy_eager. */
+/**
+ * Answers rejected and repeated calls at once and fans the valid ones out as tool jobs; under
+ * legacy_eager, runs the valid ones inline instead, each in the model's order with the answers
+ * of the rejected ones between them (SPEC §3).
+ */
 export async function runRound(deps: RoundDeps, context: StepContext, calls: readonly PlannedCall[]): Promise<void> {
-  const { store } = deps;
   const { run_id, step_id, iteration } = context.data;
   const place = { step_id, iteration };
+  const eager = context.settings.mode === 'legacy_eager';
   for (const planned of calls) {
-    if (planned.action === 'execute') continue;
-    const events = plannedCallEvents(planned, place);
-    const once = (index: number) => `plan|${step_id}|${iteration}|${planned.call.id}|${index}`;
-    if (planned.action === 'repeat') {
-      await store.append(
-        run_id,
-        events.map((event, index) => ({ event, once: once(index) })),
-      );
-      continue;
-    }
-    await store.append(
-      run_id,
-      events.slice(0, -1).map((event, index) => ({ event, once: once(index) })),
-    );
-    await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
+    if (planned.action !== 'execute') await answerAtOnce(deps.store, run_id, planned, place);
+    else if (eager && !waitsOutside(planned)) await runInline(deps, run_id, planned, place, context.round);
   }
   const executable = calls.filter((planned): planned is ExecuteCall => planned.action === 'execute');
-  if (context.settings.mode === 'legacy_eager') {
-    for (const planned of executable) if (!waitsOutside(planned)) await runInline(deps, run_id, planned, place, context.round);
-    // Calls waiting for approval or a child run wait as in llm_select: the round joins once they are settled.
-    await enqueueNext(deps, context, executable.filter(waitsOutside));
+  // Under legacy_eager, calls waiting for approval or a child run wait as in llm_select: the round joins once they are settled.
+  await enqueueNext(deps, context, eager ? executable.filter(waitsOutside) : executable);
+}
+
+/** A rejected or repeated call's events and answer, written once. */
+async function answerAtOnce(store: RoundDeps['store'], run_id: string, planned: Exclude<PlannedCall, ExecuteCall>, place: CallPlace): Promise<void> {
+  const events = plannedCallEvents(planned, place);
+  const once = (index: number) => `plan|${place.step_id}|${place.iteration}|${planned.call.id}|${index}`;
+  if (planned.action === 'repeat') {
+    await store.append(
+      run_id,
+      events.map((event, index) => ({ event, once: once(index) })),
+    );
     return;
   }
-  await enqueueNext(deps, context, executable);
+  await store.append(
+    run_id,
+    events.slice(0, -1).map((event, index) => ({ event, once: once(index) })),
+  );
+  await store.recordToolResult(run_id, roundCall(planned, place, false), { content: planned.content, terminal: events.at(-1)! });
 }
 
 /** legacy_eager: the provider job runs the call itself, retrying inline under the tool's `retries`. */
