@@ -247,7 +247,8 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       expect(model.requests).toHaveLength(2);
       expect(result.status).toBe('failed');
       expect(result.error).toMatchObject({ code: 'StepExecutionFailed', error_code: 'max_iterations_exceeded' });
-      expect(ofKind(result, 'StepExecutionFailed')[0]).toMatchObject({ error_code: 'max_iterations_exceeded' });
+      // It fails inside the iteration whose response asked for tools once more (SPEC §4: `iteration` inside an iteration).
+      expect(ofKind(result, 'StepExecutionFailed')[0]).toMatchObject({ error_code: 'max_iterations_exceeded', iteration: 2 });
       expect(ofKind(result, 'RunFailed')[0]).toMatchObject({ error_code: 'max_iterations_exceeded', usage: { input: 20, output: 10, total: 30 } });
       expect(ofKind(result, 'AgentInvoked')[0]).toMatchObject({ max_iterations: 2, mode: 'llm_select' });
     });

@@ -17,8 +17,8 @@ export function agentRespondedEvent(step_id: string, output: string, iterations:
 }
 
 /** `StepExecutionFailed` for a failure. */
-export function stepFailedEvent(step_id: string, error: RunError): EventDraft {
-  return { kind: 'StepExecutionFailed', step_id, error_code: error.error_code, message: error.message };
+export function stepFailedEvent(step_id: string, error: RunError, iteration?: number): EventDraft {
+  return { kind: 'StepExecutionFailed', step_id, ...(iteration !== undefined ? { iteration } : {}), error_code: error.error_code, message: error.message };
 }
 
 /** The run's terminal event. */

@@ -75,7 +75,7 @@ export class LocalStep {
       // Stopped (the run cancelled, or another step failed it) while the call was out: the step ends as it stands, with no failure of its own.
       if ('stopped' in called) return { ...this.stateOutcome(), usage: state.usage, iterations: state.iterations };
       // A failed call is no iteration: the engine counts the responses it records.
-      if ('error' in called) return this.fail(state.usage, state.iterations, called.error);
+      if ('error' in called) return this.fail(state.usage, state.iterations, called.error, state.iterations + 1);
       const response = called.response;
       const iteration = state.iterations + 1;
       const decision = markApprovals(
@@ -93,7 +93,7 @@ export class LocalStep {
           return { ...withoutType(decision), ...this.stateOutcome(), usage: usageWith(state, response), iterations: iteration };
         case 'fail':
           log.append(...decision.events);
-          return this.fail(usageWith(state, response), iteration, stepRunError(decision.error_code, decision.message));
+          return this.fail(usageWith(state, response), iteration, stepRunError(decision.error_code, decision.message), iteration);
         case 'final_answer':
           state = applyFinalAnswerNote(state, response);
           break;
@@ -109,8 +109,9 @@ export class LocalStep {
     }
   }
 
-  private fail(usage: RunRecord['usage'], iterations: number, error: RunError): StepOutcome {
-    this.log.append(stepFailedEvent(this.step_id, error));
+  /** `iteration`: the one the step failed in, if it failed in one. */
+  private fail(usage: RunRecord['usage'], iterations: number, error: RunError, iteration?: number): StepOutcome {
+    this.log.append(stepFailedEvent(this.step_id, error, iteration));
     return { error, ...this.stateOutcome(), usage, iterations };
   }
 

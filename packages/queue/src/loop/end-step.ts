@@ -20,12 +20,12 @@ export async function endStep(deps: ProviderJobDeps, context: StepContext, endin
 
 /** The step fails with `error` (its `StepFailed` the last event). */
 export function failStep(deps: ProviderJobDeps, context: StepContext, error: RunError): Promise<void> {
-  return endStep(deps, context, failedWith(context.data.step_id, error));
+  return endStep(deps, context, failedWith(context.data.step_id, error, context.data.iteration));
 }
 
-/** A failed step's ending. */
-export function failedWith(step_id: string, error: RunError): RunEnding {
-  return { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] };
+/** A failed step's ending; `iteration`: the one it failed in. */
+export function failedWith(step_id: string, error: RunError, iteration?: number): RunEnding {
+  return { outcome: { status: 'failed', error }, step_id, events: [{ event: stepFailedEvent(step_id, error, iteration) }] };
 }
 
 /** A test-mode step given its output (`exec_config.test`): checked against the output schema like an answer, with no model to ask again. */
@@ -66,7 +66,7 @@ export function endingFor(step_id: string, iteration: number, decision: Response
       };
     case 'fail': {
       const error = stepRunError(decision.error_code, decision.message);
-      return { outcome: { status: 'failed', error }, step_id, events: [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error) }] };
+      return { outcome: { status: 'failed', error }, step_id, events: [...decision.events.map((event) => ({ event })), { event: stepFailedEvent(step_id, error, iteration) }] };
     }
     default:
       return undefined;

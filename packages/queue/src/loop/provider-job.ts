@@ -69,13 +69,13 @@ export class ProviderJobProcessor {
 
     const call = await prepareCall(deps, context, ready, snapshot.position, job, token);
     if ('error' in call) {
-      if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, call.error));
+      if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, call.error, job.data.iteration));
       return call.error.error_code;
     }
     // Its worst case is held against the run's and the tenant's budgets first: a call that does not fit is not made (SPEC §14).
     const cost = await reserveCall(deps, context, call);
     if ('error' in cost) {
-      if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, cost.error));
+      if (await commit(deps, context, ready, [])) await endStep(deps, context, failedWith(step_id, cost.error, job.data.iteration));
       return cost.error.error_code;
     }
     const state = await commit(deps, context, ready, [requestSent(context, call, job)]);
