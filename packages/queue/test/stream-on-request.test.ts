@@ -68,6 +68,16 @@ describe('streaming on request (SPEC §12), in-process worker and the fake serve
     expect(chunks.at(-1)).toEqual({ offset: 4, type: 'end', status: 'completed' });
   });
 
+  it('ends each call the loop does not execute on the stream too: a failed tool_result after its tool_call (max_iterations)', async () => {
+    const { client } = await setup('not-executed');
+    const { run_id } = await client.enqueue({ agent: 'quiet', input: 'Weather?', config: { tool_execution: { max_iterations: 1 } } });
+    const chunks = await readAll(client, run_id);
+    expect((await client.wait(run_id)).status).toBe('failed');
+    expect(chunks.map((chunk) => chunk.type)).toEqual(['tool_call', 'tool_result', 'end']);
+    const [called, ended] = chunks as [Extract<StreamChunk, { type: 'tool_call' }>, Extract<StreamChunk, { type: 'tool_result' }>];
+    expect(ended).toMatchObject({ step_id: 's1', iteration: 1, tool_call_id: called.tool_call_id, status: 'failed' });
+  });
+
   it('stream: true at enqueue streams a run of an agent that does not by default, and stream: false turns an agent default off', async () => {
     const { server, client } = await setup('asked');
     const asked = await client.enqueue({ agent: 'quiet', input: 'Weather?', stream: true });

@@ -7,6 +7,7 @@ import {
   type ResponseDecision,
   type StepState,
   type TryPosition,
+  TOOL_TERMINAL_KINDS,
   asProviderFailure,
   executedCalls,
   markApprovals,
@@ -27,6 +28,7 @@ import { runEnded } from '../runs/end-run.ts';
 import { recordRunEnded } from '../metrics/run-ends.ts';
 import type { ProviderJobData } from '../jobs/jobs.ts';
 import { CallStream } from '../streams/call-stream.ts';
+import type { StreamPart } from '../streams/stream-store.ts';
 import { runStreams } from '../streams/run-streams.ts';
 import { stageThreadMessages } from '../threads/thread-run.ts';
 import { roundCall } from '../calls/tool-execution.ts';
@@ -135,7 +137,7 @@ export async function callAndRecord(
       open.map((planned) => roundCall(planned, { step_id, iteration }, true)),
       ending,
       executedCalls(decision),
-      part,
+      withClosed(part, decision),
       cost_micros,
       // Each try that finds the spend moved follows another step's write: a bound, should steps keep writing.
       tries <= MAX_BUDGET_TRIES && budgetChecked(context.settings, decision) ? spent : undefined,
@@ -261,4 +263,12 @@ function requestAttributes(settings: ModelSettings | undefined): Record<string, 
   if (settings.top_p !== undefined) attributes[Attr.requestTopP] = settings.top_p;
   if (settings.seed !== undefined) attributes[Attr.requestSeed] = settings.seed;
   return attributes;
+}
+
+/** The response's part of the stream, with a failed `tool_result` for each call the decision ends without executing (SPEC §12: the stream shows each call's end). */
+function withClosed(part: StreamPart | undefined, decision: ResponseDecision): StreamPart | undefined {
+  if (!part) return part;
+  const ended = [...decidedEvents(decision), ...(decision.type === 'fail' ? decision.events : [])];
+  const closed = ended.flatMap((event) => (TOOL_TERMINAL_KINDS.has(event.kind) && 'tool_call_id' in event ? [event.tool_call_id] : []));
+  return closed.length > 0 ? { ...part, closed } : part;
 }

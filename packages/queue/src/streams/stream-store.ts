@@ -14,6 +14,8 @@ export interface StreamPart {
   readonly text: string;
   readonly pending: string;
   readonly calls: readonly (readonly [string, string])[];
+  /** Calls of the response that the loop ends without executing them: each gets its `tool_result` (`failed`) after the `tool_call`s. */
+  readonly closed?: readonly string[];
 }
 
 /** A stream entry that is not a chunk this version knows: stored state is untrusted. */

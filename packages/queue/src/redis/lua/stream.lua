@@ -40,7 +40,9 @@ local function streamShow(step, n, attempt, shown)
 end
 
 --[[ A recorded response's part of the stream: `s` = {attempt, text (the whole answer's text),
-  pending (its text not streamed yet), calls ({tool_call_id, tool_name} pairs)}. When the attempt
+  pending (its text not streamed yet), calls ({tool_call_id, tool_name} pairs), closed (absent, or
+  the ids of its calls the loop ends without executing: each gets a failed `tool_result` after the
+  `tool_call`s)}. When the attempt
   shown streamed exactly the answer's text but `pending`, `pending` completes it. When another
   attempt is shown, or its text does not add up (another delivery's attempt, a lost write), the
   iteration is reset and its whole text written at once, so the stream's text is always the
@@ -63,6 +65,9 @@ local function streamResponse(step, n, s)
   for _, call in ipairs(s.calls) do
     streamAdd({type = 'tool_call', step_id = step, iteration = n, attempt = attempt, tool_call_id = call[1], tool_name = call[2]})
   end
+  for _, id in ipairs(s.closed or {}) do
+    streamAdd({type = 'tool_result', step_id = step, iteration = n, tool_call_id = id, status = 'failed'})
+  end
 end
 
 local function checkStreamPart(s)
@@ -73,6 +78,10 @@ local function checkStreamPart(s)
   if type(s.calls) ~= 'table' then refuse('stream.calls must be a list') end
   for _, call in ipairs(s.calls) do
     if type(call) ~= 'table' or not isText(call[1]) or not isText(call[2]) then refuse('stream.calls must hold {tool_call_id, tool_name} pairs') end
+  end
+  if s.closed ~= nil then
+    if type(s.closed) ~= 'table' then refuse('stream.closed must be a list') end
+    for _, id in ipairs(s.closed) do if not isText(id) then refuse('stream.closed must hold tool_call_ids') end end
   end
 end
 
