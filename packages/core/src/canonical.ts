@@ -24,3 +24,10 @@ export function shortHash(value: unknown): string {
 export function byteSize(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
+
+const LONE_SURROGATE = /\p{Cs}/gu;
+
+/** `text` with each lone surrogate half made U+FFFD, as UTF-8 on the wire and in Redis makes it (`String.prototype.toWellFormed`). */
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, '\uFFFD');
+}

@@ -131,6 +131,14 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       expect(ofKind(result, 'ToolInputValidationFailed')).toEqual([expect.objectContaining({ tool_call_id: 'j1', violation_description: 'arguments are not valid JSON' })]);
     });
 
+    it('keeps text with a lone surrogate half as every store keeps it (U+FFFD), in the answer and in a tool result', async () => {
+      const broken = tool({ name: 'broken', description: 'b', input_schema: { type: 'object' }, handler: () => 'x\udc00y' });
+      const model = scriptedProvider([toolCall('broken', {}, 'b1'), reply('a\ud800b')]);
+      const result = await run(new Agent({ name: 'surrogates', tools: [broken] }), 'go', { provider: model });
+      expect(result.output).toBe('a\ufffdb');
+      expect(toolMessages(model.requests[1]).map((message) => message.content)).toEqual(['x\ufffdy']);
+    });
+
     it('answers arguments over the size limit as invalid without running the tool', async () => {
       let executions = 0;
       const weather = tool({ name: 'get_weather', description: 'weather', input_schema: weatherSchema, handler: () => (executions++, 'x') });

@@ -1,4 +1,4 @@
-import { byteSize } from '../canonical.ts';
+import { byteSize, wellFormed } from '../canonical.ts';
 import { MAX_ARGUMENT_BYTES, MAX_RESPONSE_BYTES, MAX_TOOL_CALLS_PER_RESPONSE } from '../defaults.ts';
 import type { Tokens } from '../vocabulary/tokens.ts';
 import { NamePattern } from '../names.ts';
@@ -68,7 +68,8 @@ export function normalizeResponse(raw: unknown, iteration: number): ProviderResp
   const total = usage.total === undefined ? input + output : tokenCount(usage.total);
   const finish = body.finish_reason;
   return {
-    content: typeof content === 'string' ? content : null,
+    // Text with a lone surrogate half is made whole (U+FFFD), as every store and wire would make it: both runners keep the same text.
+    content: typeof content === 'string' ? wellFormed(content) : null,
     tool_calls,
     finish_reason: typeof finish === 'string' && FINISH_REASON.test(finish) ? finish : tool_calls.length > 0 ? 'tool_calls' : 'unknown',
     usage: { input, output, total } satisfies Tokens,

@@ -1,4 +1,4 @@
-import { byteSize } from '../canonical.ts';
+import { byteSize, wellFormed } from '../canonical.ts';
 
 /** The exact texts the model receives when a call cannot succeed (SPEC §3). */
 export const ToolResultText = {
@@ -18,9 +18,9 @@ export const ToolResultText = {
   repeated: (previous: string) => `You already called this tool with these arguments: the result was ${previous}. Please proceed to the next step.`,
 } as const;
 
-/** Serialises a handler's return value: strings as they are, anything else as JSON. */
+/** Serialises a handler's return value: strings as they are (a lone surrogate half made U+FFFD), anything else as JSON. */
 export function serialiseResult(value: unknown): string {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return wellFormed(value);
   if (value === undefined) return '';
   const text = JSON.stringify(value);
   if (text === undefined) throw new TypeError('tool result is not JSON-serialisable');
