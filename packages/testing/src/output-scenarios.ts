@@ -67,6 +67,26 @@ export function defineOutputScenarios(name: string, runner: ScenarioRunner, scri
       expect(ofKind(result, 'OutputValidationFailed').map((event) => event.violation_description)).toEqual(['output is not valid JSON']);
     });
 
+    it('ends the calls beside a final-answer text that fails the schema, each in one terminal event', async () => {
+      const count = tool({ name: 'count', description: 'c', input_schema: { type: 'object' }, handler: () => 'x' });
+      const agent = new Agent({ name: 'final_fa', tools: [count], output_schema: bookSchema, tool_execution: { max_iterations: 1, on_max_iterations: 'final_answer' } });
+      const model = scriptedProvider([
+        toolCall('count', { n: 1 }, 'k1'),
+        {
+          content: 'not json',
+          tool_calls: [{ id: 'k2', type: 'function', function: { name: 'count', arguments: '{"n":2}' } }],
+          finish_reason: 'tool_calls',
+          usage: { input: 1, output: 1, total: 2 },
+        },
+      ]);
+      const result = await run(agent, 'go', { provider: model });
+      expect(result.error?.error_code).toBe('invalid_output');
+      expect(ofKind(result, 'ToolCallFailed').map((event) => [event.tool_call_id, event.iteration, event.error_code])).toEqual([
+        ['k1', 1, 'cancelled'],
+        ['k2', 2, 'cancelled'],
+      ]);
+    });
+
     it('fails the step with invalid_output once output_retries are spent', async () => {
       const model = scriptedProvider([reply('{"title":"A"}'), reply('nope'), reply('{"title":"never asked"}')]);
       const agent = new Agent({ name: 'stubborn', output_schema: bookSchema, output_retries: 1 });

@@ -143,7 +143,8 @@ export function decideResponse(agent: Agent, state: StepState, settings: StepSet
     // disabled the tools — its iterations, or (an earlier call) its budget.
     if ((response.content ?? '') !== '') {
       const answer = decideAnswer(state, settings, response.content!);
-      return answer.type === 'complete' ? { ...answer, closed: closed() } : answer;
+      if (answer.type === 'complete') return { ...answer, closed: closed() };
+      return answer.type === 'fail' ? { ...answer, events: [...answer.events, ...closed()] } : answer;
     }
     if (iteration <= settings.max_iterations) {
       return stepFailure(ErrorCode.BudgetExceeded, `step '${state.step_id}' stopped: its budget was spent, and the model asked for tools again instead of answering`, closed());

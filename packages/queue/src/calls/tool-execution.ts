@@ -61,7 +61,7 @@ export interface Attempt {
   readonly last: boolean;
   /**
    * The first delivery of a tool job: no earlier delivery can have recorded the call, so the
-   * handler starts without asking the store first (see {@link attemptToolCall}).
+   * handler starts after one read of the run's status, writing nothing first (see {@link attemptToolCall}).
    */
   readonly firstDelivery: boolean;
   /** A tool job's call, counted among its round's open calls; not one run inline by its provider job. */
@@ -87,10 +87,9 @@ export interface AttemptOutcome {
  * with its terminal event, recorded once.
  *
  * A re-delivery, or a call run inline, first asks the store whether the call is recorded or the
- * run has ended, and writes `ToolCallStarted` in the same step. A tool job's first delivery cannot
- * find its call recorded (only a cancel closes a call without its job; it also removes the job if
- * still queued, and workers remember cancelled runs: see {@link CancellationListener}), so its
- * handler starts at once: a handler that settles within the tick has its `ToolCallStarted`
+ * run has ended, and writes `ToolCallStarted` in the same step. A tool job's first delivery can
+ * find its call recorded only when its run has ended (the end closes open calls), so it reads the
+ * run's status and, the run going on, starts its handler: a handler that settles within the tick has its `ToolCallStarted`
  * written together with its result, one Redis step instead of two; a longer one has it written at
  * the end of the tick, and is cancelled if the store answers that the run has ended. Nothing is
  * recorded for a run that has ended, whichever way it went.

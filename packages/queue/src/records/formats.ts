@@ -229,3 +229,8 @@ export function readTryPosition(text: string, what: string): TryPosition {
   if (!match) throw new StoredFormatError(what, 'malformed');
   return { entry: Number(match[1]), failures: Number(match[2]), waits: Number(match[3]) };
 }
+
+/** Whether a Redis reply error says a key holds another type (another process's write). */
+export function isWrongType(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('WRONGTYPE');
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Packr } from 'msgpackr';
 import type { ScriptDefinition } from './scripts.ts';
-import { StoredFormatError } from '../records/formats.ts';
+import { StoredFormatError, isWrongType } from '../records/formats.ts';
 
 /**
  * Scripts as functions of their keys and arguments: a list is sent as positions (the
@@ -45,8 +45,7 @@ export function scriptCalls<Name extends string>(redis: Redis, scripts: Readonly
         })
         .catch((error: unknown) => {
           // A key another process wrote with another type: said so, naming the key the script was given, not as a raw Lua error.
-          if (error instanceof Error && error.message.includes('WRONGTYPE'))
-            throw new StoredFormatError(`a key of ${keys[0] ?? 'the prefix'} (read by the ${name} script)`, 'malformed');
+          if (isWrongType(error)) throw new StoredFormatError(`a key of ${keys[0] ?? 'the prefix'} (read by the ${name} script)`, 'malformed');
           throw error;
         });
     };

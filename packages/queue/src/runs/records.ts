@@ -16,7 +16,7 @@ import {
 import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import { type ChildLineage, ChildStore, wholeCount } from '../calls/waiting/child-store.ts';
 import { readArchive } from '../records/archive.ts';
-import { StoredFormatError, writeResponse } from '../records/formats.ts';
+import { StoredFormatError, isWrongType, writeResponse } from '../records/formats.ts';
 import { writeInput } from '../records/input-format.ts';
 import { stateLogKey } from '../redis/keys.ts';
 import { readOutput } from '../records/output-format.ts';
@@ -151,7 +151,7 @@ export class RunRecords {
   async getRun(run_id: string): Promise<RunRecord | undefined> {
     const record = await this.context.redis.hgetall(this.context.keys.record(run_id)).catch((error: unknown) => {
       // Another process wrote something else under the run's key.
-      if (error instanceof Error && error.message.startsWith('WRONGTYPE')) throw new StoredFormatError(`record of run ${run_id}`, 'malformed');
+      if (isWrongType(error)) throw new StoredFormatError(`record of run ${run_id}`, 'malformed');
       throw error;
     });
     if (!record.status) return undefined;
@@ -211,7 +211,7 @@ export class RunRecords {
       if (lines.length === 0 && ended) lines = [...((await readArchive(redis, keys, run_id))?.list(stateLogKey('', step_id)) ?? [])];
       return foldEntries({}, lines, 0, `state log of ${run_id}/${step_id}`);
     } catch (error) {
-      if (error instanceof StoredFormatError || (error instanceof Error && error.message.startsWith('WRONGTYPE'))) return undefined;
+      if (error instanceof StoredFormatError || isWrongType(error)) return undefined;
       throw error;
     }
   }

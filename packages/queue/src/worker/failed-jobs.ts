@@ -32,7 +32,7 @@ export async function failStepIfFinal(deps: FailedStepDeps, job: Job<ProviderJob
   if (!job || !failedForGood(job, reason) || malformedProviderJobData(job.data) !== undefined) return;
   const { run_id, step_id, iteration } = job.data;
   const error = stepRunError('job_failed', `provider job for iteration ${iteration} failed permanently`);
-  const ending = { outcome: { status: 'failed' as const, error }, step_id, events: [{ event: stepFailedEvent(step_id, error) }] };
+  const ending = { outcome: { status: 'failed' as const, error }, step_id, events: [{ event: stepFailedEvent(step_id, error, iteration) }] };
   try {
     const spec = await deps.store.getSpec(run_id);
     const workflow = spec ? deps.workflows.get(spec.agent) : undefined;
