@@ -239,16 +239,28 @@ describe("a run's record another process overwrote", () => {
 });
 
 describe('tenant settings another process overwrote (SPEC §14)', () => {
-  it('refuses an enqueue naming the key, rather than a raw error or half obeyed limits, for each kind of write', async () => {
+  it('refuses an enqueue naming the key when they are not a JSON object, and uses what it knows of any other', async () => {
     await withOwnWorker('hostile-tenancy', agent, scriptedProvider([reply('ok')], { repeat: true }), async (_client, own) => {
       const key = keysFor(own).tenancy;
-      for (const text of ['not json', 'null', '5', '{"tenant_limits":{"acme":{"runs_per_minute":-1}}}', '{"tenant_weights":"heavy"}']) {
+      // A fresh client each time: a client reads the settings once per 5 s.
+      const enqueueWith = async (text: string, tenant: string) => {
         await redis.set(key, text);
-        // A fresh client: a client reads the settings once per 5 s.
         const fresh = createClient({ redis: TEST_REDIS_URL, prefix: own });
-        await expect(fresh.enqueue({ agent: 'guarded', input: 'hi', tenant: 'acme' })).rejects.toThrow(`the tenant settings at ${key} is not as arcflow writes it`);
-        await fresh.close();
+        try {
+          return await fresh.enqueue({ agent: 'guarded', input: 'hi', tenant });
+        } finally {
+          await fresh.close();
+        }
+      };
+      for (const text of ['not json', 'null', '5']) {
+        await expect(enqueueWith(text, 'acme')).rejects.toThrow(`the tenant settings at ${key} is not as arcflow writes it`);
       }
+      // Values it cannot use are left out (no limit), not obeyed half.
+      await expect(enqueueWith('{"tenant_limits":{"acme":{"runs_per_minute":-1}},"tenant_weights":"heavy"}', 'acme')).resolves.toMatchObject({ created: true });
+      // A newer worker's keys (a rolling upgrade) are passed over; the limits this version knows still hold.
+      const newer = '{"tenant_limits":{"beta":{"runs_per_minute":1,"tokens_per_day":5}},"tenant_quotas":{"beta":3}}';
+      await expect(enqueueWith(newer, 'beta')).resolves.toMatchObject({ created: true });
+      await expect(enqueueWith(newer, 'beta')).rejects.toMatchObject({ code: 'tenant_rate_limited' });
     });
   });
 });

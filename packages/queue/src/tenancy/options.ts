@@ -58,6 +58,41 @@ function checkObject(option: string, value: unknown): asserts value is Record<st
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${option} must be an object keyed by tenant`);
 }
 
+const isWeight = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= WEIGHT_RANGE.min && value <= WEIGHT_RANGE.max;
+const isLimit = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 1;
+const isUsd = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+const isTenantKey = (key: string) => key === '*' || TENANT_PATTERN.test(key);
+const isMap = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The entries of a stored map (`tenant → value`) whose key is a tenant's and whose value `keep` gives. */
+function keptEntries<T>(map: unknown, keep: (value: unknown) => T | undefined): Record<string, T> | undefined {
+  if (!isMap(map)) return undefined;
+  const kept: Record<string, T> = {};
+  for (const [tenant, value] of Object.entries(map)) {
+    const taken = isTenantKey(tenant) ? keep(value) : undefined;
+    if (taken !== undefined) Object.defineProperty(kept, tenant, { value: taken, enumerable: true, writable: true, configurable: true });
+  }
+  return kept;
+}
+
+/**
+ * Tenant options as a worker stored them, read by every process: what this version knows and
+ * can use of them. A key or value it does not know (a newer worker's, during a rolling upgrade)
+ * is left out rather than refused, so that older processes go on adding jobs.
+ */
+export function storedTenantOptions(stored: Record<string, unknown>): TenantOptions {
+  const limitsOf = (limits: unknown) => {
+    if (!isMap(limits)) return undefined;
+    const known = Object.fromEntries(LIMIT_KEYS.filter((key) => isLimit(limits[key])).map((key) => [key, limits[key] as number]));
+    return known as TenantLimits;
+  };
+  const budgetOf = (budget: unknown) => (isMap(budget) && isUsd(budget.max_cost_usd_per_day) ? { max_cost_usd_per_day: budget.max_cost_usd_per_day } : undefined);
+  const tenant_weights = keptEntries(stored.tenant_weights, (weight) => (isWeight(weight) ? weight : undefined));
+  const tenant_limits = keptEntries(stored.tenant_limits, limitsOf);
+  const tenant_budgets = keptEntries(stored.tenant_budgets, budgetOf);
+  return { ...(tenant_weights ? { tenant_weights } : {}), ...(tenant_limits ? { tenant_limits } : {}), ...(tenant_budgets ? { tenant_budgets } : {}) };
+}
+
 /** The tenant options checked at start: an unknown tenant name or a bad value is refused, naming it. */
 export function checkTenantOptions(options: TenantOptions): TenantOptions {
   const { tenant_weights } = options;
@@ -65,7 +100,7 @@ export function checkTenantOptions(options: TenantOptions): TenantOptions {
     checkObject('tenant_weights', tenant_weights);
     for (const [tenant, weight] of Object.entries(tenant_weights)) {
       checkTenantKey('tenant_weights', tenant);
-      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight < WEIGHT_RANGE.min || weight > WEIGHT_RANGE.max) {
+      if (!isWeight(weight)) {
         throw new ConfigError(`tenant_weights.${tenant}: expected a number from ${WEIGHT_RANGE.min} to ${WEIGHT_RANGE.max}, got ${JSON.stringify(weight)?.slice(0, 40)}`);
       }
     }
@@ -78,8 +113,7 @@ export function checkTenantOptions(options: TenantOptions): TenantOptions {
       checkObject(`tenant_limits.${tenant}`, limits);
       for (const [key, value] of Object.entries(limits)) {
         if (!(LIMIT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`tenant_limits.${tenant}: unknown key '${key.slice(0, 60)}' (keys: ${LIMIT_KEYS.join(', ')})`);
-        if (!Number.isSafeInteger(value) || (value as number) < 1)
-          throw new ConfigError(`tenant_limits.${tenant}.${key}: expected a whole number of at least 1, got ${JSON.stringify(value)?.slice(0, 40)}`);
+        if (!isLimit(value)) throw new ConfigError(`tenant_limits.${tenant}.${key}: expected a whole number of at least 1, got ${JSON.stringify(value)?.slice(0, 40)}`);
       }
     }
   }
@@ -99,8 +133,7 @@ function checkTenantBudgets(tenant_budgets: unknown): void {
     checkObject(`tenant_budgets.${tenant}`, budget);
     for (const [key, value] of Object.entries(budget)) {
       if (key !== 'max_cost_usd_per_day') throw new ConfigError(`tenant_budgets.${tenant}: unknown key '${key.slice(0, 60)}' (keys: max_cost_usd_per_day)`);
-      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-        throw new ConfigError(`tenant_budgets.${tenant}.${key}: expected a number of USD >= 0, got ${JSON.stringify(value)?.slice(0, 40)}`);
+      if (!isUsd(value)) throw new ConfigError(`tenant_budgets.${tenant}.${key}: expected a number of USD >= 0, got ${JSON.stringify(value)?.slice(0, 40)}`);
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { type TenantBudget, type TenantLimits, type TenantOptions, checkTenantOptions } from './options.ts';
+import { type TenantBudget, type TenantLimits, type TenantOptions, storedTenantOptions } from './options.ts';
 import { StoredFormatError } from '../records/formats.ts';
 
 /** How long a process uses the tenant settings it read before reading them again. */
@@ -59,13 +59,14 @@ function own<T>(map: Readonly<Record<string, T>>, tenant: string): T | undefined
   return Object.hasOwn(map, tenant) ? map[tenant] : undefined;
 }
 
-/** Settings as a worker published them; anything else (another process's write) is refused, naming the key, rather than half obeyed. */
+/** Settings as a worker published them (see `storedTenantOptions`); what is not a JSON object (another process's write) is refused, naming the key. */
 function storedSettings(text: string, key: string): StoredTenantSettings {
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(text);
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError('not an object');
-    return checkTenantOptions(value as TenantOptions);
+    value = JSON.parse(text);
   } catch {
     throw new StoredFormatError(`the tenant settings at ${key}`, 'malformed');
   }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new StoredFormatError(`the tenant settings at ${key}`, 'malformed');
+  return storedTenantOptions(value as Record<string, unknown>);
 }
