@@ -131,6 +131,21 @@ export function defineLoopScenarios(name: string, runner: ScenarioRunner, script
       expect(ofKind(result, 'ToolInputValidationFailed')).toEqual([expect.objectContaining({ tool_call_id: 'j1', violation_description: 'arguments are not valid JSON' })]);
     });
 
+    it('runs calls whose ids name properties every object has (constructor, __proto__) under fresh ids', async () => {
+      const weather = tool({ name: 'get_weather', description: 'w', input_schema: weatherSchema, handler: ({ city }: { city: string }) => `mild in ${city}` });
+      const model = scriptedProvider([
+        toolCalls([
+          { name: 'get_weather', args: { city: 'Oslo' }, id: 'constructor' },
+          { name: 'get_weather', args: { city: 'Rome' }, id: '__proto__' },
+        ]),
+        reply('ok'),
+      ]);
+      const result = await run(new Agent({ name: 'protos', tools: [weather] }), 'go', { provider: model });
+      expect(result.status).toBe('completed');
+      expect(toolMessages(model.requests[1]).map((message) => message.content)).toEqual(['mild in Oslo', 'mild in Rome']);
+      expect(ofKind(result, 'ToolCallCompleted').map((event) => event.tool_call_id)).toEqual(['call_1_1', 'call_1_2']);
+    });
+
     it('keeps text with a lone surrogate half as every store keeps it (U+FFFD), in the answer and in a tool result', async () => {
       const broken = tool({ name: 'broken', description: 'b', input_schema: { type: 'object' }, handler: () => 'x\udc00y' });
       const model = scriptedProvider([toolCall('broken', {}, 'b1'), reply('a\ud800b')]);

@@ -82,11 +82,15 @@ function malformed(what: string): ProviderFailure {
   return new ProviderFailure('malformed_response', `malformed provider response: ${what}`, { retryable: true });
 }
 
-/** Ids in call order: each well-formed id is kept the first time it appears; every other call gets a fresh one. */
+/**
+ * Ids in call order: each well-formed id is kept the first time it appears; every other call gets
+ * a fresh one. An id that names a property every object has (`constructor`, `__proto__`) is not
+ * kept: calls are looked up by id in plain objects.
+ */
 function uniqueIds(calls: readonly unknown[], iteration: number): string[] {
   const given = calls.map((entry) => {
     const id = (entry as { id?: unknown } | null)?.id;
-    return typeof id === 'string' && TOOL_CALL_ID.test(id) ? id : undefined;
+    return typeof id === 'string' && TOOL_CALL_ID.test(id) && !(id in Object.prototype) ? id : undefined;
   });
   const taken = new Set<string>();
   const keep = given.map((id) => {
