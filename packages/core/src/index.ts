@@ -155,7 +155,7 @@ export * from './loop/tool-results.ts';
 export { runLocal } from './runner/run-local.ts';
 export type { RunLocalOptions, LocalRun } from './runner/local-options.ts';
 export { LocalEventLog } from './runner/event-log.ts';
-export { backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
+export { MAX_RETRY_AFTER_SECONDS, backoffMs, providerRetryDelayMs, sleep } from './runner/backoff.ts';
 export { stderrLogger, silentLogger } from './logger.ts';
 export { jsonProblem, checkRequestJson, REQUEST_JSON_LIMITS } from './json-limits.ts';
 export { describeError, logLine, loggable, withFields } from './logger.ts';

@@ -3,13 +3,13 @@ import OpenAI from 'openai';
 
 /** Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if present. */
 export function retryAfterSeconds(headers: Headers | undefined, now = Date.now()): number | undefined {
-  const ms = Number(headers?.get('retry-after-ms') ?? Number.NaN);
-  if (Number.isFinite(ms) && ms >= 0) return ms / 1000;
-  const value = headers?.get('retry-after');
+  // Only the header's own forms: digits (`0x10`, `1e7` and `-1` are none of them), or an HTTP date.
+  const ms = headers?.get('retry-after-ms')?.trim();
+  if (ms && /^\d+(\.\d+)?$/.test(ms)) return Number(ms) / 1000;
+  const value = headers?.get('retry-after')?.trim();
   if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
-  const date = Date.parse(value);
+  if (/^\d+$/.test(value)) return Number(value);
+  const date = /[A-Za-z]/.test(value) ? Date.parse(value) : Number.NaN;
   return Number.isFinite(date) ? Math.max(0, (date - now) / 1000) : undefined;
 }
 

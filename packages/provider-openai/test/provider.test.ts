@@ -208,5 +208,8 @@ describe('OpenAI provider', () => {
     expect(retryAfterSeconds(new Headers({ 'retry-after-ms': '1500' }))).toBe(1.5);
     expect(retryAfterSeconds(new Headers({ 'retry-after': 'Wed, 02 Dec 2026 10:00:05 GMT' }), Date.parse('Wed, 02 Dec 2026 10:00:00 GMT'))).toBe(5);
     expect(retryAfterSeconds(new Headers())).toBeUndefined();
+    expect(retryAfterSeconds(new Headers({ 'retry-after': '7' }))).toBe(7);
+    // Not the header's forms: no wait is read from them.
+    for (const odd of ['0x10', '1e7', '-1', 'NaN', 'abc', '1.5.2']) expect(retryAfterSeconds(new Headers({ 'retry-after': odd }))).toBeUndefined();
   });
 });
