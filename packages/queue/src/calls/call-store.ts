@@ -1,6 +1,6 @@
 import type { CallPlace, EventDraft, RunSpent, TryPosition } from '@arcflow/core';
 import type { PendingEvent } from '../records/event-codec.ts';
-import { StoredFormatError, isWrongType, writeTryPosition } from '../records/formats.ts';
+import { refuseWrongType, writeTryPosition } from '../records/formats.ts';
 import { type CallStart, type RecordedResult, type RoundCall, type TimedEvent, type ToolResult, pairsToRecord } from '../records/round-call.ts';
 import type { StoreContext } from '../store-context.ts';
 import { type ApprovalResolution, type RunStatus, TERMINAL_STATUSES, type ToolResultAnswer } from '@arcflow/core';
@@ -32,10 +32,7 @@ export class CallStore {
    * another process, only when its run ends: a cancel, a failed step of a `fail_fast` workflow.)
    */
   async runGoesOn(run_id: string): Promise<boolean> {
-    const status = await this.context.redis.hget(this.context.keys.record(run_id), 'status').catch((error: unknown) => {
-      if (isWrongType(error)) throw new StoredFormatError(`record of run ${run_id}`, 'malformed');
-      throw error;
-    });
+    const status = await this.context.redis.hget(this.context.keys.record(run_id), 'status').catch(refuseWrongType(`record of run ${run_id}`));
     return status !== null && !TERMINAL_STATUSES.has(status as RunStatus);
   }
 

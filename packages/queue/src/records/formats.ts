@@ -234,3 +234,11 @@ export function readTryPosition(text: string, what: string): TryPosition {
 export function isWrongType(error: unknown): boolean {
   return error instanceof Error && error.message.includes('WRONGTYPE');
 }
+
+/** A read's `catch`: a key of another type is refused as `what`, not stored as arcflow writes it; any other error as it is. */
+export function refuseWrongType(what: string): (error: unknown) => never {
+  return (error) => {
+    if (isWrongType(error)) throw new StoredFormatError(what, 'malformed');
+    throw error;
+  };
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Packr } from 'msgpackr';
 import type { ScriptDefinition } from './scripts.ts';
-import { StoredFormatError, isWrongType } from '../records/formats.ts';
+import { refuseWrongType } from '../records/formats.ts';
 
 /**
  * Scripts as functions of their keys and arguments: a list is sent as positions (the
@@ -37,17 +37,16 @@ export function scriptCalls<Name extends string>(redis: Redis, scripts: Readonly
     const call = (keys: readonly string[], args: readonly (string | number)[] | Readonly<Record<string, unknown>>): Promise<unknown> => {
       if (!Array.isArray(args) && !packer) return loadPacker().then(() => call(keys, args));
       const sent = Array.isArray(args) ? (args as (string | number)[]) : [(packer as Packr).pack(args)];
-      return redis
-        .evalsha(sha, script.numberOfKeys, ...keys, ...sent)
-        .catch((error: unknown) => {
-          if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-          return redis.eval(script.lua, script.numberOfKeys, ...keys, ...sent);
-        })
-        .catch((error: unknown) => {
+      return (
+        redis
+          .evalsha(sha, script.numberOfKeys, ...keys, ...sent)
+          .catch((error: unknown) => {
+            if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+            return redis.eval(script.lua, script.numberOfKeys, ...keys, ...sent);
+          })
           // A key another process wrote with another type: said so, naming the key the script was given, not as a raw Lua error.
-          if (isWrongType(error)) throw new StoredFormatError(`a key of ${keys[0] ?? 'the prefix'} (read by the ${name} script)`, 'malformed');
-          throw error;
-        });
+          .catch(refuseWrongType(`a key of ${keys[0] ?? 'the prefix'} (read by the ${name} script)`))
+      );
     };
     return [name, call] as const;
   });

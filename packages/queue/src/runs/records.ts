@@ -16,7 +16,7 @@ import {
 import type { WaitingStore } from '../calls/waiting/waiting-store.ts';
 import { type ChildLineage, ChildStore, wholeCount } from '../calls/waiting/child-store.ts';
 import { readArchive } from '../records/archive.ts';
-import { StoredFormatError, isWrongType, writeResponse } from '../records/formats.ts';
+import { StoredFormatError, isWrongType, refuseWrongType, writeResponse } from '../records/formats.ts';
 import { writeInput } from '../records/input-format.ts';
 import { stateLogKey } from '../redis/keys.ts';
 import { readOutput } from '../records/output-format.ts';
@@ -149,11 +149,8 @@ export class RunRecords {
 
   /** The run record as clients see it. */
   async getRun(run_id: string): Promise<RunRecord | undefined> {
-    const record = await this.context.redis.hgetall(this.context.keys.record(run_id)).catch((error: unknown) => {
-      // Another process wrote something else under the run's key.
-      if (isWrongType(error)) throw new StoredFormatError(`record of run ${run_id}`, 'malformed');
-      throw error;
-    });
+    // Another process may have written something else under the run's key.
+    const record = await this.context.redis.hgetall(this.context.keys.record(run_id)).catch(refuseWrongType(`record of run ${run_id}`));
     if (!record.status) return undefined;
     const steps = record.workflow ? await this.parts.workflows.stepRecords(run_id) : undefined;
     const open = record.status === 'waiting' || record.status === 'running';

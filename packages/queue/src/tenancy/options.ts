@@ -49,20 +49,20 @@ const LIMIT_KEYS = ['max_active_runs', 'runs_per_minute'] as const;
 /** The weights a tenant may have: shares from 1/1000 to 1000 of a weight-1 tenant's. */
 const WEIGHT_RANGE = { min: 0.001, max: 1_000 } as const;
 
-/** A tenant name, or `*` (every tenant not named). */
-function checkTenantKey(option: string, key: string): void {
-  if (key !== '*' && !TENANT_PATTERN.test(key)) throw new ConfigError(`${option}: '${key.slice(0, 140)}' is not a tenant name (${TENANT_PATTERN}) or '*'`);
-}
-
-function checkObject(option: string, value: unknown): asserts value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${option} must be an object keyed by tenant`);
-}
-
 const isWeight = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= WEIGHT_RANGE.min && value <= WEIGHT_RANGE.max;
 const isLimit = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 1;
 const isUsd = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+/** A tenant name, or `*` (every tenant not named). */
 const isTenantKey = (key: string) => key === '*' || TENANT_PATTERN.test(key);
 const isMap = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+function checkTenantKey(option: string, key: string): void {
+  if (!isTenantKey(key)) throw new ConfigError(`${option}: '${key.slice(0, 140)}' is not a tenant name (${TENANT_PATTERN}) or '*'`);
+}
+
+function checkObject(option: string, value: unknown): asserts value is Record<string, unknown> {
+  if (!isMap(value)) throw new ConfigError(`${option} must be an object keyed by tenant`);
+}
 
 /** The entries of a stored map (`tenant → value`) whose key is a tenant's and whose value `keep` gives. */
 function keptEntries<T>(map: unknown, keep: (value: unknown) => T | undefined): Record<string, T> | undefined {
